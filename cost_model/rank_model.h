@@ -1,0 +1,122 @@
+#pragma once
+// The learned ranker: gradient-boosted trees (XGBoost) that order candidate configurations
+// by predicted throughput. It sees only float feature matrices, never kernels or CUDA.
+//
+// Labels convention: a label is the candidate's throughput normalised within its task, so
+// that the best measured configuration of the task has 1.0 and every other lies in [0, 1];
+// configurations that failed (compile, launch, timeout, wrong answer) have 0. Higher
+// predictions mean "expected to be faster"; only their order is meaningful.
+//
+// Groups: rows are laid out task by task; group_sizes[i] is the number of consecutive rows
+// of the i-th task. Pairs are only formed within a group, so throughputs of different
+// tasks are never compared. An empty group list means one group holding every row.
+//
+// Base margin: a per-row offset added to the trees' output before the loss is taken.
+// Transfer learning fits a local model on top of a global model's predictions by passing
+// them as the base margin to both fit() and predict(). A model fitted with a base margin
+// predicts only the correction; pass the same kind of margin when predicting.
+//
+// Schema: a model records the name/version of the feature extraction that produced its
+// inputs (e.g. "cutune-loop-features/3") and its column count; load() refuses a model made
+// under another schema, since its columns would mean something else.
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cutune::cost_model {
+
+// A dense row-major matrix of features: data[r * cols + c]. NaN marks a missing value.
+// Invariant: data.size() == rows * cols.
+struct FeatureMatrix {
+  int rows = 0;
+  int cols = 0;
+  std::vector<float> data;
+
+  static FeatureMatrix zeros(int rows, int cols);
+
+  float& at(int r, int c) { return data[static_cast<size_t>(r) * cols + c]; }
+  float at(int r, int c) const { return data[static_cast<size_t>(r) * cols + c]; }
+  std::span<const float> row(int r) const {
+    return {data.data() + static_cast<size_t>(r) * cols, static_cast<size_t>(cols)};
+  }
+};
+
+// The rows of x at the given indices, in that order.
+FeatureMatrix select_rows(const FeatureMatrix& x, std::span<const int> indices);
+
+// rank:pairwise minimises the pairwise logistic loss within each group,
+//   L = sum over pairs (i, j) with c_i != c_j of log(1 + exp(-sign(c_i - c_j) (f(x_i) - f(x_j)))),
+// and uses the float labels only through their order. regression (reg:squarederror) fits
+// the labels themselves and ignores groups; it is kept as the alternative to compare.
+enum class RankObjective { pairwise, regression };
+
+// Boosting parameters. Defaults follow AutoTVM's XGBoost cost model.
+struct RankModelOptions {
+  RankObjective objective = RankObjective::pairwise;
+  int rounds = 150;               // boosting rounds (trees)
+  int max_depth = 6;
+  double eta = 0.3;               // learning rate
+  double gamma = 1e-4;            // minimum loss reduction to split a node
+  double min_child_weight = 1.0;  // minimum hessian sum in a leaf
+  double subsample = 1.0;         // share of rows sampled per tree, in (0, 1]
+  double colsample = 1.0;         // share of columns sampled per tree, in (0, 1]
+  double lambda = 1.0;            // L2 regularisation of leaf weights
+  int nthread = 1;
+  uint64_t seed = 0;              // fitting twice with the same seed gives the same model
+};
+
+// A move-only owner of one XGBoost booster. fit() always trains from scratch.
+// Thread safety: predict() may not be called concurrently with fit() or load().
+class RankModel {
+ public:
+  // An untrained model for features of the given schema (a name/version string, non-empty).
+  explicit RankModel(std::string schema, RankModelOptions options = {});
+  ~RankModel();
+  RankModel(RankModel&& other) noexcept;
+  RankModel& operator=(RankModel&& other) noexcept;
+  RankModel(const RankModel&) = delete;
+  RankModel& operator=(const RankModel&) = delete;
+
+  // Trains a fresh booster; if fitting throws, the model is left untrained. labels and base_margin (if not empty) have one entry per row;
+  // group_sizes sum to x.rows (or is empty: one group). x.rows >= 1, x.cols >= 1.
+  // Throws std::invalid_argument on inconsistent sizes, std::runtime_error if XGBoost fails.
+  void fit(const FeatureMatrix& x, std::span<const float> labels,
+           std::span<const unsigned> group_sizes = {}, std::span<const float> base_margin = {});
+
+  // One score per row of x; higher means expected faster. Requires trained() and
+  // x.cols == feature_count(); base_margin, if not empty, has one entry per row.
+  std::vector<float> predict(const FeatureMatrix& x,
+                             std::span<const float> base_margin = {}) const;
+
+  // Writes the model (trees, parameters, schema and feature count) as XGBoost JSON.
+  void save(const std::filesystem::path& path) const;
+
+  // Reads a model written by save(). Throws std::runtime_error with a one-line message if
+  // the file is unreadable or not a model, or if its schema or feature count differ from
+  // the expected ones.
+  static RankModel load(const std::filesystem::path& path, std::string_view expected_schema,
+                        int expected_cols);
+
+  bool trained() const { return booster_ != nullptr; }
+  // Number of columns the model was trained on; 0 while untrained.
+  int feature_count() const { return feature_count_; }
+  const std::string& schema() const { return schema_; }
+  const RankModelOptions& options() const { return options_; }
+
+ private:
+  void free_booster() noexcept;
+  // Sets the parameters of booster_, boosts options_.rounds trees on the DMatrix `train`
+  // and records the schema attributes.
+  void train_booster(void* train, int cols);
+
+  std::string schema_;
+  RankModelOptions options_;
+  int feature_count_ = 0;
+  void* booster_ = nullptr;  // XGBoost's BoosterHandle; null while untrained
+};
+
+}  // namespace cutune::cost_model

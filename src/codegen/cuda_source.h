@@ -1,0 +1,44 @@
+#pragma once
+// The plain value that code generation hands to the compiler, the emulator and the runtime:
+// a self-contained CUDA C translation unit with one extern "C" __global__ kernel and the
+// launch description that the kernel was generated for.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/ir/type.h"
+
+namespace cutune {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  constexpr uint64_t volume() const { return uint64_t{x} * y * z; }
+  friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// One kernel parameter, in the order the kernel takes them. A pointer parameter points at a
+// global buffer of `elements` elements of `type`; a scalar parameter is passed by value.
+struct KernelParam {
+  std::string name;
+  ir::Type type;            // element type for pointers, value type for scalars
+  bool is_pointer = true;
+  bool is_const = false;    // a pointer the kernel only reads
+  int64_t elements = 0;     // pointers: the buffer's size in elements (for checks and allocation)
+};
+
+struct LaunchSpec {
+  Dim3 grid;
+  Dim3 block;
+  uint32_t static_smem_bytes = 0;   // __shared__ arrays declared in the kernel
+  uint32_t dynamic_smem_bytes = 0;  // extern __shared__; above 48 KiB it needs the opt-in
+};
+
+struct CudaSource {
+  std::string kernel_name;          // the extern "C" name of the __global__ function
+  std::string code;                 // the whole translation unit; includes nothing
+  std::vector<KernelParam> params;
+  LaunchSpec launch;
+};
+
+}  // namespace cutune

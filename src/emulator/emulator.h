@@ -1,0 +1,75 @@
+#pragma once
+// Runs the exact CUDA C that cutune generates on the CPU, for correctness checks where no GPU
+// exists.
+//
+// The source is compiled, unchanged, by the host C++ compiler into a shared object, with the
+// device prelude (device_prelude.h) force-included before it and a generated postlude
+// (postlude.h) after it. Compiled objects are cached in the work directory by a hash of
+// everything that goes into them, so a configuration run twice compiles once.
+//
+// Each run happens in a forked child process (kernel_process.h): blocks are spread over
+// `host_threads` host threads, the threads of a block run as fibers that switch at
+// __syncthreads (block_runner.h), and every global buffer sits between inaccessible guard
+// pages (guarded_buffers.h). A kernel that goes out of bounds, diverges at a barrier, crashes
+// or runs too long therefore comes back as a status with a message; it never ends the caller.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "src/codegen/cuda_source.h"
+#include "src/emulator/host_buffer.h"
+
+namespace cutune::emu {
+
+enum class EmuStatus {
+  ok,
+  compile_error,       // message: the compiler's log
+  out_of_bounds,       // message: kernel, buffer (parameter) name, element index
+  barrier_divergence,  // message: kernel, block, the threads that disagree
+  crashed,             // message: kernel, signal, block and thread when known
+  timeout,             // the run took longer than EmulatorOptions::timeout_seconds
+};
+
+std::string to_string(EmuStatus status);
+
+struct EmuResult {
+  EmuStatus status = EmuStatus::ok;
+  std::string message;          // empty when ok
+  double compile_seconds = 0;   // 0 (well, the hashing) when the object came from the cache
+  bool compile_cached = false;
+  double run_seconds = 0;       // fork to exit of the child, buffers' copies excluded
+};
+
+struct EmulatorOptions {
+  int host_threads = 0;            // threads running blocks; 0: one per hardware thread
+  double timeout_seconds = 60;     // per run, compile excluded
+  std::filesystem::path work_dir;  // sources, logs and cached objects; empty: a fresh temp dir
+  std::vector<std::string> cxx_flags;  // appended to the compile command
+  bool poison_shared = true;       // fill shared memory with 0xFF (NaN) bytes before each block
+};
+
+class Emulator {
+ public:
+  // The compiler is `c++` on PATH, or the command in the environment variable CUTUNE_CXX.
+  explicit Emulator(EmulatorOptions options = {});
+  ~Emulator();  // removes the work dir when it made it
+  Emulator(const Emulator&) = delete;
+  Emulator& operator=(const Emulator&) = delete;
+
+  // Launches `src` once. `buffers` holds one buffer per pointer parameter, in parameter order,
+  // each of exactly params[i].elements elements of params[i].type; `scalars` one value per
+  // scalar parameter, in parameter order. On ok, the non-const buffers hold the kernel's
+  // output; otherwise they are left as they were. Safe to call from several threads.
+  EmuResult run(const CudaSource& src, std::vector<HostBuffer>& buffers,
+                const std::vector<ScalarArg>& scalars = {});
+
+  const std::filesystem::path& work_dir() const { return work_dir_; }
+
+ private:
+  EmulatorOptions options_;
+  std::filesystem::path work_dir_;
+  bool owns_work_dir_ = false;
+};
+
+}  // namespace cutune::emu

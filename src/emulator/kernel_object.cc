@@ -1,0 +1,183 @@
+#include "src/emulator/kernel_object.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "src/emulator/postlude.h"
+#include "src/emulator/prelude_text.h"
+
+extern char** environ;
+
+namespace cutune::emu {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// -fno-strict-aliasing: generated code reads float arrays through float4 lvalues.
+// -fno-math-errno: lets sqrtf and friends become single instructions; results are the same.
+const std::vector<std::string> kBaseFlags = {
+    "-std=c++17", "-O2",        "-fPIC",           "-shared",
+    "-w",         "-fno-strict-aliasing", "-fno-math-errno", "-fno-exceptions",
+    "-fvisibility=hidden"};
+
+uint64_t fnv1a(uint64_t h, std::string_view s) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h ^ 0xff;  // separates consecutive fields
+}
+
+std::string unique_suffix() {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.{}", getpid(), counter.fetch_add(1));
+}
+
+// Writes by rename so that a reader sharing the directory never sees half a file.
+void write_file_atomically(const fs::path& path, std::string_view text) {
+  fs::path tmp = path;
+  tmp += ".tmp." + unique_suffix();
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!f) throw std::runtime_error(fmt::format("emulator: cannot write {}", tmp.string()));
+  }
+  fs::rename(tmp, path);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs `argv` with stdout and stderr going to `log`; returns its exit status (-1: not run).
+int run_command(const std::vector<std::string>& argv, const fs::path& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int err = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+std::vector<std::string> host_compiler_command() {
+  std::vector<std::string> cmd;
+  if (const char* env = std::getenv("CUTUNE_CXX"); env != nullptr && *env != '\0') {
+    std::istringstream words(env);
+    for (std::string w; words >> w;) cmd.push_back(w);
+  }
+  if (cmd.empty()) cmd.push_back("c++");
+  return cmd;
+}
+
+CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work_dir,
+                                     const std::vector<std::string>& extra_flags) {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  CompiledObject out;
+
+  std::string_view prelude = device_prelude_text();
+  std::vector<std::string> cmd = host_compiler_command();
+  cmd.insert(cmd.end(), kBaseFlags.begin(), kBaseFlags.end());
+  cmd.insert(cmd.end(), extra_flags.begin(), extra_flags.end());
+
+  // Each compile gets its own folder, so the postlude names the kernel file the same way
+  // every time and the hash covers everything the object depends on.
+  Postlude postlude = make_postlude(src, "kernel.cu");
+  if (!postlude.error.empty()) {
+    out.log = postlude.error;
+    out.seconds = elapsed();
+    return out;
+  }
+  uint64_t h = fnv1a(1469598103934665603ull, prelude);
+  h = fnv1a(h, src.code);
+  h = fnv1a(h, postlude.text);
+  for (const std::string& c : cmd) h = fnv1a(h, c);
+  std::string stem = fmt::format("k{:016x}", h);
+
+  out.path = work_dir / (stem + ".so");
+  if (fs::exists(out.path)) {
+    out.ok = true;
+    out.cached = true;
+    out.seconds = elapsed();
+    return out;
+  }
+
+  fs::path dir = work_dir / stem;
+  fs::create_directories(dir);
+  fs::path prelude_path = dir / "prelude.h";
+  fs::path main_path = dir / "main.cc";
+  write_file_atomically(prelude_path, prelude);
+  write_file_atomically(dir / "kernel.cu", src.code);
+  write_file_atomically(main_path, postlude.text);
+
+  fs::path tmp_object = out.path;
+  tmp_object += ".tmp." + unique_suffix();
+  fs::path log_path = dir / ("log." + unique_suffix());
+  cmd.insert(cmd.end(), {"-include", prelude_path.string(), main_path.string(), "-o",
+                         tmp_object.string()});
+  int rc = run_command(cmd, log_path);
+  out.log = read_file(log_path);
+  fs::remove(log_path);
+  if (rc == -1) {
+    out.log = fmt::format("emulator: cannot run the host compiler `{}` (set CUTUNE_CXX)", cmd[0]);
+  } else if (rc == 0) {
+    fs::rename(tmp_object, out.path);
+    out.ok = true;
+  } else {
+    std::error_code ignored;
+    fs::remove(tmp_object, ignored);
+    if (out.log.empty()) out.log = fmt::format("the host compiler exited with status {}", rc);
+  }
+  out.seconds = elapsed();
+  return out;
+}
+
+LoadedKernel::LoadedKernel(const fs::path& object) {
+  handle_ = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle_ == nullptr) {
+    throw std::runtime_error(fmt::format("emulator: cannot load {}: {}", object.string(),
+                                         dlerror()));
+  }
+  thread_main_ = reinterpret_cast<cutune_emu_abi::ThreadMain>(
+      dlsym(handle_, cutune_emu_abi::kThreadMainSymbol));
+  tls_touch_ = reinterpret_cast<cutune_emu_abi::TlsTouch>(
+      dlsym(handle_, cutune_emu_abi::kTlsTouchSymbol));
+  if (thread_main_ == nullptr || tls_touch_ == nullptr) {
+    dlclose(handle_);
+    throw std::runtime_error(
+        fmt::format("emulator: {} lacks the emulator's entry points", object.string()));
+  }
+}
+
+LoadedKernel::~LoadedKernel() { dlclose(handle_); }
+
+}  // namespace cutune::emu

@@ -1,0 +1,273 @@
+#include "src/ir/ir.h"
+
+#include <fmt/format.h>
+
+namespace cutune::ir {
+
+namespace {
+
+void check(bool ok, const char* what, const std::string& detail = {}) {
+  if (!ok) throw IRError(detail.empty() ? std::string(what) : fmt::format("{}: {}", what, detail));
+}
+
+constexpr bool is_comparison(NodeKind k) {
+  return k == NodeKind::EQ || k == NodeKind::NE || k == NodeKind::LT || k == NodeKind::LE ||
+         k == NodeKind::GT || k == NodeKind::GE;
+}
+
+}  // namespace
+
+const char* node_kind_name(NodeKind kind) {
+  switch (kind) {
+#define CUTUNE_IR_NAME(name) \
+  case NodeKind::name:       \
+    return #name;
+    CUTUNE_IR_EXPR_NODES(CUTUNE_IR_NAME)
+    CUTUNE_IR_STMT_NODES(CUTUNE_IR_NAME)
+#undef CUTUNE_IR_NAME
+  }
+  return "?";
+}
+
+const char* scope_name(MemoryScope scope) {
+  switch (scope) {
+    case MemoryScope::global: return "global";
+    case MemoryScope::shared: return "shared";
+    case MemoryScope::local: return "local";
+  }
+  return "?";
+}
+
+const char* for_kind_name(ForKind kind) {
+  switch (kind) {
+    case ForKind::serial: return "serial";
+    case ForKind::unrolled: return "unrolled";
+    case ForKind::vectorized: return "vectorized";
+    case ForKind::block_x: return "blockIdx.x";
+    case ForKind::block_y: return "blockIdx.y";
+    case ForKind::block_z: return "blockIdx.z";
+    case ForKind::thread_x: return "threadIdx.x";
+    case ForKind::thread_y: return "threadIdx.y";
+    case ForKind::thread_z: return "threadIdx.z";
+  }
+  return "?";
+}
+
+std::string cuda_type_name(Type t) {
+  std::string base;
+  switch (t.dtype) {
+    case DType::Bool: base = "bool"; break;
+    case DType::Int32: base = "int"; break;
+    case DType::Int64: base = "long long"; break;
+    case DType::Float32: base = "float"; break;
+    case DType::Float16: base = "__half"; break;
+    case DType::BFloat16: base = "__nv_bfloat16"; break;
+  }
+  if (t.lanes == 1) return base;
+  if (t.dtype == DType::Float32) return fmt::format("float{}", t.lanes);
+  if (t.dtype == DType::Int32) return fmt::format("int{}", t.lanes);
+  if (t.dtype == DType::Float16 && t.lanes == 2) return "__half2";
+  if (t.dtype == DType::BFloat16 && t.lanes == 2) return "__nv_bfloat162";
+  throw IRError(fmt::format("no CUDA type for {} with {} lanes", base, t.lanes));
+}
+
+Buffer Buffer::make(std::string name, Type type, MemoryScope scope, int64_t elements,
+                    bool read_only) {
+  check(!name.empty(), "Buffer needs a name");
+  check(type.lanes == 1, "Buffer element type must be scalar", name);
+  check(elements > 0, "Buffer needs a positive size", name);
+  Buffer b;
+  b.node_ = std::make_shared<const BufferNode>(
+      BufferNode{std::move(name), type, scope, elements, read_only});
+  return b;
+}
+
+Expr::Expr(int value) : Expr(IntImm::make(Type::i32(), value)) {}
+Expr::Expr(int64_t value) : Expr(IntImm::make(Type::i32(), value)) {}
+Expr::Expr(float value) : Expr(FloatImm::make(Type::f32(), value)) {}
+
+Expr IntImm::make(Type t, int64_t value) {
+  check(t.is_int() || t.is_bool(), "IntImm needs an integer type");
+  if (t.dtype == DType::Int32) {
+    check(value >= INT32_MIN && value <= INT32_MAX, "IntImm out of Int32 range",
+          std::to_string(value));
+  }
+  return Expr(std::make_shared<const IntImm>(t, value));
+}
+
+Expr FloatImm::make(Type t, double value) {
+  check(t.is_float() && t.lanes == 1, "FloatImm needs a scalar float type");
+  return Expr(std::make_shared<const FloatImm>(t, value));
+}
+
+Expr Var::make(Type t, std::string name) {
+  check(!name.empty(), "Var needs a name");
+  check(t.lanes == 1, "Var must be scalar", name);
+  return Expr(std::make_shared<const Var>(t, std::move(name)));
+}
+
+template <NodeKind K>
+Expr BinaryNode<K>::make(Expr a, Expr b) {
+  check(a.defined() && b.defined(), "binary node with an undefined operand", node_kind_name(K));
+  check(a.type() == b.type(), "binary node operands differ in type", node_kind_name(K));
+  Type t = a.type();
+  if constexpr (K == NodeKind::And || K == NodeKind::Or) {
+    check(t.is_bool(), "logical operands must be Bool", node_kind_name(K));
+  } else if constexpr (is_comparison(K)) {
+    t = Type::boolean();
+  } else {
+    check(!t.is_bool(), "arithmetic on Bool", node_kind_name(K));
+    check(t.lanes == 1, "arithmetic is scalar", node_kind_name(K));
+  }
+  return Expr(std::make_shared<const BinaryNode<K>>(t, std::move(a), std::move(b)));
+}
+
+template struct BinaryNode<NodeKind::Add>;
+template struct BinaryNode<NodeKind::Sub>;
+template struct BinaryNode<NodeKind::Mul>;
+template struct BinaryNode<NodeKind::Div>;
+template struct BinaryNode<NodeKind::Mod>;
+template struct BinaryNode<NodeKind::Min>;
+template struct BinaryNode<NodeKind::Max>;
+template struct BinaryNode<NodeKind::EQ>;
+template struct BinaryNode<NodeKind::NE>;
+template struct BinaryNode<NodeKind::LT>;
+template struct BinaryNode<NodeKind::LE>;
+template struct BinaryNode<NodeKind::GT>;
+template struct BinaryNode<NodeKind::GE>;
+template struct BinaryNode<NodeKind::And>;
+template struct BinaryNode<NodeKind::Or>;
+
+Expr Not::make(Expr a) {
+  check(a.defined() && a.type().is_bool(), "Not needs a Bool operand");
+  return Expr(std::make_shared<const Not>(std::move(a)));
+}
+
+Expr Select::make(Expr c, Expr t, Expr f) {
+  check(c.defined() && c.type().is_bool(), "Select condition must be Bool");
+  check(t.defined() && f.defined() && t.type() == f.type(), "Select branches differ in type");
+  Type ty = t.type();
+  return Expr(std::make_shared<const Select>(ty, std::move(c), std::move(t), std::move(f)));
+}
+
+Expr Load::make(Buffer buffer, Expr index, int lanes) {
+  check(buffer.defined(), "Load of an undefined buffer");
+  check(index.defined() && index.type() == Type::i32(), "Load index must be Int32",
+        buffer->name);
+  check(lanes == 1 || lanes == 2 || lanes == 4, "Load lanes must be 1, 2 or 4", buffer->name);
+  if (auto i = as_const_int(index)) {
+    check(*i >= 0 && *i + lanes <= buffer->elements, "constant Load index out of bounds",
+          fmt::format("{}[{}]", buffer->name, *i));
+  }
+  Type t = buffer->type.with_lanes(lanes);
+  return Expr(std::make_shared<const Load>(t, std::move(buffer), std::move(index)));
+}
+
+Expr Cast::make(Type t, Expr value) {
+  check(value.defined(), "Cast of an undefined value");
+  check(t.lanes == value.type().lanes, "Cast cannot change lanes");
+  if (t == value.type()) return value;
+  return Expr(std::make_shared<const Cast>(t, std::move(value)));
+}
+
+Expr Call::make(Type t, std::string name, std::vector<Expr> args) {
+  check(!name.empty(), "Call needs a name");
+  for (const Expr& a : args) check(a.defined(), "Call with an undefined argument", name);
+  return Expr(std::make_shared<const Call>(t, std::move(name), std::move(args)));
+}
+
+Expr For::var_expr() const { return Var::make(Type::i32(), var); }
+
+Stmt For::make(std::string var, Expr min, Expr extent, ForKind kind, Stmt body) {
+  check(!var.empty(), "For needs a variable name");
+  check(min.defined() && min.type() == Type::i32(), "For min must be Int32", var);
+  check(extent.defined() && extent.type() == Type::i32(), "For extent must be Int32", var);
+  check(body.defined(), "For needs a body", var);
+  if (is_bound(kind)) {
+    check(is_const_int(min, 0), "a bound loop starts at 0", var);
+    auto e = as_const_int(extent);
+    check(e && *e > 0, "a bound loop has a positive constant extent", var);
+  }
+  if (kind == ForKind::unrolled || kind == ForKind::vectorized) {
+    check(as_const_int(extent).has_value(), "an unrolled loop has a constant extent", var);
+  }
+  return Stmt(std::make_shared<const For>(std::move(var), std::move(min), std::move(extent), kind,
+                                          std::move(body)));
+}
+
+Stmt Allocate::make(Buffer buffer, Stmt body) {
+  check(buffer.defined(), "Allocate of an undefined buffer");
+  check(buffer->scope != MemoryScope::global, "global buffers are parameters, not allocations",
+        buffer->name);
+  check(body.defined(), "Allocate needs a body", buffer->name);
+  return Stmt(std::make_shared<const Allocate>(std::move(buffer), std::move(body)));
+}
+
+Stmt Store::make(Buffer buffer, Expr index, Expr value) {
+  check(buffer.defined(), "Store to an undefined buffer");
+  check(!(buffer->scope == MemoryScope::global && buffer->read_only), "Store to a read-only buffer",
+        buffer->name);
+  check(index.defined() && index.type() == Type::i32(), "Store index must be Int32",
+        buffer->name);
+  check(value.defined(), "Store of an undefined value", buffer->name);
+  check(value.type().element() == buffer->type, "Store value type differs from the buffer's",
+        buffer->name);
+  int lanes = value.type().lanes;
+  check(lanes == 1 || lanes == 2 || lanes == 4, "Store lanes must be 1, 2 or 4", buffer->name);
+  if (auto i = as_const_int(index)) {
+    check(*i >= 0 && *i + lanes <= buffer->elements, "constant Store index out of bounds",
+          fmt::format("{}[{}]", buffer->name, *i));
+  }
+  return Stmt(std::make_shared<const Store>(std::move(buffer), std::move(index), std::move(value)));
+}
+
+Stmt Sync::make() { return Stmt(std::make_shared<const Sync>()); }
+
+Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
+  check(condition.defined() && condition.type().is_bool(), "IfThenElse condition must be Bool");
+  check(then_case.defined(), "IfThenElse needs a then case");
+  return Stmt(std::make_shared<const IfThenElse>(std::move(condition), std::move(then_case),
+                                                 std::move(else_case)));
+}
+
+Stmt Block::make(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (Stmt& s : stmts) {
+    if (!s.defined()) continue;
+    if (const Block* b = s.as<Block>()) {
+      flat.insert(flat.end(), b->stmts.begin(), b->stmts.end());
+    } else {
+      flat.push_back(std::move(s));
+    }
+  }
+  check(!flat.empty(), "Block with no statements");
+  if (flat.size() == 1) return flat.front();
+  return Stmt(std::make_shared<const Block>(std::move(flat)));
+}
+
+Expr LetStmt::var_expr() const { return Var::make(value.type(), var); }
+
+Stmt LetStmt::make(std::string var, Expr value, Stmt body) {
+  check(!var.empty(), "LetStmt needs a name");
+  check(value.defined() && value.type().lanes == 1, "LetStmt value must be a scalar", var);
+  check(body.defined(), "LetStmt needs a body", var);
+  return Stmt(std::make_shared<const LetStmt>(std::move(var), std::move(value), std::move(body)));
+}
+
+Stmt Evaluate::make(Expr value) {
+  check(value.defined(), "Evaluate of an undefined value");
+  return Stmt(std::make_shared<const Evaluate>(std::move(value)));
+}
+
+std::optional<int64_t> as_const_int(const Expr& e) {
+  if (!e.defined()) return std::nullopt;
+  if (const IntImm* i = e.as<IntImm>()) return i->value;
+  return std::nullopt;
+}
+
+bool is_const_int(const Expr& e, int64_t value) {
+  auto v = as_const_int(e);
+  return v && *v == value;
+}
+
+}  // namespace cutune::ir

@@ -1,0 +1,211 @@
+#include "src/ir/verify.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "src/ir/ir_visitor.h"
+#include "src/ir/simplify.h"
+
+namespace cutune::ir {
+
+namespace {
+
+int axis_of(ForKind k) {
+  switch (k) {
+    case ForKind::block_x:
+    case ForKind::thread_x: return 0;
+    case ForKind::block_y:
+    case ForKind::thread_y: return 1;
+    default: return 2;
+  }
+}
+
+// Does `e` mention any of `names`?
+bool mentions(const Expr& e, const std::set<std::string>& names) {
+  struct Finder : IRVisitor {
+    const std::set<std::string>& names;
+    bool found = false;
+    explicit Finder(const std::set<std::string>& n) : names(n) {}
+    using IRVisitor::visit_node;
+    void visit_node(const Var* op) override { found = found || names.count(op->name) > 0; }
+    // A load may return different values per thread even at a uniform index only if memory
+    // differs; shared memory written by threads is treated as thread-dependent.
+    void visit_node(const Load* op) override {
+      if (op->buffer->scope != MemoryScope::global) found = true;
+      IRVisitor::visit_node(op);
+    }
+  } f(names);
+  f.visit(e);
+  return f.found;
+}
+
+class Verifier : public IRVisitor {
+ public:
+  Verifier(const Kernel& k, const TargetLimits& limits) : kernel_(k), limits_(limits) {
+    for (int a = 0; a < 3; ++a) {
+      thread_extent_[a] = 0;
+      block_extent_[a] = 0;
+    }
+  }
+
+  VerifyResult run() {
+    visit(kernel_.body);
+    VerifyResult r;
+    r.errors = std::move(errors_);
+    for (int a = 0; a < 3; ++a) {
+      r.launch.grid[a] = block_extent_[a] ? block_extent_[a] : 1;
+      r.launch.block[a] = thread_extent_[a] ? thread_extent_[a] : 1;
+    }
+    r.launch.shared_bytes = shared_bytes_;
+    r.launch.local_bytes = local_bytes_;
+    check_limits(r);
+    return r;
+  }
+
+  using IRVisitor::visit_node;
+
+  void visit_node(const For* op) override {
+    auto extent = as_const_int(op->extent);
+    if (is_bound(op->kind)) {
+      int a = axis_of(op->kind);
+      int64_t* slot = is_thread_binding(op->kind) ? &thread_extent_[a] : &block_extent_[a];
+      if (*slot != 0 && *slot != *extent) {
+        error("loop {} bound to {} has extent {}, but another loop bound to it has {}", op->var,
+              for_kind_name(op->kind), *extent, *slot);
+      }
+      *slot = *extent;
+      if (is_block_binding(op->kind) && loop_depth_ > block_depth_) {
+        error("loop {} is bound to {} inside another loop", op->var, for_kind_name(op->kind));
+      }
+    }
+    bool divergent = mentions(op->min, thread_vars_) || mentions(op->extent, thread_vars_);
+    if (is_thread_binding(op->kind)) thread_vars_.insert(op->var);
+    env_[op->var] = Interval{0, extent ? std::optional<int64_t>(*extent - 1) : std::nullopt};
+    if (!is_bound(op->kind)) {
+      auto lo = bounds_of(op->min, env_).lo;
+      auto ext_hi = bounds_of(op->extent, env_).hi;
+      std::optional<int64_t> hi;
+      if (lo && ext_hi) hi = *lo + *ext_hi - 1;
+      auto mn = bounds_of(op->min, env_);
+      env_[op->var] = Interval{mn.lo, hi ? hi : mn.hi};
+      if (!ext_hi) env_[op->var].hi.reset();
+    }
+    if (!is_bound(op->kind)) ++loop_depth_;
+    if (is_block_binding(op->kind)) ++block_depth_, ++loop_depth_;
+    divergent_depth_ += divergent;
+    visit(op->body);
+    divergent_depth_ -= divergent;
+    if (is_block_binding(op->kind)) --block_depth_, --loop_depth_;
+    if (!is_bound(op->kind)) --loop_depth_;
+    env_.erase(op->var);
+  }
+
+  void visit_node(const IfThenElse* op) override {
+    visit(op->condition);
+    bool divergent = mentions(op->condition, thread_vars_);
+    divergent_depth_ += divergent;
+    visit(op->then_case);
+    visit(op->else_case);
+    divergent_depth_ -= divergent;
+  }
+
+  void visit_node(const LetStmt* op) override {
+    visit(op->value);
+    bool thread_dependent = mentions(op->value, thread_vars_);
+    if (thread_dependent) thread_vars_.insert(op->var);
+    if (op->value.type().is_int()) env_[op->var] = bounds_of(op->value, env_);
+    visit(op->body);
+    env_.erase(op->var);
+    if (thread_dependent) thread_vars_.erase(op->var);
+  }
+
+  void visit_node(const Sync*) override {
+    if (divergent_depth_ > 0) error("a barrier (sync) is under a thread-dependent condition");
+  }
+
+  void visit_node(const Allocate* op) override {
+    int64_t bytes = op->buffer->elements * op->buffer->type.bytes();
+    if (op->buffer->scope == MemoryScope::shared) shared_bytes_ += bytes;
+    if (op->buffer->scope == MemoryScope::local) local_bytes_ += bytes;
+    visit(op->body);
+  }
+
+  void visit_node(const Load* op) override {
+    IRVisitor::visit_node(op);
+    check_index(op->buffer, op->index, op->lanes(), "load from");
+  }
+
+  void visit_node(const Store* op) override {
+    IRVisitor::visit_node(op);
+    check_index(op->buffer, op->index, op->lanes(), "store to");
+  }
+
+ private:
+  template <typename... Args>
+  void error(fmt::format_string<Args...> f, Args&&... args) {
+    errors_.push_back(fmt::format(f, std::forward<Args>(args)...));
+  }
+
+  void check_index(const Buffer& b, const Expr& index, int lanes, const char* what) {
+    Interval i = bounds_of(index, env_);
+    if ((i.lo && *i.lo < 0) || (i.hi && *i.hi + lanes > b->elements)) {
+      // Only a provable violation on every path is an error; guards make most accesses
+      // conditional, so report only when the whole range is outside.
+      bool all_outside = (i.hi && *i.hi < 0) || (i.lo && *i.lo + lanes > b->elements);
+      if (all_outside) {
+        error("{} {} at an index always outside its {} elements", what, b->name, b->elements);
+      }
+    }
+  }
+
+  void check_limits(VerifyResult& r) {
+    const LaunchShape& l = r.launch;
+    if (l.threads_per_block() > limits_.max_threads_per_block) {
+      r.errors.push_back(fmt::format("{} threads per block exceed the limit of {}",
+                                     l.threads_per_block(), limits_.max_threads_per_block));
+    }
+    static const char* kAxis = "xyz";
+    for (int a = 0; a < 3; ++a) {
+      if (l.block[a] > limits_.max_block_dim[a]) {
+        r.errors.push_back(fmt::format("block dimension {} = {} exceeds {}", kAxis[a],
+                                       l.block[a], limits_.max_block_dim[a]));
+      }
+      if (l.grid[a] > limits_.max_grid_dim[a]) {
+        r.errors.push_back(fmt::format("grid dimension {} = {} exceeds {}", kAxis[a], l.grid[a],
+                                       limits_.max_grid_dim[a]));
+      }
+    }
+    if (l.shared_bytes > limits_.max_shared_bytes_optin) {
+      r.errors.push_back(fmt::format("{} bytes of shared memory exceed the {} limit of {}",
+                                     l.shared_bytes, limits_.arch,
+                                     limits_.max_shared_bytes_optin));
+    }
+    if (l.local_bytes > limits_.max_local_bytes_per_thread) {
+      r.errors.push_back(fmt::format("{} bytes of local arrays per thread exceed {}",
+                                     l.local_bytes, limits_.max_local_bytes_per_thread));
+    }
+  }
+
+  const Kernel& kernel_;
+  const TargetLimits& limits_;
+  std::vector<std::string> errors_;
+  int64_t thread_extent_[3];
+  int64_t block_extent_[3];
+  int64_t shared_bytes_ = 0;
+  int64_t local_bytes_ = 0;
+  int loop_depth_ = 0;
+  int block_depth_ = 0;
+  int divergent_depth_ = 0;
+  std::set<std::string> thread_vars_;
+  BoundsEnv env_;
+};
+
+}  // namespace
+
+VerifyResult verify(const Kernel& kernel, const TargetLimits& limits) {
+  Verifier v(kernel, limits);
+  return v.run();
+}
+
+}  // namespace cutune::ir
