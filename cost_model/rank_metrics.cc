@@ -95,8 +95,7 @@ std::vector<float> select(std::span<const float> values, std::span<const int> in
   out.reserve(indices.size());
   for (int i : indices) {
     if (i < 0 || static_cast<size_t>(i) >= values.size()) {
-      throw std::invalid_argument(
-          fmt::format("select: index {} out of [0, {})", i, values.size()));
+      throw std::invalid_argument(fmt::format("select: index {} out of [0, {})", i, values.size()));
     }
     out.push_back(values[static_cast<size_t>(i)]);
   }

@@ -140,8 +140,20 @@ static inline float atomicAdd(float* p, float v) {
   } while (!__atomic_compare_exchange(p, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   return old;
 }
-static inline int atomicMax(int* p, int v) { return __atomic_fetch_max(p, v, __ATOMIC_RELAXED); }
-static inline int atomicMin(int* p, int v) { return __atomic_fetch_min(p, v, __ATOMIC_RELAXED); }
+static inline int atomicMax(int* p, int v) {
+  int old = *p;
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+static inline int atomicMin(int* p, int v) {
+  int old = *p;
+  while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
 
 // Warp-level intrinsics (__shfl_sync, __shfl_xor_sync, __ballot_sync, __syncwarp) and the
 // mma / ldmatrix family belong here. They need a warp-scoped barrier in the scheduler (the

@@ -28,10 +28,12 @@ namespace fs = std::filesystem;
 
 // -fno-strict-aliasing: generated code reads float arrays through float4 lvalues.
 // -fno-math-errno: lets sqrtf and friends become single instructions; results are the same.
+// -fstack-clash-protection: a frame larger than a page (big local arrays) still touches the
+// guard page below its fiber's stack instead of jumping over it into another fiber's.
 const std::vector<std::string> kBaseFlags = {
-    "-std=c++17", "-O2",        "-fPIC",           "-shared",
-    "-w",         "-fno-strict-aliasing", "-fno-math-errno", "-fno-exceptions",
-    "-fvisibility=hidden"};
+    "-std=c++17",      "-O2",           "-fPIC",           "-shared",
+    "-w",              "-fno-strict-aliasing", "-fno-math-errno", "-fno-exceptions",
+    "-fvisibility=hidden", "-fstack-clash-protection"};
 
 uint64_t fnv1a(uint64_t h, std::string_view s) {
   for (char c : s) {

@@ -8,6 +8,7 @@
 #include "src/ir/expr_text.h"
 #include "src/ir/ir_operators.h"
 #include "src/ir/ir_visitor.h"
+#include "src/ir/simplify.h"
 
 namespace cutune::ir {
 
@@ -21,7 +22,7 @@ class StmtPrinter : public IRVisitor {
 
   void visit_node(const For* op) override {
     line(fmt::format("for {} in [{}, {}) {} {{", op->var, text(op->min),
-                     text(op->min + op->extent), for_kind_name(op->kind)));
+                     text(simplify(op->min + op->extent)), for_kind_name(op->kind)));
     nested(op->body);
     line("}");
   }

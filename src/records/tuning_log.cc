@@ -16,7 +16,6 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <fmt/std.h>
 
 namespace cutune {
 namespace {

@@ -2,7 +2,8 @@
 // Move-only owners of driver objects: a device's primary context, a loaded module, a device
 // buffer. Constructors throw CudaError (or NoDeviceError without a driver); destructors
 // never throw. The caller makes the context current on its thread before creating modules
-// or buffers (PrimaryContext::make_current), as the driver requires.
+// or buffers (PrimaryContext::make_current), as the driver requires, and destroys modules
+// and buffers before the context that holds them.
 
 #include <cuda.h>
 

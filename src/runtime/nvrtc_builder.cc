@@ -94,8 +94,8 @@ CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
   result.log = program.log();
   if (status == NVRTC_SUCCESS) {
     result.cubin = program.cubin();
-    // NVRTC has been seen to report success with an error in the log (a malformed
-    // -Xptxas); no image means nothing to run, which is the candidate's failure.
+    // Success without an image (extra flags asking for PTX only, say) leaves nothing to
+    // load; that is reported like any other candidate that cannot run.
     result.status = result.cubin.empty() ? CompileStatus::compile_error : CompileStatus::ok;
   } else if (status == NVRTC_ERROR_COMPILATION) {
     result.status = CompileStatus::compile_error;

@@ -28,7 +28,8 @@ std::optional<int> number_ending_at(std::string_view line, size_t at) {
   size_t begin = end;
   while (begin > 0 && line[begin - 1] >= '0' && line[begin - 1] <= '9') --begin;
   int value = 0;
-  if (begin == end || std::from_chars(line.data() + begin, line.data() + end, value).ec != std::errc{})
+  if (begin == end) return std::nullopt;
+  if (std::from_chars(line.data() + begin, line.data() + end, value).ec != std::errc{})
     return std::nullopt;
   return value;
 }

@@ -18,7 +18,7 @@ Status returns(Status status) {
 }  // namespace
 
 TEST_CASE("NVRTC check throws with file, line, call and NVRTC's message", "[check]") {
-  CHECK_NOTHROW(CUTUNE_NVRTC_CHECK(returns(NVRTC_SUCCESS)));
+  CHECK_NOTHROW([] { CUTUNE_NVRTC_CHECK(returns(NVRTC_SUCCESS)); }());
   try {
     CUTUNE_NVRTC_CHECK(returns(NVRTC_ERROR_INVALID_OPTION));
     FAIL("no exception");
@@ -34,7 +34,7 @@ TEST_CASE("NVRTC check throws with file, line, call and NVRTC's message", "[chec
 }
 
 TEST_CASE("driver check names the status even without a driver", "[check]") {
-  CHECK_NOTHROW(CUTUNE_CU_CHECK(returns(CUDA_SUCCESS)));
+  CHECK_NOTHROW([] { CUTUNE_CU_CHECK(returns(CUDA_SUCCESS)); }());
   try {
     CUTUNE_CU_CHECK(returns(CUDA_ERROR_OUT_OF_MEMORY));
     FAIL("no exception");
@@ -49,11 +49,11 @@ TEST_CASE("driver check names the status even without a driver", "[check]") {
 }
 
 TEST_CASE("cuBLAS and CUPTI checks use the libraries' own messages", "[check]") {
-  CHECK_NOTHROW(CUTUNE_CUBLAS_CHECK(returns(CUBLAS_STATUS_SUCCESS)));
-  CHECK_THROWS_WITH(CUTUNE_CUBLAS_CHECK(returns(CUBLAS_STATUS_NOT_INITIALIZED)),
+  CHECK_NOTHROW([] { CUTUNE_CUBLAS_CHECK(returns(CUBLAS_STATUS_SUCCESS)); }());
+  CHECK_THROWS_WITH([] { CUTUNE_CUBLAS_CHECK(returns(CUBLAS_STATUS_NOT_INITIALIZED)); }(),
                     Catch::Contains("CUBLAS_STATUS_NOT_INITIALIZED"));
-  CHECK_NOTHROW(CUTUNE_CUPTI_CHECK(returns(CUPTI_SUCCESS)));
-  CHECK_THROWS_AS(CUTUNE_CUPTI_CHECK(returns(CUPTI_ERROR_INVALID_PARAMETER)), CudaError);
-  CHECK_THROWS_WITH(CUTUNE_CUPTI_CHECK(returns(CUPTI_ERROR_INVALID_PARAMETER)),
+  CHECK_NOTHROW([] { CUTUNE_CUPTI_CHECK(returns(CUPTI_SUCCESS)); }());
+  CHECK_THROWS_AS([] { CUTUNE_CUPTI_CHECK(returns(CUPTI_ERROR_INVALID_PARAMETER)); }(), CudaError);
+  CHECK_THROWS_WITH([] { CUTUNE_CUPTI_CHECK(returns(CUPTI_ERROR_INVALID_PARAMETER)); }(),
                     Catch::Contains("CUPTI"));
 }

@@ -38,18 +38,18 @@ inline CudaSource local_memory_source() {
   CudaSource source;
   source.kernel_name = "local_heavy";
   source.code = R"(extern "C" __global__ void local_heavy(float* a, const float* b, int n) {
-  float acc[64];
+  float acc[32];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = b[i * n + threadIdx.x];
+  for (int i = 0; i < 32; ++i) acc[i] = b[i * n + threadIdx.x];
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int j = 0; j < 4; ++j)
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = acc[i] * acc[(i + j) % 64] + 1.0f;
+    for (int i = 0; i < 32; ++i) acc[i] = acc[i] * acc[(i + j) % 32] + 1.0f;
   float table[256];
   for (int i = 0; i < 256; ++i) table[i] = b[(i * 7 + threadIdx.x) % n];
   float s = table[(n * threadIdx.x) % 256];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) s += acc[i];
+  for (int i = 0; i < 32; ++i) s += acc[i];
   a[threadIdx.x] = s;
 }
 )";

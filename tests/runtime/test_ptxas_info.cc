@@ -9,8 +9,10 @@ namespace {
 
 // NVRTC 13.0, sm_90, --maxrregcount=24: two kernels and a non-inlined device function.
 constexpr const char* kTwoKernels =
-    "ptxas info    : Overriding maximum register limit 256 for 'other' with  24 of maxrregcount option\n"
-    "ptxas info    : Overriding maximum register limit 256 for 'spill' with  24 of maxrregcount option\n"
+    "ptxas info    : Overriding maximum register limit 256 for 'other' with  24 of "
+    "maxrregcount option\n"
+    "ptxas info    : Overriding maximum register limit 256 for 'spill' with  24 of "
+    "maxrregcount option\n"
     "ptxas info    : 0 bytes gmem\n"
     "ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
     "ptxas info    : Function properties for other\n"

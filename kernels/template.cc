@@ -1,0 +1,76 @@
+#include "kernels/template.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "kernels/gemm.h"
+#include "src/codegen/codegen_cuda.h"
+#include "src/ir/simplify.h"
+
+namespace cutune {
+
+Lowered lower(const Template& tmpl, const Config& config, const ir::TargetLimits& limits) {
+  Lowered out;
+  try {
+    out.kernel = ir::simplify(tmpl.build(config));
+  } catch (const ir::IRError& e) {
+    out.build_error = e.what();
+    out.verify.errors.push_back(std::string("template could not build it: ") + e.what());
+    return out;
+  }
+  out.verify = ir::verify(out.kernel, limits);
+  if (out.verify.ok()) out.source = generate_cuda(out.kernel, out.verify.launch);
+  return out;
+}
+
+std::vector<OpInfo> list_ops() {
+  return {
+      {"gemm", {"gemm_nn", "gemm_nt"}, "M,N,K",
+       "fp32 C[M,N] = A[M,K]·B[K,N] (gemm_nn) or A·Bᵀ with B stored [N,K] (gemm_nt)"},
+  };
+}
+
+std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
+                                        const std::string& template_name) {
+  if (op == "gemm") {
+    if (shape.size() != 3) {
+      throw TaskError(fmt::format("gemm takes a shape M,N,K (3 sizes), got {} sizes", shape.size()));
+    }
+    GemmLayout layout;
+    if (template_name.empty() || template_name == "gemm_nn") {
+      layout = GemmLayout::nn;
+    } else if (template_name == "gemm_nt") {
+      layout = GemmLayout::nt;
+    } else {
+      throw TaskError(fmt::format("unknown template '{}' for gemm (known: gemm_nn, gemm_nt)",
+                                  template_name));
+    }
+    return std::make_unique<GemmTemplate>(shape[0], shape[1], shape[2], layout);
+  }
+  std::string known;
+  for (const OpInfo& o : list_ops()) known += (known.empty() ? "" : ", ") + o.op;
+  throw TaskError(fmt::format("unknown operator '{}' (known: {})", op, known));
+}
+
+std::vector<int64_t> parse_shape(const std::string& text) {
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find_first_of(",x", pos);
+    if (end == std::string::npos) end = text.size();
+    std::string part = text.substr(pos, end - pos);
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size()) {
+      throw TaskError(fmt::format("bad shape '{}': expected positive integers separated by commas",
+                                  text));
+    }
+    if (v <= 0) throw TaskError(fmt::format("bad shape '{}': sizes must be >= 1", text));
+    out.push_back(v);
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace cutune

@@ -1,0 +1,84 @@
+#pragma once
+// A schedule template: for one operator instance (a task: operator plus shape), the knobs it
+// declares and, for one configuration of them, the loop-nest IR of the kernel. A template
+// knows nothing of NVRTC or GPUs; it also supplies what checking a kernel needs: the tensors
+// in parameter order, a CPU reference, and the work done (for GFLOP/s).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/codegen/cuda_source.h"
+#include "src/ir/ir.h"
+#include "src/ir/verify.h"
+#include "src/space/config_space.h"
+
+namespace cutune {
+
+// Bad user input about an operator or shape: a one-line message, exit code 2 at the CLI.
+class TaskError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One kernel argument as the template sees it: a global tensor, input or output.
+struct TensorSpec {
+  std::string name;
+  ir::Type type;
+  int64_t elements = 0;
+  bool is_output = false;
+};
+
+class Template {
+ public:
+  virtual ~Template() = default;
+
+  virtual std::string op() const = 0;             // "gemm"
+  virtual std::string name() const = 0;           // "gemm_nn"
+  virtual std::vector<int64_t> shape() const = 0;  // as the user gave it
+  virtual const ConfigSpace& space() const = 0;
+  // The kernel for one configuration (valid or not; invalid ones may fail to build with an
+  // IRError or be rejected by the verifier).
+  virtual ir::Kernel build(const Config& config) const = 0;
+  // The kernel's global tensors, in parameter order.
+  virtual std::vector<TensorSpec> tensors() const = 0;
+  // Computes the outputs from the inputs on the CPU (double accumulation), in place.
+  virtual void reference(std::vector<std::vector<float>>& tensors) const = 0;
+  // Floating-point operations of one run (2·M·N·K for GEMM).
+  virtual double flops() const = 0;
+  // The longest reduction an output element sums over (for error tolerances).
+  virtual int64_t reduction_length() const = 0;
+  // Configurations a well hand-tuned kernel would use, for tests and as search seeds.
+  virtual std::vector<Config> reference_configs() const { return {}; }
+};
+
+// What lowering one configuration produces: the simplified IR, the verifier's verdict, and
+// the CUDA source when the verifier accepted it.
+struct Lowered {
+  ir::Kernel kernel;
+  ir::VerifyResult verify;
+  std::optional<CudaSource> source;
+  std::string build_error;  // the template could not build this configuration
+  bool ok() const { return source.has_value(); }
+};
+
+Lowered lower(const Template& tmpl, const Config& config, const ir::TargetLimits& limits);
+
+// The registry of operators. `make_template` throws TaskError for an unknown operator or
+// template, or an impossible shape.
+struct OpInfo {
+  std::string op;
+  std::vector<std::string> templates;
+  std::string shape_help;  // e.g. "M,N,K"
+  std::string description;
+};
+std::vector<OpInfo> list_ops();
+std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
+                                        const std::string& template_name = "");
+
+// Parses "127,255,63" into positive sizes; TaskError on anything else.
+std::vector<int64_t> parse_shape(const std::string& text);
+
+}  // namespace cutune

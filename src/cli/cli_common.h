@@ -1,0 +1,51 @@
+#pragma once
+// Shared pieces of the cutune commands: the task options every command takes, choosing the
+// target, and printing. Errors meant for the user are `UsageError`s (exit code 2).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "kernels/template.h"
+#include "src/ir/verify.h"
+
+namespace cutune::cli {
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// `OP --shape M,N,K [--template NAME] [--arch sm_XX]`, shared by space/show/compile/verify/tune.
+struct TaskOptions {
+  std::string op;
+  std::string shape;
+  std::string template_name;
+  std::string arch;  // empty: the detected GPU's, else sm_90
+  bool json = false;
+
+  void add_to(CLI::App& cmd, bool with_arch = true);
+  std::unique_ptr<Template> make() const;
+  std::string resolved_arch() const;
+  ir::TargetLimits limits() const;
+};
+
+// A configuration named on the command line: an index or a JSON object.
+Config parse_config(const ConfigSpace& space, const std::string& text);
+
+// Prints a JSON document (pretty) to stdout.
+void print_json(const nlohmann::json& j);
+
+// Percentile of a sorted vector (nearest rank).
+double percentile(std::vector<double> values, double p);
+
+void add_inspect_commands(CLI::App& app);  // ops, space, show
+void add_compile_command(CLI::App& app);
+void add_verify_command(CLI::App& app);
+void add_tune_commands(CLI::App& app);     // tune, replay
+
+}  // namespace cutune::cli

@@ -1,0 +1,123 @@
+// cutune ops | space | show: what the operators, templates and spaces are.
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "src/cli/cli_common.h"
+#include "src/ir/ir_printer.h"
+
+namespace cutune::cli {
+
+namespace {
+
+void run_ops(bool json) {
+  std::vector<OpInfo> ops = list_ops();
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const OpInfo& o : ops) {
+      out.push_back({{"op", o.op}, {"templates", o.templates}, {"shape", o.shape_help},
+                     {"description", o.description}});
+    }
+    print_json(out);
+    return;
+  }
+  for (const OpInfo& o : ops) {
+    std::string templates;
+    for (const std::string& t : o.templates) templates += (templates.empty() ? "" : ", ") + t;
+    fmt::print("{:<10} --shape {:<14} templates: {}\n           {}\n", o.op, o.shape_help,
+               templates, o.description);
+  }
+}
+
+std::string domain_text(const Knob& k) {
+  std::string s;
+  if (k.kind() == KnobKind::split) {
+    return fmt::format("split of {} into {} factors", k.extent(), k.parts());
+  }
+  for (int64_t v : k.values()) s += (s.empty() ? "" : ", ") + std::to_string(v);
+  return "{" + s + "}";
+}
+
+void run_space(const TaskOptions& opts) {
+  auto tmpl = opts.make();
+  const ConfigSpace& space = tmpl->space();
+  std::optional<uint64_t> valid = space.count_valid(50'000'000);
+  if (opts.json) {
+    nlohmann::json out = space.describe();
+    out["template"] = tmpl->name();
+    out["shape"] = tmpl->shape();
+    out["size"] = space.size();
+    out["valid"] = valid ? nlohmann::json(*valid) : nlohmann::json(nullptr);
+    print_json(out);
+    return;
+  }
+  fmt::print("template {} for shape {}\n", tmpl->name(), opts.shape);
+  for (const Knob& k : space.knobs()) {
+    fmt::print("  {:<14} {:>4} choices  {}\n", k.name(), k.cardinality(), domain_text(k));
+  }
+  fmt::print("space size: {} configurations", space.size());
+  if (valid) fmt::print(", {} satisfy the constraints", *valid);
+  fmt::print("\n");
+}
+
+void run_show(const TaskOptions& opts, const std::string& config_text) {
+  auto tmpl = opts.make();
+  Config config = parse_config(tmpl->space(), config_text);
+  Lowered l = lower(*tmpl, config, opts.limits());
+  std::optional<std::string> violation = tmpl->space().violation(config);
+  if (opts.json) {
+    nlohmann::json out;
+    out["config"] = config.to_json();
+    out["constraint_violation"] = violation ? nlohmann::json(*violation) : nlohmann::json(nullptr);
+    out["verifier_errors"] = l.verify.errors;
+    if (l.kernel.body.defined()) out["ir"] = ir::to_string(l.kernel);
+    if (l.source) {
+      out["cuda"] = l.source->code;
+      out["kernel_name"] = l.source->kernel_name;
+      const LaunchSpec& ls = l.source->launch;
+      out["launch"] = {{"grid", {ls.grid.x, ls.grid.y, ls.grid.z}},
+                       {"block", {ls.block.x, ls.block.y, ls.block.z}},
+                       {"static_smem_bytes", ls.static_smem_bytes},
+                       {"dynamic_smem_bytes", ls.dynamic_smem_bytes}};
+    }
+    print_json(out);
+    return;
+  }
+  fmt::print("// configuration {}: {}\n", config.index(), config.to_string());
+  if (violation) fmt::print("// violates constraint: {}\n", *violation);
+  for (const std::string& e : l.verify.errors) fmt::print("// verifier: {}\n", e);
+  if (l.kernel.body.defined()) {
+    fmt::print("\n/* IR\n{}*/\n\n", ir::to_string(l.kernel));
+  }
+  if (l.source) {
+    const LaunchSpec& ls = l.source->launch;
+    fmt::print("// launch: grid ({}, {}, {}), block ({}, {}, {}), shared {} B static + {} B dynamic\n",
+               ls.grid.x, ls.grid.y, ls.grid.z, ls.block.x, ls.block.y, ls.block.z,
+               ls.static_smem_bytes, ls.dynamic_smem_bytes);
+    fmt::print("{}", l.source->code);
+  }
+}
+
+}  // namespace
+
+void add_inspect_commands(CLI::App& app) {
+  auto* ops = app.add_subcommand("ops", "list operators and their schedule templates");
+  auto ops_json = std::make_shared<bool>(false);
+  ops->add_flag("--json", *ops_json, "machine-readable output");
+  ops->callback([ops_json] { run_ops(*ops_json); });
+
+  auto* space = app.add_subcommand("space", "show a template's knobs and the size of its space");
+  auto space_opts = std::make_shared<TaskOptions>();
+  space_opts->add_to(*space, false);
+  space->callback([space_opts] { run_space(*space_opts); });
+
+  auto* show = app.add_subcommand("show", "print one configuration's IR and CUDA source");
+  auto show_opts = std::make_shared<TaskOptions>();
+  auto config = std::make_shared<std::string>();
+  show_opts->add_to(*show);
+  show->add_option("--config", *config, "configuration index or JSON")->required();
+  show->callback([show_opts, config] { run_show(*show_opts, *config); });
+}
+
+}  // namespace cutune::cli

@@ -1,0 +1,62 @@
+// cutune: the command line. Every command's errors about user input print one line and exit
+// with code 2; "no CUDA device found" is one line and exit code 1.
+
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "kernels/template.h"
+#include "src/cli/cli_common.h"
+#include "src/records/record.h"
+#include "src/runtime/driver_api.h"
+#include "src/space/config_space.h"
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+int fail(const std::string& message, int code) {
+  std::cout.flush();
+  std::cerr << "cutune: " << message << std::endl;
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cutune: an auto-tuner that writes fast CUDA kernels"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every command");
+  cutune::cli::add_inspect_commands(app);
+  cutune::cli::add_compile_command(app);
+  cutune::cli::add_verify_command(app);
+  cutune::cli::add_tune_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.empty()) what = "bad command line";
+    return fail(what + " (see cutune --help)", kExitUsage);
+  } catch (const cutune::cli::UsageError& e) {
+    return fail(e.what(), kExitUsage);
+  } catch (const cutune::TaskError& e) {
+    return fail(e.what(), kExitUsage);
+  } catch (const cutune::ConfigError& e) {
+    return fail(e.what(), kExitUsage);
+  } catch (const cutune::RecordError& e) {
+    return fail(e.what(), kExitUsage);
+  } catch (const std::invalid_argument& e) {
+    return fail(e.what(), kExitUsage);
+  } catch (const cutune::NoDeviceError& e) {
+    return fail(e.what(), 1);
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what(), 1);
+  }
+  return 0;
+}

@@ -1,0 +1,109 @@
+#include "src/emulator/emulator.h"
+
+#include <stdlib.h>
+
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "src/emulator/emu_assert.h"
+#include "src/emulator/guarded_buffers.h"
+#include "src/emulator/kernel_object.h"
+#include "src/emulator/kernel_process.h"
+
+namespace cutune::emu {
+
+namespace fs = std::filesystem;
+
+std::string to_string(EmuStatus status) {
+  switch (status) {
+    case EmuStatus::ok: return "ok";
+    case EmuStatus::compile_error: return "compile_error";
+    case EmuStatus::out_of_bounds: return "out_of_bounds";
+    case EmuStatus::barrier_divergence: return "barrier_divergence";
+    case EmuStatus::crashed: return "crashed";
+    case EmuStatus::timeout: return "timeout";
+  }
+  return "?";
+}
+
+Emulator::Emulator(EmulatorOptions options) : options_(std::move(options)) {
+  if (options_.host_threads <= 0) {
+    options_.host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (options_.work_dir.empty()) {
+    std::string pattern = (fs::temp_directory_path() / "cutune-emu-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      throw std::system_error(errno, std::generic_category(), "emulator: cannot make a work dir");
+    }
+    work_dir_ = pattern;
+    owns_work_dir_ = true;
+  } else {
+    work_dir_ = options_.work_dir;
+    fs::create_directories(work_dir_);
+  }
+}
+
+Emulator::~Emulator() {
+  if (owns_work_dir_) {
+    std::error_code ignored;
+    fs::remove_all(work_dir_, ignored);
+  }
+}
+
+EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
+                        const std::vector<ScalarArg>& scalars) {
+  EmuResult result;
+  const LaunchSpec& launch = src.launch;
+  if (launch.block.volume() == 0 || launch.block.volume() > 1024 || launch.grid.volume() == 0) {
+    result.status = EmuStatus::crashed;
+    result.message = fmt::format("{}: invalid launch: grid ({},{},{}) block ({},{},{})",
+                                 src.kernel_name, launch.grid.x, launch.grid.y, launch.grid.z,
+                                 launch.block.x, launch.block.y, launch.block.z);
+    return result;
+  }
+
+  CompiledObject object = compile_kernel_object(src, work_dir_, options_.cxx_flags);
+  result.compile_seconds = object.seconds;
+  result.compile_cached = object.cached;
+  if (!object.ok) {
+    result.status = EmuStatus::compile_error;
+    result.message = object.log;
+    return result;
+  }
+  LoadedKernel kernel(object.path);
+  GuardedBuffers guarded(src, buffers);
+
+  KernelLaunch run;
+  run.kernel_name = src.kernel_name;
+  run.launch = launch;
+  run.kernel = &kernel;
+  run.buffers = &guarded;
+  run.host_threads = options_.host_threads;
+  run.timeout_seconds = options_.timeout_seconds;
+  run.poison_shared = options_.poison_shared;
+  size_t next_buffer = 0;
+  size_t next_scalar = 0;
+  for (const KernelParam& p : src.params) {
+    if (p.is_pointer) {
+      run.args.push_back(guarded.data(next_buffer++));
+      continue;
+    }
+    CUTUNE_EMU_ASSERT(next_scalar < scalars.size(), "fewer scalars than scalar parameters");
+    const ScalarArg& s = scalars[next_scalar++];
+    CUTUNE_EMU_ASSERT(s.type == p.type, "scalar type differs from its parameter's");
+    run.args.push_back(const_cast<std::byte*>(s.bits.data()));
+  }
+  CUTUNE_EMU_ASSERT(next_scalar == scalars.size(), "more scalars than scalar parameters");
+
+  EmuResult ran = run_in_child_process(run);
+  result.status = ran.status;
+  result.message = std::move(ran.message);
+  result.run_seconds = ran.run_seconds;
+  if (result.status == EmuStatus::ok) guarded.copy_out(buffers);
+  return result;
+}
+
+}  // namespace cutune::emu
