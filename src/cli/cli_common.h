@@ -47,5 +47,6 @@ void add_inspect_commands(CLI::App& app);  // ops, space, show
 void add_compile_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_tune_commands(CLI::App& app);     // tune, replay
+void add_gpu_commands(CLI::App& app);      // export, bench
 
 }  // namespace cutune::cli

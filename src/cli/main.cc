@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   cutune::cli::add_compile_command(app);
   cutune::cli::add_verify_command(app);
   cutune::cli::add_tune_commands(app);
+  cutune::cli::add_gpu_commands(app);
 
   try {
     app.parse(argc, argv);
