@@ -194,6 +194,15 @@ std::vector<Config> GemmTemplate::reference_configs() const {
   return out;
 }
 
+std::vector<std::string> GemmTemplate::loop_names() const {
+  return {"by", "bx",   "tx",  "k_outer", "k",    "i_frag", "j_frag", "i",
+          "j",  "a_ld", "a_z", "a_e",     "b_ld", "b_z",    "b_e"};
+}
+
+std::vector<std::string> GemmTemplate::buffer_names() const {
+  return {"A", "B", "C", "A_shared", "B_shared", "C_local", "A_frag", "B_frag", "A_ld", "B_ld"};
+}
+
 std::vector<TensorSpec> GemmTemplate::tensors() const {
   return {{"C", Type::f32(), m_ * n_, true},
           {"A", Type::f32(), m_ * k_, false},

@@ -39,6 +39,8 @@ class GemmTemplate final : public Template {
   double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
   int64_t reduction_length() const override { return k_; }
   std::vector<Config> reference_configs() const override;
+  std::vector<std::string> loop_names() const override;
+  std::vector<std::string> buffer_names() const override;
 
  private:
   void define_space();

@@ -4,6 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "kernels/conv2d_nchw.h"
+#include "kernels/conv2d_nhwc.h"
+#include "kernels/conv_shape.h"
+#include "kernels/depthwise_conv2d.h"
 #include "kernels/gemm.h"
 #include "src/codegen/codegen_cuda.h"
 #include "src/ir/simplify.h"
@@ -28,6 +32,11 @@ std::vector<OpInfo> list_ops() {
   return {
       {"gemm", {"gemm_nn", "gemm_nt"}, "M,N,K",
        "fp32 C[M,N] = A[M,K]·B[K,N] (gemm_nn) or A·Bᵀ with B stored [N,K] (gemm_nt)"},
+      {"conv2d", {"conv2d_nchw", "conv2d_nhwc"}, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
+       "fp32 2-D convolution: direct in NCHW with a KCRS filter (conv2d_nchw), or implicit GEMM "
+       "in NHWC with an RSCK filter (conv2d_nhwc)"},
+      {"depthwise_conv2d", {"depthwise_conv2d_nchw"}, "N,C,H,W,R,S[,stride[,pad[,dilation]]]",
+       "fp32 depthwise 2-D convolution in NCHW, filter [C,1,R,S] (channel multiplier 1)"},
   };
 }
 
@@ -47,6 +56,24 @@ std::unique_ptr<Template> make_template(const std::string& op, const std::vector
                                   template_name));
     }
     return std::make_unique<GemmTemplate>(shape[0], shape[1], shape[2], layout);
+  }
+  if (op == "conv2d") {
+    ConvShape conv = conv2d_shape(shape);
+    if (template_name.empty() || template_name == "conv2d_nchw") {
+      return std::make_unique<Conv2dNchwTemplate>(conv);
+    }
+    if (template_name == "conv2d_nhwc") return std::make_unique<Conv2dNhwcTemplate>(conv);
+    throw TaskError(fmt::format(
+        "unknown template '{}' for conv2d (known: conv2d_nchw, conv2d_nhwc)", template_name));
+  }
+  if (op == "depthwise_conv2d") {
+    ConvShape conv = depthwise_shape(shape);
+    if (template_name.empty() || template_name == "depthwise_conv2d_nchw") {
+      return std::make_unique<DepthwiseConv2dTemplate>(conv);
+    }
+    throw TaskError(fmt::format(
+        "unknown template '{}' for depthwise_conv2d (known: depthwise_conv2d_nchw)",
+        template_name));
   }
   std::string known;
   for (const OpInfo& o : list_ops()) known += (known.empty() ? "" : ", ") + o.op;

@@ -52,6 +52,11 @@ class Template {
   virtual int64_t reduction_length() const = 0;
   // Configurations a well hand-tuned kernel would use, for tests and as search seeds.
   virtual std::vector<Config> reference_configs() const { return {}; }
+  // The names of the loops and of the buffers (global, then shared and local) that build()
+  // may produce, in a fixed order independent of the shape and configuration; feature
+  // extractors lay out their slots by them. Empty: the template does not declare them.
+  virtual std::vector<std::string> loop_names() const { return {}; }
+  virtual std::vector<std::string> buffer_names() const { return {}; }
 };
 
 // What lowering one configuration produces: the simplified IR, the verifier's verdict, and

@@ -1,9 +1,198 @@
-// cutune export | bench: commands that need the GPU runtime.
+// cutune export | bench | __worker: the commands of the GPU runtime.
+//
+// `bench` times cuBLAS SGEMM (TF32 off) and the best kernel of a tuning log in the same worker,
+// with the same timer and the same L2 flush, so their ratio is fair.
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
 
 #include "src/cli/cli_common.h"
+#include "src/records/tuning_log.h"
+#include "src/runtime/device.h"
+#include "src/runtime/driver_api.h"
+#include "src/runtime/export_log.h"
+#include "src/runtime/nvrtc_builder.h"
+#include "src/runtime/worker_main.h"
+#include "src/runtime/worker_process.h"
+#include "src/tune/gpu_measurer.h"
 
 namespace cutune::cli {
 
-void add_gpu_commands(CLI::App& app) {}
+namespace {
+
+struct ExportArgs {
+  std::string log;
+  std::string out;
+  bool json = false;
+};
+
+void run_export(const ExportArgs& args) {
+  if (!std::filesystem::exists(args.log)) throw UsageError(fmt::format("no such log: {}", args.log));
+  const ExportSummary s = export_log(args.log, args.out);
+  if (args.json) {
+    print_json({{"out", args.out}, {"written", s.written}, {"skipped", s.skipped}});
+    return;
+  }
+  for (const std::string& name : s.written) fmt::print("wrote {}/{}.cubin, .cu\n", args.out, name);
+  for (const std::string& why : s.skipped) fmt::print("skipped {}\n", why);
+  fmt::print("{} kernel(s) and {}/manifest.json\n", s.written.size(), args.out);
+}
+
+struct BenchArgs {
+  TaskOptions task;
+  std::string log;
+  bool no_flush = false;
+  int device = 0;
+  double seconds = 2.0;
+};
+
+// fp32 FMA peak: SMs x clock x 128 FMA lanes per SM per clock x 2 flops.
+double fp32_peak_flops(const DeviceInfo& d) {
+  return double(d.sm_count) * double(d.clock_khz) * 1e3 * 128.0 * 2.0;
+}
+
+// The fastest ok record of this task in the log (any device name), or nullopt.
+std::optional<Record> best_in_log(const std::string& path, const Template& tmpl) {
+  const LogReadResult read = read_log(path, {.lenient = true});
+  std::vector<Record> mine;
+  for (const Record& r : read.records)
+    if (r.task.op == tmpl.op() && r.task.shape == tmpl.shape() && r.task.template_name == tmpl.name())
+      mine.push_back(r);
+  const std::vector<Record> best = best_records(mine, 1);
+  if (best.empty()) return std::nullopt;
+  return best.front();
+}
+
+void run_bench(const BenchArgs& args) {
+  auto tmpl = args.task.make();
+  if (tmpl->op() != "gemm") throw UsageError("bench supports gemm only");
+  require_driver();
+  const std::vector<DeviceInfo> devices = list_devices();
+  if (args.device < 0 || size_t(args.device) >= devices.size())
+    throw UsageError(fmt::format("--device {}: {} device(s) present", args.device, devices.size()));
+  const DeviceInfo& device = devices[size_t(args.device)];
+
+  GpuMeasureOptions options;
+  options.device = args.device;
+  options.flush_l2 = !args.no_flush;
+  options.min_repeats = 20;
+  options.max_repeats = 1000;
+  options.max_measure_seconds = args.seconds;
+  options.early_stop_factor = 0;
+  std::vector<char> expected;
+  WorkerTask task = worker_task(*tmpl, options, &expected);
+  WorkerOptions worker_options;
+  worker_options.command = {"/proc/self/exe", "__worker"};
+  worker_options.measure_timeout_s = 30 + args.seconds;
+  WorkerSupervisor worker(worker_options);
+  worker.set_task(task, std::move(expected));
+
+  MeasureRequest cublas;
+  cublas.id = 0;
+  cublas.what = MeasureWhat::cublas_gemm;
+  cublas.check = false;
+  const MeasureReply cublas_reply = worker.measure(cublas);
+
+  std::optional<MeasureReply> tuned;
+  std::optional<Record> record;
+  if (!args.log.empty()) {
+    record = best_in_log(args.log, *tmpl);
+    if (!record) throw UsageError(fmt::format("{} has no ok record for {} {}", args.log, tmpl->name(), args.task.shape));
+    ir::TargetLimits limits;
+    limits.arch = device.arch();
+    limits.max_threads_per_block = device.max_threads_per_block;
+    limits.max_static_shared_bytes = std::min(device.max_shared_per_block, 48 * 1024);
+    limits.max_shared_bytes_optin = device.max_shared_per_block_optin;
+    const Lowered lowered = lower(*tmpl, tmpl->space().get(record->config_index), limits);
+    if (!lowered.ok()) throw UsageError(fmt::format("config {} of the log does not lower for {}", record->config_index, device.arch()));
+    NvrtcBuilder builder(BuildOptions{.arch = device.arch()});
+    const CompileResult compiled = builder.compile(*lowered.source);
+    if (!compiled.ok()) throw UsageError(fmt::format("config {} of the log does not compile: {}", record->config_index, compiled.log));
+    MeasureRequest request;
+    request.id = 1;
+    request.kernel_name = lowered.source->kernel_name;
+    request.launch = lowered.source->launch;
+    request.cubin = compiled.cubin;
+    for (const KernelParam& p : lowered.source->params) {
+      const auto tensors = tmpl->tensors();
+      for (size_t i = 0; i < tensors.size(); ++i)
+        if (tensors[i].name == p.name) request.args.push_back(int(i));
+    }
+    tuned = worker.measure(request);
+  }
+
+  const double peak = fp32_peak_flops(device);
+  const double flops = tmpl->flops();
+  auto row = [&](const std::string& name, const MeasureResult& r) {
+    const double t = r.median_s();
+    nlohmann::json j = {{"name", name}, {"status", std::string(to_string(r.status))},
+                        {"timer", std::string(to_string(r.timer))}, {"error", r.error},
+                        {"runs", r.times_s.size()}};
+    if (r.ok()) {
+      j["median_s"] = t;
+      j["tflops"] = flops / t * 1e-12;
+      j["percent_of_fp32_peak"] = peak > 0 ? 100.0 * flops / t / peak : 0.0;
+      if (r.extra.contains("median_ci_s")) j["median_ci_s"] = r.extra["median_ci_s"];
+      if (r.extra.contains("throttled")) j["throttled"] = r.extra["throttled"];
+    }
+    return j;
+  };
+  nlohmann::json out = {{"device", device.name}, {"arch", device.arch()}, {"shape", tmpl->shape()},
+                        {"template", tmpl->name()}, {"flush_l2", !args.no_flush},
+                        {"fp32_peak_tflops", peak * 1e-12},
+                        {"results", {row("cublas_sgemm", cublas_reply.result)}}};
+  if (tuned) {
+    out["results"].push_back(row(fmt::format("cutune config {}", record->config_index), tuned->result));
+    if (tuned->result.ok() && cublas_reply.result.ok())
+      out["ratio_to_cublas"] = cublas_reply.result.median_s() / tuned->result.median_s();
+  }
+  if (args.task.json) {
+    print_json(out);
+    return;
+  }
+  fmt::print("{} ({}), gemm {} {}, L2 flush {}, fp32 peak {:.1f} TFLOP/s\n", device.name,
+             device.arch(), args.task.shape, tmpl->name(), args.no_flush ? "off" : "on", peak * 1e-12);
+  for (const nlohmann::json& r : out["results"]) {
+    if (r["status"] != "ok") {
+      fmt::print("  {:<24} {} {}\n", r["name"].get<std::string>(), r["status"].get<std::string>(), r["error"].get<std::string>());
+      continue;
+    }
+    fmt::print("  {:<24} {:>10.2f} us  {:>7.2f} TFLOP/s  {:>5.1f}% of peak  ({} runs, {})\n",
+               r["name"].get<std::string>(), r["median_s"].get<double>() * 1e6, r["tflops"].get<double>(),
+               r["percent_of_fp32_peak"].get<double>(), r["runs"].get<size_t>(), r["timer"].get<std::string>());
+  }
+  if (out.contains("ratio_to_cublas"))
+    fmt::print("  cutune / cuBLAS speed: {:.3f}\n", out["ratio_to_cublas"].get<double>());
+}
+
+}  // namespace
+
+void add_gpu_commands(CLI::App& app) {
+  auto* ex = app.add_subcommand("export", "write the best kernel of each task in a log as .cubin, .cu and manifest.json");
+  auto ex_args = std::make_shared<ExportArgs>();
+  ex->add_option("log", ex_args->log, "tuning log")->required();
+  ex->add_option("--out", ex_args->out, "output folder")->required();
+  ex->add_flag("--json", ex_args->json, "machine-readable output");
+  ex->callback([ex_args] { run_export(*ex_args); });
+
+  auto* bench = app.add_subcommand("bench", "time cuBLAS and the tuned kernel of a log on the GPU");
+  auto bench_args = std::make_shared<BenchArgs>();
+  bench_args->task.add_to(*bench, /*with_arch=*/false);
+  bench->add_option("--log", bench_args->log, "tuning log whose best kernel for the task is timed");
+  bench->add_flag("--no-flush", bench_args->no_flush, "keep L2 warm between runs");
+  bench->add_option("--device", bench_args->device, "CUDA device ordinal")->capture_default_str();
+  bench->add_option("--seconds", bench_args->seconds, "time cap per kernel")->capture_default_str();
+  bench->callback([bench_args] { run_bench(*bench_args); });
+
+  // The measuring worker (see src/runtime/worker_process.h); not for people.
+  auto* worker = app.add_subcommand("__worker", "");
+  worker->group("");
+  worker->allow_extras();
+  worker->callback([worker] {
+    std::exit(worker_main(worker->remaining()));
+  });
+}
 
 }  // namespace cutune::cli

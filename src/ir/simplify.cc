@@ -201,6 +201,12 @@ class Simplifier : public IRMutator {
 
   Expr canonical(const Expr& e) { return rebuild(linearize(e), e.type()); }
 
+  // `self` when `result` is structurally the same, so that simplifying simplified IR returns
+  // the very same nodes (unchanged subtrees stay shared, as with every mutator).
+  static Expr keep(const Expr& self, Expr result) {
+    return equal(result, self) ? self : std::move(result);
+  }
+
   Expr visit_node(const Add* op, const Expr& self) override { return arith(op, self); }
   Expr visit_node(const Sub* op, const Expr& self) override { return arith(op, self); }
   Expr visit_node(const Mul* op, const Expr& self) override {
@@ -210,18 +216,22 @@ class Simplifier : public IRMutator {
     if (auto c = lb.as_constant()) {
       Linear r;
       r.add(la, *c);
-      return rebuild(r, op->type);
+      return keep(self, rebuild(r, op->type));
     }
     if (auto c = la.as_constant()) {
       Linear r;
       r.add(lb, *c);
-      return rebuild(r, op->type);
+      return keep(self, rebuild(r, op->type));
     }
-    return Mul::make(a, b);
+    return keep(self, Mul::make(a, b));
   }
 
   Expr visit_node(const Div* op, const Expr& self) override {
     if (!op->type.is_int()) return fold_float(op, self);
+    return keep(self, divide(op));
+  }
+
+  Expr divide(const Div* op) {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto c = as_const_int(b);
     if (!c || *c <= 0) return Div::make(a, b);
@@ -247,6 +257,10 @@ class Simplifier : public IRMutator {
 
   Expr visit_node(const Mod* op, const Expr& self) override {
     if (!op->type.is_int()) return fold_float(op, self);
+    return keep(self, modulo(op));
+  }
+
+  Expr modulo(const Mod* op) {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto c = as_const_int(b);
     if (!c || *c <= 0) return Mod::make(a, b);
@@ -298,6 +312,9 @@ class Simplifier : public IRMutator {
     if (auto v = as_const_int(c)) return mutate(*v ? op->true_value : op->false_value);
     Expr t = mutate(op->true_value), f = mutate(op->false_value);
     if (equal(t, f)) return t;
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) {
+      return self;
+    }
     return Select::make(c, t, f);
   }
   Expr visit_node(const Cast* op, const Expr& self) override {
@@ -375,7 +392,7 @@ class Simplifier : public IRMutator {
     Expr a = mutate(op->a), b = mutate(op->b);
     Linear l = linearize(a);
     l.add(linearize(b), Op::kKind == NodeKind::Add ? 1 : -1);
-    return rebuild(l, op->type);
+    return keep(self, rebuild(l, op->type));
   }
 
   template <typename Op>

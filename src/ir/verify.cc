@@ -91,13 +91,14 @@ class Verifier : public IRVisitor {
       env_[op->var] = Interval{mn.lo, hi ? hi : mn.hi};
       if (!ext_hi) env_[op->var].hi.reset();
     }
-    if (!is_bound(op->kind)) ++loop_depth_;
-    if (is_block_binding(op->kind)) ++block_depth_, ++loop_depth_;
+    // Thread-bound loops count as loops here: a block binding must enclose them too.
+    ++loop_depth_;
+    if (is_block_binding(op->kind)) ++block_depth_;
     divergent_depth_ += divergent;
     visit(op->body);
     divergent_depth_ -= divergent;
-    if (is_block_binding(op->kind)) --block_depth_, --loop_depth_;
-    if (!is_bound(op->kind)) --loop_depth_;
+    if (is_block_binding(op->kind)) --block_depth_;
+    --loop_depth_;
     env_.erase(op->var);
   }
 

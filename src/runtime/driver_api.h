@@ -44,7 +44,9 @@
   X(cuEventSynchronize)                         \
   X(cuEventElapsedTime)                         \
   X(cuEventDestroy_v2)                          \
-  X(cuStreamSynchronize)
+  X(cuStreamSynchronize)                        \
+  X(cuMemsetD32Async)                           \
+  X(cuDeviceGetPCIBusId)
 
 namespace cutune {
 

@@ -1,0 +1,93 @@
+// Feature vectors per second on one core, for the IR and knob extractors of GEMM tasks, over
+// random valid configurations (distinct ones, no cache): the rate an annealing round sees
+// before any memoisation. Also the time to build the IR alone, which the IR features pay.
+// Rates are per second of this thread's CPU time, so that other processes sharing the core
+// do not count against it; the wall-clock rate of the IR extractor is printed beside it.
+//
+//   feature_speed [configs=2000] [seconds_per_case=1.0] [only=ir|knobs|build]
+
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cost_model/features.h"
+#include "kernels/template.h"
+
+namespace {
+
+double now(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+struct Rate {
+  double per_cpu_second = 0;
+  double per_wall_second = 0;
+};
+
+// Runs `f` over the configurations round after round until `seconds` of CPU time have passed.
+template <typename F>
+Rate rate(const std::vector<cutune::Config>& configs, double seconds, F&& f) {
+  size_t calls = 0;
+  double cpu0 = now(CLOCK_THREAD_CPUTIME_ID), wall0 = now(CLOCK_MONOTONIC), cpu = 0;
+  while (cpu < seconds) {
+    for (const cutune::Config& c : configs) f(c);
+    calls += configs.size();
+    cpu = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+  }
+  if (cpu <= 0) return {};
+  return {double(calls) / cpu, double(calls) / (now(CLOCK_MONOTONIC) - wall0)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n_configs = argc > 1 ? std::atoi(argv[1]) : 2000;
+  double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
+  std::string only = argc > 3 ? argv[3] : "";
+  auto seconds_for = [&](const char* what) { return only.empty() || only == what ? seconds : 0.0; };
+  struct Case {
+    std::string layout;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Case> cases = {{"gemm_nn", {1024, 1024, 1024}},
+                             {"gemm_nn", {127, 255, 63}},
+                             {"gemm_nt", {1024, 1024, 1024}},
+                             {"gemm_nt", {127, 255, 63}}};
+  fmt::print("{:<8} {:<14} {:>6} {:>14} {:>14} {:>14} {:>14}\n", "template", "shape", "length",
+             "ir vectors/s", "(wall clock)", "knob vectors/s", "builds/s");
+  double checksum = 0;
+  for (const Case& c : cases) {
+    auto tmpl = cutune::make_template("gemm", c.shape, c.layout);
+    std::mt19937_64 rng(1);
+    std::vector<cutune::Config> configs;
+    for (int i = 0; i < n_configs; ++i) configs.push_back(*tmpl->space().sample_valid(rng));
+    auto ir = cutune::cost_model::make_ir_features(*tmpl, cutune::ir::TargetLimits{});
+    auto knobs = cutune::cost_model::make_knob_features(tmpl->space());
+    std::vector<float> out(std::max(ir->size(), knobs->size()));
+    Rate ir_rate = rate(configs, seconds_for("ir"), [&](const cutune::Config& cfg) {
+      ir->extract(cfg, out);
+      checksum += out[0];
+    });
+    Rate knob_rate = rate(configs, seconds_for("knobs"), [&](const cutune::Config& cfg) {
+      knobs->extract(cfg, out);
+      checksum += out[0];
+    });
+    Rate build_rate = rate(configs, seconds_for("build"), [&](const cutune::Config& cfg) {
+      checksum += double(tmpl->build(cfg).buffers.size());
+    });
+    fmt::print("{:<8} {:<14} {:>6} {:>14.0f} {:>14.0f} {:>14.0f} {:>14.0f}\n", c.layout,
+               fmt::format("{}x{}x{}", c.shape[0], c.shape[1], c.shape[2]), ir->size(),
+               ir_rate.per_cpu_second, ir_rate.per_wall_second, knob_rate.per_cpu_second,
+               build_rate.per_cpu_second);
+  }
+  std::fprintf(stderr, "checksum %g\n", checksum);
+  return 0;
+}

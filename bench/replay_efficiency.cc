@@ -1,0 +1,160 @@
+// Search efficiency on replayed real measurements: for every Kernel Tuner cache under
+// ../shared/datasets and every tuner, the median over seeds of best-found / optimum after
+// 25..400 trials, the median trials to 95% of the optimum, and the Kernel Tuner score
+// P = (tuner - random) / (optimum - random) at 200 trials, random's expectation exact.
+// Also transfer learning across GPUs for caches that share a space.
+//
+//   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
+//                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cost_model/features.h"
+#include "src/replay/kt_cache.h"
+#include "src/tune/policies.h"
+#include "src/tune/replay_measurer_adapter.h"
+#include "src/tune/replay_study.h"
+
+using namespace cutune;
+
+namespace {
+
+struct Args {
+  int seeds = 20;
+  int trials = 400;
+  int batch = 32;
+  int threads = 2;
+  std::string data = CUTUNE_SOURCE_DIR "/../shared/datasets";
+  std::vector<std::string> tuners = {"xgb", "ga", "random", "grid"};
+  std::string only;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string cell(std::optional<double> v, const char* fmt_spec = "{:.0f}") {
+  return v ? fmt::format(fmt::runtime(fmt_spec), *v) : std::string("-");
+}
+
+// Records of a whole cache, as the global model of transfer learning sees them.
+std::vector<Record> cache_records(const replay::ReplayTask& task) {
+  std::vector<Record> out;
+  replay::ReplayMeasurer m(task);
+  const ConfigSpace& space = task.space();
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    Config c = space.get(i);
+    if (!space.is_valid(c)) continue;
+    Record r;
+    r.task.op = task.cache().kernel_name;
+    r.task.device_name = task.cache().device_name;
+    r.config_index = i;
+    r.knobs = c.to_json()["knobs"];
+    r.result = to_measure_result(m.measure(c));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "replay_efficiency: {} needs a value\n", a);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--seeds") args.seeds = std::stoi(value());
+    else if (a == "--trials") args.trials = std::stoi(value());
+    else if (a == "--batch") args.batch = std::stoi(value());
+    else if (a == "--threads") args.threads = std::stoi(value());
+    else if (a == "--data") args.data = value();
+    else if (a == "--tuners") args.tuners = split(value());
+    else if (a == "--only") args.only = value();
+    else if (a == "--quick") { args.seeds = 5; args.trials = 200; }
+    else {
+      fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
+      return 2;
+    }
+  }
+
+  std::vector<std::string> caches;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(args.data)) {
+    std::string p = e.path().string();
+    if (p.ends_with(".json.gz") || (p.ends_with(".json") && p.find("/spaces/") == std::string::npos)) {
+      if (args.only.empty() || p.find(args.only) != std::string::npos) caches.push_back(p);
+    }
+  }
+  std::sort(caches.begin(), caches.end());
+  if (caches.empty()) {
+    fmt::print(stderr, "replay_efficiency: no cache under {}\n", args.data);
+    return 1;
+  }
+
+  const std::vector<int> budgets = {25, 50, 100, 200, 400};
+  std::map<std::string, replay::ReplayTask> tasks;
+  fmt::print("seeds {}, trials {}, batch {} (xgb plan = batch), threads {}\n\n", args.seeds,
+             args.trials, args.batch, args.threads);
+  fmt::print("| cache | tuner | @25 | @50 | @100 | @200 | @400 | trials to 95% | P@200 | s |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  for (const std::string& path : caches) {
+    std::string name = std::filesystem::relative(path, args.data).string();
+    replay::ReplayTask& task =
+        tasks.emplace(name, replay::ReplayTask::from_cache(replay::load_kt_cache(path)))
+            .first->second;
+    auto features = cost_model::make_knob_features(task.space());
+    double random200 = expected_random_ratio(task, 200);
+    std::vector<std::string> row_random = {name, "random (exact)"};
+    std::string random_cells;
+    for (int b : budgets) random_cells += fmt::format(" {:.3f} |", expected_random_ratio(task, b));
+    fmt::print("| {} | random (exact) |{} {:.0f} | 0 | - |\n", name, random_cells,
+               expected_random_trials_to(task, 0.95));
+    for (const std::string& tuner : args.tuners) {
+      TunerKind kind = parse_tuner_kind(tuner);
+      ModelPolicyOptions mo;
+      mo.plan_size = args.batch;
+      StudyOptions so;
+      so.trials = args.trials;
+      so.seeds = kind == TunerKind::grid ? 1 : args.seeds;
+      so.batch = args.batch;
+      so.threads = args.threads;
+      StudyResult r = run_replay_study(
+          task, [&] { return make_search_policy(kind, task.space(), features.get(), mo); }, so,
+          [&](int done, int total) {
+            fmt::print(stderr, "\r{} {}: seed {}/{}   ", name, tuner, done, total);
+          });
+      fmt::print(stderr, "\n");
+      std::string cells;
+      for (int b : budgets) {
+        cells += b <= args.trials ? fmt::format(" {:.3f} |", r.median_ratio_at(b)) : " - |";
+      }
+      double at200 = r.median_ratio_at(std::min(200, args.trials));
+      double p = (at200 - random200) / (1.0 - random200);
+      fmt::print("| {} | {} |{} {} | {:.2f} | {:.0f} |\n", name, tuner, cells,
+                 cell(r.median_trials_to(0.95)), p, r.seconds);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+#pragma once
+// A light static analysis of a kernel's loop nest, for feature extraction: one pass over the
+// IR as the template built it (unsimplified), with no simplifier and no enumeration of
+// iterations, so that it runs in microseconds.
+//
+// Conventions:
+// - Counts are per launch unless named otherwise: a loop's trips and the operations charged
+//   to it are summed over every thread of the grid.
+// - A condition is assumed true for the fraction of iterations estimated from the ranges of
+//   its operands, taken as uniform over their intervals (so a tail guard `row < 127` over rows
+//   0..127 holds 127/128 of the time); the else branch gets the rest. Both branches count,
+//   each weighted by its fraction.
+// - Distinct elements an access touches are the product of the extents of the loops its
+//   index depends on (directly or through let-bound names), times its vector width, capped by
+//   the buffer's size (the approximation AutoTVM's touch features make): exact for the affine
+//   indices of tiled kernels, an over-estimate where div/mod fold iterations together.
+// - Strides are index differences, in elements, between the loop variable at 1 and at 0 with
+//   every other loop variable at 0; warp behaviour evaluates the index for threadIdx.x = 0..31
+//   likewise.
+// - Names outside the given slot lists are ignored; a slot nothing in the IR maps to keeps
+//   its default (`seen` false).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/ir/ir.h"
+
+namespace cutune::cost_model {
+
+struct LoopSlotStats {
+  bool seen = false;
+  double extent = 1;   // the largest extent among loops of this name
+  double trips = 0;    // iterations over the whole launch, summed over loops of this name
+  double depth = 0;    // enclosing loops (bound ones included), the largest
+  double outer = 1;    // product of the enclosing loops' extents, the largest
+  double inner = 1;    // product of the extents along the deepest nest inside, the largest
+  uint16_t kinds = 0;  // bit (1 << ForKind) for each kind this name was seen with
+  double float_ops =
+      0;               // float arithmetic in the loop's own body (not in nested loops), per launch
+  double int_ops = 0;  // integer and logic arithmetic, likewise
+};
+
+struct BufferSlotStats {
+  bool seen = false;
+  ir::MemoryScope scope = ir::MemoryScope::global;
+  double allocated_bytes = 0;  // the buffer's size (per thread for local, per block for shared)
+  // Bytes read or written (each access counted every time it runs).
+  double touched_thread = 0, touched_block = 0, touched_total = 0;
+  // Distinct bytes touched, summed over the buffer's accesses and capped by its size.
+  double distinct_thread = 0, distinct_block = 0, distinct_total = 0;
+  // Of the access that moves the most bytes: index stride per iteration of the innermost
+  // enclosing unbound loop (0 if the index does not depend on it), per step of threadIdx.x,
+  // and its vector width.
+  double stride_inner = 0, stride_thread_x = 0;
+  int lanes = 1;
+  // Of the same access, executed by the 32 lanes of the first warp (other loop variables at
+  // 0): global buffers, the 32-byte sectors it touches; shared buffers, the wavefronts it
+  // needs (the most distinct 4-byte words in one of the 32 banks, at least one
+  // per 128 bytes). `warp_ideal` is the fewest the same number of distinct bytes could take,
+  // so warp_ideal / warp_transactions is the coalescing (or bank-conflict) efficiency. Both 0
+  // for local buffers.
+  double warp_transactions = 0, warp_ideal = 0;
+  double warp_bytes = 0;  // distinct bytes the first warp's lanes touch (less: more broadcast)
+  double loads = 0, stores = 0;  // accesses per launch, by direction
+};
+
+struct KernelStats {
+  double threads_per_block = 1;
+  double blocks = 1;
+  double shared_bytes = 0;  // sum of shared allocations, per block
+  double local_bytes = 0;   // sum of local arrays, per thread
+  double float_ops = 0;     // per launch
+  double int_ops = 0;       // per launch
+  double syncs_per_thread = 0;
+};
+
+struct LoopNestSummary {
+  std::vector<LoopSlotStats> loops;      // in the order of the loop names given
+  std::vector<BufferSlotStats> buffers;  // in the order of the buffer names given
+  KernelStats kernel;
+};
+
+// Analyses `kernel` into one stats entry per named loop and buffer. Pure: safe to call from
+// several threads at once.
+void summarize_loop_nest(const ir::Kernel& kernel, std::span<const std::string> loop_names,
+                         std::span<const std::string> buffer_names, LoopNestSummary& out);
+
+}  // namespace cutune::cost_model

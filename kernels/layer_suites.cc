@@ -1,0 +1,72 @@
+#include "kernels/layer_suites.h"
+
+#include <fmt/format.h>
+
+#include "kernels/template.h"
+
+namespace cutune {
+
+namespace {
+
+// One conv2d layer on a square input: size, in and out channels, filter, stride; pad R/2.
+struct ConvRow {
+  const char* name;
+  int64_t size, c, k, r, stride;
+};
+
+constexpr ConvRow kResnet18[] = {
+    {"C1", 224, 3, 64, 7, 2},    {"C2", 56, 64, 64, 3, 1},    {"C3", 56, 64, 64, 1, 1},
+    {"C4", 56, 64, 128, 3, 2},   {"C5", 56, 64, 128, 1, 2},   {"C6", 28, 128, 128, 3, 1},
+    {"C7", 28, 128, 256, 3, 2},  {"C8", 28, 128, 256, 1, 2},  {"C9", 14, 256, 256, 3, 1},
+    {"C10", 14, 256, 512, 3, 2}, {"C11", 14, 256, 512, 1, 2}, {"C12", 7, 512, 512, 3, 1},
+};
+
+// One depthwise layer: input size, channels, stride, repeats; 3×3, pad 1.
+struct DepthwiseRow {
+  const char* name;
+  int64_t size, c, stride;
+  int repeat;
+};
+
+constexpr DepthwiseRow kMobilenet[] = {
+    {"D1", 112, 32, 1, 1},  {"D2", 112, 64, 2, 1},  {"D3", 56, 128, 1, 1},
+    {"D4", 56, 128, 2, 1},  {"D5", 28, 256, 1, 1},  {"D6", 28, 256, 2, 1},
+    {"D7", 14, 512, 1, 5},  {"D8", 14, 512, 2, 1},  {"D9", 7, 1024, 1, 1},
+};
+
+}  // namespace
+
+std::vector<SuiteInfo> list_suites() {
+  return {{"resnet18", "the 12 distinct conv2d layers of ResNet-18 (C1-C12), 224x224 input"},
+          {"mobilenet", "the 9 distinct depthwise layers of MobileNet v1 (D1-D9), 224x224 input"}};
+}
+
+std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch) {
+  if (batch < 1) throw TaskError(fmt::format("batch size must be >= 1, got {}", batch));
+  std::vector<SuiteLayer> out;
+  if (suite == "resnet18") {
+    for (const ConvRow& l : kResnet18) {
+      out.push_back({l.name, "conv2d",
+                     {batch, l.c, l.size, l.size, l.k, l.r, l.r, l.stride, l.r / 2, 1},
+                     1,
+                     fmt::format("{}x{}, {}->{}, {}x{}, stride {}", l.size, l.size, l.c, l.k,
+                                 l.r, l.r, l.stride)});
+    }
+    return out;
+  }
+  if (suite == "mobilenet") {
+    for (const DepthwiseRow& l : kMobilenet) {
+      out.push_back({l.name, "depthwise_conv2d",
+                     {batch, l.c, l.size, l.size, 3, 3, l.stride, 1, 1},
+                     l.repeat,
+                     fmt::format("{}x{}, {} channels, 3x3, stride {}", l.size, l.size, l.c,
+                                 l.stride)});
+    }
+    return out;
+  }
+  std::string known;
+  for (const SuiteInfo& s : list_suites()) known += (known.empty() ? "" : ", ") + s.name;
+  throw TaskError(fmt::format("unknown suite '{}' (known: {})", suite, known));
+}
+
+}  // namespace cutune

@@ -1,0 +1,37 @@
+#pragma once
+// Named lists of real network layers to tune one after another (a "suite").
+//
+// resnet18: the twelve distinct conv2d layers of ResNet-18 on 224×224 ImageNet inputs, named
+//   C1–C12 as in the AutoTVM paper (Chen et al., NeurIPS 2018, Table 1, from the TVM paper's
+//   Table 2): conv2d shapes N,C,H,W,K,R,S,stride,pad,dilation with "same" padding (pad = R/2).
+// mobilenet: the depthwise layers of MobileNet v1 (Howard et al., 2017, Table 1) on 224×224
+//   inputs, 3×3 with stride 1 or 2 and pad 1, named D1–D9; D7 stands for the five identical
+//   14×14×512 stride-1 layers (repeat = 5).
+// Both suites are given for any batch size (the benchmarks use 1 and 16).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cutune {
+
+struct SuiteLayer {
+  std::string name;           // "C1"
+  std::string op;             // "conv2d" or "depthwise_conv2d"
+  std::vector<int64_t> shape; // as make_template takes it, every parameter given
+  int repeat = 1;             // how many times the network runs this layer
+  std::string description;    // "224x224, 3->64, 7x7, stride 2"
+};
+
+struct SuiteInfo {
+  std::string name;
+  std::string description;
+};
+
+std::vector<SuiteInfo> list_suites();
+
+// The layers of `suite` at batch size `batch`; TaskError for an unknown suite (the message
+// lists the known ones) or batch < 1.
+std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch = 1);
+
+}  // namespace cutune

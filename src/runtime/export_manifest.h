@@ -1,0 +1,55 @@
+#pragma once
+// What `cutune export` writes for one tuned kernel, and reads back: <name>.cubin, <name>.cu and
+// an entry of manifest.json describing how to launch it. The manifest is plain JSON so that
+// any host program can use the kernel; src/runtime/cubin_loader.h is a header-only reader.
+//
+//   {"version": 1, "kernels": [{
+//     "name": "gemm_nn_1024x1024x1024_sm_90", "kernel": "<extern C name>",
+//     "cubin": "<name>.cubin", "source": "<name>.cu",
+//     "task": {"op": "gemm", "shape": [..], "dtype": "float32", "template": "gemm_nn",
+//              "arch": "sm_90", "device": "NVIDIA H200"},
+//     "config": {"index": 123, "knobs": {..}},
+//     "grid": [x,y,z], "block": [x,y,z],
+//     "shared_bytes": {"static": s, "dynamic": d},
+//     "registers": r,
+//     "params": [{"name": "C", "type": "float32", "pointer": true, "const": false,
+//                 "elements": n, "bytes": 4n}, ...],
+//     "flops": f, "time_s": t, "gflops": g, "cublas_time_s": c | null}]}
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/codegen/cuda_source.h"
+#include "src/runtime/compile_result.h"
+
+namespace cutune {
+
+struct ExportedKernel {
+  std::string name;                 // file stem, unique within a manifest
+  nlohmann::json task;              // op, shape, dtype, template, arch, device
+  nlohmann::json config;            // index, knobs
+  CudaSource source;                // kernel name, code, params, launch
+  int registers = -1;
+  double flops = 0;
+  double time_s = 0;                // measured median
+  std::optional<double> cublas_time_s;
+};
+
+// "gemm_nn_1024x1024x1024_sm_90": letters, digits and '_' only.
+std::string export_name(const std::string& template_name, const std::vector<int64_t>& shape,
+                        const std::string& arch);
+
+nlohmann::json manifest_entry(const ExportedKernel& kernel);
+
+// Writes <dir>/<name>.cubin and <name>.cu for each kernel and <dir>/manifest.json for all,
+// creating `dir`. Each file is written beside and renamed into place. std::runtime_error
+// (one line) when a file cannot be written.
+void write_export(const std::filesystem::path& dir,
+                  const std::vector<std::pair<ExportedKernel, Cubin>>& kernels);
+
+}  // namespace cutune

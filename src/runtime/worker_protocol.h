@@ -1,0 +1,132 @@
+#pragma once
+// The conversation between the tuner (parent) and its measuring worker process, and the
+// framing that carries it over a stream socket.
+//
+// A frame is a 24-byte header (magic "CTWK", kind, JSON length, blob length; little-endian
+// u32, u32, u64, u64), a UTF-8 JSON object, then an opaque blob (cubin bytes, expected outputs).
+// The parent speaks first and the worker answers every frame with exactly one frame:
+//
+//   parent                                   worker
+//   task    {WorkerTask}  blob: expected  -> ready {} | failed {"error": ...}
+//   measure {MeasureRequest} blob: cubin  -> result {MeasureReply}
+//   shutdown {}                           -> (exits 0)
+//
+// A worker that dies, hangs or answers garbage is the supervisor's business (worker_process.h);
+// this file only says what the bytes mean.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/codegen/cuda_source.h"
+#include "src/records/measure_result.h"
+
+namespace cutune {
+
+enum class FrameKind : uint32_t { task = 1, ready = 2, failed = 3, measure = 4, result = 5, shutdown = 6 };
+
+struct Frame {
+  FrameKind kind = FrameKind::shutdown;
+  nlohmann::json header = nlohmann::json::object();
+  std::vector<char> blob;
+};
+
+// Outcome of moving one frame. `closed`: the peer went away (EOF, reset); `timeout`: the
+// deadline passed first; `malformed`: the bytes were not a frame.
+enum class IoStatus { ok, closed, timeout, malformed };
+
+// Monotonic deadline in seconds (steady clock); kNoDeadline waits forever.
+inline constexpr double kNoDeadline = std::numeric_limits<double>::infinity();
+double monotonic_seconds();
+
+// Writes/reads one whole frame on a stream socket (or pipe) `fd`, waiting at most until
+// `deadline` (monotonic_seconds() scale). Writing never raises SIGPIPE on a socket.
+IoStatus write_frame(int fd, const Frame& frame, double deadline = kNoDeadline);
+IoStatus read_frame(int fd, Frame& frame, double deadline = kNoDeadline);
+
+// How a candidate is timed. Seconds throughout.
+struct TimingOptions {
+  bool flush_l2 = true;           // write >= 2x L2 before every timed run
+  bool prefer_cupti = true;       // CUPTI activity records; CUDA events when unavailable
+  int warmup = 2;                 // untimed launches after the checked one
+  int min_repeats = 5;
+  int max_repeats = 200;
+  double min_seconds = 0.01;      // summed kernel time before the CI test may stop the run
+  double max_seconds = 2.0;       // wall-clock cap on one candidate's timed runs
+  double target_rel_ci = 0.01;    // stop once the median's 95% CI half-width / median is below
+  double early_stop_factor = 3.0; // stop after min_repeats when median > factor * best so far
+};
+
+// A global tensor of the task, in kernel parameter order.
+struct WorkerTensor {
+  std::string name;
+  std::string dtype = "float32";  // only float32 is measured today
+  int64_t elements = 0;
+  bool is_output = false;
+};
+
+// How the worker gets the right answer, once per task.
+enum class ReferenceKind {
+  none,         // outputs are not checked
+  host,         // the parent sends the expected outputs (concatenated, float32) as the blob
+  cublas_gemm   // C = A·B (or A·Bᵀ) by cublasSgemm with TF32 off, row-major
+};
+
+struct GemmReference {
+  int64_t m = 0, n = 0, k = 0;
+  bool b_transposed = false;      // B stored [N,K] (layout nt)
+  int a = 0, b = 1, c = 2;        // tensor indices
+};
+
+struct WorkerTask {
+  int device = 0;
+  uint64_t seed = 0;              // inputs are fill_input(seed, tensor index, ...)
+  std::vector<WorkerTensor> tensors;
+  ReferenceKind reference = ReferenceKind::none;
+  GemmReference gemm;
+  int64_t reduction_length = 1;   // for the tolerance
+  TimingOptions timing;
+};
+
+// One candidate. `what` selects the kernel or, for baselines, the library call timed with the
+// same harness.
+enum class MeasureWhat { kernel, cublas_gemm };
+
+struct MeasureRequest {
+  uint64_t id = 0;                // echoed in the reply
+  MeasureWhat what = MeasureWhat::kernel;
+  std::string kernel_name;
+  LaunchSpec launch;
+  std::vector<int> args;          // per kernel parameter, the task tensor it points at
+  std::vector<char> cubin;        // travels as the blob
+  bool check = true;              // compare outputs with the reference before timing
+  double best_so_far_s = std::numeric_limits<double>::infinity();
+};
+
+struct MeasureReply {
+  uint64_t id = 0;
+  MeasureResult result;
+  // The kernel left the CUDA context unusable (sticky error): the worker must be replaced.
+  bool context_poisoned = false;
+};
+
+nlohmann::json to_json(const TimingOptions& options);
+TimingOptions timing_options_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const LaunchSpec& launch);
+LaunchSpec launch_spec_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const MeasureResult& result);
+MeasureResult measure_result_from_json(const nlohmann::json& j);
+
+// Frames for each message. The *_from_frame functions throw std::invalid_argument (one line)
+// when a field is missing or has the wrong type.
+Frame task_frame(const WorkerTask& task, std::vector<char> expected_outputs);
+WorkerTask task_from_frame(const Frame& frame);
+Frame measure_frame(const MeasureRequest& request);
+MeasureRequest measure_request_from_frame(Frame frame);
+Frame reply_frame(const MeasureReply& reply);
+MeasureReply reply_from_frame(const Frame& frame);
+
+}  // namespace cutune

@@ -1,0 +1,33 @@
+#include "src/tune/replay_measurer_adapter.h"
+
+namespace cutune {
+
+MeasureResult to_measure_result(const replay::ReplayMeasurement& measurement) {
+  MeasureResult r;
+  if (!measurement.valid) {
+    r.status = MeasureStatus::invalid;
+    r.error = measurement.error.empty() ? "invalid" : measurement.error;
+    return r;
+  }
+  r.status = MeasureStatus::ok;
+  r.timer = TimerKind::replay;
+  // One value, the replayed answer itself, so that mean and median both equal what the cache
+  // calls this configuration's time.
+  r.times_s = {measurement.time_ms * 1e-3};
+  return r;
+}
+
+ReplayMeasurerAdapter::ReplayMeasurerAdapter(const replay::ReplayTask& task, bool noise,
+                                             uint64_t seed)
+    : task_(task), measurer_(task, noise, seed) {}
+
+std::vector<MeasureResult> ReplayMeasurerAdapter::measure(const std::vector<Config>& batch) {
+  std::vector<MeasureResult> out;
+  out.reserve(batch.size());
+  for (const Config& c : batch) out.push_back(to_measure_result(measurer_.measure(c)));
+  return out;
+}
+
+std::string ReplayMeasurerAdapter::device_name() const { return task_.cache().device_name; }
+
+}  // namespace cutune

@@ -1,0 +1,65 @@
+#include "src/tune/transfer_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "src/records/tuning_log.h"
+#include "src/tune/search_policy.h"
+
+namespace cutune {
+
+std::vector<float> normalised_labels(std::span<const double> throughput) {
+  double best = 0;
+  for (double t : throughput) best = std::max(best, t);
+  std::vector<float> out(throughput.size(), 0.0f);
+  if (best <= 0) return out;
+  for (size_t i = 0; i < throughput.size(); ++i) out[i] = static_cast<float>(throughput[i] / best);
+  return out;
+}
+
+TransferModel TransferModel::train(const std::vector<Record>& records, const TaskKey& exclude,
+                                   const RecordFeaturizer& featurize, int cols,
+                                   std::string schema, cost_model::RankModelOptions options) {
+  std::vector<float> data;
+  std::vector<float> labels;
+  std::vector<unsigned> groups;
+  std::vector<float> row(cols);
+  for (const auto& [task, task_records] : group_by_task(records)) {
+    if (task == exclude) continue;
+    std::vector<double> throughput;
+    size_t start = data.size();
+    for (const Record& r : task_records) {
+      if (!featurize(r, row)) continue;
+      data.insert(data.end(), row.begin(), row.end());
+      throughput.push_back(throughput_of(r.result));
+    }
+    std::vector<float> l = normalised_labels(throughput);
+    bool any_ok = std::any_of(l.begin(), l.end(), [](float v) { return v > 0; });
+    if (throughput.size() < 2 || !any_ok) {
+      data.resize(start);
+      continue;
+    }
+    labels.insert(labels.end(), l.begin(), l.end());
+    groups.push_back(static_cast<unsigned>(throughput.size()));
+  }
+  if (groups.empty()) {
+    throw std::invalid_argument(
+        "--transfer-from: no usable records of another task with this feature schema");
+  }
+  cost_model::FeatureMatrix x;
+  x.rows = static_cast<int>(labels.size());
+  x.cols = cols;
+  x.data = std::move(data);
+  TransferModel t;
+  t.model_ = std::make_shared<cost_model::RankModel>(std::move(schema), options);
+  t.model_->fit(x, labels, groups);
+  t.tasks_ = static_cast<int>(groups.size());
+  t.rows_ = x.rows;
+  return t;
+}
+
+std::vector<float> TransferModel::predict(const cost_model::FeatureMatrix& x) const {
+  return model_->predict(x);
+}
+
+}  // namespace cutune

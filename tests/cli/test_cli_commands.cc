@@ -1,0 +1,118 @@
+// The commands work on small shapes, in text and as JSON.
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_run.h"
+
+using cutune::test::CliRun;
+using cutune::test::run_cutune;
+using nlohmann::json;
+
+namespace {
+
+json parse_stdout(const CliRun& r) {
+  INFO_RUN(r);
+  REQUIRE(r.status == 0);
+  json j;
+  REQUIRE_NOTHROW(j = json::parse(r.out));
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("cli: ops lists gemm and its templates", "[cli]") {
+  CliRun text = run_cutune("ops");
+  INFO_RUN(text);
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("gemm") && Catch::Contains("gemm_nt"));
+  CHECK(text.err.empty());
+
+  json j = parse_stdout(run_cutune("ops --json"));
+  REQUIRE(j.is_array());
+  bool found = false;
+  for (const json& op : j) {
+    if (op["op"] == "gemm") {
+      found = true;
+      CHECK(op["templates"] == json({"gemm_nn", "gemm_nt"}));
+      CHECK(op["shape"] == "M,N,K");
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("cli: space --json describes the knobs and counts", "[cli]") {
+  json j = parse_stdout(run_cutune("space gemm --shape 64,64,64 --json"));
+  CHECK(j["template"] == "gemm_nn");
+  CHECK(j["shape"] == json({64, 64, 64}));
+  CHECK(j["size"] == 4050000);
+  REQUIRE(j["valid"].is_number());
+  CHECK(j["valid"].get<uint64_t>() > 0);
+  CHECK(j["valid"].get<uint64_t>() < 4050000);
+  CliRun text = run_cutune("space gemm --shape 64,64,64");
+  INFO_RUN(text);
+  CHECK_THAT(text.out, Catch::Contains("space size: 4050000 configurations"));
+  CHECK_THAT(text.out, Catch::Contains("block_m"));
+}
+
+TEST_CASE("cli: show --json gives the IR, the CUDA source and the launch", "[cli]") {
+  json j = parse_stdout(run_cutune("show gemm --shape 64,64,64 --config 0 --json"));
+  CHECK(j["config"]["index"] == 0);
+  CHECK(j["constraint_violation"].is_null());
+  CHECK(j["verifier_errors"].empty());
+  CHECK(j["kernel_name"] == "gemm_nn");
+  CHECK_THAT(j["ir"].get<std::string>(), Catch::StartsWith("kernel gemm_nn("));
+  CHECK_THAT(j["cuda"].get<std::string>(), Catch::Contains("extern \"C\" __global__"));
+  CHECK(j["launch"]["grid"] == json({4, 4, 1}));
+  CHECK(j["launch"]["block"] == json({256, 1, 1}));
+
+  CliRun text = run_cutune("show gemm --shape 64,64,64 --config 0");
+  INFO_RUN(text);
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("/* IR") && Catch::Contains("__global__"));
+}
+
+TEST_CASE("cli: show accepts a configuration as JSON, and reports violations", "[cli]") {
+  json j = parse_stdout(run_cutune(
+      "show gemm --shape 256,256,256 --template gemm_nt --json --config "
+      "'{\"knobs\":{\"block_m\":128,\"block_n\":128,\"block_k\":8,\"thread_m\":8,\"thread_n\":8,"
+      "\"warp_n\":8,\"frag_m\":4,\"frag_n\":4,\"vec_load\":4,\"smem_pad\":4,\"double_buffer\":1,"
+      "\"unroll_k\":1}}'"));
+  CHECK(j["kernel_name"] == "gemm_nt");
+  CHECK(j["launch"]["grid"] == json({2, 2, 1}));
+  // The last index (every knob at its last value) has 16x16 accumulators per thread.
+  json k = parse_stdout(run_cutune("show gemm --shape 64,64,64 --config 4049999 --json"));
+  CHECK(k["config"]["index"] == 4049999);
+  CHECK(k["constraint_violation"].is_string());
+}
+
+TEST_CASE("cli: compile --json reports the outcome of a small sample", "[cli][nvrtc]") {
+  json j = parse_stdout(run_cutune("compile gemm --shape 64,64,64 --sample 3 --jobs 2 --seed 7 --json"));
+  for (const char* key : {"sampled", "rejected", "compiled", "failed", "configs_per_second"}) {
+    INFO(key);
+    CHECK(j.contains(key));
+  }
+  CHECK(j["sampled"] == 3);
+  CHECK(j["failed"] == 0);
+  CHECK(j["compiled"].get<int>() + j["rejected"].get<int>() == 3);
+  CHECK(j["configs_per_second"].get<double>() > 0);
+  CHECK(j["arch"] == "sm_90");
+}
+
+TEST_CASE("cli: verify --json runs configurations in the emulator", "[cli][emulator]") {
+  json j = parse_stdout(run_cutune("verify gemm --shape 33,17,9 --sample 2 --seed 3 --json"));
+  REQUIRE(j["results"].is_array());
+  REQUIRE(j["results"].size() == 2);
+  for (const json& r : j["results"]) {
+    INFO(r.dump());
+    CHECK(r["config"].contains("knobs"));
+    CHECK(r["passed"] == true);
+    REQUIRE(r["max_rel_error"].is_number());
+    CHECK(r["max_rel_error"].get<double>() < 1e-4);
+  }
+  CliRun text = run_cutune("verify gemm --shape 33,17,9 --sample 1 --seed 3");
+  INFO_RUN(text);
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("1 of 1 passed"));
+}

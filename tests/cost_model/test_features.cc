@@ -1,0 +1,331 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cost_model/features.h"
+#include "cost_model/ir_features.h"
+#include "kernels/template.h"
+#include "src/ir/ir_operators.h"
+
+using namespace cutune;
+using namespace cutune::cost_model;
+
+namespace {
+
+std::vector<float> extract(const FeatureExtractor& fx, const Config& c) {
+  std::vector<float> out(fx.size());
+  fx.extract(c, out);
+  return out;
+}
+
+float feature(const FeatureExtractor& fx, const std::vector<float>& v, const std::string& name) {
+  std::vector<std::string> names = fx.names();
+  auto it = std::find(names.begin(), names.end(), name);
+  INFO("feature " << name);
+  REQUIRE(it != names.end());
+  return v[it - names.begin()];
+}
+
+float log_scaled(double x) { return float(std::log2(1.0 + x)); }
+
+Config config_of(const Template& t, const nlohmann::json& knobs) {
+  nlohmann::json j;
+  j["knobs"] = knobs;
+  return t.space().from_json(j);
+}
+
+nlohmann::json hand_tuned() {
+  return {{"block_m", 128}, {"block_n", 128}, {"block_k", 8},       {"thread_m", 8},
+          {"thread_n", 8},  {"warp_n", 8},    {"frag_m", 4},        {"frag_n", 4},
+          {"vec_load", 4},  {"smem_pad", 4},  {"double_buffer", 1}, {"unroll_k", 1}};
+}
+
+std::vector<Config> sample(const Template& t, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Config> out;
+  for (int i = 0; i < n; ++i) out.push_back(*t.space().sample_valid(rng));
+  return out;
+}
+
+// The differences between two vectors, by feature name, for failure messages.
+std::string differences(const FeatureExtractor& fx, const std::vector<float>& a,
+                        const std::vector<float>& b) {
+  std::vector<std::string> names = fx.names();
+  std::string out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i])
+      out += names[i] + ": " + std::to_string(a[i]) + " vs " + std::to_string(b[i]) + "\n";
+  }
+  return out;
+}
+
+// A template that declares no loop or buffer names: Out[i] = 2 * In[i] over n elements, tiled
+// by a `tile` knob, with an optional unrolled inner loop that only some configurations have.
+class ScaleTemplate final : public Template {
+ public:
+  explicit ScaleTemplate(int64_t n) : n_(n) {
+    space_.define_choice("threads", {32, 64, 128});
+    space_.define_choice("per_thread", {1, 2, 4});
+  }
+  std::string op() const override { return "scale"; }
+  std::string name() const override { return "scale"; }
+  std::vector<int64_t> shape() const override { return {n_}; }
+  const ConfigSpace& space() const override { return space_; }
+  ir::Kernel build(const Config& c) const override {
+    using namespace ir;
+    int64_t threads = c.get("threads"), per = c.get("per_thread");
+    Buffer in = Buffer::make("In", Type::f32(), MemoryScope::global, n_, true);
+    Buffer out = Buffer::make("Out", Type::f32(), MemoryScope::global, n_);
+    Expr bx = int_var("bx"), tx = int_var("tx"), e = int_var("e");
+    Expr i = (bx * int(threads) + tx) * int(per) + (per > 1 ? e : Expr(0));
+    Stmt body = IfThenElse::make(i < int(n_), Store::make(out, i, Load::make(in, i) * f32(2.0)));
+    if (per > 1) body = For::make("e", 0, int(per), ForKind::unrolled, body);
+    body = For::make("tx", 0, int(threads), ForKind::thread_x, body);
+    int64_t blocks = (n_ + threads * per - 1) / (threads * per);
+    body = For::make("bx", 0, int(blocks), ForKind::block_x, body);
+    return Kernel{"scale", {out, in}, {}, body};
+  }
+  std::vector<TensorSpec> tensors() const override { return {}; }
+  void reference(std::vector<std::vector<float>>&) const override {}
+  double flops() const override { return double(n_); }
+  int64_t reduction_length() const override { return 1; }
+
+ private:
+  int64_t n_;
+  ConfigSpace space_;
+};
+
+}  // namespace
+
+TEST_CASE("a template that declares no names gets slots from the IR of sampled configurations",
+          "[features]") {
+  ScaleTemplate small(1000), large(1 << 20);
+  SlotNames names = slot_names(small);
+  CHECK(names.loops == std::vector<std::string>{"bx", "e", "tx"});
+  CHECK(names.buffers == std::vector<std::string>{"In", "Out"});
+  auto fs = make_ir_features(small, ir::TargetLimits{});
+  auto fl = make_ir_features(large, ir::TargetLimits{});
+  CHECK(fs->schema() == fl->schema());
+  CHECK(fs->size() == fl->size());
+  Config scalar(&small.space(), {0, 0});
+  Config unrolled(&small.space(), {0, 2});
+  std::vector<float> a = extract(*fs, scalar), b = extract(*fs, unrolled);
+  CHECK(feature(*fs, a, "loop.e.serial") == 1);  // absent: an extent-1 serial loop
+  CHECK(feature(*fs, a, "loop.e.extent") == Approx(log_scaled(1)));
+  CHECK(feature(*fs, b, "loop.e.unrolled") == 1);
+  CHECK(feature(*fs, b, "loop.e.extent") == Approx(log_scaled(4)));
+  CHECK(feature(*fs, a, "buffer.In.stride_tx") == Approx(log_scaled(1)));
+  CHECK(feature(*fs, b, "buffer.In.stride_tx") == Approx(log_scaled(4)));
+  CHECK(feature(*fs, a, "buffer.In.warp_efficiency") == 1);
+  CHECK(feature(*fs, b, "buffer.In.warp_efficiency") < 1);
+  // 1000 elements, 32 per block: the guard holds for 1000 of the 1024 threads.
+  CHECK(feature(*fs, a, "buffer.Out.touched_total") == Approx(log_scaled(4000)).epsilon(1e-3));
+  CHECK(feature(*fs, a, "kernel.float_ops") == Approx(log_scaled(1000)).epsilon(1e-3));
+}
+
+TEST_CASE("IR features have one length and schema per template, whatever the shape", "[features]") {
+  auto big = make_template("gemm", {1024, 1024, 1024}, "gemm_nn");
+  auto odd = make_template("gemm", {127, 255, 63}, "gemm_nn");
+  auto nt = make_template("gemm", {1024, 1024, 1024}, "gemm_nt");
+  ir::TargetLimits limits;
+  auto fb = make_ir_features(*big, limits);
+  auto fo = make_ir_features(*odd, limits);
+  auto fn = make_ir_features(*nt, limits);
+
+  CHECK(fb->size() == fo->size());
+  CHECK(fb->schema() == fo->schema());
+  CHECK(fb->schema() != fn->schema());
+  CHECK(fb->schema().starts_with("ir/v1:gemm_nn:"));
+  int expected = int(big->loop_names().size() * kLoopFeatures.size() +
+                     big->buffer_names().size() * kBufferFeatures.size() + kKernelFeatures.size());
+  CHECK(fb->size() == expected);
+  CHECK(int(fb->names().size()) == fb->size());
+  CHECK(fb->names()[0] == "loop.by.extent");
+
+  for (const auto* pair : {&fb, &fo, &fn}) {
+    const FeatureExtractor& fx = **pair;
+    const Template& t = pair == &fb ? *big : pair == &fo ? *odd : *nt;
+    for (const Config& c : sample(t, 40, 7)) {
+      std::vector<float> v(fx.size() + 1, -12345.0f);
+      fx.extract(c, std::span<float>(v).first(fx.size()));
+      INFO(c.to_string());
+      CHECK(v.back() == -12345.0f);
+      CHECK(std::all_of(v.begin(), v.end() - 1, [](float x) { return std::isfinite(x); }));
+    }
+  }
+}
+
+TEST_CASE("IR features of the hand-tuned SGEMM match its known quantities", "[features]") {
+  auto t = make_template("gemm", {1024, 1024, 1024}, "gemm_nn");
+  auto fx = make_ir_features(*t, ir::TargetLimits{});
+  std::vector<float> v = extract(*fx, config_of(*t, hand_tuned()));
+
+  CHECK(feature(*fx, v, "kernel.threads_per_block") == Approx(log_scaled(256)));
+  CHECK(feature(*fx, v, "kernel.blocks") == Approx(log_scaled(64)));
+  CHECK(feature(*fx, v, "kernel.shared_bytes") == Approx(log_scaled(2 * 2 * 8 * 132 * 4)));
+  CHECK(feature(*fx, v, "kernel.local_bytes") == Approx(log_scaled((64 + 8 + 8 + 4 + 4) * 4)));
+  // One multiply and one add per (i, j, k): the IR's float work is the GEMM's.
+  CHECK(feature(*fx, v, "kernel.float_ops") == Approx(log_scaled(t->flops())).epsilon(1e-3));
+  CHECK(feature(*fx, v, "loop.k_outer.extent") == Approx(log_scaled(128)));
+  CHECK(feature(*fx, v, "loop.k_outer.serial") == 1);
+  CHECK(feature(*fx, v, "loop.k.unrolled") == 1);
+  CHECK(feature(*fx, v, "loop.tx.thread_x") == 1);
+  CHECK(feature(*fx, v, "loop.by.block_y") == 1);
+  // Every element of A and B is read from global memory; C is written once.
+  CHECK(feature(*fx, v, "buffer.A.distinct_total") == Approx(log_scaled(1024.0 * 1024 * 4)));
+  CHECK(feature(*fx, v, "buffer.C.distinct_total") == Approx(log_scaled(1024.0 * 1024 * 4)));
+  CHECK(feature(*fx, v, "buffer.C.touched_total") == Approx(log_scaled(1024.0 * 1024 * 4)));
+  // Each A element is read once per block column: 8 times.
+  CHECK(feature(*fx, v, "buffer.A.reuse") == Approx(log_scaled(8)).epsilon(0.02));
+  CHECK(feature(*fx, v, "buffer.A.lanes") == Approx(log_scaled(4)));
+  CHECK(feature(*fx, v, "buffer.A.global") == 1);
+  CHECK(feature(*fx, v, "buffer.A_shared.shared") == 1);
+  CHECK(feature(*fx, v, "buffer.C_local.local") == 1);
+  // B rows are read by 32 consecutive threads as float4: 512 contiguous bytes, 16 sectors.
+  CHECK(feature(*fx, v, "buffer.B.stride_tx") == Approx(log_scaled(4)));
+  CHECK(feature(*fx, v, "buffer.B.warp_efficiency") == 1);
+  // The tile divides the matrix: the tail guards always hold and the zero fill never runs.
+  CHECK(feature(*fx, v, "loop.a_z.extent") == Approx(log_scaled(4)));
+  CHECK(feature(*fx, v, "loop.a_z.trips") == 0);
+  // Layout nn stores B's tile untransposed: there is no b_e loop, so it reads as an extent-1
+  // serial loop.
+  CHECK(feature(*fx, v, "loop.b_e.extent") == Approx(log_scaled(1)));
+  CHECK(feature(*fx, v, "loop.b_e.trips") == 0);
+  CHECK(feature(*fx, v, "loop.b_e.serial") == 1);
+  CHECK(feature(*fx, v, "loop.b_e.unrolled") == 0);
+  CHECK(feature(*fx, v, "kernel.occupancy") > 0);
+  CHECK(feature(*fx, v, "kernel.occupancy") <= 1);
+}
+
+TEST_CASE("every GEMM knob changes the IR feature vector", "[features]") {
+  for (const auto& shape : {std::vector<int64_t>{1024, 1024, 1024}, {127, 255, 63}}) {
+    auto t = make_template("gemm", shape, "gemm_nn");
+    auto fx = make_ir_features(*t, ir::TargetLimits{});
+    const ConfigSpace& space = t->space();
+    std::vector<Config> base = sample(*t, 200, 11);
+    for (size_t k = 0; k < space.knobs().size(); ++k) {
+      const Knob& knob = space.knobs()[k];
+      INFO("shape " << shape[0] << "x" << shape[1] << "x" << shape[2] << ", knob " << knob.name());
+      int pairs = 0, differing = 0;
+      for (const Config& c : base) {
+        for (int32_t e = 0; e < int32_t(knob.cardinality()); ++e) {
+          if (e == c.entities()[k]) continue;
+          std::vector<int32_t> entities = c.entities();
+          entities[k] = e;
+          Config other(&space, entities);
+          if (!space.is_valid(other)) continue;
+          ++pairs;
+          std::vector<float> a = extract(*fx, c), b = extract(*fx, other);
+          if (a != b) {
+            ++differing;
+          } else {
+            INFO(c.to_string() << "\nvs " << other.to_string());
+            FAIL_CHECK("identical feature vectors");
+          }
+        }
+        if (pairs >= 6) break;
+      }
+      // K = 63 admits only scalar loads, so vec_load has a single valid value there.
+      bool fixed_by_shape = shape[2] == 63 && knob.name() == "vec_load";
+      CHECK((pairs > 0 || fixed_by_shape));
+      CHECK(differing == pairs);
+    }
+  }
+}
+
+TEST_CASE("the coalescing features tell a unit-stride global load from a strided one",
+          "[features]") {
+  auto t = make_template("gemm", {1024, 1024, 1024}, "gemm_nn");
+  auto fx = make_ir_features(*t, ir::TargetLimits{});
+  // A's tile is read row by row along K: with block_k = 32 and scalar loads, neighbouring
+  // threads read neighbouring elements; with block_k = vec_load = 4, each thread reads its own
+  // row, K elements apart.
+  nlohmann::json coalesced = hand_tuned();
+  coalesced["block_k"] = 32;
+  coalesced["vec_load"] = 1;
+  coalesced["double_buffer"] = 0;
+  nlohmann::json strided = coalesced;
+  strided["block_k"] = 4;
+  strided["vec_load"] = 4;
+  Config good = config_of(*t, coalesced), bad = config_of(*t, strided);
+  REQUIRE(t->space().is_valid(good));
+  REQUIRE(t->space().is_valid(bad));
+  std::vector<float> g = extract(*fx, good), b = extract(*fx, bad);
+  CHECK(feature(*fx, g, "buffer.A.stride_tx") == Approx(log_scaled(1)));
+  CHECK(feature(*fx, b, "buffer.A.stride_tx") == Approx(log_scaled(1024)));
+  CHECK(feature(*fx, g, "buffer.A.warp_efficiency") == 1);
+  CHECK(feature(*fx, b, "buffer.A.warp_efficiency") < 0.75);
+  INFO(differences(*fx, g, b));
+  CHECK(feature(*fx, g, "buffer.A.warp_transactions") <
+        feature(*fx, b, "buffer.A.warp_transactions"));
+}
+
+TEST_CASE("IR features are the same from several threads at once", "[features]") {
+  auto t = make_template("gemm", {127, 255, 63}, "gemm_nt");
+  auto fx = make_ir_features(*t, ir::TargetLimits{});
+  std::vector<Config> configs = sample(*t, 60, 3);
+  std::vector<std::vector<float>> serial;
+  for (const Config& c : configs) serial.push_back(extract(*fx, c));
+  std::vector<std::vector<std::vector<float>>> parallel(3);
+  std::vector<std::thread> threads;
+  for (auto& out : parallel) {
+    threads.emplace_back([&] {
+      for (const Config& c : configs) out.push_back(extract(*fx, c));
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const auto& out : parallel) CHECK(out == serial);
+}
+
+TEST_CASE("knob features are the knob values, independent of the shape", "[features]") {
+  auto big = make_template("gemm", {1024, 1024, 1024}, "gemm_nn");
+  auto odd = make_template("gemm", {127, 255, 63}, "gemm_nn");
+  auto fb = make_knob_features(big->space());
+  auto fo = make_knob_features(odd->space());
+  CHECK(fb->schema() == fo->schema());
+  CHECK(fb->size() == int(big->space().knobs().size()));
+  for (const Config& c : sample(*big, 30, 5)) {
+    Config same(&odd->space(), c.entities());
+    CHECK(extract(*fb, c) == extract(*fo, same));
+  }
+  std::vector<float> v = extract(*fb, config_of(*big, hand_tuned()));
+  CHECK(feature(*fb, v, "block_m") == Approx(log_scaled(128)));
+  CHECK(feature(*fb, v, "warp_n") == Approx(log_scaled(8)));
+  CHECK(feature(*fb, v, "double_buffer") == 1);
+}
+
+TEST_CASE("knob features of a replay-like space of choice knobs", "[features]") {
+  ConfigSpace space;
+  space.define_choice("block_size_x", {16, 32, 64, 128});
+  space.define_choice("block_size_y", {1, 2, 4});
+  space.define_choice("loop_unroll_factor", {0, 1, 2, -1});
+  space.define_bool("use_shmem");
+  space.define_split("tile", 16, 2);
+  auto fx = make_knob_features(space);
+  CHECK(fx->schema() == "knobs/v1:block_size_x,block_size_y,loop_unroll_factor,use_shmem,tile/2");
+  CHECK(fx->size() == 6);
+  CHECK(fx->names() == std::vector<std::string>{"block_size_x", "block_size_y",
+                                                "loop_unroll_factor", "use_shmem", "tile.0",
+                                                "tile.1"});
+  Config c(&space, {2, 1, 3, 1, 0});
+  std::vector<float> v = extract(*fx, c);
+  CHECK(v[0] == Approx(log_scaled(64)));
+  CHECK(v[1] == Approx(log_scaled(2)));
+  CHECK(v[2] == -1);  // negative values pass through unscaled
+  CHECK(v[3] == 1);
+  const std::vector<int64_t>& factors = c.split("tile");
+  CHECK(v[4] == Approx(log_scaled(double(factors[0]))));
+  CHECK(v[5] == Approx(log_scaled(double(factors[1]))));
+  // Every configuration differs from every other.
+  std::vector<std::vector<float>> all;
+  for (uint64_t i = 0; i < space.size(); ++i) all.push_back(extract(*fx, space.get(i)));
+  std::sort(all.begin(), all.end());
+  CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+}

@@ -1,0 +1,32 @@
+#pragma once
+// Deterministic samples of valid GEMM configurations for the kernel tests.
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/template.h"
+
+namespace cutune::test {
+
+// `count` configurations drawn uniformly among the valid ones, from a fixed seed.
+inline std::vector<Config> sample_configs(const Template& t, int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Config> out;
+  for (int i = 0; i < count; ++i) {
+    std::optional<Config> c = t.space().sample_valid(rng);
+    if (!c) break;
+    out.push_back(*c);
+  }
+  return out;
+}
+
+inline std::string describe(const Template& t, const Config& c) {
+  std::string shape;
+  for (int64_t s : t.shape()) shape += (shape.empty() ? "" : ",") + std::to_string(s);
+  return t.name() + " " + shape + " config " + std::to_string(c.index()) + ": " + c.to_json().dump();
+}
+
+}  // namespace cutune::test

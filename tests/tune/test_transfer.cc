@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include "src/tune/model_policy.h"
+#include "src/tune/replay_measurer_adapter.h"
+#include "src/tune/transfer_model.h"
+#include "tests/tune/tune_fixtures.h"
+
+using namespace cutune;
+
+namespace {
+
+// Records of the synthetic task measured on another "GPU", as a log would hold them.
+std::vector<Record> other_gpu_records(const replay::ReplayTask& task, int n) {
+  ReplayMeasurerAdapter m(task);
+  std::vector<Record> out;
+  for (uint64_t i = 0; i < task.space().size() && static_cast<int>(out.size()) < n; i += 2) {
+    Config c = task.space().get(i);
+    if (!task.space().is_valid(c)) continue;
+    Record r;
+    r.task.op = "synthetic";
+    r.task.device_name = "Other GPU";
+    r.config_index = c.index();
+    r.knobs = c.to_json()["knobs"];
+    r.result = m.measure({c})[0];
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("normalised labels: best is 1, failures stay 0") {
+  std::vector<double> t = {2.0, 0.0, 4.0};
+  CHECK(normalised_labels(t) == std::vector<float>{0.5f, 0.0f, 1.0f});
+  std::vector<double> none = {0.0, 0.0};
+  CHECK(normalised_labels(none) == std::vector<float>{0.0f, 0.0f});
+}
+
+TEST_CASE("the transfer model's scores enter the local model as its base margin") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features(task.space());
+  RecordFeaturizer featurize = [&](const Record& r, std::span<float> out) {
+    features.extract(task.space().from_json(nlohmann::json{{"knobs", r.knobs}}), out);
+    return true;
+  };
+  TaskKey own;
+  own.op = "synthetic";
+  own.device_name = "Synthetic GPU";
+  auto transfer = std::make_shared<TransferModel>(
+      TransferModel::train(other_gpu_records(task, 150), own, featurize, features.size(),
+                           features.schema()));
+  CHECK(transfer->tasks() == 1);
+  CHECK(transfer->weight(0) == 1.0);
+  CHECK(transfer->weight(64) == 0.5);
+
+  // Excluding the only task leaves nothing: a one-line user error.
+  TaskKey other = other_gpu_records(task, 1)[0].task;
+  CHECK_THROWS_AS(TransferModel::train(other_gpu_records(task, 10), other, featurize,
+                                       features.size(), features.schema()),
+                  std::invalid_argument);
+
+  ModelPolicyOptions with;
+  with.model.rounds = 20;
+  with.plan_size = 16;
+  with.transfer = transfer;
+  ModelPolicyOptions without = with;
+  without.transfer = nullptr;
+  ModelPolicy a(task.space(), features, with);
+  ModelPolicy b(task.space(), features, without);
+
+  // Before any local data, only the transfer model can score.
+  std::vector<Config> probe;
+  for (uint64_t i = 0; i < 40; ++i) probe.push_back(task.space().get(i));
+  CHECK_FALSE(a.predict(probe).empty());
+  CHECK(b.predict(probe).empty());
+
+  ReplayMeasurerAdapter m(task);
+  std::vector<Config> local;
+  for (uint64_t i = 1; i < task.space().size() && local.size() < 24; i += 7) {
+    Config c = task.space().get(i);
+    if (task.space().is_valid(c)) local.push_back(c);
+  }
+  a.observe(local, m.measure(local));
+  b.observe(local, m.measure(local));
+  a.refit_and_plan();
+  b.refit_and_plan();
+  CHECK(a.predict(probe) != b.predict(probe));
+
+  // And it changes what is proposed from the very first batch.
+  ModelPolicy fresh_a(task.space(), features, with);
+  ModelPolicy fresh_b(task.space(), features, without);
+  fresh_a.reset(9);
+  fresh_b.reset(9);
+  std::vector<uint64_t> ia, ib;
+  for (const Config& c : fresh_a.propose(16)) ia.push_back(c.index());
+  for (const Config& c : fresh_b.propose(16)) ib.push_back(c.index());
+  CHECK(ia != ib);
+}
