@@ -16,26 +16,34 @@ sample=${CORE_SAMPLE:-100}
 seed=${CORE_SEED:-1}
 
 summarise() {
-  python3 -c '
+  python3 - "$1" <<'PY'
 import json, sys
-j = json.load(sys.stdin)
+j = json.load(open(sys.argv[1]))
 passed = j["sampled"] - j["rejected"]
-print(f"  sampled {j[\"sampled\"]}, rejected by the verifier {j[\"rejected\"]}, "
-      f"compiled {j[\"compiled\"]} ({100.0 * j[\"compiled\"] / max(passed, 1):.1f}% of verifier-passed), "
-      f"failed {j[\"failed\"]}")
-print(f"  {j[\"seconds\"]:.1f} s with {j[\"jobs\"]} job(s): {j[\"configs_per_second\"]:.2f} configs/s")
+share = 100.0 * j["compiled"] / max(passed, 1)
+print("  sampled %d, rejected by the verifier %d, compiled %d (%.1f%% of verifier-passed), failed %d"
+      % (j["sampled"], j["rejected"], j["compiled"], share, j["failed"]))
+print("  %.1f s with %d job(s): %.2f configs/s" % (j["seconds"], j["jobs"], j["configs_per_second"]))
 r = j["registers"]
-print(f"  registers min {r[\"min\"]:.0f} / median {r[\"median\"]:.0f} / max {r[\"max\"]:.0f}; "
-      f"histogram {r[\"histogram\"]}")
-print(f"  spilled {j[\"spilled\"]}, exceed the register file at their block size {j[\"cannot_launch\"]}")
-'
+print("  registers min %.0f / median %.0f / max %.0f; histogram %s"
+      % (r["min"], r["median"], r["max"], json.dumps(r["histogram"])))
+print("  spilled %d; exceed the register file at their block size %d"
+      % (j["spilled"], j["cannot_launch"]))
+PY
 }
 
 echo "== compile throughput, gemm_nn 1024x1024x1024, $sample configurations (seed $seed), sm_90"
 for jobs in 1 2; do
   echo "-- $cutune compile gemm --shape 1024,1024,1024 --sample $sample --jobs $jobs --seed $seed --json"
-  "$cutune" compile gemm --shape 1024,1024,1024 --sample "$sample" --jobs "$jobs" --seed "$seed" \
-    --arch sm_90 --json | summarise
+  json=$(mktemp)
+  echo "   (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+  # CPU time next to wall time: on a shared machine the wall-clock rate says more about the
+  # other load than about NVRTC.
+  TIMEFORMAT='   process: wall %R s, user %U s, sys %S s'
+  time "$cutune" compile gemm --shape 1024,1024,1024 --sample "$sample" --jobs "$jobs" \
+    --seed "$seed" --arch sm_90 --json > "$json"
+  summarise "$json"
+  rm -f "$json"
 done
 
 echo "== emulator, reference configuration on 256x256x256"

@@ -1,8 +1,12 @@
-# GPU runtime pieces of the cutune binary and the export example.
-# TODO: the cutune target belongs to src/cli/CMakeLists.txt; its owner should link cutune_export
-# and cutune_gpu_measurer there, and this block goes away.
+# GPU runtime wiring and the export example.
+# TODO: these links belong to their targets' own CMakeLists (cutune_tune compiles
+# gpu_measurer.cc, which needs cutune_gpu; the cutune binary's cmd_gpu.cc needs cutune_export);
+# once their owners add them, this block goes away.
+if(TARGET cutune_tune)
+  target_link_libraries(cutune_tune PUBLIC cutune_gpu)
+endif()
 if(TARGET cutune)
-  target_link_libraries(cutune PRIVATE cutune_export cutune_gpu_measurer)
+  target_link_libraries(cutune PRIVATE cutune_export cutune_tune)
 endif()
 
 # Runs an exported GEMM through the header-only loader and checks it against cuBLAS (GPU only).

@@ -19,7 +19,7 @@ const std::vector<int64_t> kThreadsF = {1, 2, 4, 8, 16, 32};
 const std::vector<int64_t> kThreadsYX = {1, 2, 4, 7, 8, 14, 16};
 const std::vector<int64_t> kInnerF = {1, 2, 4, 8};
 const std::vector<int64_t> kInnerYX = {1, 2, 4};
-constexpr int64_t kMaxAccumulators = 128;
+constexpr int64_t kMaxAccumulators = 64;  // beyond, sampled kernels spill at 255 registers
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -237,13 +237,12 @@ Kernel Conv2dNchwTemplate::build(const Config& config) const {
                             Load::make(in_shared, (rci * patch_h + patch_row) * patch_w +
                                                       patch_col))));
   Expr slot = (jf * ny + jy) * nx + jx;
+  Expr product = Load::make(w_reg, jf) * Load::make(in_reg, jy * nx + jx);
   Stmt fma = For::make(
       "jf", 0, nf, ForKind::unrolled,
       For::make("jy", 0, ny, ForKind::unrolled,
                 For::make("jx", 0, nx, ForKind::unrolled,
-                          Store::make(acc, slot,
-                                      Load::make(acc, slot) +
-                                          Load::make(w_reg, jf) * Load::make(in_reg, jy * nx + jx)))));
+                          Store::make(acc, slot, Load::make(acc, slot) + product))));
 
   // auto_unroll_max_step: unroll from the innermost reduction loop outwards while the product
   // of the unrolled trip counts stays within the knob.

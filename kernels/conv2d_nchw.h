@@ -19,10 +19,10 @@
 // split knobs tile_ry and tile_rx (outer · inner, exact). For each (rc, ry, rx) outer step the
 // block cooperatively copies the input patch (rc_inner channels, with the halo the inner
 // filter rows and columns need, zero where it falls in the padding) and the filter tile
-// (stored [c][ry][rx][f]) into shared memory; each thread then accumulates its
-// (vthread·inner)³ outputs in registers. auto_unroll_max_step unrolls the inner reduction loops
-// from the innermost outwards while the product of their trip counts stays within it (0: only
-// the register-tile loops are unrolled).
+// (stored [c][ry][rx][f]) into shared memory; each thread then accumulates its outputs — the
+// product over f, y and x of vthread·inner — in registers. auto_unroll_max_step unrolls the
+// inner reduction loops from the innermost outwards while the product of their trip counts
+// stays within it (0: only the register-tile loops are unrolled).
 
 #include "kernels/conv_shape.h"
 #include "kernels/template.h"

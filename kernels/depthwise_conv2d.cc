@@ -201,7 +201,8 @@ Kernel DepthwiseConv2dTemplate::build(const Config& config) const {
       Store::make(output, ((n * s.c + oc) * s.p + oy) * s.q + ox, Load::make(acc, slot)));
   Stmt epilogue = For::make(
       "cc", 0, p.cb, ForKind::unrolled,
-      For::make("i", 0, p.iy, ForKind::unrolled, For::make("j", 0, p.ix, ForKind::unrolled, write)));
+      For::make("i", 0, p.iy, ForKind::unrolled,
+                For::make("j", 0, p.ix, ForKind::unrolled, write)));
 
   Stmt body = Block::make({init, load_input, load_filter, Sync::make(), compute, epilogue});
   body = Allocate::make(acc, body);

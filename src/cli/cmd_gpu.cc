@@ -107,7 +107,7 @@ void run_bench(const BenchArgs& args) {
     limits.max_shared_bytes_optin = device.max_shared_per_block_optin;
     const Lowered lowered = lower(*tmpl, tmpl->space().get(record->config_index), limits);
     if (!lowered.ok()) throw UsageError(fmt::format("config {} of the log does not lower for {}", record->config_index, device.arch()));
-    NvrtcBuilder builder(BuildOptions{.arch = device.arch()});
+    NvrtcBuilder builder(BuildOptions{.arch = device.arch(), .extra_flags = {}});
     const CompileResult compiled = builder.compile(*lowered.source);
     if (!compiled.ok()) throw UsageError(fmt::format("config {} of the log does not compile: {}", record->config_index, compiled.log));
     MeasureRequest request;

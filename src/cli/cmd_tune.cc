@@ -1,6 +1,8 @@
 // cutune tune | replay: the tuning engine's commands.
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -12,6 +14,7 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/tune/gpu_measurer.h"
+#include "src/tune/knob_features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -28,6 +31,7 @@ struct SearchArgs {
   uint64_t seed = 0;
   std::string objective = "pairwise";
   bool diversity = false;
+  double epsilon = ModelPolicyOptions{}.epsilon;
   bool json = false;
 
   void add_to(CLI::App& cmd) {
@@ -39,6 +43,8 @@ struct SearchArgs {
     cmd.add_option("--objective", objective, "xgb model objective: pairwise or regression")
         ->capture_default_str();
     cmd.add_flag("--diversity", diversity, "xgb: diversity-aware choice of each batch");
+    cmd.add_option("--epsilon", epsilon, "xgb: share of each batch drawn at random")
+        ->capture_default_str();
     cmd.add_flag("--json", json, "machine-readable output");
   }
 
@@ -46,6 +52,8 @@ struct SearchArgs {
     ModelPolicyOptions o;
     o.plan_size = batch;
     o.diversity = diversity;
+    o.epsilon = epsilon;
+    if (const char* r = std::getenv("CUTUNE_EXP_ROUNDS")) o.model.rounds = std::atoi(r);
     if (objective == "regression") {
       o.model.objective = cost_model::RankObjective::regression;
     } else if (objective != "pairwise") {
@@ -58,6 +66,7 @@ struct SearchArgs {
   void check() const {
     if (trials < 1) throw UsageError("--trials must be >= 1");
     if (batch < 1) throw UsageError("--batch must be >= 1");
+    if (!(epsilon >= 0 && epsilon <= 1)) throw UsageError("--epsilon must be in [0, 1]");
     parse_tuner_kind(tuner);
     model_options();
   }
@@ -85,14 +94,47 @@ struct TuneArgs {
   bool quiet = false;
 };
 
-std::vector<Record> read_transfer_logs(const std::vector<std::string>& paths) {
+// A Kernel Tuner cache (gzip, or one JSON document whose first line is not a record) rather
+// than a tuning log (JSON lines, each with a "task").
+bool is_kt_cache(const std::string& path) {
+  if (path.ends_with(".gz")) return true;
+  std::ifstream in(path);
+  std::string first;
+  if (!in || !std::getline(in, first)) return false;  // read_log reports the problem
+  nlohmann::json j = nlohmann::json::parse(first, nullptr, /*allow_exceptions=*/false);
+  return !(j.is_object() && j.contains("task"));
+}
+
+// The records of tuning logs, and of Kernel Tuner caches (every entry a record of the cache's
+// task: a cache is a complete log of it).
+std::vector<Record> read_transfer_sources(const std::vector<std::string>& paths) {
   std::vector<Record> all;
   for (const std::string& p : paths) {
+    if (is_kt_cache(p)) {
+      std::vector<Record> r =
+          cache_records(replay::ReplayTask::from_cache(replay::load_kt_cache(p)));
+      all.insert(all.end(), r.begin(), r.end());
+      continue;
+    }
     LogReadResult r = read_log(p);
     for (const std::string& w : r.warnings) fmt::print(stderr, "cutune: warning: {}\n", w);
     all.insert(all.end(), r.records.begin(), r.records.end());
   }
   return all;
+}
+
+// Places a record of another task in a replayed space by its knob values; records with a
+// knob or value the space lacks are skipped.
+RecordFeaturizer replay_featurizer(const ConfigSpace& space,
+                                   const cost_model::FeatureExtractor& features) {
+  return [&space, &features](const Record& r, std::span<float> out) {
+    try {
+      features.extract(space.from_json(nlohmann::json{{"knobs", r.knobs}}), out);
+      return true;
+    } catch (const ConfigError&) {
+      return false;
+    }
+  };
 }
 
 std::shared_ptr<const TransferModel> train_transfer(const std::vector<Record>& records,
@@ -145,7 +187,7 @@ void run_tune(const TuneArgs& args) {
   options.resume = args.resume;
   options.seed = args.search.seed;
   options.progress = !args.quiet;
-  std::vector<Record> transfer_records = read_transfer_logs(args.transfer_from);
+  std::vector<Record> transfer_records = read_transfer_sources(args.transfer_from);
 
   if (!args.replay.cache.empty()) {
     if (!args.op.empty() || !args.shape.empty()) {
@@ -153,23 +195,11 @@ void run_tune(const TuneArgs& args) {
     }
     replay::ReplayTask task = args.replay.load();
     const ConfigSpace& space = task.space();
-    TaskKey key;
-    key.op = task.cache().kernel_name;
-    key.shape = task.cache().problem_size;
-    key.target_arch = "replay";
-    key.device_name = task.cache().device_name;
-    key.template_name = task.cache().kernel_name;
-    auto features = cost_model::make_knob_features(space);
+    TaskKey key = replay_task_key(task);
+    auto features = make_tuning_knob_features(space);
     if (!transfer_records.empty()) {
-      RecordFeaturizer featurize = [&](const Record& r, std::span<float> out) {
-        try {
-          features->extract(space.from_json(nlohmann::json{{"knobs", r.knobs}}), out);
-          return true;
-        } catch (const ConfigError&) {
-          return false;
-        }
-      };
-      model.transfer = train_transfer(transfer_records, key, *features, featurize);
+      model.transfer = train_transfer(transfer_records, key, *features,
+                                      replay_featurizer(space, *features));
     }
     ReplayMeasurerAdapter measurer(task, args.replay.noise, args.search.seed);
     auto policy = make_search_policy(kind, space, features.get(), model);
@@ -246,6 +276,7 @@ void run_tune(const TuneArgs& args) {
 struct ReplayArgs {
   ReplaySource source;
   SearchArgs search;
+  std::vector<std::string> transfer_from;
   int seeds = 10;
   int threads = 1;
 };
@@ -257,7 +288,12 @@ void run_replay(const ReplayArgs& args) {
   TunerKind kind = parse_tuner_kind(args.search.tuner);
   ModelPolicyOptions model = args.search.model_options();
   replay::ReplayTask task = args.source.load();
-  auto features = cost_model::make_knob_features(task.space());
+  auto features = std::getenv("CUTUNE_EXP_V1") ? cost_model::make_knob_features(task.space()) : make_tuning_knob_features(task.space());
+  if (!args.transfer_from.empty()) {
+    model.transfer = train_transfer(read_transfer_sources(args.transfer_from),
+                                    replay_task_key(task), *features,
+                                    replay_featurizer(task.space(), *features));
+  }
   StudyOptions o;
   o.trials = args.search.trials;
   o.seeds = args.seeds;
@@ -341,6 +377,10 @@ void add_tune_commands(CLI::App& app) {
   rep->add_flag("--noise", rargs->source.noise, "answer with one drawn repetition");
   rargs->search.add_to(*rep);
   rargs->search.batch = 32;
+  rep->add_option("--transfer-from", rargs->transfer_from,
+                  "xgb: Kernel Tuner caches or tuning logs of the same space on other GPUs "
+                  "(or other tasks), to train the global model of transfer learning")
+      ->expected(1, -1);
   rep->add_option("--seeds", rargs->seeds, "seeds to run")->capture_default_str();
   rep->add_option("--threads", rargs->threads, "seeds run in parallel")->capture_default_str();
   rep->callback([rargs] { run_replay(*rargs); });

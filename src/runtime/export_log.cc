@@ -55,7 +55,7 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
         summary.skipped.push_back(fmt::format("{}: config {} no longer lowers: {}", task_text, r.config_index, why));
         continue;
       }
-      auto [it, fresh] = builders.try_emplace(r.task.target_arch, BuildOptions{.arch = r.task.target_arch});
+      auto [it, fresh] = builders.try_emplace(r.task.target_arch, BuildOptions{.arch = r.task.target_arch, .extra_flags = {}});
       const CompileResult compiled = it->second.compile(*lowered.source);
       if (!compiled.ok()) {
         summary.skipped.push_back(fmt::format("{}: config {} does not compile", task_text, r.config_index));

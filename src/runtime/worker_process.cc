@@ -43,6 +43,7 @@ void WorkerSupervisor::set_task(WorkerTask task, std::vector<char> expected_outp
   task_ = std::move(task);
   expected_ = std::move(expected_outputs);
   if (pid_ > 0) send_task();
+  else start();
 }
 
 void WorkerSupervisor::start() {

@@ -44,7 +44,7 @@ class WorkerSupervisor {
   WorkerSupervisor(const WorkerSupervisor&) = delete;
   WorkerSupervisor& operator=(const WorkerSupervisor&) = delete;
 
-  // Sets the task every worker gets first (sent now if a worker runs; to a fresh one otherwise).
+  // Sets the task every worker gets first and sends it now (starting a worker if none runs).
   // WorkerError when the worker cannot be started or refuses the task.
   void set_task(WorkerTask task, std::vector<char> expected_outputs);
 

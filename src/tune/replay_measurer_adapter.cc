@@ -17,6 +17,34 @@ MeasureResult to_measure_result(const replay::ReplayMeasurement& measurement) {
   return r;
 }
 
+TaskKey replay_task_key(const replay::ReplayTask& task) {
+  TaskKey key;
+  key.op = task.cache().kernel_name;
+  key.shape = task.cache().problem_size;
+  key.target_arch = "replay";
+  key.device_name = task.cache().device_name;
+  key.template_name = task.cache().kernel_name;
+  return key;
+}
+
+std::vector<Record> cache_records(const replay::ReplayTask& task) {
+  const ConfigSpace& space = task.space();
+  replay::ReplayMeasurer measurer(task);
+  TaskKey key = replay_task_key(task);
+  std::vector<Record> out;
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    if (task.find(i) == nullptr) continue;
+    Config c = space.get(i);
+    Record r;
+    r.task = key;
+    r.config_index = i;
+    r.knobs = c.to_json()["knobs"];
+    r.result = to_measure_result(measurer.measure(c));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 ReplayMeasurerAdapter::ReplayMeasurerAdapter(const replay::ReplayTask& task, bool noise,
                                              uint64_t seed)
     : task_(task), measurer_(task, noise, seed) {}

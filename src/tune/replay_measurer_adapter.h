@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "src/records/record.h"
 #include "src/replay/replay_measurer.h"
 #include "src/replay/replay_space.h"
 #include "src/tune/measurer.h"
@@ -18,6 +19,15 @@
 namespace cutune {
 
 MeasureResult to_measure_result(const replay::ReplayMeasurement& measurement);
+
+// The task key of a replayed cache: operator and template = the cache's kernel name, shape =
+// its problem size, target "replay", device = the cache's device name.
+TaskKey replay_task_key(const replay::ReplayTask& task);
+
+// Every configuration of the task's space that the cache holds, as the records a tuning run
+// measuring all of them would have written (failed entries as `invalid`), in index order: a
+// cache is a complete log of its task, for transfer learning.
+std::vector<Record> cache_records(const replay::ReplayTask& task);
 
 class ReplayMeasurerAdapter : public Measurer {
  public:

@@ -53,7 +53,8 @@ StudyResult run_replay_study(const replay::ReplayTask& task, const PolicyFactory
                              const StudyOptions& options,
                              const std::function<void(int, int)>& on_seed_done = {});
 
-// E[optimum / best-time ratio... in throughput] of n configurations drawn without replacement:
+// The expected throughput ratio (optimum time / best time) of the best of n configurations
+// drawn without replacement:
 // E[max throughput of the sample] / optimum throughput, by the hypergeometric formula
 // E[max] = Σ_i v_(i) C(i-1, n-1) / C(N, n) over the ascending throughputs v_(1..N).
 double expected_random_ratio(const replay::ReplayTask& task, int n);

@@ -59,6 +59,7 @@ TransferModel TransferModel::train(const std::vector<Record>& records, const Tas
 }
 
 std::vector<float> TransferModel::predict(const cost_model::FeatureMatrix& x) const {
+  std::lock_guard lock(*predict_mutex_);
   return model_->predict(x);
 }
 

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,6 +40,8 @@ class TransferModel {
                              const RecordFeaturizer& featurize, int cols, std::string schema,
                              cost_model::RankModelOptions options = {});
 
+  // Safe to call from several threads at once (one model may serve many tuning runs, as in
+  // a replay study); calls are serialised.
   std::vector<float> predict(const cost_model::FeatureMatrix& x) const;
   double weight(int local_measurements) const {
     return 1.0 / (1.0 + local_measurements / half_weight_at_);
@@ -51,6 +54,7 @@ class TransferModel {
 
  private:
   std::shared_ptr<cost_model::RankModel> model_;
+  std::shared_ptr<std::mutex> predict_mutex_ = std::make_shared<std::mutex>();
   int tasks_ = 0;
   int rows_ = 0;
   double half_weight_at_ = 64;

@@ -110,7 +110,8 @@ TEST_CASE("the NCHW and NHWC references agree on transposed data", "[conv]") {
     for (int64_t c = 0; c < s.c; ++c)
       for (int64_t y = 0; y < s.h; ++y)
         for (int64_t x = 0; x < s.w; ++x)
-          in_nhwc[((n * s.h + y) * s.w + x) * s.c + c] = in_nchw[((n * s.c + c) * s.h + y) * s.w + x];
+          in_nhwc[((n * s.h + y) * s.w + x) * s.c + c] =
+              in_nchw[((n * s.c + c) * s.h + y) * s.w + x];
   for (int64_t k = 0; k < s.k; ++k)
     for (int64_t c = 0; c < s.c; ++c)
       for (int64_t r = 0; r < s.r; ++r)

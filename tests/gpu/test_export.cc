@@ -7,6 +7,8 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
 #include "kernels/template.h"
 #include "src/records/tuning_log.h"
 #include "src/runtime/cubin_loader.h"
@@ -44,7 +46,7 @@ TEST_CASE("export names are file-safe", "[export]") {
   CHECK(export_name("a-b", {1}, "sm_90a") == "a_b_1_sm_90a");
 }
 
-TEST_CASE("export writes the best ok kernel of each task, compile only", "[export]") {
+TEST_CASE("export writes the best ok kernel of each task by compiling only", "[export]") {
   auto tmpl = make_template("gemm", {128, 256, 64}, "gemm_nn");
   const std::vector<Config> refs = tmpl->reference_configs();
   REQUIRE_FALSE(refs.empty());

@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/template.h"
 #include "src/runtime/cublas_gemm.h"
+#include "src/runtime/driver_api.h"
 #include "src/runtime/gpu_timer.h"
 #include "src/runtime/l2_flush.h"
 #include "src/runtime/nvml_api.h"
@@ -35,7 +37,7 @@ TEST_CASE("median and its order-statistic confidence interval", "[timing]") {
   CHECK(r.rel_half_width < 0.001);  // ~ +-10 ranks of 0.01 around 100
 }
 
-TEST_CASE("stopping: stable, caps and early stop", "[timing]") {
+TEST_CASE("stopping on stability or caps or early", "[timing]") {
   TimingOptions o;
   o.min_repeats = 5;
   o.max_repeats = 50;
@@ -59,7 +61,7 @@ TEST_CASE("stopping: stable, caps and early stop", "[timing]") {
   CHECK(should_stop(std::vector<double>(5, 1e-3), 0.0, o, inf) == StopReason::none);
 }
 
-TEST_CASE("inputs are reproducible, in range and differ per tensor", "[check]") {
+TEST_CASE("inputs are reproducible and in range and differ per tensor", "[check]") {
   const std::vector<float> a = fill_input(1, 0, 1000), b = fill_input(1, 0, 1000);
   const std::vector<float> c = fill_input(1, 1, 1000), d = fill_input(2, 0, 1000);
   CHECK(a == b);
@@ -83,7 +85,7 @@ TEST_CASE("tolerance grows with the reduction and the dtype", "[check]") {
   CHECK_THROWS_AS(error_tolerance("int8", 4), std::invalid_argument);
 }
 
-TEST_CASE("comparison catches wrong values and NaN/Inf, tolerates rounding", "[check]") {
+TEST_CASE("comparison catches wrong values and NaN or Inf but tolerates rounding", "[check]") {
   std::vector<float> expected = {1.0f, -2.0f, 3.0f, 0.0f};
   std::vector<float> close = {1.0f + 1e-6f, -2.0f, 3.0f, 1e-7f};
   const double tol = error_tolerance("float32", 64);
@@ -115,7 +117,7 @@ TEST_CASE("row-major GEMM maps onto column-major cublasSgemm", "[cublas]") {
   CHECK(nt.lda == 255);  // B [N,K] row-major
 }
 
-TEST_CASE("sticky CUDA errors poison the context, refused launches do not", "[fault]") {
+TEST_CASE("sticky CUDA errors poison the context but refused launches do not", "[fault]") {
   CHECK(classify_cuda_error(CUDA_ERROR_ILLEGAL_ADDRESS, false).poisoned);
   CHECK(classify_cuda_error(CUDA_ERROR_LAUNCH_FAILED, false).status == MeasureStatus::runtime_error);
   CHECK(classify_cuda_error(CUDA_ERROR_ILLEGAL_ADDRESS, true).status == MeasureStatus::runtime_error);
@@ -138,7 +140,7 @@ TEST_CASE("throttle reasons and flush size", "[nvml]") {
   if (!s.available) CHECK_FALSE(s.error.empty());
 }
 
-TEST_CASE("the worker task for GEMM asks cuBLAS; others carry the CPU reference", "[measurer]") {
+TEST_CASE("the worker task for GEMM asks cuBLAS and others carry the CPU reference", "[measurer]") {
   auto gemm = make_template("gemm", {64, 32, 16}, "gemm_nt");
   std::vector<char> expected;
   GpuMeasureOptions o;

@@ -62,23 +62,22 @@ TEST_CASE("study curves: monotone, median and trials-to thresholds") {
 }
 
 TEST_CASE("on a real GEMM cache, the xgb tuner beats random clearly at a small budget") {
-  if (!test::have_dataset("gemm/RTX_3090.json.gz")) return;
+  // 3 seeds x 100 trials; the benchmark (20 seeds) has the full picture.
+  if (!test::have_dataset("gemm/RTX_2080_Ti.json.gz")) return;
   replay::ReplayTask task = replay::ReplayTask::from_cache(
-      replay::load_kt_cache(test::kDatasets + "/gemm/RTX_3090.json.gz"));
+      replay::load_kt_cache(test::kDatasets + "/gemm/RTX_2080_Ti.json.gz"));
   test::ValueFeatures features(task.space());
   StudyOptions o;
-  o.trials = 96;
+  o.trials = 100;
   o.seeds = 3;
   o.batch = 32;
   ModelPolicyOptions mo;
   mo.plan_size = 32;
-  mo.model.rounds = 60;
-  mo.annealing.max_steps = 150;
   StudyResult xgb = run_replay_study(
       task, [&] { return make_search_policy(TunerKind::xgb, task.space(), &features, mo); },
       o);
-  double model = xgb.median_ratio_at(96);
-  double random = expected_random_ratio(task, 96);
+  double model = xgb.median_ratio_at(100);
+  double random = expected_random_ratio(task, 100);
   INFO("xgb median " << model << ", random expectation " << random);
-  CHECK(model > random + 0.5 * (1.0 - random));
+  CHECK(model > random + 0.4 * (1.0 - random));
 }
