@@ -6,6 +6,8 @@
 //
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
+//                     [--transfer]   (only the transfer table: every ordered pair of caches
+//                                     in one folder whose knob features share a schema)
 
 #include <cstdio>
 #include <filesystem>
@@ -18,9 +20,11 @@
 
 #include "cost_model/features.h"
 #include "src/replay/kt_cache.h"
+#include "src/tune/knob_features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
+#include "src/tune/transfer_model.h"
 
 using namespace cutune;
 
@@ -34,6 +38,7 @@ struct Args {
   std::string data = CUTUNE_SOURCE_DIR "/../shared/datasets";
   std::vector<std::string> tuners = {"xgb", "ga", "random", "grid"};
   std::string only;
+  bool transfer = false;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -52,23 +57,45 @@ std::string cell(std::optional<double> v, const char* fmt_spec = "{:.0f}") {
   return v ? fmt::format(fmt::runtime(fmt_spec), *v) : std::string("-");
 }
 
-// Records of a whole cache, as the global model of transfer learning sees them.
-std::vector<Record> cache_records(const replay::ReplayTask& task) {
-  std::vector<Record> out;
-  replay::ReplayMeasurer m(task);
-  const ConfigSpace& space = task.space();
-  for (uint64_t i = 0; i < space.size(); ++i) {
-    Config c = space.get(i);
-    if (!space.is_valid(c)) continue;
-    Record r;
-    r.task.op = task.cache().kernel_name;
-    r.task.device_name = task.cache().device_name;
-    r.config_index = i;
-    r.knobs = c.to_json()["knobs"];
-    r.result = to_measure_result(m.measure(c));
-    out.push_back(std::move(r));
+// One row of the transfer table: xgb on `target` without and with a global model trained on
+// the whole of `source` (another GPU's cache of the same space).
+void transfer_row(const std::string& source_name, const replay::ReplayTask& source,
+                  const std::string& target_name, const replay::ReplayTask& target,
+                  const Args& args) {
+  auto features = make_tuning_knob_features(target.space());
+  auto source_features = make_tuning_knob_features(source.space());
+  if (features->schema() != source_features->schema()) return;
+  RecordFeaturizer featurize = [&](const Record& r, std::span<float> out) {
+    try {
+      features->extract(target.space().from_json(nlohmann::json{{"knobs", r.knobs}}), out);
+      return true;
+    } catch (const ConfigError&) {
+      return false;
+    }
+  };
+  ModelPolicyOptions plain;
+  plain.plan_size = args.batch;
+  ModelPolicyOptions transfer = plain;
+  transfer.transfer = std::make_shared<TransferModel>(
+      TransferModel::train(cache_records(source), replay_task_key(target), featurize,
+                           features->size(), features->schema()));
+  StudyOptions so;
+  so.trials = args.trials;
+  so.seeds = args.seeds;
+  so.batch = args.batch;
+  so.threads = args.threads;
+  std::string cells;
+  std::optional<double> t95[2];
+  for (int i = 0; i < 2; ++i) {
+    const ModelPolicyOptions& mo = i == 0 ? plain : transfer;
+    StudyResult r = run_replay_study(
+        target, [&] { return make_model_policy(target.space(), *features, mo); }, so);
+    t95[i] = r.median_trials_to(0.95);
+    for (int b : {25, 50, 100}) cells += fmt::format(" {:.3f} |", r.median_ratio_at(b));
   }
-  return out;
+  fmt::print("| {} | {} |{} {} | {} |\n", source_name, target_name, cells, cell(t95[0]),
+             cell(t95[1]));
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -92,6 +119,7 @@ int main(int argc, char** argv) {
     else if (a == "--tuners") args.tuners = split(value());
     else if (a == "--only") args.only = value();
     else if (a == "--quick") { args.seeds = 5; args.trials = 200; }
+    else if (a == "--transfer") args.transfer = true;
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;
@@ -111,6 +139,30 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  if (args.transfer) {
+    std::map<std::string, replay::ReplayTask> loaded;
+    for (const std::string& path : caches) {
+      loaded.emplace(std::filesystem::relative(path, args.data).string(),
+                     replay::ReplayTask::from_cache(replay::load_kt_cache(path)));
+    }
+    fmt::print("xgb, seeds {}, trials {}, batch {}, threads {}; global model on the whole "
+               "source cache\n\n",
+               args.seeds, args.trials, args.batch, args.threads);
+    fmt::print("| source | target | @25 | @50 | @100 | @25 transfer | @50 transfer | "
+               "@100 transfer | trials to 95% | with transfer |\n");
+    fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const auto& [target_name, target] : loaded) {
+      for (const auto& [source_name, source] : loaded) {
+        if (source_name == target_name || std::filesystem::path(source_name).parent_path() !=
+                                              std::filesystem::path(target_name).parent_path()) {
+          continue;
+        }
+        transfer_row(source_name, source, target_name, target, args);
+      }
+    }
+    return 0;
+  }
+
   const std::vector<int> budgets = {25, 50, 100, 200, 400};
   std::map<std::string, replay::ReplayTask> tasks;
   fmt::print("seeds {}, trials {}, batch {} (xgb plan = batch), threads {}\n\n", args.seeds,
@@ -123,7 +175,7 @@ int main(int argc, char** argv) {
     replay::ReplayTask& task =
         tasks.emplace(name, replay::ReplayTask::from_cache(replay::load_kt_cache(path)))
             .first->second;
-    auto features = cost_model::make_knob_features(task.space());
+    auto features = make_tuning_knob_features(task.space());
     double random200 = expected_random_ratio(task, 200);
     std::vector<std::string> row_random = {name, "random (exact)"};
     std::string random_cells;

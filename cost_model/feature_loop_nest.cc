@@ -74,7 +74,12 @@ struct Scope {
 
 struct OpCount {
   double float_ops = 0, int_ops = 0;
+  double mma = 0, async_bytes = 0, commits = 0;  // tensor-core intrinsics, per thread
+  int wait_pending = -1;                          // the largest cp.async wait_group N
 };
+
+// One mma.m16n8k16 is 16·8·16 multiply-adds for the warp: 2·2048 / 32 flops per lane.
+constexpr double kMmaFlopsPerLane = 2.0 * 16 * 8 * 16 / 32;
 
 constexpr int kWarp = 32;
 constexpr int kSectorBytes = 32;
@@ -499,8 +504,23 @@ class Analyzer {
       }
       case NodeKind::Call: {
         const auto* op = static_cast<const Call*>(e.get());
-        double n = op->name.starts_with("fma") ? 2 : 1;
-        (op->type.is_float() ? ops.float_ops : ops.int_ops) += n * op->type.lanes;
+        // TODO: an address_of argument counts as a one-element access of its buffer, so
+        // cp.async and ldmatrix traffic is undercounted by their width (async_copy_bytes and
+        // mma_ops carry it instead).
+        if (op->name == ir::kAddressOf) {
+        } else if (op->name.starts_with("cutune_mma_")) {
+          ops.mma += 1;
+          ops.float_ops += kMmaFlopsPerLane;
+        } else if (op->name.starts_with("cutune_cp_async_wait_")) {
+          ops.wait_pending = std::max(ops.wait_pending, std::stoi(op->name.substr(21)));
+        } else if (op->name == "cutune_cp_async_commit") {
+          ops.commits += 1;
+        } else if (op->name.starts_with("cutune_cp_async_")) {
+          ops.async_bytes += std::stoi(op->name.substr(16));
+        } else {
+          double n = op->name.starts_with("fma") ? 2 : 1;
+          (op->type.is_float() ? ops.float_ops : ops.int_ops) += n * op->type.lanes;
+        }
         for (const Expr& arg : op->args) count(arg, weight, ops);
         return;
       }
@@ -517,9 +537,14 @@ class Analyzer {
 
   // Charges operations executed once per iteration of the innermost enclosing loop.
   void charge(const OpCount& ops, double weight) {
-    if (ops.float_ops == 0 && ops.int_ops == 0) return;
     Extents x = extents();
     double runs = x.serial * x.threads * x.blocks * weight;
+    KernelStats& k = out_->kernel;
+    k.mma_ops += ops.mma * runs / kWarp;
+    k.async_copy_bytes += ops.async_bytes * runs;
+    k.async_commits_per_thread += ops.commits * x.serial * weight;
+    k.pipeline_depth = std::max(k.pipeline_depth, double(ops.wait_pending + 2));
+    if (ops.float_ops == 0 && ops.int_ops == 0) return;
     out_->kernel.float_ops += ops.float_ops * runs;
     out_->kernel.int_ops += ops.int_ops * runs;
     if (scope_.frames.empty()) return;

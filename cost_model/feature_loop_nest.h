@@ -74,6 +74,11 @@ struct KernelStats {
   double float_ops = 0;     // per launch
   double int_ops = 0;       // per launch
   double syncs_per_thread = 0;
+  // Tensor-core kernels (src/ir/intrinsics.h); all 0 elsewhere, pipeline_depth 1.
+  double mma_ops = 0;                   // warp-level mma.m16n8k16 instructions per launch
+  double async_copy_bytes = 0;          // bytes moved by cp.async, per launch
+  double async_commits_per_thread = 0;  // cp.async groups each thread commits
+  double pipeline_depth = 1;            // shared-memory stages: the largest wait_group N + 2
 };
 
 struct LoopNestSummary {

@@ -158,6 +158,13 @@ class IrFeatures final : public FeatureExtractor {
     *at++ = log_scaled(global_distinct > 0 ? k.float_ops / global_distinct : 0);
     *at++ = log_scaled(k.syncs_per_thread);
     *at++ = log_scaled(k.float_ops > 0 ? k.int_ops / k.float_ops : 0);
+    *at++ = log_scaled(k.mma_ops);
+    *at++ = log_scaled(k.async_copy_bytes);
+    *at++ = log_scaled(k.pipeline_depth);
+    double group_bytes = k.async_commits_per_thread > 0 && k.blocks > 0
+                             ? k.async_copy_bytes / k.blocks / k.async_commits_per_thread
+                             : 0;
+    *at++ = log_scaled(group_bytes * (k.pipeline_depth - 1));
   }
 
   const Template& tmpl_;

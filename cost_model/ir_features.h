@@ -67,7 +67,7 @@ inline constexpr std::array<std::string_view, 20> kBufferFeatures = {
     "bytes_per_flop",  // touched_total over the kernel's float operations
 };
 
-inline constexpr std::array<std::string_view, 18> kKernelFeatures = {
+inline constexpr std::array<std::string_view, 22> kKernelFeatures = {
     "threads_per_block",
     "blocks",
     "shared_bytes",     // per block
@@ -86,6 +86,13 @@ inline constexpr std::array<std::string_view, 18> kKernelFeatures = {
     "compulsory_intensity",  // float_ops / global_distinct_bytes
     "syncs_per_thread",
     "int_per_float",  // int_ops / float_ops: index overhead
+    // Tensor-core kernels (0, and pipeline depth 1, for the others). An mma counts as its
+    // 4096 flops in float_ops as well.
+    "mma_ops",           // warp-level mma.m16n8k16 instructions, per launch
+    "async_copy_bytes",  // global->shared bytes moved by cp.async, per launch
+    "pipeline_depth",    // shared-memory stages of the cp.async ring
+    "bytes_in_flight",   // per block: average cp.async bytes of a commit group (empty tail
+                         // groups included) times (depth - 1)
 };
 
 // The loop and buffer names a template's vector has slots for: the ones it declares

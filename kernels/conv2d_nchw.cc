@@ -303,4 +303,12 @@ Kernel Conv2dNchwTemplate::build(const Config& config) const {
   return kernel;
 }
 
+std::vector<std::string> Conv2dNchwTemplate::loop_names() const {
+  return {"bz", "by", "bx", "tx", "rc_outer", "ry_outer", "rx_outer", "in_ld", "w_ld", "rc_inner", "ry_inner", "rx_inner", "jf", "jy", "jx", "i"};
+}
+
+std::vector<std::string> Conv2dNchwTemplate::buffer_names() const {
+  return {"Output", "Input", "Filter", "Input_shared", "Filter_shared", "Output_local", "Input_reg", "Filter_reg"};
+}
+
 }  // namespace cutune

@@ -307,4 +307,12 @@ Kernel Conv2dNhwcTemplate::build(const Config& config) const {
   return kernel;
 }
 
+std::vector<std::string> Conv2dNhwcTemplate::loop_names() const {
+  return {"by", "bx", "tx", "k_outer", "a", "a_z", "a_e", "a_ld", "b", "b_z", "b_e", "b_ld", "k", "i_frag", "j_frag", "i", "j"};
+}
+
+std::vector<std::string> Conv2dNhwcTemplate::buffer_names() const {
+  return {"Output", "Input", "Filter", "A_shared", "B_shared", "Output_local", "A_frag", "B_frag", "A_ld", "B_ld"};
+}
+
 }  // namespace cutune

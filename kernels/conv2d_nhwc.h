@@ -38,6 +38,9 @@ class Conv2dNhwcTemplate final : public Template {
   double flops() const override { return shape_.flops(); }
   int64_t reduction_length() const override { return shape_.reduction_length(); }
   std::vector<Config> reference_configs() const override;
+  // Every loop variable and buffer build() can produce (the feature extractor's slots).
+  std::vector<std::string> loop_names() const override;
+  std::vector<std::string> buffer_names() const override;
 
   const ConvShape& conv_shape() const { return shape_; }
   int64_t gemm_m() const { return shape_.n * shape_.p * shape_.q; }

@@ -224,4 +224,12 @@ Kernel DepthwiseConv2dTemplate::build(const Config& config) const {
   return kernel;
 }
 
+std::vector<std::string> DepthwiseConv2dTemplate::loop_names() const {
+  return {"bz", "by", "bx", "tx", "in_ld", "w_ld", "cc", "ry", "rx", "i", "j"};
+}
+
+std::vector<std::string> DepthwiseConv2dTemplate::buffer_names() const {
+  return {"Output", "Input", "Filter", "Input_shared", "Filter_shared", "Output_local"};
+}
+
 }  // namespace cutune

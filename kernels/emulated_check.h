@@ -3,6 +3,11 @@
 // template's CPU reference. Inputs are uniform in [-1, 1] from a fixed seed; outputs start as
 // NaN so that an element the kernel never writes fails the comparison.
 //
+// Tensors of a 16-bit type (fp16, bf16) are drawn as floats, rounded to the type (nearest
+// even) and passed as raw 16-bit buffers; the reference computes on the rounded values, and
+// 16-bit outputs are widened exactly before the comparison. An output with zero_init starts
+// at zero instead of NaN.
+//
 // The error of an element is |out - ref| / max(|ref|, rms(ref)): relative where the reference
 // is of typical size, and relative to the typical size near zero, so that cancellation in a
 // long reduction does not turn rounding noise into a huge "relative" error.
@@ -24,6 +29,9 @@ struct EmulatedCheck {
 };
 
 constexpr double kDefaultTolerance = 1e-4;
+
+// `value` rounded to nearest even in a storage type (Float16, BFloat16; others unchanged).
+float round_to_storage(float value, ir::DType storage);
 
 EmulatedCheck check_in_emulator(const Template& tmpl, const Config& config,
                                 const ir::TargetLimits& limits, emu::Emulator& emulator,

@@ -1,14 +1,17 @@
 #include "kernels/template.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/conv2d_nchw.h"
 #include "kernels/conv2d_nhwc.h"
 #include "kernels/conv_shape.h"
 #include "kernels/depthwise_conv2d.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_tc.h"
 #include "src/codegen/codegen_cuda.h"
 #include "src/ir/simplify.h"
 
@@ -32,6 +35,12 @@ std::vector<OpInfo> list_ops() {
   return {
       {"gemm", {"gemm_nn", "gemm_nt"}, "M,N,K",
        "fp32 C[M,N] = A[M,K]·B[K,N] (gemm_nn) or A·Bᵀ with B stored [N,K] (gemm_nt)"},
+      {"gemm_fp16", GemmTcTemplate::template_names("gemm_fp16"), "M,N,K",
+       "tensor-core C[M,N] = A[M,K]·B with fp16 inputs and fp32 accumulation; B [K,N] (_nn) or "
+       "[N,K] (_nt); C fp32, or fp16 for the _out16 templates"},
+      {"gemm_bf16", GemmTcTemplate::template_names("gemm_bf16"), "M,N,K",
+       "tensor-core C[M,N] = A[M,K]·B with bf16 inputs and fp32 accumulation; B [K,N] (_nn) or "
+       "[N,K] (_nt); C fp32, or bf16 for the _out16 templates"},
       {"conv2d", {"conv2d_nchw", "conv2d_nhwc"}, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
        "fp32 2-D convolution: direct in NCHW with a KCRS filter (conv2d_nchw), or implicit GEMM "
        "in NHWC with an RSCK filter (conv2d_nhwc)"},
@@ -56,6 +65,22 @@ std::unique_ptr<Template> make_template(const std::string& op, const std::vector
                                   template_name));
     }
     return std::make_unique<GemmTemplate>(shape[0], shape[1], shape[2], layout);
+  }
+  if (op == "gemm_fp16" || op == "gemm_bf16") {
+    if (shape.size() != 3) {
+      throw TaskError(fmt::format("{} takes a shape M,N,K (3 sizes), got {} sizes", op,
+                                  shape.size()));
+    }
+    std::string name = template_name.empty() ? op + "_nn" : template_name;
+    std::vector<std::string> known = GemmTcTemplate::template_names(op);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", template_name, op,
+                                  fmt::join(known, ", ")));
+    }
+    TcLayout layout = name.find("_nt") != std::string::npos ? TcLayout::nt : TcLayout::nn;
+    bool out16 = name.ends_with("_out16");
+    ir::DType input = op == "gemm_fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
+    return std::make_unique<GemmTcTemplate>(shape[0], shape[1], shape[2], layout, input, out16);
   }
   if (op == "conv2d") {
     ConvShape conv = conv2d_shape(shape);
@@ -93,7 +118,7 @@ std::vector<int64_t> parse_shape(const std::string& text) {
       throw TaskError(fmt::format("bad shape '{}': expected positive integers separated by commas",
                                   text));
     }
-    if (v <= 0) throw TaskError(fmt::format("bad shape '{}': sizes must be >= 1", text));
+    if (v < 0) throw TaskError(fmt::format("bad shape '{}': sizes must not be negative", text));
     out.push_back(v);
     pos = end + 1;
   }

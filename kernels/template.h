@@ -29,6 +29,9 @@ struct TensorSpec {
   ir::Type type;
   int64_t elements = 0;
   bool is_output = false;
+  // Outputs only: some configurations accumulate into it (split-K with atomics), so whoever
+  // launches the kernel zeroes it before every launch. Otherwise outputs need no initial value.
+  bool zero_init = false;
 };
 
 class Template {
@@ -83,7 +86,8 @@ std::vector<OpInfo> list_ops();
 std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
                                         const std::string& template_name = "");
 
-// Parses "127,255,63" into positive sizes; TaskError on anything else.
+// Parses "127,255,63" into non-negative sizes (each template checks its own ranges, e.g.
+// GEMM needs sizes >= 1, a convolution's padding may be 0); TaskError on anything else.
 std::vector<int64_t> parse_shape(const std::string& text);
 
 }  // namespace cutune

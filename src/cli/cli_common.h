@@ -48,5 +48,6 @@ void add_compile_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_tune_commands(CLI::App& app);     // tune, replay
 void add_gpu_commands(CLI::App& app);      // export, bench
+void add_suite_commands(CLI::App& app);    // tune-suite
 
 }  // namespace cutune::cli

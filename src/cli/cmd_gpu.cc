@@ -1,7 +1,8 @@
 // cutune export | bench | __worker: the commands of the GPU runtime.
 //
-// `bench` times cuBLAS SGEMM (TF32 off) and the best kernel of a tuning log in the same worker,
-// with the same timer and the same L2 flush, so their ratio is fair.
+// `bench` times the library baseline — cuBLAS SGEMM (TF32 off) for gemm, cuDNN's fastest fp32
+// algorithm (CUDNN_FMA_MATH) for conv2d and depthwise_conv2d — and the best kernel of a tuning
+// log in the same worker, with the same timer and the same L2 flush, so their ratio is fair.
 
 #include <filesystem>
 #include <iostream>
@@ -10,10 +11,12 @@
 
 #include "src/cli/cli_common.h"
 #include "src/records/tuning_log.h"
+#include "src/runtime/cudnn_conv_task.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/export_log.h"
 #include "src/runtime/nvrtc_builder.h"
+#include "src/runtime/worker_gpu.h"
 #include "src/runtime/worker_main.h"
 #include "src/runtime/worker_process.h"
 #include "src/tune/gpu_measurer.h"
@@ -67,7 +70,11 @@ std::optional<Record> best_in_log(const std::string& path, const Template& tmpl)
 
 void run_bench(const BenchArgs& args) {
   auto tmpl = args.task.make();
-  if (tmpl->op() != "gemm") throw UsageError("bench supports gemm only");
+  const bool gemm = tmpl->op() == "gemm";
+  const std::optional<CudnnConvProblem> conv = cudnn_conv_problem(*tmpl);
+  if (!gemm && !conv)
+    throw UsageError(fmt::format("bench supports gemm, conv2d and depthwise_conv2d, not {} ({})",
+                                 tmpl->op(), tmpl->name()));
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
   if (args.device < 0 || size_t(args.device) >= devices.size())
@@ -84,16 +91,21 @@ void run_bench(const BenchArgs& args) {
   std::vector<char> expected;
   WorkerTask task = worker_task(*tmpl, options, &expected);
   WorkerOptions worker_options;
-  worker_options.command = {"/proc/self/exe", "__worker"};
+  worker_options.command = worker_command_for(*tmpl);
   worker_options.measure_timeout_s = 30 + args.seconds;
   WorkerSupervisor worker(worker_options);
   worker.set_task(task, std::move(expected));
 
-  MeasureRequest cublas;
-  cublas.id = 0;
-  cublas.what = MeasureWhat::cublas_gemm;
-  cublas.check = false;
-  const MeasureReply cublas_reply = worker.measure(cublas);
+  MeasureRequest baseline_request;
+  baseline_request.id = 0;
+  if (gemm) {
+    baseline_request.what = MeasureWhat::cublas_gemm;
+    baseline_request.check = false;
+  } else {
+    baseline_request.kernel_name = kCudnnConvKernel;  // checked against the reference too
+  }
+  const MeasureReply baseline_reply = worker.measure(baseline_request);
+  const std::string baseline_name = gemm ? "cublas_sgemm" : "cudnn";
 
   std::optional<MeasureReply> tuned;
   std::optional<Record> record;
@@ -142,18 +154,28 @@ void run_bench(const BenchArgs& args) {
   nlohmann::json out = {{"device", device.name}, {"arch", device.arch()}, {"shape", tmpl->shape()},
                         {"template", tmpl->name()}, {"flush_l2", !args.no_flush},
                         {"fp32_peak_tflops", peak * 1e-12},
-                        {"results", {row("cublas_sgemm", cublas_reply.result)}}};
+                        {"op", tmpl->op()}, {"baseline", baseline_name},
+                        {"results", {row(baseline_name, baseline_reply.result)}}};
+  if (!gemm && baseline_reply.result.extra.is_object()) {
+    const nlohmann::json& e = baseline_reply.result.extra;
+    out["reference"] = e.value("reference", "");
+    if (e.contains("baseline_algo")) out["results"][0]["algo"] = e["baseline_algo"];
+    if (e.contains("cudnn_note")) out["cudnn_note"] = e["cudnn_note"];
+  }
   if (tuned) {
     out["results"].push_back(row(fmt::format("cutune config {}", record->config_index), tuned->result));
-    if (tuned->result.ok() && cublas_reply.result.ok())
-      out["ratio_to_cublas"] = cublas_reply.result.median_s() / tuned->result.median_s();
+    if (tuned->result.ok() && baseline_reply.result.ok()) {
+      const double ratio = baseline_reply.result.median_s() / tuned->result.median_s();
+      out["ratio_to_baseline"] = ratio;
+      out[gemm ? "ratio_to_cublas" : "ratio_to_cudnn"] = ratio;
+    }
   }
   if (args.task.json) {
     print_json(out);
     return;
   }
-  fmt::print("{} ({}), gemm {} {}, L2 flush {}, fp32 peak {:.1f} TFLOP/s\n", device.name,
-             device.arch(), args.task.shape, tmpl->name(), args.no_flush ? "off" : "on", peak * 1e-12);
+  fmt::print("{} ({}), {} {} {}, L2 flush {}, fp32 peak {:.1f} TFLOP/s\n", device.name,
+             device.arch(), tmpl->op(), args.task.shape, tmpl->name(), args.no_flush ? "off" : "on", peak * 1e-12);
   for (const nlohmann::json& r : out["results"]) {
     if (r["status"] != "ok") {
       fmt::print("  {:<24} {} {}\n", r["name"].get<std::string>(), r["status"].get<std::string>(), r["error"].get<std::string>());
@@ -163,8 +185,10 @@ void run_bench(const BenchArgs& args) {
                r["name"].get<std::string>(), r["median_s"].get<double>() * 1e6, r["tflops"].get<double>(),
                r["percent_of_fp32_peak"].get<double>(), r["runs"].get<size_t>(), r["timer"].get<std::string>());
   }
-  if (out.contains("ratio_to_cublas"))
-    fmt::print("  cutune / cuBLAS speed: {:.3f}\n", out["ratio_to_cublas"].get<double>());
+  if (out.contains("cudnn_note")) fmt::print("  note: {}\n", out["cudnn_note"].get<std::string>());
+  if (out.contains("ratio_to_baseline"))
+    fmt::print("  cutune / {} speed: {:.3f}\n", gemm ? "cuBLAS" : "cuDNN",
+               out["ratio_to_baseline"].get<double>());
 }
 
 }  // namespace
@@ -177,7 +201,8 @@ void add_gpu_commands(CLI::App& app) {
   ex->add_flag("--json", ex_args->json, "machine-readable output");
   ex->callback([ex_args] { run_export(*ex_args); });
 
-  auto* bench = app.add_subcommand("bench", "time cuBLAS and the tuned kernel of a log on the GPU");
+  auto* bench = app.add_subcommand(
+      "bench", "time cuBLAS (gemm) or cuDNN (conv2d, depthwise_conv2d) and the tuned kernel of a log on the GPU");
   auto bench_args = std::make_shared<BenchArgs>();
   bench_args->task.add_to(*bench, /*with_arch=*/false);
   bench->add_option("--log", bench_args->log, "tuning log whose best kernel for the task is timed");
@@ -191,7 +216,7 @@ void add_gpu_commands(CLI::App& app) {
   worker->group("");
   worker->allow_extras();
   worker->callback([worker] {
-    std::exit(worker_main(worker->remaining()));
+    std::exit(gpu_worker_main(worker->remaining()));
   });
 }
 

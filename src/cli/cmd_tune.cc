@@ -1,7 +1,6 @@
 // cutune tune | replay: the tuning engine's commands.
 
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -53,7 +52,6 @@ struct SearchArgs {
     o.plan_size = batch;
     o.diversity = diversity;
     o.epsilon = epsilon;
-    if (const char* r = std::getenv("CUTUNE_EXP_ROUNDS")) o.model.rounds = std::atoi(r);
     if (objective == "regression") {
       o.model.objective = cost_model::RankObjective::regression;
     } else if (objective != "pairwise") {
@@ -288,7 +286,7 @@ void run_replay(const ReplayArgs& args) {
   TunerKind kind = parse_tuner_kind(args.search.tuner);
   ModelPolicyOptions model = args.search.model_options();
   replay::ReplayTask task = args.source.load();
-  auto features = std::getenv("CUTUNE_EXP_V1") ? cost_model::make_knob_features(task.space()) : make_tuning_knob_features(task.space());
+  auto features = make_tuning_knob_features(task.space());
   if (!args.transfer_from.empty()) {
     model.transfer = train_transfer(read_transfer_sources(args.transfer_from),
                                     replay_task_key(task), *features,
@@ -361,7 +359,8 @@ void add_tune_commands(CLI::App& app) {
   tune->add_option("--log", targs->log, "tuning log to append every record to");
   tune->add_flag("--resume", targs->resume, "continue the log without re-measuring");
   tune->add_option("--transfer-from", targs->transfer_from,
-                   "logs of other tasks of the same template, for transfer learning")
+                   "logs of other tasks of the same template (with --replay, also Kernel "
+                   "Tuner caches of the same space), for transfer learning")
       ->expected(1, -1);
   tune->add_option("--replay", targs->replay.cache, "measure from a Kernel Tuner cache instead");
   tune->add_option("--spec", targs->replay.spec, "with --replay: the T1 space specification");

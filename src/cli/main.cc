@@ -33,7 +33,20 @@ int main(int argc, char** argv) {
   cutune::cli::add_verify_command(app);
   cutune::cli::add_tune_commands(app);
   cutune::cli::add_gpu_commands(app);
+  cutune::cli::add_suite_commands(app);
 
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      return fail(std::string("unknown command '") + argv[1] + "' (known: " + names + ")",
+                  kExitUsage);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

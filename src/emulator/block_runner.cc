@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -81,6 +82,11 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.thread.block_dim = {launch.block.x, launch.block.y, launch.block.z};
     s.thread.grid_dim = {launch.grid.x, launch.grid.y, launch.grid.z};
     s.thread.barrier = &BlockRunner::barrier;
+    s.thread.warp_collective = &BlockRunner::warp_collective;
+    s.thread.cp_async = &BlockRunner::cp_async;
+    s.thread.cp_async_commit = &BlockRunner::cp_async_commit;
+    s.thread.cp_async_wait = &BlockRunner::cp_async_wait;
+    s.thread.fail = &BlockRunner::fail;
     s.thread.host = &s;
   }
   if (tls_touch != nullptr) {
@@ -97,25 +103,138 @@ BlockRunner::~BlockRunner() {
   munmap(stacks_, stacks_bytes_);
 }
 
+void BlockRunner::suspend(Slot* s, State state) {
+  s->state = state;
+  s->scheduler = std::move(s->scheduler).resume();
+}
+
 void BlockRunner::barrier(cutune_emu_abi::Thread* self, int line) {
   Slot* s = static_cast<Slot*>(self->host);
-  s->state = State::at_barrier;
-  s->barrier_line = line;
-  s->scheduler = std::move(s->scheduler).resume();
+  s->line = line;
+  suspend(s, State::at_barrier);
+}
+
+void BlockRunner::warp_collective(cutune_emu_abi::Thread* self,
+                                  cutune_emu_abi::WarpCollective fn, const char* name,
+                                  void* args, unsigned mask, int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  s->line = line;
+  s->collective = fn;
+  s->collective_name = name;
+  s->collective_args = args;
+  s->mask = mask;
+  suspend(s, State::at_warp);
+}
+
+void BlockRunner::fail(cutune_emu_abi::Thread* self, const char* what) {
+  Slot* s = static_cast<Slot*>(self->host);
+  s->failure = what;
+  suspend(s, State::failed);
+  CUTUNE_EMU_ASSERT(false, "a failed thread was resumed");
+}
+
+void BlockRunner::cp_async(cutune_emu_abi::Thread* self, void* dst, const void* src, int bytes,
+                           int src_bytes) {
+  Slot* s = static_cast<Slot*>(self->host);
+  if (src_bytes < 0 || src_bytes > bytes) fail(self, "cp.async: src_bytes outside 0..size");
+  auto misaligned = [&](const void* p) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; };
+  if (misaligned(dst)) fail(self, "cp.async: shared destination not aligned to the copy size");
+  if (src_bytes > 0 && misaligned(src)) {
+    fail(self, "cp.async: global source not aligned to the copy size");
+  }
+  PendingCopy& c = s->copies.emplace_back();
+  c.dst = dst;
+  c.group = s->commits;
+  c.bytes = bytes;
+  // A source beyond its buffer faults here, in the issuing thread, as it would on a GPU.
+  if (src_bytes > 0) std::memcpy(c.data, src, static_cast<size_t>(src_bytes));
+  std::memset(c.data + src_bytes, 0, static_cast<size_t>(bytes - src_bytes));
+}
+
+void BlockRunner::cp_async_commit(cutune_emu_abi::Thread* self) {
+  ++static_cast<Slot*>(self->host)->commits;
+}
+
+void BlockRunner::cp_async_wait(cutune_emu_abi::Thread* self, int pending) {
+  Slot* s = static_cast<Slot*>(self->host);
+  uint64_t keep = static_cast<uint64_t>(pending);
+  uint64_t complete_below = s->commits > keep ? s->commits - keep : 0;
+  size_t kept = 0;
+  for (PendingCopy& c : s->copies) {
+    if (c.group < complete_below) {
+      std::memcpy(c.dst, c.data, static_cast<size_t>(c.bytes));
+    } else {
+      s->copies[kept++] = c;
+    }
+  }
+  s->copies.resize(kept);
 }
 
 std::string BlockRunner::divergence(const Slot& a, const Slot& b) const {
   auto what = [](const Slot& s) {
-    return s.state == State::done
-               ? std::string("has exited")
-               : fmt::format("waits at the __syncthreads on line {}", s.barrier_line);
+    switch (s.state) {
+      case State::done: return std::string("has exited");
+      case State::at_warp:
+        return fmt::format("waits at {} (mask {:#010x}) on line {}", s.collective_name, s.mask,
+                           s.line);
+      default: return fmt::format("waits at the __syncthreads on line {}", s.line);
+    }
   };
   return fmt::format("barrier divergence in block {}: thread {} {} while thread {} {}",
                      dim(a.thread.block_idx), dim(a.thread.thread_idx), what(a),
                      dim(b.thread.thread_idx), what(b));
 }
 
-std::string BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
+BlockRunner::Failure BlockRunner::release_warp(size_t first, bool& released) {
+  constexpr size_t kWarp = 32;
+  size_t lanes = std::min(kWarp, slots_.size() - first);
+  unsigned handled = 0;
+  for (size_t i = 0; i < lanes; ++i) {
+    Slot& lead = slots_[first + i];
+    if (lead.state != State::at_warp || (handled >> i & 1u) != 0) continue;
+    unsigned mask = lead.mask;
+    if ((mask >> i & 1u) == 0) {
+      return {EmuStatus::crashed,
+              fmt::format("block {} thread {}: {} on line {} with mask {:#010x}, which leaves "
+                          "out the calling lane {}",
+                          dim(lead.thread.block_idx), dim(lead.thread.thread_idx),
+                          lead.collective_name, lead.line, mask, i)};
+    }
+    void* args[kWarp] = {};
+    for (size_t j = 0; j < kWarp; ++j) {
+      if ((mask >> j & 1u) == 0) continue;
+      if (j >= lanes) {
+        return {EmuStatus::barrier_divergence,
+                fmt::format("barrier divergence in block {}: thread {} waits at {} on line {} "
+                            "with mask {:#010x}, but its warp has only {} threads",
+                            dim(lead.thread.block_idx), dim(lead.thread.thread_idx),
+                            lead.collective_name, lead.line, mask, lanes)};
+      }
+      const Slot& other = slots_[first + j];
+      if (other.state != State::at_warp || other.collective != lead.collective ||
+          other.line != lead.line || other.mask != mask) {
+        return {EmuStatus::barrier_divergence, divergence(lead, other)};
+      }
+      args[j] = other.collective_args;
+    }
+    handled |= mask;
+    t_current = &lead.thread;
+    const char* misuse = lead.collective(args, mask);
+    t_current = nullptr;
+    if (misuse != nullptr) {
+      return {EmuStatus::crashed,
+              fmt::format("block {} warp {}: {} on line {}: {}", dim(lead.thread.block_idx),
+                          first / kWarp, lead.collective_name, lead.line, misuse)};
+    }
+    for (size_t j = 0; j < lanes; ++j) {
+      if ((mask >> j & 1u) != 0) slots_[first + j].state = State::ready;
+    }
+    released = true;
+  }
+  return {};
+}
+
+BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t per_thread = kStackBytes + page;
   const Dim3& b = launch_.block;
@@ -125,6 +244,8 @@ std::string BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
     s.thread.thread_idx = {linear % b.x, linear / b.x % b.y, linear / (b.x * b.y)};
     s.thread.block_idx = block_idx;
     s.state = State::ready;
+    s.copies.clear();
+    s.commits = 0;
     void* top = stacks_ + (i + 1) * per_thread;
     s.fiber = boost::context::fiber(
         std::allocator_arg, BorrowedStack{top, kStackBytes},
@@ -138,24 +259,38 @@ std::string BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
   if (tls_block_ != nullptr) std::memset(tls_block_, 0xff, tls_bytes_);
 
   for (;;) {
-    const Slot* waiting = nullptr;
-    const Slot* exited = nullptr;
     for (Slot& s : slots_) {
-      if (s.state == State::done) continue;
-      s.state = State::ready;
+      if (s.state != State::ready) continue;
       t_current = &s.thread;
       s.fiber = std::move(s.fiber).resume();
       t_current = nullptr;
+      if (s.state == State::failed) {
+        return {EmuStatus::crashed, fmt::format("block {} thread {}: {}", dim(block_idx),
+                                                dim(s.thread.thread_idx), s.failure)};
+      }
+    }
+    bool released = false;
+    for (size_t first = 0; first < slots_.size(); first += 32) {
+      Failure f = release_warp(first, released);
+      if (f.status != EmuStatus::ok) return f;
+    }
+    if (released) continue;
+
+    // No thread is ready and none waits at a collective: all wait at __syncthreads or are done.
+    const Slot* waiting = nullptr;
+    const Slot* exited = nullptr;
+    for (const Slot& s : slots_) {
       if (s.state == State::done) {
         if (exited == nullptr) exited = &s;
       } else if (waiting == nullptr) {
         waiting = &s;
-      } else if (s.barrier_line != waiting->barrier_line) {
-        return divergence(*waiting, s);
+      } else if (s.line != waiting->line) {
+        return {EmuStatus::barrier_divergence, divergence(*waiting, s)};
       }
     }
     if (waiting == nullptr) return {};
-    if (exited != nullptr) return divergence(*waiting, *exited);
+    if (exited != nullptr) return {EmuStatus::barrier_divergence, divergence(*waiting, *exited)};
+    for (Slot& s : slots_) s.state = State::ready;
   }
 }
 

@@ -2,11 +2,17 @@
 // Runs the CUDA threads of a block as fibers on the calling host thread, one block at a time.
 //
 // Each thread is a fiber (Boost.Context) on its own stack of kStackBytes, with a guard page
-// below it. The runner resumes every live fiber in turn until it reaches a __syncthreads or
-// returns; when every live thread waits at the same barrier it releases them all, and the
-// block is done when all have returned. Anything else, threads that exit while others wait or
-// threads waiting at different __syncthreads, is a barrier divergence: on a GPU the block
-// would hang or behave undefinedly.
+// below it. The runner resumes every ready fiber in turn until it reaches a __syncthreads or a
+// warp-collective operation, or returns. When none is ready, it first releases each group of
+// lanes (warp = 32 consecutive linear thread indices) that all wait at the same collective,
+// carrying the operation out for them; when no warp waits, and every live thread waits at the
+// same __syncthreads, it releases them all. The block is done when all have returned.
+// Anything else, threads that exit while others wait or threads waiting at different
+// barriers or collectives, is a barrier divergence: on a GPU the block would hang or behave
+// undefinedly.
+//
+// Each thread also keeps its cp.async copies: recorded at issue with the source bytes, and
+// written to their destination only when a wait completes their commit group.
 
 #include <boost/context/fiber.hpp>
 
@@ -16,6 +22,7 @@
 
 #include "src/codegen/cuda_source.h"
 #include "src/emulator/device_abi.h"
+#include "src/emulator/emulator.h"
 
 namespace cutune::emu {
 
@@ -32,22 +39,54 @@ class BlockRunner {
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
 
-  // Runs block `block_idx` to completion. Returns an empty string, or a description of a
-  // barrier divergence; the block's fibers are then left suspended, and the caller must end
-  // the process (the emulator's child) without destroying this runner.
-  std::string run(cutune_emu_abi::Dim3 block_idx);
+  // Why a block did not finish: barrier_divergence or crashed (a misused intrinsic).
+  struct Failure {
+    EmuStatus status = EmuStatus::ok;
+    std::string message;
+  };
+
+  // Runs block `block_idx` to completion. Returns ok, or a failure; the block's fibers are
+  // then left suspended, and the caller must end the process (the emulator's child) without
+  // destroying this runner.
+  Failure run(cutune_emu_abi::Dim3 block_idx);
 
  private:
-  enum class State { ready, at_barrier, done };
+  enum class State { ready, at_barrier, at_warp, failed, done };
+  struct PendingCopy {
+    void* dst;
+    uint64_t group;  // the commit group the copy joins: commits made before its issue
+    int bytes;
+    unsigned char data[16];
+  };
   struct Slot {
     cutune_emu_abi::Thread thread{};
     boost::context::fiber fiber;      // the CUDA thread, while it is suspended
     boost::context::fiber scheduler;  // the runner, while the CUDA thread runs
     State state = State::ready;
-    int barrier_line = 0;
+    int line = 0;  // of the barrier or collective it waits at
+    // at_warp: the collective it waits at
+    cutune_emu_abi::WarpCollective collective = nullptr;
+    const char* collective_name = "";
+    void* collective_args = nullptr;
+    unsigned mask = 0;
+    const char* failure = "";  // failed: what the device code misused
+    std::vector<PendingCopy> copies;  // issued, not yet completed, in issue order
+    uint64_t commits = 0;
   };
 
+  static void suspend(Slot* s, State state);
   static void barrier(cutune_emu_abi::Thread* self, int line);
+  static void warp_collective(cutune_emu_abi::Thread* self, cutune_emu_abi::WarpCollective fn,
+                              const char* name, void* args, unsigned mask, int line);
+  static void cp_async(cutune_emu_abi::Thread* self, void* dst, const void* src, int bytes,
+                       int src_bytes);
+  static void cp_async_commit(cutune_emu_abi::Thread* self);
+  static void cp_async_wait(cutune_emu_abi::Thread* self, int pending);
+  static void fail(cutune_emu_abi::Thread* self, const char* what);
+
+  // Releases the lanes of the warp starting at slot `first` that wait at collectives, each
+  // group once all its lanes have arrived; sets `released` when it released any.
+  Failure release_warp(size_t first, bool& released);
   std::string divergence(const Slot& a, const Slot& b) const;
 
   LaunchSpec launch_;

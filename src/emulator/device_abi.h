@@ -9,6 +9,12 @@ struct Dim3 {
   unsigned x, y, z;
 };
 
+// Carries out one warp-collective operation for the lanes of a warp that take part:
+// `lane_args[i]` is lane i's `args` (null for lanes outside `mask`). Runs on the scheduler's
+// stack while those lanes are suspended, so it may read and write through their pointers.
+// Returns null, or a static description of a misuse, which ends the block as a crash.
+using WarpCollective = const char* (*)(void* const* lane_args, unsigned mask);
+
 // One emulated CUDA thread as device code sees it. The host owns it for the duration of a
 // block; device code reaches it through the prelude's thread-local `cutune_emu_self`.
 struct Thread {
@@ -19,6 +25,22 @@ struct Thread {
   // Suspends the calling thread at the __syncthreads on `line` of the kernel source and
   // returns once every thread of the block has reached it.
   void (*barrier)(Thread* self, int line);
+  // Suspends the calling thread at a warp-collective operation (mma, ldmatrix, shuffles,
+  // __syncwarp) named `name` on `line`, with `args` pointing at this lane's operands. Once
+  // every lane in `mask` waits at the same operation, the scheduler calls `collective` once
+  // for them all (see WarpCollective) and resumes them.
+  void (*warp_collective)(Thread* self, WarpCollective collective, const char* name, void* args,
+                          unsigned mask, int line);
+  // cp.async: records a copy of `bytes` bytes (4, 8 or 16) to `dst` whose first `src_bytes`
+  // come from `src`, read now, and the rest are zero; the destination is written only when a
+  // cp_async_wait completes the copy's commit group.
+  void (*cp_async)(Thread* self, void* dst, const void* src, int bytes, int src_bytes);
+  void (*cp_async_commit)(Thread* self);
+  // Completes, in issue order, the copies of all committed groups but the `pending` most recent.
+  void (*cp_async_wait)(Thread* self, int pending);
+  // Ends the block with a crash report: device code misused an operation (`what` says how).
+  // Never returns.
+  void (*fail)(Thread* self, const char* what);
   void* host;  // the scheduler's record of this thread; opaque to device code
 };
 

@@ -155,10 +155,281 @@ static inline int atomicMin(int* p, int v) {
   return old;
 }
 
-// Warp-level intrinsics (__shfl_sync, __shfl_xor_sync, __ballot_sync, __syncwarp) and the
-// mma / ldmatrix family belong here. They need a warp-scoped barrier in the scheduler (the
-// 32 fibers of a warp meet, exchange values through the block's records, and go on), the
-// way __syncthreads is a block-scoped one; until then a kernel using them fails to compile.
+// Tensor-core and warp-level intrinsics, with the names and signatures of the contract in
+// src/emulator/CONTRACT.md. Generated CUDA calls them; on a GPU the code generator's
+// definitions (inline PTX, inside `#if defined(__CUDA_ARCH__)`) are compiled instead of these.
+//
+// mma, ldmatrix, the shuffles and __syncwarp are warp-collective: every lane publishes its
+// operands and suspends at a warp barrier (Thread::warp_collective); once all lanes of the
+// mask are there, the block runner calls the operation's `cutune_emu_*_run` once, which reads
+// every lane's operands and writes every lane's results, exactly by the PTX ISA's fragment
+// layouts. Each takes a trailing `line` defaulted to the caller's line: two lanes of a warp
+// at different call sites are a divergence, and the message says where. Declare these names
+// nowhere else (a second, 4-parameter declaration would make the calls ambiguous).
+//
+// 16-bit floats travel as their raw bits (cutune_half: IEEE binary16, cutune_bf16: bfloat16),
+// two to a 32-bit register with the lower-indexed element in bits 0-15.
+
+typedef unsigned short cutune_half;
+typedef unsigned short cutune_bf16;
+
+// Round-to-nearest-even; overflow gives Inf, NaN the canonical NaN 0x7fff.
+static inline cutune_half cutune_f32_to_f16(float f) {
+  unsigned x = __float_as_uint(f);
+  unsigned sign = (x >> 16) & 0x8000u;
+  unsigned ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return 0x7fff;
+  if (ax >= 0x477ff000u) return (cutune_half)(sign | 0x7c00u);  // >= 65520: ties up to 2^16
+  if (ax >= 0x38800000u) {  // normal in binary16: rebias the exponent from 127 to 15
+    unsigned rounded = ax + 0xfffu + ((ax >> 13) & 1u);
+    return (cutune_half)(sign | ((rounded - 0x38000000u) >> 13));
+  }
+  unsigned e = ax >> 23;
+  if (e < 102) return (cutune_half)sign;  // below half the smallest subnormal, 2^-25
+  // Subnormal: the value in units of 2^-24 is the 24-bit significand shifted right.
+  unsigned significand = (ax & 0x7fffffu) | 0x800000u;
+  unsigned shift = 126 - e;
+  unsigned m = significand >> shift;
+  unsigned rest = significand & ((1u << shift) - 1);
+  unsigned half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (m & 1u) != 0)) ++m;
+  return (cutune_half)(sign | m);
+}
+
+static inline float cutune_f16_to_f32(cutune_half h) {
+  unsigned sign = (unsigned)(h & 0x8000u) << 16;
+  unsigned e = (h >> 10) & 0x1fu;
+  unsigned m = h & 0x3ffu;
+  if (e == 31) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+  if (e == 0) return __uint_as_float(sign | __float_as_uint((float)m * 0x1p-24f));
+  return __uint_as_float(sign | ((e + 112) << 23) | (m << 13));
+}
+
+static inline cutune_bf16 cutune_f32_to_bf16(float f) {
+  unsigned x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fff;
+  return (cutune_bf16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+static inline float cutune_bf16_to_f32(cutune_bf16 b) { return __uint_as_float((unsigned)b << 16); }
+
+static inline unsigned cutune_pack_f16x2(float lo, float hi) {
+  return (unsigned)cutune_f32_to_f16(lo) | (unsigned)cutune_f32_to_f16(hi) << 16;
+}
+static inline unsigned cutune_pack_bf16x2(float lo, float hi) {
+  return (unsigned)cutune_f32_to_bf16(lo) | (unsigned)cutune_f32_to_bf16(hi) << 16;
+}
+
+static inline void cutune_emu_warp_collective(cutune_emu_abi::WarpCollective run,
+                                              const char* name, void* args, unsigned mask,
+                                              int line) {
+  cutune_emu_abi::Thread* self = cutune_emu_self;
+  __asm__ __volatile__("" ::: "memory");
+  self->warp_collective(self, run, name, args, mask, line);
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self = self;
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32. With g = lane / 4 and
+// t = lane % 4, lane holds A (16x16) elements a[i/2] half i%2, i in 0..7, at row g + 8 * (i/2 % 2),
+// col 2t + i%2 + 8 * (i/4); B (16x8) elements b[i/2] half i%2, i in 0..3, at row 2t + i%2 + 8 * (i/2),
+// col g; C and D (16x8) element i at row g + 8 * (i/2), col 2t + i%2.
+struct cutune_emu_mma_lane {
+  float* d;
+  const unsigned* a;
+  const unsigned* b;
+  const float* c;
+};
+
+template <bool kBf16>
+static const char* cutune_emu_mma_run(void* const* lane_args, unsigned) {
+  float a[16][16], b[16][8], c[16][8];
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const cutune_emu_mma_lane* l = (const cutune_emu_mma_lane*)lane_args[lane];
+    unsigned g = lane >> 2, t = lane & 3u;
+    for (unsigned i = 0; i < 8; ++i) {
+      unsigned short bits = (unsigned short)(l->a[i >> 1] >> (16 * (i & 1u)));
+      a[g + 8 * ((i >> 1) & 1u)][2 * t + (i & 1u) + 8 * (i >> 2)] =
+          kBf16 ? cutune_bf16_to_f32(bits) : cutune_f16_to_f32(bits);
+    }
+    for (unsigned i = 0; i < 4; ++i) {
+      unsigned short bits = (unsigned short)(l->b[i >> 1] >> (16 * (i & 1u)));
+      b[2 * t + (i & 1u) + 8 * (i >> 1)][g] =
+          kBf16 ? cutune_bf16_to_f32(bits) : cutune_f16_to_f32(bits);
+    }
+    for (unsigned i = 0; i < 4; ++i) c[g + 8 * (i >> 1)][2 * t + (i & 1u)] = l->c[i];
+  }
+  // Every lane's inputs are read before any result is written: d may alias c.
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const cutune_emu_mma_lane* l = (const cutune_emu_mma_lane*)lane_args[lane];
+    unsigned g = lane >> 2, t = lane & 3u;
+    for (unsigned i = 0; i < 4; ++i) {
+      unsigned row = g + 8 * (i >> 1), col = 2 * t + (i & 1u);
+      float acc = c[row][col];
+      for (unsigned k = 0; k < 16; ++k) acc += a[row][k] * b[k][col];  // products are exact
+      l->d[i] = acc;
+    }
+  }
+  return nullptr;
+}
+
+static __forceinline__ void cutune_mma_m16n8k16_f16(float d[4], const unsigned a[4],
+                                                    const unsigned b[2], const float c[4],
+                                                    int line = __builtin_LINE()) {
+  cutune_emu_mma_lane args{d, a, b, c};
+  cutune_emu_warp_collective(&cutune_emu_mma_run<false>, "cutune_mma_m16n8k16_f16", &args,
+                             0xffffffffu, line);
+}
+static __forceinline__ void cutune_mma_m16n8k16_bf16(float d[4], const unsigned a[4],
+                                                     const unsigned b[2], const float c[4],
+                                                     int line = __builtin_LINE()) {
+  cutune_emu_mma_lane args{d, a, b, c};
+  cutune_emu_warp_collective(&cutune_emu_mma_run<true>, "cutune_mma_m16n8k16_bf16", &args,
+                             0xffffffffu, line);
+}
+
+// ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16: lane 8j + i gives the address of row i of
+// matrix j (16 bytes, 16-byte aligned); lanes past 8N give none. Lane l receives in r[j]
+// matrix j's elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1), or with .trans (2(l%4), l/4) and
+// (2(l%4)+1, l/4).
+struct cutune_emu_ldmatrix_lane {
+  unsigned* r;
+  const void* row;
+};
+
+template <unsigned kMatrices, bool kTrans>
+static const char* cutune_emu_ldmatrix_run(void* const* lane_args, unsigned) {
+  for (unsigned lane = 0; lane < 8 * kMatrices; ++lane) {
+    unsigned long long at =
+        (unsigned long long)((const cutune_emu_ldmatrix_lane*)lane_args[lane])->row;
+    if (at % 16 != 0) return "a row address is not 16-byte aligned";
+  }
+  unsigned short m[4][8][8];
+  for (unsigned j = 0; j < kMatrices; ++j) {
+    for (unsigned i = 0; i < 8; ++i) {
+      __builtin_memcpy(m[j][i], ((const cutune_emu_ldmatrix_lane*)lane_args[8 * j + i])->row, 16);
+    }
+  }
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const cutune_emu_ldmatrix_lane* l = (const cutune_emu_ldmatrix_lane*)lane_args[lane];
+    unsigned g = lane >> 2, t = lane & 3u;
+    for (unsigned j = 0; j < kMatrices; ++j) {
+      unsigned lo = kTrans ? m[j][2 * t][g] : m[j][g][2 * t];
+      unsigned hi = kTrans ? m[j][2 * t + 1][g] : m[j][g][2 * t + 1];
+      l->r[j] = lo | hi << 16;
+    }
+  }
+  return nullptr;
+}
+
+#define CUTUNE_EMU_LDMATRIX(suffix, matrices, trans)                                         \
+  static __forceinline__ void cutune_ldmatrix_##suffix(unsigned r[matrices],                 \
+                                                       const void* row_address,              \
+                                                       int line = __builtin_LINE()) {        \
+    cutune_emu_ldmatrix_lane args{r, row_address};                                           \
+    cutune_emu_warp_collective(&cutune_emu_ldmatrix_run<matrices, trans>,                    \
+                               "cutune_ldmatrix_" #suffix, &args, 0xffffffffu, line);        \
+  }
+CUTUNE_EMU_LDMATRIX(x1, 1, false)
+CUTUNE_EMU_LDMATRIX(x2, 2, false)
+CUTUNE_EMU_LDMATRIX(x4, 4, false)
+CUTUNE_EMU_LDMATRIX(x1_trans, 1, true)
+CUTUNE_EMU_LDMATRIX(x2_trans, 2, true)
+CUTUNE_EMU_LDMATRIX(x4_trans, 4, true)
+#undef CUTUNE_EMU_LDMATRIX
+
+// cp.async: see Thread::cp_async. The copy lands only at a wait that completes its group, so
+// shared memory read before the wait still holds the poison pattern (or older data).
+static inline void cutune_cp_async_16(void* shared_dst, const void* global_src, int src_bytes) {
+  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 16, src_bytes);
+}
+static inline void cutune_cp_async_8(void* shared_dst, const void* global_src, int src_bytes) {
+  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 8, src_bytes);
+}
+static inline void cutune_cp_async_4(void* shared_dst, const void* global_src, int src_bytes) {
+  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 4, src_bytes);
+}
+static inline void cutune_cp_async_commit() { cutune_emu_self->cp_async_commit(cutune_emu_self); }
+static inline void cutune_emu_cp_async_wait(int pending) {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->cp_async_wait(cutune_emu_self, pending);
+  __asm__ __volatile__("" ::: "memory");
+}
+static inline void cutune_cp_async_wait_0() { cutune_emu_cp_async_wait(0); }
+static inline void cutune_cp_async_wait_1() { cutune_emu_cp_async_wait(1); }
+static inline void cutune_cp_async_wait_2() { cutune_emu_cp_async_wait(2); }
+static inline void cutune_cp_async_wait_3() { cutune_emu_cp_async_wait(3); }
+static inline void cutune_cp_async_wait_4() { cutune_emu_cp_async_wait(4); }
+
+// __syncwarp and the shuffles of CUDA's warp-level primitives, for the lanes in `mask`.
+// Shuffles follow PTX shfl.sync: lanes form segments of `width`; a source lane outside the
+// caller's segment (above it, for down and xor) gives the caller its own value.
+static const char* cutune_emu_syncwarp_run(void* const*, unsigned) { return nullptr; }
+static inline void __syncwarp(unsigned mask = 0xffffffffu, int line = __builtin_LINE()) {
+  cutune_emu_warp_collective(&cutune_emu_syncwarp_run, "__syncwarp", nullptr, mask, line);
+}
+
+enum cutune_emu_shfl_mode { cutune_emu_shfl_idx, cutune_emu_shfl_down, cutune_emu_shfl_xor };
+
+template <class T>
+struct cutune_emu_shfl_lane {
+  T value;  // in: this lane's value; out: the shuffled one
+  unsigned operand;
+  int width;
+};
+
+template <class T, cutune_emu_shfl_mode kMode>
+static const char* cutune_emu_shfl_run(void* const* lane_args, unsigned mask) {
+  T in[32];
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if (lane_args[lane] != nullptr) in[lane] = ((cutune_emu_shfl_lane<T>*)lane_args[lane])->value;
+  }
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if (lane_args[lane] == nullptr) continue;
+    cutune_emu_shfl_lane<T>* l = (cutune_emu_shfl_lane<T>*)lane_args[lane];
+    unsigned width = (unsigned)l->width;
+    if (width == 0 || width > 32 || (width & (width - 1)) != 0) {
+      return "width is not a power of two in 1..32";
+    }
+    unsigned first = lane & ~(width - 1), last = first + width - 1;
+    unsigned src = kMode == cutune_emu_shfl_idx    ? first + (l->operand & (width - 1))
+                   : kMode == cutune_emu_shfl_down ? lane + l->operand
+                                                   : lane ^ (l->operand & 31u);
+    if (src > last) src = lane;
+    if ((mask >> src & 1u) == 0) return "a lane reads from a lane outside the mask";
+    l->value = in[src];
+  }
+  return nullptr;
+}
+
+template <cutune_emu_shfl_mode kMode, class T>
+static inline T cutune_emu_shfl(unsigned mask, T v, unsigned operand, int width, int line,
+                                const char* name) {
+  cutune_emu_shfl_lane<T> args{v, operand, width};
+  cutune_emu_warp_collective(&cutune_emu_shfl_run<T, kMode>, name, &args, mask, line);
+  return args.value;
+}
+
+#define CUTUNE_EMU_SHUFFLES(T)                                                                  \
+  static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,                 \
+                              int line = __builtin_LINE()) {                                    \
+    return cutune_emu_shfl<cutune_emu_shfl_idx>(mask, v, (unsigned)src_lane, width, line,       \
+                                                "__shfl_sync");                                 \
+  }                                                                                             \
+  static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,          \
+                                   int line = __builtin_LINE()) {                               \
+    return cutune_emu_shfl<cutune_emu_shfl_down>(mask, v, delta, width, line,                   \
+                                                 "__shfl_down_sync");                           \
+  }                                                                                             \
+  static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,            \
+                                  int line = __builtin_LINE()) {                                \
+    return cutune_emu_shfl<cutune_emu_shfl_xor>(mask, v, (unsigned)lane_mask, width, line,      \
+                                                "__shfl_xor_sync");                             \
+  }
+CUTUNE_EMU_SHUFFLES(int)
+CUTUNE_EMU_SHUFFLES(unsigned)
+CUTUNE_EMU_SHUFFLES(float)
+#undef CUTUNE_EMU_SHUFFLES
 
 // Calls a kernel with its arguments taken from the host's argument array: a pointer
 // parameter gets the array entry itself, a scalar one the value the entry points at.

@@ -9,7 +9,7 @@
 //
 // Each run happens in a forked child process (kernel_process.h): blocks are spread over
 // `host_threads` host threads, the threads of a block run as fibers that switch at
-// __syncthreads (block_runner.h), and every global buffer sits between inaccessible guard
+// __syncthreads and at warp-collective intrinsics such as mma and ldmatrix (block_runner.h), and every global buffer sits between inaccessible guard
 // pages (guarded_buffers.h). A kernel that goes out of bounds, diverges at a barrier, crashes
 // or runs too long therefore comes back as a status with a message; it never ends the caller.
 

@@ -170,10 +170,10 @@ void run_blocks(const KernelLaunch& launch, std::atomic<uint64_t>& next_block) {
   for (uint64_t i; (i = next_block.fetch_add(1)) < g.volume();) {
     cutune_emu_abi::Dim3 block{static_cast<unsigned>(i % g.x), static_cast<unsigned>(i / g.x % g.y),
                                static_cast<unsigned>(i / (uint64_t{g.x} * g.y))};
-    std::string divergence = runner.run(block);
-    if (!divergence.empty()) {
-      report_and_exit(EmuStatus::barrier_divergence,
-                      fmt::format("{}: {}", launch.kernel_name, divergence).c_str());
+    BlockRunner::Failure failure = runner.run(block);
+    if (failure.status != EmuStatus::ok) {
+      report_and_exit(failure.status,
+                      fmt::format("{}: {}", launch.kernel_name, failure.message).c_str());
     }
   }
 }

@@ -78,6 +78,10 @@ class Printer {
       }
       case NodeKind::Call: {
         const Call* op = e.as<Call>();
+        if (op->name == kAddressOf) {
+          const Load* l = op->args[0].as<Load>();
+          return {fmt::format("&{}[{}]", l->buffer->name, print(l->index).s), kUnary};
+        }
         std::string args;
         for (size_t i = 0; i < op->args.size(); ++i) {
           if (i) args += ", ";

@@ -60,14 +60,15 @@ std::string cuda_type_name(Type t) {
     case DType::Int32: base = "int"; break;
     case DType::Int64: base = "long long"; break;
     case DType::Float32: base = "float"; break;
-    case DType::Float16: base = "__half"; break;
-    case DType::BFloat16: base = "__nv_bfloat16"; break;
+    case DType::Float16: base = "cutune_half"; break;
+    case DType::BFloat16: base = "cutune_bf16"; break;
+    case DType::UInt32: base = "unsigned"; break;
   }
   if (t.lanes == 1) return base;
   if (t.dtype == DType::Float32) return fmt::format("float{}", t.lanes);
   if (t.dtype == DType::Int32) return fmt::format("int{}", t.lanes);
-  if (t.dtype == DType::Float16 && t.lanes == 2) return "__half2";
-  if (t.dtype == DType::BFloat16 && t.lanes == 2) return "__nv_bfloat162";
+  // A pair of 16-bit storage values travels as one 32-bit word.
+  if (t.element_bytes() == 2 && t.lanes == 2) return "unsigned";
   throw IRError(fmt::format("no CUDA type for {} with {} lanes", base, t.lanes));
 }
 
@@ -96,7 +97,8 @@ Expr IntImm::make(Type t, int64_t value) {
 }
 
 Expr FloatImm::make(Type t, double value) {
-  check(t.is_float() && t.lanes == 1, "FloatImm needs a scalar float type");
+  check(t.is_float() && !t.is_storage_only() && t.lanes == 1,
+        "FloatImm needs a scalar float type");
   return Expr(std::make_shared<const FloatImm>(t, value));
 }
 
@@ -111,6 +113,8 @@ Expr BinaryNode<K>::make(Expr a, Expr b) {
   check(a.defined() && b.defined(), "binary node with an undefined operand", node_kind_name(K));
   check(a.type() == b.type(), "binary node operands differ in type", node_kind_name(K));
   Type t = a.type();
+  check(!t.is_storage_only(), "no arithmetic or comparison on a storage-only type (convert first)",
+        node_kind_name(K));
   if constexpr (K == NodeKind::And || K == NodeKind::Or) {
     check(t.is_bool(), "logical operands must be Bool", node_kind_name(K));
   } else if constexpr (is_comparison(K)) {
@@ -166,6 +170,8 @@ Expr Load::make(Buffer buffer, Expr index, int lanes) {
 Expr Cast::make(Type t, Expr value) {
   check(value.defined(), "Cast of an undefined value");
   check(t.lanes == value.type().lanes, "Cast cannot change lanes");
+  check(!t.is_storage_only() && !value.type().is_storage_only(),
+        "Cast to or from a storage-only type: use a conversion intrinsic");
   if (t == value.type()) return value;
   return Expr(std::make_shared<const Cast>(t, std::move(value)));
 }
@@ -173,6 +179,11 @@ Expr Cast::make(Type t, Expr value) {
 Expr Call::make(Type t, std::string name, std::vector<Expr> args) {
   check(!name.empty(), "Call needs a name");
   for (const Expr& a : args) check(a.defined(), "Call with an undefined argument", name);
+  if (name == kAddressOf) {
+    check(args.size() == 1 && args[0].as<Load>() && args[0].type().lanes == 1,
+          "address_of takes one scalar Load");
+    check(t == args[0].type(), "address_of has the type of the element it points to");
+  }
   return Expr(std::make_shared<const Call>(t, std::move(name), std::move(args)));
 }
 

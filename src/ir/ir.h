@@ -237,6 +237,12 @@ struct Cast : ExprNode {
 
 // A call of a named device intrinsic or math function (e.g. "fmaf", "expf"). Pure unless it is
 // the value of an Evaluate statement.
+//
+// One name is special: `address_of` (kAddressOf) takes a single scalar Load and means the
+// address of the element it names, printed `&buf[index]`; its type is the element's type (the
+// IR has no pointer types). It appears only as an argument of an intrinsic that reads or writes
+// through a pointer (cp.async, ldmatrix, mma fragments, atomicAdd); see src/ir/intrinsics.h.
+inline constexpr const char* kAddressOf = "address_of";
 struct Call : ExprNode {
   static constexpr NodeKind kKind = NodeKind::Call;
   Call(Type t, std::string n, std::vector<Expr> as)

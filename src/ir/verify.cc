@@ -125,6 +125,16 @@ class Verifier : public IRVisitor {
     if (divergent_depth_ > 0) error("a barrier (sync) is under a thread-dependent condition");
   }
 
+  // mma and ldmatrix are warp-collective: every lane must reach them together.
+  void visit_node(const Call* op) override {
+    IRVisitor::visit_node(op);
+    bool collective = op->name.rfind("cutune_mma_", 0) == 0 ||
+                      op->name.rfind("cutune_ldmatrix_", 0) == 0;
+    if (collective && divergent_depth_ > 0) {
+      error("warp-collective {} is under a thread-dependent condition", op->name);
+    }
+  }
+
   void visit_node(const Allocate* op) override {
     int64_t bytes = op->buffer->elements * op->buffer->type.bytes();
     if (op->buffer->scope == MemoryScope::shared) shared_bytes_ += bytes;

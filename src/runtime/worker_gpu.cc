@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <functional>
+#include <iostream>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "src/runtime/cublas_gemm.h"
+#include "src/runtime/cudnn_conv.h"
 #include "src/runtime/cuda_check.h"
 #include "src/runtime/cuda_module.h"
 #include "src/runtime/device.h"
@@ -52,6 +55,8 @@ struct CandidateFailure {
 
 class GpuBackend final : public WorkerBackend {
  public:
+  explicit GpuBackend(std::optional<CudnnConvProblem> conv) : conv_(std::move(conv)) {}
+
   void setup(const WorkerTask& task, std::vector<char> expected_blob) override {
     release();
     task_ = task;
@@ -95,6 +100,10 @@ class GpuBackend final : public WorkerBackend {
     tolerance_ = error_tolerance("float32", task.reduction_length);
     if (task.timing.flush_l2) flusher_.emplace(device_.l2_bytes);
     timer_ = make_kernel_timer(task.timing.prefer_cupti, &timer_note_);
+    reference_name_ = task.reference == ReferenceKind::host          ? "cpu"
+                      : task.reference == ReferenceKind::cublas_gemm ? "cublas"
+                                                                     : "none";
+    if (conv_) setup_cudnn();
   }
 
   MeasureReply measure(const MeasureRequest& request) override {
@@ -116,6 +125,9 @@ class GpuBackend final : public WorkerBackend {
     result.extra["gpu_after"] = after.to_json();
     result.extra["throttled"] = before.throttled || after.throttled;
     if (!timer_note_.empty()) result.extra["timer_note"] = timer_note_;
+    result.extra["reference"] = reference_name_;
+    if (!cudnn_note_.empty()) result.extra["cudnn_note"] = cudnn_note_;
+    if (baseline_) result.extra.update(*baseline_);
     return reply;
   }
 
@@ -123,6 +135,10 @@ class GpuBackend final : public WorkerBackend {
 
  private:
   void release() {
+    cudnn_filter_.reset();
+    cudnn_.reset();
+    baseline_.reset();
+    cudnn_note_.clear();
     cublas_.reset();
     flusher_.reset();
     timer_.reset();
@@ -152,7 +168,13 @@ class GpuBackend final : public WorkerBackend {
     std::vector<void*> args;
     std::function<void()> launch;
 
-    if (request.what == MeasureWhat::kernel) {
+    if (request.what == MeasureWhat::kernel && request.kernel_name == kCudnnConvKernel) {
+      if (!cudnn_)
+        throw CandidateFailure{MeasureStatus::launch_error, false,
+                               "cuDNN is not set up for this task: " +
+                                   (cudnn_note_.empty() ? std::string("not a convolution") : cudnn_note_)};
+      launch = [this] { cudnn_forward(); };
+    } else if (request.what == MeasureWhat::kernel) {
       guarded([&] {
         Cubin cubin{request.cubin, request.kernel_name, device_.arch()};
         module.emplace(cubin);
@@ -195,6 +217,13 @@ class GpuBackend final : public WorkerBackend {
       if (!failure.empty()) throw CandidateFailure{MeasureStatus::wrong_answer, false, failure};
     }
 
+    time_runs(launch, request.best_so_far_s, result);
+  }
+
+  // Warm-up, then timed rounds (each run after an L2 flush) until should_stop; fills
+  // `result` (times, timer, status ok, statistics in extra). Throws CandidateFailure.
+  void time_runs(const std::function<void()>& launch, double best_so_far_s, MeasureResult& result) {
+    const DriverApi& api = require_driver();
     const TimingOptions& o = task_.timing;
     for (int i = 0; i < o.warmup; ++i) guarded(launch, true, "warm-up launch");
     guarded([&] { CUTUNE_CU_CHECK(api.cuCtxSynchronize()); }, false, "warm-up");
@@ -223,7 +252,7 @@ class GpuBackend final : public WorkerBackend {
         continue;
       }
       result.times_s.insert(result.times_s.end(), times.begin(), times.end());
-      reason = should_stop(result.times_s, monotonic_seconds() - start, o, request.best_so_far_s);
+      reason = should_stop(result.times_s, monotonic_seconds() - start, o, best_so_far_s);
       batch = std::max(batch, int(result.times_s.size()) / 2);
     }
     result.timer = timer_->kind();
@@ -235,6 +264,120 @@ class GpuBackend final : public WorkerBackend {
     result.extra["l2_flush_bytes"] = flusher_ ? flusher_->bytes() : 0;
     if (reason == StopReason::early_stop) result.extra["early_stopped"] = true;
   }
+
+  // cuDNN for a convolution task: the output of its most accurate working algorithm replaces
+  // the parent's CPU reference (after the two agree), and its fastest algorithm is timed here
+  // once, with the candidates' timer and flush, as the baseline every reply carries. Without
+  // cuDNN (or when it disagrees) the CPU reference stays and the replies say why.
+  void setup_cudnn() {
+    const CudnnConvProblem& p = *conv_;
+    const int tensors = int(buffers_.size());
+    if (p.input >= tensors || p.filter >= tensors || p.output >= tensors || p.input < 0 ||
+        p.filter < 0 || p.output < 0 || !task_.tensors[size_t(p.output)].is_output) {
+      cudnn_note_ = "the cuDNN problem does not match the task's tensors";
+      return;
+    }
+    const size_t y = size_t(p.output);
+    try {
+      cudnn_.emplace(p);
+      const CudnnConvDescriptors d = cudnn_descriptors(p);
+      if (d.filter_needs_transpose) {
+        std::vector<float> rsck(buffers_[size_t(p.filter)].bytes() / sizeof(float));
+        buffers_[size_t(p.filter)].download(rsck.data());
+        const std::vector<float> krsc = rsck_to_krsc(rsck, p.r, p.s, p.c, p.k);
+        cudnn_filter_.emplace(krsc.size() * sizeof(float));
+        cudnn_filter_->upload(krsc.data());
+      }
+      const std::vector<CudnnAlgoPerf> algos =
+          cudnn_->find(buffers_[size_t(p.input)].get(), cudnn_filter_pointer(), buffers_[y].get());
+      const CudnnAlgoPerf fastest = algos.front();
+      // The reference: an implicit-GEMM algorithm sums products like a direct convolution;
+      // FFT and Winograd transforms add their own rounding error.
+      const CudnnAlgoPerf* exact = &fastest;
+      for (int preferred : {0 /*IMPLICIT_GEMM*/, 1 /*IMPLICIT_PRECOMP_GEMM*/, 2 /*GEMM*/}) {
+        auto it = std::find_if(algos.begin(), algos.end(), [&](const CudnnAlgoPerf& a) {
+          return a.ok && a.algo == preferred;
+        });
+        if (it != algos.end()) {
+          exact = &*it;
+          break;
+        }
+      }
+      std::vector<float> reference = cudnn_output(*exact);
+      std::vector<float> fastest_out = cudnn_output(fastest);
+      nlohmann::json baseline = {{"baseline", "cudnn"},
+                                 {"baseline_algo", fastest.name},
+                                 {"cudnn_reference_algo", exact->name}};
+      const CompareResult fast_vs_ref =
+          compare_outputs(fastest_out.data(), reference.data(), int64_t(reference.size()));
+      baseline["baseline_max_rel_error"] = std::isfinite(fast_vs_ref.max_rel_error) ? fast_vs_ref.max_rel_error : 1e300;
+      bool use = true;
+      if (!expected_[y].empty()) {
+        const CompareResult c =
+            compare_outputs(reference.data(), expected_[y].data(), int64_t(reference.size()));
+        baseline["cudnn_vs_cpu_max_rel_error"] = std::isfinite(c.max_rel_error) ? c.max_rel_error : 1e300;
+        if (!c.ok(tolerance_)) {
+          use = false;
+          cudnn_note_ = "cuDNN (" + exact->name + ") disagrees with the CPU reference: " + c.describe(tolerance_);
+        }
+      }
+      if (use) {
+        expected_[y] = std::move(reference);
+        reference_name_ = "cudnn";
+      }
+      MeasureResult timed;
+      time_runs([this] { cudnn_forward(); }, std::numeric_limits<double>::infinity(), timed);
+      const MedianCi ci = median_ci(timed.times_s);
+      baseline["baseline_s"] = timed.median_s();
+      baseline["baseline_median_ci_s"] = {ci.lo, ci.hi};
+      baseline["baseline_runs"] = timed.times_s.size();
+      baseline["baseline_timer"] = std::string(to_string(timed.timer));
+      baseline_ = std::move(baseline);
+    } catch (const CandidateFailure& f) {
+      drop_cudnn(f.error);
+    } catch (const std::exception& e) {
+      drop_cudnn(e.what());
+    }
+  }
+
+  void drop_cudnn(const std::string& why) {
+    cudnn_.reset();
+    cudnn_filter_.reset();
+    baseline_.reset();
+    std::string line = why.substr(0, why.find('\n'));
+    cudnn_note_ = "cuDNN unavailable: " + line;
+    // Without a CPU reference there is nothing left to check candidates against.
+    if (conv_ && expected_[size_t(conv_->output)].empty() && task_.reference != ReferenceKind::none)
+      throw std::runtime_error(cudnn_note_);
+  }
+
+  CUdeviceptr cudnn_filter_pointer() const {
+    return cudnn_filter_ ? cudnn_filter_->get() : buffers_[size_t(conv_->filter)].get();
+  }
+
+  void cudnn_forward() {
+    cudnn_->forward(buffers_[size_t(conv_->input)].get(), cudnn_filter_pointer(),
+                    buffers_[size_t(conv_->output)].get());
+  }
+
+  // Runs `algo` once and returns the output; leaves `algo` chosen.
+  std::vector<float> cudnn_output(const CudnnAlgoPerf& algo) {
+    cudnn_->choose(algo);
+    DeviceBuffer& y = buffers_[size_t(conv_->output)];
+    y.fill_bytes(0xff);
+    cudnn_forward();
+    CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
+    std::vector<float> out(y.bytes() / sizeof(float));
+    y.download(out.data());
+    return out;
+  }
+
+  std::optional<CudnnConvProblem> conv_;
+  std::optional<CudnnConv> cudnn_;
+  std::optional<DeviceBuffer> cudnn_filter_;  // the filter in KRSC for an RSCK task
+  std::optional<nlohmann::json> baseline_;
+  std::string cudnn_note_;
+  std::string reference_name_ = "none";
 
   WorkerTask task_;
   std::optional<PrimaryContext> context_;
@@ -250,6 +393,44 @@ class GpuBackend final : public WorkerBackend {
 
 }  // namespace
 
-std::unique_ptr<WorkerBackend> make_gpu_backend() { return std::make_unique<GpuBackend>(); }
+std::unique_ptr<WorkerBackend> make_gpu_backend(std::optional<CudnnConvProblem> conv) {
+  return std::make_unique<GpuBackend>(std::move(conv));
+}
+
+int gpu_worker_main(const std::vector<std::string>& args) {
+  std::vector<std::string> rest;
+  std::optional<CudnnConvProblem> conv;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--cudnn-conv") {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (i + 1 == args.size()) {
+      std::cerr << "cutune worker: --cudnn-conv needs a JSON problem\n";
+      return 2;
+    }
+    try {
+      conv = CudnnConvProblem::from_json(nlohmann::json::parse(args[++i]));
+    } catch (const std::exception& e) {
+      std::cerr << "cutune worker: bad --cudnn-conv: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  if (!conv) return worker_main(rest);
+  int fd = 3;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == "--fd" && i + 1 < rest.size()) {
+      fd = std::atoi(rest[++i].c_str());
+    } else {
+      std::cerr << "cutune worker: unknown argument '" << rest[i]
+                << "' (accepted with --cudnn-conv: --fd N)\n";
+      return 2;
+    }
+  }
+  std::unique_ptr<WorkerBackend> backend = make_gpu_backend(std::move(conv));
+  const int code = run_worker(fd, *backend);
+  backend.reset();
+  return code;
+}
 
 }  // namespace cutune

@@ -125,13 +125,15 @@ TEST_CASE("bad GEMM shapes are TaskErrors", "[gemm][task]") {
   CHECK(make_template("gemm", {4, 4, 4}, "gemm_nt")->name() == "gemm_nt");
 }
 
-TEST_CASE("shape strings: positive integers separated by commas", "[gemm][task]") {
+TEST_CASE("shape strings: non-negative integers separated by commas", "[gemm][task]") {
   CHECK(parse_shape("127,255,63") == std::vector<int64_t>{127, 255, 63});
   CHECK(parse_shape("1") == std::vector<int64_t>{1});
-  for (const char* bad : {"", "0,4,4", "-1,4,4", "4,-4,4", "a,b,c", "4,,4", "4,4,", ",4,4",
+  CHECK(parse_shape("1,3,8,8,4,3,3,1,0,1") == std::vector<int64_t>{1, 3, 8, 8, 4, 3, 3, 1, 0, 1});
+  for (const char* bad : {"", "-1,4,4", "4,-4,4", "a,b,c", "4,,4", "4,4,", ",4,4",
                           "1.5,2,3", "4, 4,4", "99999999999999999999,1,1", "4;4;4"}) {
     INFO("shape '" << bad << "'");
     CHECK_THROWS_AS(parse_shape(bad), TaskError);
   }
-  CHECK_THROWS_WITH(parse_shape("0,4,4"), Catch::Contains(">= 1"));
+  CHECK_THROWS_WITH(parse_shape("-1,4,4"), Catch::Contains("negative"));
+  CHECK_THROWS_WITH(make_template("gemm", parse_shape("0,4,4")), Catch::Contains(">= 1"));
 }

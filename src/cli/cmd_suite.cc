@@ -1,0 +1,286 @@
+// cutune tune-suite: tunes every layer of a network suite (kernels/layer_suites.h) on the GPU,
+// one after another into one log, and compares each with cuDNN measured in the same worker.
+//
+// Transfer learning is on by default: before each layer, the records of the layers already in
+// the log (same template, other shapes) train the global model that guides the first rounds
+// of the xgb tuner (src/tune/transfer_model.h).
+//
+// The cuDNN time of a layer is the `baseline_s` the worker attaches to every result of a
+// convolution task (src/runtime/worker_gpu.h), read back from the layer's records in the log;
+// so a resumed or re-printed suite needs no GPU time for it.
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cost_model/features.h"
+#include "kernels/layer_suites.h"
+#include "src/cli/cli_common.h"
+#include "src/records/tuning_log.h"
+#include "src/runtime/cudnn_conv_task.h"
+#include "src/runtime/device.h"
+#include "src/runtime/driver_api.h"
+#include "src/tune/gpu_measurer.h"
+#include "src/tune/policies.h"
+#include "src/tune/transfer_model.h"
+#include "src/tune/tuner.h"
+
+namespace cutune::cli {
+
+namespace {
+
+struct SuiteArgs {
+  std::string suite;
+  int trials = 200;
+  int batch = 64;
+  std::string log;
+  int64_t batch_size = 1;
+  std::string tuner = "xgb";
+  bool no_transfer = false;
+  bool resume = false;
+  uint64_t seed = 0;
+  bool quiet = false;
+  bool json = false;
+  std::string layers;  // comma-separated layer names; empty: all
+};
+
+// The suite's layers, or those named in `names` (in the suite's order).
+std::vector<SuiteLayer> chosen_layers(const std::vector<SuiteLayer>& all, const std::string& names) {
+  if (names.empty()) return all;
+  std::vector<std::string> wanted;
+  for (size_t start = 0; start <= names.size();) {
+    const size_t end = std::min(names.find(',', start), names.size());
+    wanted.push_back(names.substr(start, end - start));
+    start = end + 1;
+  }
+  std::string known;
+  for (const SuiteLayer& l : all) known += (known.empty() ? "" : ", ") + l.name;
+  std::vector<SuiteLayer> out;
+  for (const std::string& w : wanted)
+    if (std::none_of(all.begin(), all.end(), [&](const SuiteLayer& l) { return l.name == w; }))
+      throw UsageError(fmt::format("--layers: no layer '{}' in the suite (known: {})", w, known));
+  for (const SuiteLayer& l : all)
+    if (std::find(wanted.begin(), wanted.end(), l.name) != wanted.end()) out.push_back(l);
+  return out;
+}
+
+struct LayerOutcome {
+  SuiteLayer layer;
+  TaskKey key;
+  TuneSummary summary;
+  std::optional<double> cudnn_s, tuned_s;
+  std::string reference;  // which reference checked the candidates: cudnn, cpu
+  int transfer_tasks = 0;
+};
+
+ir::TargetLimits limits_of(const DeviceInfo& d) {
+  ir::TargetLimits l;
+  l.arch = d.arch();
+  l.max_threads_per_block = d.max_threads_per_block;
+  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
+  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
+  return l;
+}
+
+std::vector<Record> log_records(const std::string& path) {
+  if (!std::filesystem::exists(path)) return {};
+  return read_log(path, {.lenient = true}).records;
+}
+
+// The global model from the log's records of other tasks of this layer's template, or null
+// when there are none to learn from.
+std::shared_ptr<const TransferModel> transfer_model(const std::vector<Record>& records,
+                                                    const TaskKey& key,
+                                                    const cost_model::FeatureExtractor& features,
+                                                    const ir::TargetLimits& limits,
+                                                    int* tasks) {
+  std::map<TaskKey, std::pair<std::unique_ptr<Template>,
+                              std::unique_ptr<cost_model::FeatureExtractor>>> others;
+  RecordFeaturizer featurize = [&](const Record& r, std::span<float> out) {
+    if (r.task.template_name != key.template_name) return false;
+    auto it = others.find(r.task);
+    if (it == others.end()) {
+      std::unique_ptr<Template> t;
+      try {
+        t = make_template(r.task.op, r.task.shape, r.task.template_name);
+      } catch (const TaskError&) {
+        return false;
+      }
+      auto f = cost_model::make_ir_features(*t, limits);
+      it = others.emplace(r.task, std::make_pair(std::move(t), std::move(f))).first;
+    }
+    const auto& [t, f] = it->second;
+    if (f->schema() != features.schema() || r.config_index >= t->space().size()) return false;
+    f->extract(t->space().get(r.config_index), out);
+    return true;
+  };
+  try {
+    auto model = std::make_shared<TransferModel>(
+        TransferModel::train(records, key, featurize, features.size(), features.schema()));
+    *tasks = model->tasks();
+    return model;
+  } catch (const std::invalid_argument&) {
+    return nullptr;  // nothing to learn from yet (the first layer of a template)
+  }
+}
+
+// The cuDNN baseline and the reference recorded with this task's results: the median of the
+// baseline_s values (one per worker start), and the reference of the last ok record.
+void read_baseline(const std::vector<Record>& records, LayerOutcome& out) {
+  std::vector<double> times;
+  for (const Record& r : records) {
+    if (!(r.task == out.key) || !r.result.extra.is_object()) continue;
+    const nlohmann::json& e = r.result.extra;
+    if (e.contains("baseline_s") && e["baseline_s"].is_number()) times.push_back(e["baseline_s"].get<double>());
+    if (r.result.ok() && e.contains("reference")) out.reference = e["reference"].get<std::string>();
+  }
+  if (!times.empty()) out.cudnn_s = percentile(times, 0.5);
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t v : shape) s += (s.empty() ? "" : ",") + std::to_string(v);
+  return s;
+}
+
+void print_table(const std::string& suite, const std::vector<LayerOutcome>& rows,
+                 std::optional<double> geomean) {
+  fmt::print("\n{:<5} {:<28} {:<34} {:>11} {:>11} {:>8}\n", "layer", "shape", "", "cuDNN ms",
+             "tuned ms", "speedup");
+  for (const LayerOutcome& o : rows) {
+    const auto ms = [](std::optional<double> t) {
+      return t ? fmt::format("{:.4f}", *t * 1e3) : std::string("-");
+    };
+    const std::string speedup =
+        o.cudnn_s && o.tuned_s ? fmt::format("{:.2f}x", *o.cudnn_s / *o.tuned_s) : "-";
+    fmt::print("{:<5} {:<28} {:<34} {:>11} {:>11} {:>8}\n", o.layer.name, shape_text(o.layer.shape),
+               o.layer.description, ms(o.cudnn_s), ms(o.tuned_s), speedup);
+  }
+  if (geomean) fmt::print("geometric-mean speedup over cuDNN ({}): {:.3f}x\n", suite, *geomean);
+  else fmt::print("geometric-mean speedup over cuDNN ({}): - (no layer has both times)\n", suite);
+}
+
+void run_tune_suite(const SuiteArgs& args) {
+  if (args.trials < 1) throw UsageError("--trials must be >= 1");
+  if (args.batch < 1) throw UsageError("--batch must be >= 1");
+  if (args.batch_size != 1 && args.batch_size != 16)
+    throw UsageError(fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
+  const TunerKind kind = parse_tuner_kind(args.tuner);
+  const std::vector<SuiteLayer> layers = chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
+
+  // Before the log is touched: without a GPU this ends the command with one line, exit 1.
+  require_driver();
+  const std::vector<DeviceInfo> devices = list_devices();
+  if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
+  const DeviceInfo& device = devices.front();
+  const ir::TargetLimits limits = limits_of(device);
+
+  std::vector<LayerOutcome> rows;
+  const double start = monotonic_seconds();
+  int layer_index = 0;
+  for (const SuiteLayer& layer : layers) {
+    ++layer_index;
+    auto tmpl = make_template(layer.op, layer.shape);
+    GpuMeasureOptions gpu;
+    gpu.worker_command = worker_command_for(*tmpl);
+    std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
+    auto features = cost_model::make_ir_features(*tmpl, limits);
+
+    LayerOutcome out;
+    out.layer = layer;
+    out.key.op = tmpl->op();
+    out.key.shape = tmpl->shape();
+    out.key.target_arch = measurer->target_arch();
+    out.key.device_name = measurer->device_name();
+    out.key.template_name = tmpl->name();
+
+    ModelPolicyOptions model;
+    model.plan_size = args.batch;
+    if (!args.no_transfer && kind == TunerKind::xgb)
+      model.transfer = transfer_model(log_records(args.log), out.key, *features, limits, &out.transfer_tasks);
+    auto policy = make_search_policy(kind, tmpl->space(), features.get(), model);
+
+    TuneOptions options;
+    options.trials = args.trials;
+    options.batch = args.batch;
+    options.log = args.log;
+    options.resume = args.resume;
+    options.seed = args.seed;
+    options.progress = !args.quiet;
+    options.flops = tmpl->flops();
+    fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
+               tmpl->name(), layer.description,
+               out.transfer_tasks > 0 ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks) : "");
+    out.summary = Tuner(tmpl->space(), *measurer, *policy, out.key, options).run();
+    measurer.reset();
+
+    if (out.summary.best) out.tuned_s = out.summary.best_s;
+    read_baseline(log_records(args.log), out);
+    const double elapsed = monotonic_seconds() - start;
+    fmt::print(stderr, "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
+               layer_index, layers.size(), elapsed,
+               elapsed / layer_index * double(layers.size() - size_t(layer_index)), layer.name,
+               out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
+               out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
+    rows.push_back(std::move(out));
+  }
+
+  double log_sum = 0;
+  int both = 0;
+  for (const LayerOutcome& o : rows)
+    if (o.cudnn_s && o.tuned_s) {
+      log_sum += std::log(*o.cudnn_s / *o.tuned_s);
+      ++both;
+    }
+  const std::optional<double> geomean = both > 0 ? std::optional(std::exp(log_sum / both)) : std::nullopt;
+
+  if (args.json) {
+    nlohmann::json j = {{"suite", args.suite}, {"batch_size", args.batch_size},
+                        {"device", device.name}, {"arch", device.arch()},
+                        {"trials", args.trials}, {"tuner", args.tuner},
+                        {"transfer", !args.no_transfer}, {"log", args.log},
+                        {"seconds", monotonic_seconds() - start},
+                        {"geomean_speedup", geomean ? nlohmann::json(*geomean) : nullptr},
+                        {"layers", nlohmann::json::array()}};
+    for (const LayerOutcome& o : rows) {
+      const auto num = [](std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      j["layers"].push_back(
+          {{"name", o.layer.name}, {"op", o.layer.op}, {"template", o.key.template_name},
+           {"shape", o.layer.shape}, {"description", o.layer.description},
+           {"repeat", o.layer.repeat}, {"cudnn_s", num(o.cudnn_s)}, {"tuned_s", num(o.tuned_s)},
+           {"speedup", o.cudnn_s && o.tuned_s ? nlohmann::json(*o.cudnn_s / *o.tuned_s) : nullptr},
+           {"reference", o.reference}, {"trials", o.summary.total()}, {"valid", o.summary.valid},
+           {"transfer_tasks", o.transfer_tasks},
+           {"best_config", o.summary.best ? o.summary.best->to_json() : nlohmann::json(nullptr)}});
+    }
+    print_json(j);
+    return;
+  }
+  print_table(args.suite, rows, geomean);
+  fmt::print("log: {}\n", args.log);
+}
+
+}  // namespace
+
+void add_suite_commands(CLI::App& app) {
+  auto* cmd = app.add_subcommand("tune-suite", "tune every layer of a network suite (resnet18, mobilenet) on the GPU and compare with cuDNN");
+  auto args = std::make_shared<SuiteArgs>();
+  cmd->add_option("suite", args->suite, "resnet18 or mobilenet")->required();
+  cmd->add_option("--trials", args->trials, "configurations to measure per layer")->capture_default_str();
+  cmd->add_option("--log", args->log, "tuning log every record is appended to")->required();
+  cmd->add_option("--batch-size", args->batch_size, "network batch size: 1 or 16")->capture_default_str();
+  cmd->add_option("--tuner", args->tuner, "search policy: xgb, ga, random or grid")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "configurations per measured batch")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "search seed")->capture_default_str();
+  cmd->add_option("--layers", args->layers, "only these layers, e.g. C2,C6,C9 (default: all)");
+  cmd->add_flag("--no-transfer", args->no_transfer, "do not learn from the layers already tuned");
+  cmd->add_flag("--resume", args->resume, "count the log's records of each layer, measure only the rest");
+  cmd->add_flag("--quiet", args->quiet, "no live progress line per layer");
+  cmd->add_flag("--json", args->json, "machine-readable output");
+  cmd->callback([args] { run_tune_suite(*args); });
+}
+
+}  // namespace cutune::cli

@@ -1,0 +1,126 @@
+#pragma once
+// cuDNN's fp32 forward convolution, as the correctness reference and the speed baseline of
+// the convolution templates. libcudnn.so.9 is loaded at run time (dlopen), so a binary starts
+// on a machine without cuDNN or a driver; only constructing a CudnnConv needs them.
+//
+// The legacy API: a 4-d tensor descriptor for the input and output, a 4-d filter descriptor, a
+// 2-d convolution descriptor (cross-correlation, fp32 compute, CUDNN_FMA_MATH so that no TF32
+// tensor-core algorithm takes part, group count C for depthwise), and
+// cudnnFindConvolutionForwardAlgorithmEx with a workspace of up to 1 GiB.
+//
+// The runtime knows no templates: a CudnnConvProblem is a plain description (sizes, layouts,
+// which task tensor is which) that the caller builds from its template
+// (src/runtime/cudnn_conv_task.h) and that travels to the worker as JSON on its command line.
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cutune {
+
+// How activations are laid out: NCHW ([N,C,H,W] in, [N,K,P,Q] out) or NHWC.
+enum class CudnnActivationLayout { nchw, nhwc };
+// How the filter is stored in the task's tensor: KCRS ([K, C/groups, R, S], cuDNN's NCHW
+// filter) or RSCK ([R,S,C,K], "HWIO", the NHWC template's). cuDNN has no RSCK format: the
+// worker copies such a filter once into KRSC (cuDNN's NHWC filter) before it starts.
+enum class CudnnFilterLayout { kcrs, rsck };
+
+struct CudnnConvProblem {
+  int64_t n = 1, c = 1, h = 1, w = 1;  // input
+  int64_t k = 1, r = 1, s = 1;         // output channels, filter rows, columns
+  int64_t stride = 1, pad = 0, dilation = 1;
+  int64_t groups = 1;                  // C for depthwise (then K == C)
+  CudnnActivationLayout layout = CudnnActivationLayout::nchw;
+  CudnnFilterLayout filter_layout = CudnnFilterLayout::kcrs;
+  int input = 1, filter = 2, output = 0;  // indices of the task's tensors
+
+  nlohmann::json to_json() const;
+  // std::invalid_argument (one line) for a missing field or an unknown layout.
+  static CudnnConvProblem from_json(const nlohmann::json& j);
+  friend bool operator==(const CudnnConvProblem&, const CudnnConvProblem&) = default;
+};
+
+// The integers handed to cuDNN's descriptor setters; pure arithmetic, tested on the CPU.
+// `format_nhwc` selects CUDNN_TENSOR_NHWC for the tensors and the filter (KRSC), else
+// CUDNN_TENSOR_NCHW (KCRS). Output extents follow the usual formula (as
+// cudnnGetConvolution2dForwardOutputDim computes them; the worker checks they agree).
+struct CudnnConvDescriptors {
+  bool format_nhwc = false;
+  int x_dims[4] = {};       // n, c, h, w (always in this order, whatever the format)
+  int w_dims[4] = {};       // k, c / groups, r, s
+  int y_dims[4] = {};       // n, k, p, q
+  int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+  bool filter_needs_transpose = false;  // RSCK in the task: copied to KRSC for cuDNN
+};
+// std::invalid_argument for sizes cuDNN's int descriptors cannot hold, a group count that does
+// not divide C and K, or an empty output.
+CudnnConvDescriptors cudnn_descriptors(const CudnnConvProblem& problem);
+
+// RSCK -> KRSC, for the NHWC filter. `rsck` has r·s·c·k elements.
+std::vector<float> rsck_to_krsc(const std::vector<float>& rsck, int64_t r, int64_t s, int64_t c,
+                                int64_t k);
+
+// One result of cudnnFindConvolutionForwardAlgorithmEx.
+struct CudnnAlgoPerf {
+  int algo = -1;
+  std::string name;          // "IMPLICIT_PRECOMP_GEMM"
+  double time_s = 0;         // cuDNN's own timing (not ours: the worker times it again)
+  size_t workspace_bytes = 0;
+  bool ok = false;           // status success with CUDNN_FMA_MATH
+};
+
+// "IMPLICIT_GEMM", ... for cudnnConvolutionFwdAlgo_t values; "algo N" for unknown ones.
+std::string cudnn_algo_name(int algo);
+
+// A cuDNN handle and the descriptors of one problem on the current context. Move-only; the
+// destructor never throws.
+class CudnnConv {
+ public:
+  // Throws CudaError (library "cuDNN") when cuDNN cannot be loaded or rejects the problem,
+  // std::invalid_argument as cudnn_descriptors does.
+  explicit CudnnConv(const CudnnConvProblem& problem);
+  ~CudnnConv();
+  CudnnConv(CudnnConv&& other) noexcept;
+  CudnnConv(const CudnnConv&) = delete;
+  CudnnConv& operator=(const CudnnConv&) = delete;
+  CudnnConv& operator=(CudnnConv&&) = delete;
+
+  // Runs cudnnFindConvolutionForwardAlgorithmEx on the given device buffers (it overwrites
+  // y) with a workspace of up to `max_workspace_bytes` (halved while it cannot be allocated),
+  // fastest first. Chooses the fastest ok algorithm and keeps a workspace for it; throws
+  // CudaError when no algorithm works.
+  std::vector<CudnnAlgoPerf> find(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
+                                  size_t max_workspace_bytes = size_t(1) << 30);
+  // Makes `algo` (one that find() reported ok) the one forward() runs.
+  void choose(const CudnnAlgoPerf& algo);
+  const CudnnAlgoPerf& chosen() const { return chosen_; }
+
+  // Enqueues y = conv(x, w) with the chosen algorithm on the default stream.
+  void forward(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y);
+
+ private:
+  void release() noexcept;
+
+  CudnnConvDescriptors d_;
+  void* handle_ = nullptr;
+  void* x_desc_ = nullptr;
+  void* y_desc_ = nullptr;
+  void* w_desc_ = nullptr;
+  void* conv_desc_ = nullptr;
+  CUdeviceptr workspace_ = 0;
+  size_t workspace_bytes_ = 0;
+  CudnnAlgoPerf chosen_;
+};
+
+// "" when libcudnn loads and has every function used here, else why not (no GPU needed).
+std::string cudnn_unavailable_reason();
+// cudnnGetVersion() (e.g. 91000), or nullopt without cuDNN.
+std::optional<int64_t> cudnn_version();
+
+}  // namespace cutune
