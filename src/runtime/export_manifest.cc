@@ -30,6 +30,7 @@ std::string dtype_name(const ir::Type& type) {
     case ir::DType::Float32: return "float32";
     case ir::DType::Float16: return "float16";
     case ir::DType::BFloat16: return "bfloat16";
+    case ir::DType::UInt32: return "uint32";
   }
   return "unknown";
 }

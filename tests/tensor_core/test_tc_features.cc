@@ -39,7 +39,7 @@ TEST_CASE("tensor-core features count mma instructions and the cp.async ring",
   // commits 4 groups for 2 slices (the last two are empty), so the average group is 4 KiB.
   CHECK(unscaled(*f, full, "kernel.bytes_in_flight") == Approx(8192).epsilon(1e-3));
   CHECK(unscaled(*f, full, "kernel.async_copy_bytes") == Approx(4 * 2 * 8192).epsilon(1e-3));
-  CHECK(unscaled(*f, full, "kernel.float_ops") >= 2.0 * 128 * 128 * 64);
+  CHECK(unscaled(*f, full, "kernel.float_ops") >= 0.999 * 2.0 * 128 * 128 * 64);
 
   Config scalar = test::tc_config(*tmpl, test::kTcScalar);
   CHECK(unscaled(*f, scalar, "kernel.mma_ops") == Approx(512).epsilon(1e-3));
