@@ -96,3 +96,22 @@ TEST_CASE("the transfer model's scores enter the local model as its base margin"
   for (const Config& c : fresh_b.propose(16)) ib.push_back(c.index());
   CHECK(ia != ib);
 }
+
+TEST_CASE("a Kernel Tuner cache becomes the records of its task, failures included") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  std::vector<Record> records = cache_records(task);
+  CHECK(records.size() == task.cache().entries.size());
+  int failed = 0;
+  for (const Record& r : records) {
+    CHECK(r.task == replay_task_key(task));
+    Config c = task.space().from_json(nlohmann::json{{"knobs", r.knobs}});
+    CHECK(c.index() == r.config_index);
+    const replay::KtEntry* e = task.find(c);
+    REQUIRE(e != nullptr);
+    CHECK(r.result.ok() == e->valid);
+    if (e->valid) CHECK(r.result.mean_s() == Approx(e->time_ms * 1e-3));
+    failed += !e->valid;
+  }
+  CHECK(failed > 0);
+  CHECK(replay_task_key(task).device_name == "Synthetic GPU");
+}
