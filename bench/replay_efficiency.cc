@@ -20,7 +20,7 @@
 
 #include "cost_model/features.h"
 #include "src/replay/kt_cache.h"
-#include "src/tune/knob_features.h"
+#include "cost_model/features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -62,8 +62,8 @@ std::string cell(std::optional<double> v, const char* fmt_spec = "{:.0f}") {
 void transfer_row(const std::string& source_name, const replay::ReplayTask& source,
                   const std::string& target_name, const replay::ReplayTask& target,
                   const Args& args) {
-  auto features = make_tuning_knob_features(target.space());
-  auto source_features = make_tuning_knob_features(source.space());
+  auto features = cost_model::make_knob_features(target.space());
+  auto source_features = cost_model::make_knob_features(source.space());
   if (features->schema() != source_features->schema()) return;
   RecordFeaturizer featurize = [&](const Record& r, std::span<float> out) {
     try {
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     replay::ReplayTask& task =
         tasks.emplace(name, replay::ReplayTask::from_cache(replay::load_kt_cache(path)))
             .first->second;
-    auto features = make_tuning_knob_features(task.space());
+    auto features = cost_model::make_knob_features(task.space());
     double random200 = expected_random_ratio(task, 200);
     std::vector<std::string> row_random = {name, "random (exact)"};
     std::string random_cells;

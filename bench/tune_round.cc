@@ -12,7 +12,7 @@
 
 #include "cost_model/features.h"
 #include "src/replay/kt_cache.h"
-#include "src/tune/knob_features.h"
+#include "cost_model/features.h"
 #include "src/tune/model_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
 
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     else if (a == "--repeats") repeats = std::stoi(argv[i + 1]);
   }
   replay::ReplayTask task = replay::ReplayTask::from_cache(replay::load_kt_cache(cache));
-  auto features = make_tuning_knob_features(task.space());
+  auto features = cost_model::make_knob_features(task.space());
   ReplayMeasurerAdapter measurer(task);
 
   std::mt19937_64 rng(1);

@@ -1,3 +1,19 @@
+// Knob features, for spaces without IR (replayed caches): per knob value v (each split factor
+// counts as one), two columns,
+//
+//   log2(1 + v)                   the magnitude;
+//   log2(v / 2^ctz(v)), v > 0     the odd part: 0 exactly for powers of two.
+//
+// Why the second: GPU kernels are fast at power-of-two sizes (warps of 32, memory segments,
+// shared-memory banks, vector widths) and often an order of magnitude slower just beside
+// them. A tree ensemble sees the magnitude only through thresholds, so "v is a power of two"
+// over {16, 32, 48, ..., 256} costs it one split per value; the odd part makes it one split.
+// Where every value is a power of two (the GEMM caches) the column is constant and the
+// trees never split on it. Negative or zero values (sentinels) give v itself and 0.
+//
+// Schema "knobs/v2:<knob names>"; the length is fixed by the space's knobs.
+
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -9,27 +25,28 @@ namespace cutune::cost_model {
 
 namespace {
 
-// Knob values are powers of two or small enumerations; log2(1 + v) keeps tile sizes on the
-// scale the trees split well on, and negative values (rare sentinels) pass through.
-float scaled(int64_t v) { return v >= 0 ? float(std::log2(1.0 + double(v))) : float(v); }
+float magnitude(int64_t v) { return v >= 0 ? float(std::log2(1.0 + double(v))) : float(v); }
+
+float odd_part(int64_t v) {
+  if (v <= 0) return 0.0f;
+  auto u = static_cast<uint64_t>(v);
+  return float(std::log2(double(u >> std::countr_zero(u))));
+}
 
 class KnobFeatures final : public FeatureExtractor {
  public:
   explicit KnobFeatures(const ConfigSpace& space) : space_(space) {
-    std::string schema = "knobs/v1:";
+    schema_ = "knobs/v2:";
     for (const Knob& knob : space.knobs()) {
-      if (&knob != &space.knobs().front()) schema += ',';
-      schema += knob.name();
+      if (&knob != &space.knobs().front()) schema_ += ',';
+      schema_ += knob.name();
       if (knob.kind() == KnobKind::split) {
-        schema += '/' + std::to_string(knob.parts());
-        for (int p = 0; p < knob.parts(); ++p) {
-          names_.push_back(knob.name() + '.' + std::to_string(p));
-        }
+        schema_ += '/' + std::to_string(knob.parts());
+        for (int p = 0; p < knob.parts(); ++p) add_names(knob.name() + '.' + std::to_string(p));
       } else {
-        names_.push_back(knob.name());
+        add_names(knob.name());
       }
     }
-    schema_ = std::move(schema);
   }
 
   std::string schema() const override { return schema_; }
@@ -40,16 +57,25 @@ class KnobFeatures final : public FeatureExtractor {
     const std::vector<Knob>& knobs = space_.knobs();
     const std::vector<int32_t>& entities = config.entities();
     size_t at = 0;
+    auto put = [&](int64_t v) {
+      out[at++] = magnitude(v);
+      out[at++] = odd_part(v);
+    };
     for (size_t k = 0; k < knobs.size(); ++k) {
       if (knobs[k].kind() == KnobKind::split) {
-        for (int64_t f : knobs[k].split_factors(entities[k])) out[at++] = scaled(f);
+        for (int64_t f : knobs[k].split_factors(entities[k])) put(f);
       } else {
-        out[at++] = scaled(knobs[k].value(entities[k]));
+        put(knobs[k].value(entities[k]));
       }
     }
   }
 
  private:
+  void add_names(const std::string& name) {
+    names_.push_back(name);
+    names_.push_back(name + ".odd");
+  }
+
   const ConfigSpace& space_;
   std::string schema_;
   std::vector<std::string> names_;

@@ -8,6 +8,7 @@
 
 #include "kernels/conv2d_nchw.h"
 #include "kernels/conv2d_nhwc.h"
+#include "kernels/conv2d_tc.h"
 #include "kernels/conv_shape.h"
 #include "kernels/depthwise_conv2d.h"
 #include "kernels/gemm.h"
@@ -44,6 +45,14 @@ std::vector<OpInfo> list_ops() {
       {"conv2d", {"conv2d_nchw", "conv2d_nhwc"}, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
        "fp32 2-D convolution: direct in NCHW with a KCRS filter (conv2d_nchw), or implicit GEMM "
        "in NHWC with an RSCK filter (conv2d_nhwc)"},
+      {"conv2d_fp16", Conv2dTcTemplate::template_names("conv2d_fp16"),
+       "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
+       "tensor-core 2-D convolution as an implicit GEMM with fp16 inputs and fp32 accumulation: "
+       "input NHWC, filter RSCK; output NPQK in fp32, or fp16 for conv2d_fp16_nhwc_out16"},
+      {"conv2d_bf16", Conv2dTcTemplate::template_names("conv2d_bf16"),
+       "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
+       "tensor-core 2-D convolution as an implicit GEMM with bf16 inputs and fp32 accumulation: "
+       "input NHWC, filter RSCK; output NPQK in fp32, or bf16 for conv2d_bf16_nhwc_out16"},
       {"depthwise_conv2d", {"depthwise_conv2d_nchw"}, "N,C,H,W,R,S[,stride[,pad[,dilation]]]",
        "fp32 depthwise 2-D convolution in NCHW, filter [C,1,R,S] (channel multiplier 1)"},
   };
@@ -90,6 +99,22 @@ std::unique_ptr<Template> make_template(const std::string& op, const std::vector
     if (template_name == "conv2d_nhwc") return std::make_unique<Conv2dNhwcTemplate>(conv);
     throw TaskError(fmt::format(
         "unknown template '{}' for conv2d (known: conv2d_nchw, conv2d_nhwc)", template_name));
+  }
+  if (op == "conv2d_fp16" || op == "conv2d_bf16") {
+    if (shape.size() < 7 || shape.size() > 10) {
+      throw TaskError(fmt::format("{} takes a shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]] "
+                                  "(7 to 10 sizes), got {} sizes",
+                                  op, shape.size()));
+    }
+    std::string name = template_name.empty() ? op + "_nhwc" : template_name;
+    std::vector<std::string> known = Conv2dTcTemplate::template_names(op);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", template_name, op,
+                                  fmt::join(known, ", ")));
+    }
+    ir::DType input = op == "conv2d_fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
+    return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape), input,
+                                              name.ends_with("_out16"));
   }
   if (op == "depthwise_conv2d") {
     ConvShape conv = depthwise_shape(shape);

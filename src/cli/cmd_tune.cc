@@ -13,7 +13,7 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/tune/gpu_measurer.h"
-#include "src/tune/knob_features.h"
+#include "cost_model/features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -194,7 +194,7 @@ void run_tune(const TuneArgs& args) {
     replay::ReplayTask task = args.replay.load();
     const ConfigSpace& space = task.space();
     TaskKey key = replay_task_key(task);
-    auto features = make_tuning_knob_features(space);
+    auto features = cost_model::make_knob_features(space);
     if (!transfer_records.empty()) {
       model.transfer = train_transfer(transfer_records, key, *features,
                                       replay_featurizer(space, *features));
@@ -286,7 +286,7 @@ void run_replay(const ReplayArgs& args) {
   TunerKind kind = parse_tuner_kind(args.search.tuner);
   ModelPolicyOptions model = args.search.model_options();
   replay::ReplayTask task = args.source.load();
-  auto features = make_tuning_knob_features(task.space());
+  auto features = cost_model::make_knob_features(task.space());
   if (!args.transfer_from.empty()) {
     model.transfer = train_transfer(read_transfer_sources(args.transfer_from),
                                     replay_task_key(task), *features,

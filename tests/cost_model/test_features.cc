@@ -290,7 +290,7 @@ TEST_CASE("knob features are the knob values, independent of the shape", "[featu
   auto fb = make_knob_features(big->space());
   auto fo = make_knob_features(odd->space());
   CHECK(fb->schema() == fo->schema());
-  CHECK(fb->size() == int(big->space().knobs().size()));
+  CHECK(fb->size() == 2 * int(big->space().knobs().size()));
   for (const Config& c : sample(*big, 30, 5)) {
     Config same(&odd->space(), c.entities());
     CHECK(extract(*fb, c) == extract(*fo, same));
@@ -309,20 +309,21 @@ TEST_CASE("knob features of a replay-like space of choice knobs", "[features]") 
   space.define_bool("use_shmem");
   space.define_split("tile", 16, 2);
   auto fx = make_knob_features(space);
-  CHECK(fx->schema() == "knobs/v1:block_size_x,block_size_y,loop_unroll_factor,use_shmem,tile/2");
-  CHECK(fx->size() == 6);
-  CHECK(fx->names() == std::vector<std::string>{"block_size_x", "block_size_y",
-                                                "loop_unroll_factor", "use_shmem", "tile.0",
-                                                "tile.1"});
+  CHECK(fx->schema() == "knobs/v2:block_size_x,block_size_y,loop_unroll_factor,use_shmem,tile/2");
+  CHECK(fx->size() == 12);
+  CHECK(fx->names() == std::vector<std::string>{
+                           "block_size_x", "block_size_x.odd", "block_size_y", "block_size_y.odd",
+                           "loop_unroll_factor", "loop_unroll_factor.odd", "use_shmem",
+                           "use_shmem.odd", "tile.0", "tile.0.odd", "tile.1", "tile.1.odd"});
   Config c(&space, {2, 1, 3, 1, 0});
   std::vector<float> v = extract(*fx, c);
   CHECK(v[0] == Approx(log_scaled(64)));
-  CHECK(v[1] == Approx(log_scaled(2)));
-  CHECK(v[2] == -1);  // negative values pass through unscaled
-  CHECK(v[3] == 1);
+  CHECK(v[2] == Approx(log_scaled(2)));
+  CHECK(v[4] == -1);  // negative values pass through unscaled
+  CHECK(v[6] == 1);
   const std::vector<int64_t>& factors = c.split("tile");
-  CHECK(v[4] == Approx(log_scaled(double(factors[0]))));
-  CHECK(v[5] == Approx(log_scaled(double(factors[1]))));
+  CHECK(v[8] == Approx(log_scaled(double(factors[0]))));
+  CHECK(v[10] == Approx(log_scaled(double(factors[1]))));
   // Every configuration differs from every other.
   std::vector<std::vector<float>> all;
   for (uint64_t i = 0; i < space.size(); ++i) all.push_back(extract(*fx, space.get(i)));

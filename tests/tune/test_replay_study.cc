@@ -4,7 +4,7 @@
 #include <numeric>
 #include <random>
 
-#include "src/tune/knob_features.h"
+#include "cost_model/features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_study.h"
 #include "tests/tune/tune_fixtures.h"
@@ -73,7 +73,7 @@ TEST_CASE("on real GEMM and convolution caches, the xgb tuner beats random clear
     if (!test::have_dataset(name)) continue;
     replay::ReplayTask task = replay::ReplayTask::from_cache(
         replay::load_kt_cache(test::kDatasets + "/" + name));
-    auto features = make_tuning_knob_features(task.space());
+    auto features = cost_model::make_knob_features(task.space());
     StudyOptions o;
     o.trials = 100;
     o.seeds = 5;

@@ -2,16 +2,19 @@
 
 #include <cmath>
 
-#include "src/tune/knob_features.h"
-#include "tests/tune/tune_fixtures.h"
+#include <nlohmann/json.hpp>
+
+#include "cost_model/features.h"
+#include "src/space/config_space.h"
 
 using namespace cutune;
+using cutune::cost_model::make_knob_features;
 
-TEST_CASE("tuning knob features: magnitude and odd part of every knob value") {
+TEST_CASE("knob features: magnitude and odd part of every knob value", "[features]") {
   ConfigSpace space;
   space.define_choice("block", {16, 48, 64, 96});
   space.define_bool("flag");
-  auto f = make_tuning_knob_features(space);
+  auto f = make_knob_features(space);
   CHECK(f->size() == 4);
   CHECK(f->schema() == "knobs/v2:block,flag");
   CHECK(f->names() == std::vector<std::string>{"block", "block.odd", "flag", "flag.odd"});

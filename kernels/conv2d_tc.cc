@@ -1,0 +1,153 @@
+#include "kernels/conv2d_tc.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/tc_blocks.h"
+#include "src/ir/ir_operators.h"
+
+namespace cutune {
+
+using namespace ir;
+
+namespace {
+
+// The widest copy, in elements (1, 2, 4 or 8), that a row of `len` 16-bit elements keeps
+// aligned: copies never straddle a row.
+int widest_copy(int64_t len) {
+  int e = 8;
+  while (len % e != 0) e /= 2;
+  return e;
+}
+
+}  // namespace
+
+Conv2dTcTemplate::Conv2dTcTemplate(const ConvShape& shape, DType input, bool out16)
+    : shape_(shape), input_(input), out16_(out16) {
+  if (input != DType::Float16 && input != DType::BFloat16) {
+    throw TaskError("a tensor-core convolution takes fp16 or bf16 inputs");
+  }
+  if (shape_.depthwise) throw TaskError(op() + " needs a conv2d shape, not a depthwise one");
+  define_space();
+}
+
+std::string Conv2dTcTemplate::op() const {
+  return input_ == DType::Float16 ? "conv2d_fp16" : "conv2d_bf16";
+}
+
+std::string Conv2dTcTemplate::name() const { return op() + "_nhwc" + (out16_ ? "_out16" : ""); }
+
+std::vector<std::string> Conv2dTcTemplate::template_names(const std::string& op) {
+  return {op + "_nhwc", op + "_nhwc_out16"};
+}
+
+void Conv2dTcTemplate::define_space() {
+  tc::define_tc_knobs(space_);
+  const int64_t m = gemm_m(), n = shape_.k, k = gemm_k();
+  const int widest = std::max(widest_copy(shape_.c), widest_copy(shape_.k));
+  space_.add_constraint("copies no wider than the channels (C for the input, K for the filter) "
+                        "allow",
+                        [widest](const Config& c) { return c.get("copy_bytes") / 2 <= widest; });
+  space_.add_constraint("block tile less than twice the extent, or the smallest",
+                        [m, n, k](const Config& c) {
+                          int64_t bm = c.get("block_m"), bn = c.get("block_n"),
+                                  bk = c.get("block_k");
+                          return (bm == 32 || bm < 2 * m) && (bn == 32 || bn < 2 * n) &&
+                                 (bk == 16 || bk < 2 * k);
+                        });
+  tc::add_tc_shape_constraints(space_, true, n, k, out16_);
+}
+
+std::vector<Config> Conv2dTcTemplate::reference_configs() const {
+  std::vector<Config> out;
+  auto add = [&](nlohmann::json knobs) {
+    nlohmann::json j;
+    j["knobs"] = std::move(knobs);
+    Config c = space_.from_json(j);
+    if (space_.is_valid(c)) out.push_back(c);
+  };
+  // The GEMM's Ampere-style kernel: 128x128x32 blocks of 4 warps of 64x64, a 4-stage ring of
+  // swizzled 16-byte chunks, ldmatrix fragments, grouped blocks.
+  add({{"block_m", 128}, {"block_n", 128}, {"block_k", 32}, {"warp_m", 64}, {"warp_n", 64},
+       {"stages", 4}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
+       {"raster_group", 8}, {"split_k", 1}, {"epilogue_vec", 2}});
+  // Layers with few output channels (K = 64) or few pixels.
+  add({{"block_m", 128}, {"block_n", 64}, {"block_k", 32}, {"warp_m", 64}, {"warp_n", 32},
+       {"stages", 4}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
+       {"raster_group", 8}, {"split_k", 1}, {"epilogue_vec", 2}});
+  add({{"block_m", 64}, {"block_n", 128}, {"block_k", 32}, {"warp_m", 32}, {"warp_n", 64},
+       {"stages", 4}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
+       {"raster_group", 4}, {"split_k", 1}, {"epilogue_vec", 2}});
+  add({{"block_m", 64}, {"block_n", 64}, {"block_k", 32}, {"warp_m", 32}, {"warp_n", 32},
+       {"stages", 3}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
+       {"raster_group", 4}, {"split_k", 1}, {"epilogue_vec", 2}});
+  return out;
+}
+
+std::vector<std::string> Conv2dTcTemplate::loop_names() const { return tc::tc_loop_names(); }
+
+std::vector<std::string> Conv2dTcTemplate::buffer_names() const {
+  std::vector<std::string> names = {"Output", "Input", "Filter"};
+  for (std::string& b : tc::tc_local_buffer_names()) names.push_back(std::move(b));
+  return names;
+}
+
+std::vector<TensorSpec> Conv2dTcTemplate::tensors() const {
+  Type in{input_, 1};
+  TensorSpec out{"Output", out16_ ? in : Type::f32(), shape_.output_elements(), true};
+  out.zero_init = !out16_;  // split-K configurations add into it
+  return {out,
+          {"Input", in, shape_.input_elements(), false},
+          {"Filter", in, shape_.filter_elements(), false}};
+}
+
+void Conv2dTcTemplate::reference(std::vector<std::vector<float>>& t) const {
+  conv_reference(shape_, ConvLayout::nhwc, t[1], t[2], t[0]);
+}
+
+Kernel Conv2dTcTemplate::build(const Config& config) const {
+  const tc::TcParams p = tc::tc_params(config);
+  const ConvShape s = shape_;
+  const int64_t m = gemm_m(), k = gemm_k();
+  const int max_elems = p.copy_bytes / 2;
+  const Type in{input_, 1};
+  const bool m_tail = m % p.bm != 0, k_tail = k % p.bk != 0;
+
+  // im2col on the fly: tile row = output pixel, tile column = (r, s, c) with c fastest. A copy
+  // of up to widest_copy(C) channels stays within one pixel, so it is in range as a whole.
+  tc::SourceFn gather = [=](const Expr& row0, const Expr& col0, const Expr& row,
+                            const Expr& col) {
+    Expr gm = row0 + row, kk = col0 + col;
+    Expr img = gm / (s.p * s.q), oy = gm / s.q % s.p, ox = gm % s.q;
+    Expr c = kk % s.c, fx = kk / s.c % s.s, fy = kk / (s.c * s.s);
+    Expr iy = oy * s.stride - s.pad + fy * s.dilation;
+    Expr ix = ox * s.stride - s.pad + fx * s.dilation;
+    tc::CopySource src;
+    if (m_tail) src.in_range.push_back(gm < m);
+    if (k_tail) src.in_range.push_back(kk < k);
+    // Without padding every (m, kk) in range reads inside the image: P and Q are defined so.
+    if (s.pad > 0) src.in_range.push_back(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w);
+    src.index = ((img * s.h + iy) * s.w + ix) * s.c + c;
+    return src;
+  };
+
+  tc::TcGemmSpec spec;
+  spec.name = name();
+  spec.m = m, spec.n = s.k, spec.k = k;
+  spec.input = input_;
+  spec.out16 = out16_;
+  spec.b_k_major = true;
+  spec.a = {Buffer::make("Input", in, MemoryScope::global, s.input_elements(), true),
+            std::min(max_elems, widest_copy(s.c)), gather};
+  spec.b = {Buffer::make("Filter", in, MemoryScope::global, s.filter_elements(), true),
+            std::min(max_elems, widest_copy(s.k)),
+            tc::matrix_source(s.k, k, s.k, k_tail, s.k % p.bn != 0)};
+  spec.c = Buffer::make("Output", out16_ ? in : Type::f32(), MemoryScope::global,
+                        s.output_elements());
+  spec.parameters = {spec.c, spec.a.global, spec.b.global};
+  return tc::build_tc_gemm(spec, p);
+}
+
+}  // namespace cutune

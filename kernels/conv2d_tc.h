@@ -1,0 +1,65 @@
+#pragma once
+// Tensor-core 2-D convolution in NHWC as an implicit GEMM, fp16 or bf16 inputs with fp32
+// accumulation on mma.sync.m16n8k16. Input [N,H,W,C], filter [R,S,C,K] (HWIO), output
+// [N,P,Q,K] in fp32, or in the input type (rounded to nearest even) for the `_out16`
+// templates. Any shape, stride, padding and dilation that conv_shape.h accepts.
+//
+// Operators and templates: op `conv2d_fp16` / `conv2d_bf16` (the input type), templates
+// `<op>_nhwc` (fp32 output) and `<op>_nhwc_out16`; shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]].
+//
+// The convolution is the GEMM Out[M, K] = A[M, R·S·C] · Filter[R·S·C, K] with M = N·P·Q (row
+// m = output pixel (n, p, q); column kk = (r, s, c), c fastest), the filter a row-major
+// [R·S·C, K] matrix and the output the GEMM's row-major C as it lies. It is the tensor-core
+// GEMM kernel of gemm_tc.h with B row-major (layout nn) and the same knobs, built from the same
+// blocks (tc_blocks.h); only the A loader differs: A is never built, each copy into the A tile
+// decomposes its m and kk and reads Input[n, p·stride - pad + r·dilation, q·stride - pad +
+// s·dilation, c..] directly, and copies that fall into the padding or past the M or K tails
+// fill zeros (cp.async with src_bytes 0, or a stored zero).
+//
+// copy_bytes is the widest copy: the A copies narrow to the widest of 2, 4, 8, 16 bytes that
+// keeps a copy within one pixel's channels (C a multiple of it), the filter copies to the widest
+// that K allows; copy_bytes wider than both allow is not in the space. Block tiles are kept
+// below twice the GEMM's extent (or at the smallest choice), split-K only with fp32 output.
+
+#include "kernels/conv_shape.h"
+#include "kernels/template.h"
+
+namespace cutune {
+
+class Conv2dTcTemplate final : public Template {
+ public:
+  // input: Float16 or BFloat16; out16: output in the input type instead of fp32.
+  Conv2dTcTemplate(const ConvShape& shape, ir::DType input, bool out16);
+
+  std::string op() const override;
+  std::string name() const override;
+  std::vector<int64_t> shape() const override { return shape_.to_vector(); }
+  const ConfigSpace& space() const override { return space_; }
+  ir::Kernel build(const Config& config) const override;
+  // Output [N,P,Q,K], input [N,H,W,C], filter [R,S,C,K].
+  std::vector<TensorSpec> tensors() const override;
+  // Inputs are taken as given (the caller has rounded them to the input type).
+  void reference(std::vector<std::vector<float>>& tensors) const override;
+  double flops() const override { return shape_.flops(); }
+  int64_t reduction_length() const override { return shape_.reduction_length(); }
+  std::vector<Config> reference_configs() const override;
+  std::vector<std::string> loop_names() const override;
+  std::vector<std::string> buffer_names() const override;
+
+  const ConvShape& conv_shape() const { return shape_; }
+  int64_t gemm_m() const { return shape_.n * shape_.p * shape_.q; }
+  int64_t gemm_k() const { return shape_.r * shape_.s * shape_.c; }
+
+  // The template names `make_template` accepts for `op` ("conv2d_fp16" or "conv2d_bf16").
+  static std::vector<std::string> template_names(const std::string& op);
+
+ private:
+  void define_space();
+
+  ConvShape shape_;
+  ir::DType input_;
+  bool out16_;
+  ConfigSpace space_;
+};
+
+}  // namespace cutune

@@ -1,0 +1,122 @@
+#pragma once
+// The building blocks of the tensor-core templates (gemm_tc, conv2d_tc): both compute a GEMM
+// C[M,N] = A[M,K] · B[K,N] with fp16 or bf16 inputs and fp32 accumulation on mma.sync.m16n8k16,
+// and differ only in where a block's A and B slices come from (a row-major matrix, or an
+// input image gathered patch by patch). gemm_tc.h describes the kernel and its knobs.
+//
+// The pieces: the knobs and their shape-independent constraints (TcParams), a ring of shared
+// tiles with its padding or swizzle (SmemTile), the copy of one slice into a ring slot with
+// cp.async zero-fill or element copies (TileCopy, reading through a CopySource), and the whole
+// kernel around them (build_tc_gemm: rasterisation, split-K, the cp.async pipeline, ldmatrix
+// or per-lane fragments, mma, epilogue).
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/ir/ir.h"
+#include "src/space/config_space.h"
+
+namespace cutune::tc {
+
+// The opt-in dynamic shared memory of sm_80/sm_90 blocks, bytes.
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+struct TcParams {
+  int bm, bn, bk, wm, wn, stages, smem_layout, copy_bytes, raster, split_k, epi_vec;
+  bool ldmatrix;
+  int warps_m() const { return bm / wm; }
+  int warps_n() const { return bn / wn; }
+  int threads() const { return 32 * warps_m() * warps_n(); }
+  int mi() const { return wm / 16; }  // m16 tiles per warp
+  int ni() const { return wn / 8; }   // n8 tiles per warp
+};
+
+TcParams tc_params(const Config& c);
+
+// Defines every knob (block_m/n/k, warp_m/n, stages, smem_layout, copy_bytes, ldmatrix,
+// raster_group, split_k, epilogue_vec) and the constraints that hold for any shape: warp tiles
+// divide the block tile, 1 to 16 warps, at most 128 accumulators per thread.
+void define_tc_knobs(ConfigSpace& space);
+
+// The constraints that follow the GEMM's N and K and the B tile's layout: shared memory within
+// the opt-in limit, split-K only into fp32 C with scalar atomics and with a K slice for every
+// split, paired epilogue stores only for an even N.
+void add_tc_shape_constraints(ConfigSpace& space, bool b_k_major, int64_t n, int64_t k,
+                              bool out16);
+
+// A ring of `stages` shared tiles of rows × cols 16-bit elements, cols contiguous, laid out by
+// smem_layout (0 plain, 1 rows padded by 8 elements, 2 rotation-swizzled 16-byte chunks).
+struct SmemTile {
+  ir::Buffer buffer;
+  int rows, cols, layout;
+  int row_len() const { return layout == 1 ? cols + 8 : cols; }
+  int64_t stage_elements() const { return int64_t{rows} * row_len(); }
+
+  // The element offset of (row, col) in stage `stage`.
+  ir::Expr offset(const ir::Expr& stage, const ir::Expr& row, const ir::Expr& col) const;
+};
+
+// Where the copy of `elems` consecutive tile elements starting at (row, col) of the slice reads
+// from: the global element index of the first, and the conditions under which the copy is in
+// range (empty: always). An out-of-range copy fills zeros; all `elems` elements must be in
+// range together or out of range together.
+struct CopySource {
+  ir::Expr index;
+  std::vector<ir::Expr> in_range;
+};
+// (row0, col0): the slice's first row and column in the GEMM's view of the operand; (row,
+// col): the copy's position within the slice.
+using SourceFn = std::function<CopySource(const ir::Expr& row0, const ir::Expr& col0,
+                                          const ir::Expr& row, const ir::Expr& col)>;
+
+// A row-major global matrix `ld` elements a row, guarded against rows >= row_limit and
+// columns >= col_limit where asked.
+SourceFn matrix_source(int64_t ld, int64_t row_limit, int64_t col_limit, bool guard_rows,
+                       bool guard_cols);
+
+// Copies one slice into a SmemTile, `elems` elements per copy: cp.async of 2·elems bytes with
+// zero-fill (src_bytes 0 and the buffer's first element as the source when out of range), or
+// (elems == 1) a synchronous element copy. Copies are dealt to the block's threads in turn;
+// the loop variable is `<prefix>_cp`.
+struct TileCopy {
+  std::string prefix;
+  ir::Buffer global;
+  const SmemTile* tile;
+  int elems, threads;
+  SourceFn source;
+  ir::DType dtype;
+
+  int copies() const { return tile->rows * tile->cols / elems; }
+  ir::Stmt copy(const ir::Expr& tx, const ir::Expr& stage, const ir::Expr& row0,
+                const ir::Expr& col0) const;
+};
+
+// One operand of build_tc_gemm: its global buffer, how wide its copies are and where they read.
+struct TcOperand {
+  ir::Buffer global;
+  int elems;  // elements per copy: 1 (synchronous), 2, 4 or 8 (cp.async of 4, 8, 16 bytes)
+  SourceFn source;
+};
+
+// A tensor-core GEMM kernel to build. A's slices are block_m × block_k ([rows m][k]); B's are
+// [k][n] when b_k_major (fragments by ldmatrix .trans) and [n][k] otherwise. C is a row-major
+// m × n matrix of fp32 or (out16) the input type.
+struct TcGemmSpec {
+  std::string name;
+  int64_t m, n, k;
+  ir::DType input;
+  bool out16;
+  bool b_k_major;
+  TcOperand a, b;
+  ir::Buffer c;
+  std::vector<ir::Buffer> parameters;  // the kernel's global buffers in parameter order
+};
+
+ir::Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p);
+
+// The loop and buffer names build_tc_gemm can produce besides the globals (feature slots).
+std::vector<std::string> tc_loop_names();
+std::vector<std::string> tc_local_buffer_names();
+
+}  // namespace cutune::tc
