@@ -156,7 +156,7 @@ static inline int atomicMin(int* p, int v) {
 }
 
 // Tensor-core and warp-level intrinsics, with the names and signatures of the contract in
-// src/emulator/CONTRACT.md. Generated CUDA calls them; on a GPU the code generator's
+// src/ir/intrinsics_contract.md. Generated CUDA calls them; on a GPU the code generator's
 // definitions (inline PTX, inside `#if defined(__CUDA_ARCH__)`) are compiled instead of these.
 //
 // mma, ldmatrix, the shuffles and __syncwarp are warp-collective: every lane publishes its

@@ -4,7 +4,7 @@
 // IR Calls of fixed names; the code generator emits the CUDA definition (inline PTX, inside
 // `#if defined(__CUDA_ARCH__)`) of each one a kernel uses, and the CPU emulator's prelude
 // defines the same names with emulated semantics. The names, signatures and fragment layouts
-// are the contract in src/emulator/CONTRACT.md (the PTX ISA's layouts for mma.m16n8k16 and
+// are the contract in src/ir/intrinsics_contract.md (the PTX ISA's layouts for mma.m16n8k16 and
 // ldmatrix.m8n8; groupID = lane / 4, threadID_in_group = lane % 4).
 //
 // Pointer arguments are `address_of` Calls (see ir.h): `address_of(buf, i)` is `&buf[i]`.
