@@ -1,11 +1,11 @@
 #include "kernels/conv2d_nchw.h"
 
 #include <algorithm>
-#include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/schedule_helpers.h"
 #include "src/ir/ir_operators.h"
 
 namespace cutune {
@@ -21,8 +21,6 @@ const std::vector<int64_t> kInnerF = {1, 2, 4, 8};
 const std::vector<int64_t> kInnerYX = {1, 2, 4};
 constexpr int64_t kMaxAccumulators = 64;  // beyond, sampled kernels spill at 255 registers
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One output axis's four-way split: block (derived) · vthread · thread · inner.
 struct AxisTile {
@@ -56,33 +54,10 @@ NchwParams params_of(const Config& c) {
   return p;
 }
 
-// Input rows (or columns) a block's patch spans for `tile` outputs and `taps` filter taps.
-int64_t patch_extent(int64_t tile, int64_t taps, const ConvShape& s) {
-  return (tile - 1) * s.stride + (taps - 1) * s.dilation + 1;
-}
-
-// The largest thread count along an axis that the "not mostly overhang" rule allows.
-int64_t max_threads_along(const std::vector<int64_t>& choices, int64_t extent) {
-  int64_t best = 1;
-  for (int64_t t : choices) {
-    if (t < 2 * extent) best = std::max(best, t);
-  }
-  return best;
-}
-
-// `elements` consecutive slots shared out over `threads` threads: slot v = r·threads + t.
-Stmt cooperative(const std::string& var, int64_t elements, int64_t threads, const Expr& t,
-                 const std::function<Stmt(Expr v)>& body) {
-  Expr r = int_var(var);
-  Expr v = r * threads + t;
-  Stmt s = body(v);
-  if (elements % threads != 0) s = IfThenElse::make(v < elements, s);
-  return For::make(var, 0, ceil_div(elements, threads), ForKind::unrolled, s);
-}
-
 }  // namespace
 
-Conv2dNchwTemplate::Conv2dNchwTemplate(const ConvShape& shape) : shape_(shape) {
+Conv2dNchwTemplate::Conv2dNchwTemplate(const ConvShape& shape)
+    : ConvTemplate(shape, ConvLayout::nchw) {
   if (shape_.depthwise) throw TaskError("conv2d_nchw needs a conv2d shape, not a depthwise one");
   define_space();
 }
@@ -135,10 +110,7 @@ std::vector<Config> Conv2dNchwTemplate::reference_configs() const {
   auto add = [&](nlohmann::json knobs) {
     knobs["tile_ry"] = {1, shape_.r};
     knobs["tile_rx"] = {1, shape_.s};
-    nlohmann::json j;
-    j["knobs"] = std::move(knobs);
-    Config c = space_.from_json(j);
-    if (space_.is_valid(c)) out.push_back(c);
+    add_if_valid(space_, std::move(knobs), out);
   };
   // 32 channels × 8×8 outputs a block, 128 threads with 4×2×2 outputs each.
   add({{"vthread_f", 1}, {"thread_f", 8}, {"inner_f", 4}, {"vthread_y", 1}, {"thread_y", 4},
@@ -153,16 +125,6 @@ std::vector<Config> Conv2dNchwTemplate::reference_configs() const {
        {"inner_y", 1}, {"vthread_x", 1}, {"thread_x", 4}, {"inner_x", 1}, {"rc_inner", 4},
        {"auto_unroll_max_step", 64}});
   return out;
-}
-
-std::vector<TensorSpec> Conv2dNchwTemplate::tensors() const {
-  return {{"Output", Type::f32(), shape_.output_elements(), true},
-          {"Input", Type::f32(), shape_.input_elements(), false},
-          {"Filter", Type::f32(), shape_.filter_elements(), false}};
-}
-
-void Conv2dNchwTemplate::reference(std::vector<std::vector<float>>& t) const {
-  conv_reference(shape_, ConvLayout::nchw, t[1], t[2], t[0]);
 }
 
 Kernel Conv2dNchwTemplate::build(const Config& config) const {

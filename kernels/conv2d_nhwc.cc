@@ -1,11 +1,11 @@
 #include "kernels/conv2d_nhwc.h"
 
 #include <algorithm>
-#include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/schedule_helpers.h"
 #include "src/ir/ir_operators.h"
 
 namespace cutune {
@@ -13,8 +13,6 @@ namespace cutune {
 using namespace ir;
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 struct NhwcParams {
   int64_t bm, bn, bk, tm, tn, fm, fn, vec, pad;
@@ -40,27 +38,10 @@ NhwcParams params_of(const Config& c) {
   return p;
 }
 
-// A rows × cols tile read in vectors of `vec` along its columns, shared out over the
-// threads: vector v = r·threads + t. `f` gets the register slot's vector index r and the
-// tile-relative row and column of the vector.
-Stmt for_each_vector(const std::string& prefix, int64_t rows, int64_t cols, int64_t vec,
-                     int64_t threads, const Expr& t,
-                     const std::function<Stmt(Expr r, Expr row, Expr col)>& f) {
-  const int64_t vectors = rows * cols / vec;
-  Expr r = int_var(prefix + "_ld");
-  Expr v = r * threads + t;
-  Stmt body = f(r, v / (cols / vec), v % (cols / vec) * vec);
-  if (vectors % threads != 0) body = IfThenElse::make(v < vectors, body);
-  return For::make(prefix + "_ld", 0, ceil_div(vectors, threads), ForKind::unrolled, body);
-}
-
-int64_t per_thread_vectors(int64_t rows, int64_t cols, int64_t vec, int64_t threads) {
-  return ceil_div(rows * cols / vec, threads);
-}
-
 }  // namespace
 
-Conv2dNhwcTemplate::Conv2dNhwcTemplate(const ConvShape& shape) : shape_(shape) {
+Conv2dNhwcTemplate::Conv2dNhwcTemplate(const ConvShape& shape)
+    : ConvTemplate(shape, ConvLayout::nhwc) {
   if (shape_.depthwise) throw TaskError("conv2d_nhwc needs a conv2d shape, not a depthwise one");
   define_space();
 }
@@ -121,10 +102,7 @@ void Conv2dNhwcTemplate::define_space() {
 std::vector<Config> Conv2dNhwcTemplate::reference_configs() const {
   std::vector<Config> out;
   auto add = [&](nlohmann::json knobs) {
-    nlohmann::json j;
-    j["knobs"] = std::move(knobs);
-    Config c = space_.from_json(j);
-    if (space_.is_valid(c)) out.push_back(c);
+    add_if_valid(space_, std::move(knobs), out);
   };
   for (int vec : {4, 1}) {
     // The SGEMM-like tile: 128×64 per block, 8×4 per thread, double buffered.
@@ -137,16 +115,6 @@ std::vector<Config> Conv2dNhwcTemplate::reference_configs() const {
          {"double_buffer", 1}, {"unroll_k", 1}});
   }
   return out;
-}
-
-std::vector<TensorSpec> Conv2dNhwcTemplate::tensors() const {
-  return {{"Output", Type::f32(), shape_.output_elements(), true},
-          {"Input", Type::f32(), shape_.input_elements(), false},
-          {"Filter", Type::f32(), shape_.filter_elements(), false}};
-}
-
-void Conv2dNhwcTemplate::reference(std::vector<std::vector<float>>& t) const {
-  conv_reference(shape_, ConvLayout::nhwc, t[1], t[2], t[0]);
 }
 
 Kernel Conv2dNhwcTemplate::build(const Config& config) const {
@@ -172,22 +140,17 @@ Kernel Conv2dNhwcTemplate::build(const Config& config) const {
   Buffer acc = Buffer::make("Output_local", Type::f32(), MemoryScope::local, p.tm * p.tn);
   Buffer a_frag = Buffer::make("A_frag", Type::f32(), MemoryScope::local, p.tm);
   Buffer b_frag = Buffer::make("B_frag", Type::f32(), MemoryScope::local, p.tn);
-  const int64_t a_vectors = per_thread_vectors(p.bm, p.bk, p.vec, threads);
-  const int64_t b_vectors = per_thread_vectors(p.bk, p.bn, p.vec, threads);
-  Buffer a_regs = Buffer::make("A_ld", Type::f32(), MemoryScope::local, a_vectors * p.vec);
-  Buffer b_regs = Buffer::make("B_ld", Type::f32(), MemoryScope::local, b_vectors * p.vec);
+  VectorTile a_tile{"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s};
+  VectorTile b_tile{"b", p.bk, p.bn, p.vec, threads, Buffer(), b_shared, false, ldb_s};
+  a_tile.regs = Buffer::make("A_ld", Type::f32(), MemoryScope::local, a_tile.per_thread() * p.vec);
+  b_tile.regs = Buffer::make("B_ld", Type::f32(), MemoryScope::local, b_tile.per_thread() * p.vec);
 
   Expr t = int_var("tx"), bx = int_var("bx"), by = int_var("by");
   Expr thread_row = int_var("thread_row"), thread_col = int_var("thread_col");
 
-  auto zero_vector = [&](const Buffer& regs, const Expr& r, const std::string& var) {
-    Expr e = int_var(var);
-    return For::make(var, 0, p.vec, ForKind::unrolled, Store::make(regs, r * p.vec + e, f32(0.0)));
-  };
-
   // Global -> registers for the K step starting at k0. The A copy is the im2col.
   auto load_tiles = [&](const Expr& k0) {
-    Stmt la = for_each_vector("a", p.bm, p.bk, p.vec, threads, t, [&](Expr r, Expr row, Expr col) {
+    Stmt la = a_tile.for_each_vector(t, [&](Expr r, Expr row, Expr col) {
       Expr gm = bx * p.bm + row, kk = k0 + col;
       Expr img = gm / (s.p * s.q), oy = gm / s.q % s.p, ox = gm % s.q;
       Expr c = kk % s.c, fx = kk / s.c % s.s, fy = kk / (s.c * s.s);
@@ -197,102 +160,35 @@ Kernel Conv2dNhwcTemplate::build(const Config& config) const {
       if (k_tail) in_bounds.push_back(kk < kg);
       // Without padding every valid (m, kk) reads inside the input: P and Q are defined so.
       if (s.pad > 0) in_bounds.push_back(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w);
-      Stmt copy = Store::make(a_regs, r * p.vec,
+      Stmt copy = Store::make(a_tile.regs, r * p.vec,
                               Load::make(input, ((img * s.h + iy) * s.w + ix) * s.c + c, p.vec));
-      return IfThenElse::make(all_of(in_bounds), copy, zero_vector(a_regs, r, "a_z"));
+      return IfThenElse::make(all_of(in_bounds), copy, a_tile.zero(r));
     });
-    Stmt lb = for_each_vector("b", p.bk, p.bn, p.vec, threads, t, [&](Expr r, Expr row, Expr col) {
+    Stmt lb = b_tile.for_each_vector(t, [&](Expr r, Expr row, Expr col) {
       Expr kk = k0 + row, gn = by * p.bn + col;
       std::vector<Expr> in_bounds = {gn < s.k};
       if (k_tail) in_bounds.push_back(kk < kg);
-      Stmt copy = Store::make(b_regs, r * p.vec, Load::make(filter, kk * s.k + gn, p.vec));
-      return IfThenElse::make(all_of(in_bounds), copy, zero_vector(b_regs, r, "b_z"));
+      Stmt copy = Store::make(b_tile.regs, r * p.vec, Load::make(filter, kk * s.k + gn, p.vec));
+      return IfThenElse::make(all_of(in_bounds), copy, b_tile.zero(r));
     });
     return Block::make({la, lb});
   };
   // Registers -> shared stage; A is transposed to [k][m].
   auto store_tiles = [&](const Expr& stage) {
-    Stmt sa = for_each_vector("a", p.bm, p.bk, p.vec, threads, t, [&](Expr r, Expr row, Expr col) {
-      Expr e = int_var("a_e");
-      return For::make("a_e", 0, p.vec, ForKind::unrolled,
-                       Store::make(a_shared, stage * (p.bk * lda_s) + (col + e) * lda_s + row,
-                                   Load::make(a_regs, r * p.vec + e)));
-    });
-    Stmt sb = for_each_vector("b", p.bk, p.bn, p.vec, threads, t, [&](Expr r, Expr row, Expr col) {
-      return Store::make(b_shared, stage * (p.bk * ldb_s) + row * ldb_s + col,
-                         Load::make(b_regs, r * p.vec, p.vec));
-    });
-    return Block::make({sa, sb});
+    return Block::make({a_tile.store(t, stage * (p.bk * lda_s)),
+                        b_tile.store(t, stage * (p.bk * ldb_s))});
   };
 
-  auto tile_row = [&](const Expr& i) {
-    return i / p.fm * (tm_threads * p.fm) + thread_row * p.fm + i % p.fm;
-  };
-  auto tile_col = [&](const Expr& j) {
-    return j / p.fn * (tn_threads * p.fn) + thread_col * p.fn + j % p.fn;
-  };
+  const RegisterTile tile{p.bm,     p.bn,       p.bk,       p.tm,       p.tn,
+                          p.fm,     p.fn,       tm_threads, tn_threads, lda_s,
+                          ldb_s,    p.unroll_k, a_shared,   b_shared,   acc,
+                          a_frag,   b_frag,     thread_row, thread_col};
+  Stmt main_loop = tile.main_loop(k_steps, p.double_buffer, load_tiles, store_tiles);
+  // The output is the GEMM's row-major C.
+  Stmt epilogue = tile.epilogue(output, bx * p.bm, by * p.bn, m, s.k);
 
-  auto compute = [&](const Expr& stage) {
-    Expr kk = int_var("k"), ii = int_var("i_frag"), jj = int_var("j_frag");
-    Stmt load_a = For::make(
-        "i_frag", 0, p.tm / p.fm, ForKind::unrolled,
-        Store::make(a_frag, ii * p.fm,
-                    Load::make(a_shared, stage * (p.bk * lda_s) + kk * lda_s + tile_row(ii * p.fm),
-                               int(p.fm))));
-    Stmt load_b = For::make(
-        "j_frag", 0, p.tn / p.fn, ForKind::unrolled,
-        Store::make(b_frag, jj * p.fn,
-                    Load::make(b_shared, stage * (p.bk * ldb_s) + kk * ldb_s + tile_col(jj * p.fn),
-                               int(p.fn))));
-    Expr i = int_var("i"), j = int_var("j");
-    Expr slot = i * p.tn + j;
-    Stmt fma = Store::make(acc, slot,
-                           Load::make(acc, slot) + Load::make(a_frag, i) * Load::make(b_frag, j));
-    Stmt outer = For::make("i", 0, p.tm, ForKind::unrolled,
-                           For::make("j", 0, p.tn, ForKind::unrolled, fma));
-    return For::make("k", 0, p.bk, p.unroll_k ? ForKind::unrolled : ForKind::serial,
-                     Block::make({load_a, load_b, outer}));
-  };
-
-  Expr ko = int_var("k_outer");
-  Stmt main_loop;
-  if (!p.double_buffer) {
-    main_loop = For::make("k_outer", 0, k_steps, ForKind::serial,
-                          Block::make({load_tiles(ko * p.bk), store_tiles(0), Sync::make(),
-                                       compute(0), Sync::make()}));
-  } else {
-    Expr has_next = ko + 1 < k_steps;
-    Stmt prologue = Block::make({load_tiles(0), store_tiles(0), Sync::make()});
-    Stmt loop = For::make(
-        "k_outer", 0, k_steps, ForKind::serial,
-        Block::make({IfThenElse::make(has_next, load_tiles((ko + 1) * p.bk)), compute(ko % 2),
-                     IfThenElse::make(has_next, store_tiles((ko + 1) % 2)), Sync::make()}));
-    main_loop = Block::make({prologue, loop});
-  }
-
-  Expr z = int_var("i");
-  Stmt init = For::make("i", 0, p.tm * p.tn, ForKind::unrolled, Store::make(acc, z, f32(0.0)));
-
-  // The output is the GEMM's row-major C; vector stores where K keeps them aligned.
-  const int64_t store_vec = (s.k % p.fn == 0) ? p.fn : 1;
-  Expr i = int_var("i"), jv = int_var("j");
-  Expr grow = bx * p.bm + tile_row(i);
-  Expr gcol = by * p.bn + tile_col(jv * store_vec);
-  Stmt write = IfThenElse::make(
-      grow < m && gcol < s.k,
-      Store::make(output, grow * s.k + gcol,
-                  Load::make(acc, i * p.tn + jv * store_vec, int(store_vec))));
-  Stmt epilogue = For::make("i", 0, p.tm, ForKind::unrolled,
-                            For::make("j", 0, p.tn / store_vec, ForKind::unrolled, write));
-
-  Stmt body = Block::make({init, main_loop, epilogue});
-  body = Allocate::make(b_regs, body);
-  body = Allocate::make(a_regs, body);
-  body = Allocate::make(b_frag, body);
-  body = Allocate::make(a_frag, body);
-  body = Allocate::make(acc, body);
-  body = Allocate::make(b_shared, body);
-  body = Allocate::make(a_shared, body);
+  Stmt body = Block::make({tile.init(), main_loop, epilogue});
+  body = tile.allocate(body, a_tile.regs, b_tile.regs);
   body = LetStmt::make("thread_col", t % tn_threads, body);
   body = LetStmt::make("thread_row", t / tn_threads, body);
   body = For::make("tx", 0, threads, ForKind::thread_x, body);

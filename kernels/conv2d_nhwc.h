@@ -18,39 +18,27 @@
 // of the shared rows, double_buffer (registers prefetch the next step during this one's
 // compute), and unroll_k.
 
-#include "kernels/conv_shape.h"
-#include "kernels/template.h"
+#include "kernels/conv_template.h"
 
 namespace cutune {
 
-class Conv2dNhwcTemplate final : public Template {
+class Conv2dNhwcTemplate final : public ConvTemplate {
  public:
   explicit Conv2dNhwcTemplate(const ConvShape& shape);
 
   std::string op() const override { return "conv2d"; }
   std::string name() const override { return "conv2d_nhwc"; }
-  std::vector<int64_t> shape() const override { return shape_.to_vector(); }
-  const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
-  // Output [N,P,Q,K], input [N,H,W,C], filter [R,S,C,K].
-  std::vector<TensorSpec> tensors() const override;
-  void reference(std::vector<std::vector<float>>& tensors) const override;
-  double flops() const override { return shape_.flops(); }
-  int64_t reduction_length() const override { return shape_.reduction_length(); }
   std::vector<Config> reference_configs() const override;
   // Every loop variable and buffer build() can produce (the feature extractor's slots).
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
 
-  const ConvShape& conv_shape() const { return shape_; }
   int64_t gemm_m() const { return shape_.n * shape_.p * shape_.q; }
   int64_t gemm_k() const { return shape_.r * shape_.s * shape_.c; }
 
  private:
   void define_space();
-
-  ConvShape shape_;
-  ConfigSpace space_;
 };
 
 }  // namespace cutune

@@ -47,8 +47,7 @@ void Conv2dTcTemplate::define_space() {
   tc::define_tc_knobs(space_);
   const int64_t m = gemm_m(), n = shape_.k, k = gemm_k();
   const int widest = std::max(widest_copy(shape_.c), widest_copy(shape_.k));
-  space_.add_constraint("copies no wider than the channels (C for the input, K for the filter) "
-                        "allow",
+  space_.add_constraint("copies no wider than the channels C or K allow",
                         [widest](const Config& c) { return c.get("copy_bytes") / 2 <= widest; });
   space_.add_constraint("block tile less than twice the extent, or the smallest",
                         [m, n, k](const Config& c) {

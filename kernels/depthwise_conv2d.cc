@@ -1,11 +1,11 @@
 #include "kernels/depthwise_conv2d.h"
 
 #include <algorithm>
-#include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/schedule_helpers.h"
 #include "src/ir/ir_operators.h"
 
 namespace cutune {
@@ -17,8 +17,6 @@ namespace {
 const std::vector<int64_t> kThreadsY = {1, 2, 4, 7, 8, 16};
 const std::vector<int64_t> kThreadsX = {1, 2, 4, 7, 8, 14, 16, 32};
 constexpr int64_t kMaxAccumulators = 64;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 struct DepthwiseParams {
   int64_t cb, ty, tx, iy, ix;
@@ -40,30 +38,10 @@ DepthwiseParams params_of(const Config& c) {
   return p;
 }
 
-int64_t patch_extent(int64_t tile, int64_t taps, const ConvShape& s) {
-  return (tile - 1) * s.stride + (taps - 1) * s.dilation + 1;
-}
-
-int64_t max_threads_along(const std::vector<int64_t>& choices, int64_t extent) {
-  int64_t best = 1;
-  for (int64_t t : choices) {
-    if (t < 2 * extent) best = std::max(best, t);
-  }
-  return best;
-}
-
-Stmt cooperative(const std::string& var, int64_t elements, int64_t threads, const Expr& t,
-                 const std::function<Stmt(Expr v)>& body) {
-  Expr r = int_var(var);
-  Expr v = r * threads + t;
-  Stmt s = body(v);
-  if (elements % threads != 0) s = IfThenElse::make(v < elements, s);
-  return For::make(var, 0, ceil_div(elements, threads), ForKind::unrolled, s);
-}
-
 }  // namespace
 
-DepthwiseConv2dTemplate::DepthwiseConv2dTemplate(const ConvShape& shape) : shape_(shape) {
+DepthwiseConv2dTemplate::DepthwiseConv2dTemplate(const ConvShape& shape)
+    : ConvTemplate(shape, ConvLayout::nchw) {
   if (!shape_.depthwise) throw TaskError("depthwise_conv2d_nchw needs a depthwise shape");
   define_space();
 }
@@ -106,10 +84,7 @@ void DepthwiseConv2dTemplate::define_space() {
 std::vector<Config> DepthwiseConv2dTemplate::reference_configs() const {
   std::vector<Config> out;
   auto add = [&](nlohmann::json knobs) {
-    nlohmann::json j;
-    j["knobs"] = std::move(knobs);
-    Config c = space_.from_json(j);
-    if (space_.is_valid(c)) out.push_back(c);
+    add_if_valid(space_, std::move(knobs), out);
   };
   // 16×32 outputs of one channel per block, two per thread, interleaved.
   add({{"channel_block", 1}, {"thread_y", 8}, {"thread_x", 32}, {"inner_y", 2},
@@ -120,16 +95,6 @@ std::vector<Config> DepthwiseConv2dTemplate::reference_configs() const {
   add({{"channel_block", 2}, {"thread_y", 7}, {"thread_x", 7}, {"inner_y", 1},
        {"inner_x", 1}, {"interleave", 1}, {"unroll_filter", 1}});
   return out;
-}
-
-std::vector<TensorSpec> DepthwiseConv2dTemplate::tensors() const {
-  return {{"Output", Type::f32(), shape_.output_elements(), true},
-          {"Input", Type::f32(), shape_.input_elements(), false},
-          {"Filter", Type::f32(), shape_.filter_elements(), false}};
-}
-
-void DepthwiseConv2dTemplate::reference(std::vector<std::vector<float>>& t) const {
-  conv_reference(shape_, ConvLayout::nchw, t[1], t[2], t[0]);
 }
 
 Kernel DepthwiseConv2dTemplate::build(const Config& config) const {

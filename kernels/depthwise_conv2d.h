@@ -16,37 +16,24 @@
 // block counts (odd extents such as 7, 14 or 55 are tiled with guards), each kept below twice
 // its extent.
 
-#include "kernels/conv_shape.h"
-#include "kernels/template.h"
+#include "kernels/conv_template.h"
 
 namespace cutune {
 
-class DepthwiseConv2dTemplate final : public Template {
+class DepthwiseConv2dTemplate final : public ConvTemplate {
  public:
   explicit DepthwiseConv2dTemplate(const ConvShape& shape);
 
   std::string op() const override { return "depthwise_conv2d"; }
   std::string name() const override { return "depthwise_conv2d_nchw"; }
-  std::vector<int64_t> shape() const override { return shape_.to_vector(); }
-  const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
-  // Output [N,C,P,Q], input [N,C,H,W], filter [C,1,R,S].
-  std::vector<TensorSpec> tensors() const override;
-  void reference(std::vector<std::vector<float>>& tensors) const override;
-  double flops() const override { return shape_.flops(); }
-  int64_t reduction_length() const override { return shape_.reduction_length(); }
   std::vector<Config> reference_configs() const override;
   // Every loop variable and buffer build() can produce (the feature extractor's slots).
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
 
-  const ConvShape& conv_shape() const { return shape_; }
-
  private:
   void define_space();
-
-  ConvShape shape_;
-  ConfigSpace space_;
 };
 
 }  // namespace cutune

@@ -1,10 +1,9 @@
 #include "kernels/gemm.h"
 
-#include <functional>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/schedule_helpers.h"
 #include "src/ir/ir_operators.h"
 
 namespace cutune {
@@ -39,68 +38,30 @@ GemmParams params_of(const Config& c) {
   return p;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-Expr i32(int64_t v) { return IntImm::make(Type::i32(), v); }
-
-// Copies one operand tile between global memory, registers and shared memory. The tile is
-// `rows` × `cols` of a row-major global matrix whose rows are `ld` elements long, read in
-// vectors of `vec` along the columns; `transpose` stores it to shared memory as [col][row].
+// One operand tile of a row-major global matrix whose rows are `ld` elements long: a
+// VectorTile (see schedule_helpers.h) whose global -> registers copy is guarded against the
+// matrix's extents.
 struct TileCopy {
-  std::string prefix;  // "a" or "b": names of its variables
-  Buffer global, regs, shared;
-  int rows, cols, vec, threads;
-  int64_t ld;                 // global row length
+  VectorTile tile;
+  Buffer global;
+  int64_t ld;                    // global row length
   int64_t row_limit, col_limit;  // global extents, for the tail guards
-  Expr row0;                  // first global row of the tile (block-dependent)
-  bool transpose;
-  int shared_ld;              // shared row length (padded)
-  bool guard_rows = true;     // false where the tile size divides the extent exactly
+  Expr row0;                     // first global row of the tile (block-dependent)
+  bool guard_rows = true;        // false where the tile size divides the extent exactly
   bool guard_cols = true;
-
-  int vectors() const { return rows * cols / vec; }
-  int per_thread() const { return int(ceil_div(vectors(), threads)); }
-
-  // Loop over this thread's vectors, with the tile-relative row and column of each.
-  Stmt for_each_vector(const Expr& t, const std::function<Stmt(Expr r, Expr row, Expr col)>& f) const {
-    Expr r = int_var(prefix + "_ld");
-    Expr v = r * threads + t;
-    int per_row = cols / vec;
-    Expr row = v / per_row;
-    Expr col = v % per_row * vec;
-    Stmt body = f(r, row, col);
-    if (vectors() % threads != 0) body = IfThenElse::make(v < vectors(), body);
-    return For::make(prefix + "_ld", 0, per_thread(), ForKind::unrolled, body);
-  }
 
   // Global -> registers for the K step `k0` (first global column of the tile).
   Stmt load(const Expr& t, const Expr& k0) const {
-    return for_each_vector(t, [&](Expr r, Expr row, Expr col) {
+    return tile.for_each_vector(t, [&](Expr r, Expr row, Expr col) {
       Expr grow = row0 + row;
       Expr gcol = k0 + col;
-      Stmt copy = Store::make(regs, r * vec, Load::make(global, grow * i32(ld) + gcol, vec));
-      Expr e = int_var(prefix + "_z");
-      Stmt zero = For::make(prefix + "_z", 0, vec, ForKind::unrolled,
-                            Store::make(regs, r * vec + e, f32(0.0)));
+      Stmt copy = Store::make(tile.regs, r * tile.vec,
+                              Load::make(global, grow * i32(ld) + gcol, int(tile.vec)));
       std::vector<Expr> in_bounds;
       if (guard_rows) in_bounds.push_back(grow < i32(row_limit));
       if (guard_cols) in_bounds.push_back(gcol < i32(col_limit));
       if (in_bounds.empty()) return copy;
-      return IfThenElse::make(all_of(in_bounds), copy, zero);
-    });
-  }
-
-  // Registers -> shared memory stage `stage_offset`.
-  Stmt store(const Expr& t, const Expr& stage_offset) const {
-    return for_each_vector(t, [&](Expr r, Expr row, Expr col) {
-      if (!transpose) {
-        return Store::make(shared, stage_offset + row * shared_ld + col,
-                           Load::make(regs, r * vec, vec));
-      }
-      Expr e = int_var(prefix + "_e");
-      return For::make(prefix + "_e", 0, vec, ForKind::unrolled,
-                       Store::make(shared, stage_offset + (col + e) * shared_ld + row,
-                                   Load::make(regs, r * vec + e)));
+      return IfThenElse::make(all_of(in_bounds), copy, tile.zero(r));
     });
   }
 };
@@ -177,10 +138,7 @@ void GemmTemplate::define_space() {
 std::vector<Config> GemmTemplate::reference_configs() const {
   std::vector<Config> out;
   auto add = [&](nlohmann::json knobs) {
-    nlohmann::json j;
-    j["knobs"] = std::move(knobs);
-    Config c = space_.from_json(j);
-    if (space_.is_valid(c)) out.push_back(c);
+    add_if_valid(space_, std::move(knobs), out);
   };
   // The classic hand-tuned SGEMM: 128x128x8 block, 8x8 per thread as 2x2 chunks of 4x4,
   // warps of 4x8 threads, float4 loads, padded double-buffered shared memory.
@@ -253,25 +211,25 @@ Kernel GemmTemplate::build(const Config& config) const {
   Expr t = int_var("tx"), bx = int_var("bx"), by = int_var("by");
   Expr thread_row = int_var("thread_row"), thread_col = int_var("thread_col");
 
-  TileCopy a_copy{"a", a, Buffer(), a_shared, p.bm, p.bk, p.vec, threads, k_, m_, k_,
-                  by * p.bm, true, lda_s};
-  a_copy.regs = Buffer::make("A_ld", Type::f32(), MemoryScope::local,
-                             int64_t{a_copy.per_thread()} * p.vec);
-  TileCopy b_copy = nn ? TileCopy{"b", b, Buffer(), b_shared, p.bk, p.bn, p.vec, threads, n_,
-                                  k_, n_, Expr(0), false, ldb_s}
-                       : TileCopy{"b", b, Buffer(), b_shared, p.bn, p.bk, p.vec, threads, k_,
-                                  n_, k_, bx * p.bn, true, ldb_s};
+  TileCopy a_copy{{"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s},
+                  a, k_, m_, k_, by * p.bm};
+  a_copy.tile.regs = Buffer::make("A_ld", Type::f32(), MemoryScope::local,
+                                  a_copy.tile.per_thread() * p.vec);
+  TileCopy b_copy =
+      nn ? TileCopy{{"b", p.bk, p.bn, p.vec, threads, Buffer(), b_shared, false, ldb_s},
+                    b, n_, k_, n_, Expr(0)}
+         : TileCopy{{"b", p.bn, p.bk, p.vec, threads, Buffer(), b_shared, true, ldb_s},
+                    b, k_, n_, k_, bx * p.bn};
   // K-direction guards are needed only for a partial last K step; the M and N guards are
   // dropped by the simplifier where the block tile divides the extent.
   bool k_tail = k_ % p.bk != 0;
   a_copy.guard_cols = k_tail;
   (nn ? b_copy.guard_rows : b_copy.guard_cols) = k_tail;
-  b_copy.regs = Buffer::make("B_ld", Type::f32(), MemoryScope::local,
-                             int64_t{b_copy.per_thread()} * p.vec);
+  b_copy.tile.regs = Buffer::make("B_ld", Type::f32(), MemoryScope::local,
+                                  b_copy.tile.per_thread() * p.vec);
 
   // In layout nn the B tile's rows are K and its columns N, so its "k0" runs along rows.
-  auto load_tiles = [&](const Expr& k_step) {
-    Expr k0 = k_step * p.bk;
+  auto load_tiles = [&](const Expr& k0) {
     Stmt la = a_copy.load(t, k0);
     Stmt lb;
     if (nn) {
@@ -284,73 +242,16 @@ Kernel GemmTemplate::build(const Config& config) const {
     return Block::make({la, lb});
   };
   auto store_tiles = [&](const Expr& stage) {
-    return Block::make({a_copy.store(t, stage * (p.bk * lda_s)),
-                        b_copy.store(t, stage * (p.bk * ldb_s))});
+    return Block::make({a_copy.tile.store(t, stage * (p.bk * lda_s)),
+                        b_copy.tile.store(t, stage * (p.bk * ldb_s))});
   };
 
-  // Rows of this thread's tile: chunk i / frag_m of frag_m consecutive rows, chunks strided
-  // by the thread grid.
-  auto tile_row = [&](const Expr& i) {
-    return i / p.fm * (tm_threads * p.fm) + thread_row * p.fm + i % p.fm;
-  };
-  auto tile_col = [&](const Expr& j) {
-    return j / p.fn * (tn_threads * p.fn) + thread_col * p.fn + j % p.fn;
-  };
-
-  auto compute = [&](const Expr& stage) {
-    Expr kk = int_var("k");
-    Expr ii = int_var("i_frag"), jj = int_var("j_frag");
-    Stmt load_a = For::make(
-        "i_frag", 0, p.tm / p.fm, ForKind::unrolled,
-        Store::make(a_frag, ii * p.fm,
-                    Load::make(a_shared,
-                               stage * (p.bk * lda_s) + kk * lda_s + tile_row(ii * p.fm),
-                               p.fm)));
-    Stmt load_b = For::make(
-        "j_frag", 0, p.tn / p.fn, ForKind::unrolled,
-        Store::make(b_frag, jj * p.fn,
-                    Load::make(b_shared,
-                               stage * (p.bk * ldb_s) + kk * ldb_s + tile_col(jj * p.fn),
-                               p.fn)));
-    Expr i = int_var("i"), j = int_var("j");
-    Expr slot = i * p.tn + j;
-    Stmt fma = Store::make(acc, slot,
-                           Load::make(acc, slot) + Load::make(a_frag, i) * Load::make(b_frag, j));
-    Stmt outer = For::make("i", 0, p.tm, ForKind::unrolled,
-                           For::make("j", 0, p.tn, ForKind::unrolled, fma));
-    return For::make("k", 0, p.bk, p.unroll_k ? ForKind::unrolled : ForKind::serial,
-                     Block::make({load_a, load_b, outer}));
-  };
-
-  Expr ko = int_var("k_outer");
-  Stmt main_loop;
-  if (!p.double_buffer) {
-    main_loop = For::make("k_outer", 0, i32(k_steps), ForKind::serial,
-                          Block::make({load_tiles(ko), store_tiles(0), Sync::make(),
-                                       compute(0), Sync::make()}));
-  } else {
-    Expr has_next = ko + 1 < i32(k_steps);
-    Stmt prologue = Block::make({load_tiles(0), store_tiles(0), Sync::make()});
-    Stmt loop = For::make(
-        "k_outer", 0, i32(k_steps), ForKind::serial,
-        Block::make({IfThenElse::make(has_next, load_tiles(ko + 1)), compute(ko % 2),
-                     IfThenElse::make(has_next, store_tiles((ko + 1) % 2)), Sync::make()}));
-    main_loop = Block::make({prologue, loop});
-  }
-
-  Expr z = int_var("i");
-  Stmt init = For::make("i", 0, p.tm * p.tn, ForKind::unrolled, Store::make(acc, z, f32(0.0)));
-
-  // Epilogue: vector stores of frag_n columns when C's rows keep them aligned.
-  int store_vec = (n_ % p.fn == 0) ? p.fn : 1;
-  Expr i = int_var("i"), jv = int_var("j");
-  Expr grow = by * p.bm + tile_row(i);
-  Expr gcol = bx * p.bn + tile_col(jv * store_vec);
-  Stmt write = IfThenElse::make(
-      grow < i32(m_) && gcol < i32(n_),
-      Store::make(c, grow * i32(n_) + gcol, Load::make(acc, i * p.tn + jv * store_vec, store_vec)));
-  Stmt epilogue = For::make("i", 0, p.tm, ForKind::unrolled,
-                            For::make("j", 0, p.tn / store_vec, ForKind::unrolled, write));
+  const RegisterTile tile{p.bm,     p.bn,       p.bk,       p.tm,       p.tn,
+                          p.fm,     p.fn,       tm_threads, tn_threads, lda_s,
+                          ldb_s,    p.unroll_k, a_shared,   b_shared,   acc,
+                          a_frag,   b_frag,     thread_row, thread_col};
+  Stmt main_loop = tile.main_loop(k_steps, p.double_buffer, load_tiles, store_tiles);
+  Stmt epilogue = tile.epilogue(c, by * p.bm, bx * p.bn, m_, n_);
 
   Expr thread_row_value, thread_col_value;
   if (p.warp_n == 0) {
@@ -364,14 +265,8 @@ Kernel GemmTemplate::build(const Config& config) const {
     thread_col_value = warp % warps_n * p.warp_n + lane % p.warp_n;
   }
 
-  Stmt body = Block::make({init, main_loop, epilogue});
-  body = Allocate::make(b_copy.regs, body);
-  body = Allocate::make(a_copy.regs, body);
-  body = Allocate::make(b_frag, body);
-  body = Allocate::make(a_frag, body);
-  body = Allocate::make(acc, body);
-  body = Allocate::make(b_shared, body);
-  body = Allocate::make(a_shared, body);
+  Stmt body = Block::make({tile.init(), main_loop, epilogue});
+  body = tile.allocate(body, a_copy.tile.regs, b_copy.tile.regs);
   body = LetStmt::make("thread_col", thread_col_value, body);
   body = LetStmt::make("thread_row", thread_row_value, body);
   body = For::make("tx", 0, threads, ForKind::thread_x, body);

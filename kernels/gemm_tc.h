@@ -29,6 +29,9 @@
 // into C (fp32 C only, which is then zeroed before the launch: TensorSpec::zero_init).
 // epilogue_vec 2 stores each lane's two adjacent columns as one float2 (fp32) or one 32-bit
 // pair (16-bit C) when N is even.
+//
+// The kernel is assembled from the building blocks in tc_blocks.h, which the tensor-core
+// convolution (conv2d_tc.h) shares.
 
 #include "kernels/template.h"
 

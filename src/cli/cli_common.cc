@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "src/runtime/device.h"
+#include "src/tune/gpu_measurer.h"
 
 namespace cutune::cli {
 
@@ -40,11 +41,8 @@ ir::TargetLimits TaskOptions::limits() const {
       break;
     }
   }
-  ir::TargetLimits l;
+  ir::TargetLimits l = device_limits(d);
   l.arch = resolved_arch();
-  l.max_threads_per_block = d.max_threads_per_block;
-  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
-  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
   return l;
 }
 

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -76,15 +75,6 @@ struct LayerOutcome {
   int transfer_tasks = 0;
 };
 
-ir::TargetLimits limits_of(const DeviceInfo& d) {
-  ir::TargetLimits l;
-  l.arch = d.arch();
-  l.max_threads_per_block = d.max_threads_per_block;
-  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
-  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
-  return l;
-}
-
 std::vector<Record> log_records(const std::string& path) {
   if (!std::filesystem::exists(path)) return {};
   return read_log(path, {.lenient = true}).records;
@@ -97,29 +87,10 @@ std::shared_ptr<const TransferModel> transfer_model(const std::vector<Record>& r
                                                     const cost_model::FeatureExtractor& features,
                                                     const ir::TargetLimits& limits,
                                                     int* tasks) {
-  std::map<TaskKey, std::pair<std::unique_ptr<Template>,
-                              std::unique_ptr<cost_model::FeatureExtractor>>> others;
-  RecordFeaturizer featurize = [&](const Record& r, std::span<float> out) {
-    if (r.task.template_name != key.template_name) return false;
-    auto it = others.find(r.task);
-    if (it == others.end()) {
-      std::unique_ptr<Template> t;
-      try {
-        t = make_template(r.task.op, r.task.shape, r.task.template_name);
-      } catch (const TaskError&) {
-        return false;
-      }
-      auto f = cost_model::make_ir_features(*t, limits);
-      it = others.emplace(r.task, std::make_pair(std::move(t), std::move(f))).first;
-    }
-    const auto& [t, f] = it->second;
-    if (f->schema() != features.schema() || r.config_index >= t->space().size()) return false;
-    f->extract(t->space().get(r.config_index), out);
-    return true;
-  };
   try {
     auto model = std::make_shared<TransferModel>(
-        TransferModel::train(records, key, featurize, features.size(), features.schema()));
+        TransferModel::train(records, key, template_featurizer(key, features, limits),
+                             features.size(), features.schema()));
     *tasks = model->tasks();
     return model;
   } catch (const std::invalid_argument&) {
@@ -176,7 +147,7 @@ void run_tune_suite(const SuiteArgs& args) {
   const std::vector<DeviceInfo> devices = list_devices();
   if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
   const DeviceInfo& device = devices.front();
-  const ir::TargetLimits limits = limits_of(device);
+  const ir::TargetLimits limits = device_limits(device);
 
   std::vector<LayerOutcome> rows;
   const double start = monotonic_seconds();

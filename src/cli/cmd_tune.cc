@@ -3,7 +3,6 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -13,7 +12,6 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/tune/gpu_measurer.h"
-#include "cost_model/features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -31,6 +29,9 @@ struct SearchArgs {
   std::string objective = "pairwise";
   bool diversity = false;
   double epsilon = ModelPolicyOptions{}.epsilon;
+  std::string acquisition{to_string(ModelPolicyOptions{}.acquisition)};
+  int ensemble = ModelPolicyOptions{}.ensemble;
+  double kappa = ModelPolicyOptions{}.kappa;
   bool json = false;
 
   void add_to(CLI::App& cmd) {
@@ -44,6 +45,14 @@ struct SearchArgs {
     cmd.add_flag("--diversity", diversity, "xgb: diversity-aware choice of each batch");
     cmd.add_option("--epsilon", epsilon, "xgb: share of each batch drawn at random")
         ->capture_default_str();
+    cmd.add_option("--acquisition", acquisition,
+                   "xgb: what annealing maximises: mean (one model), ucb (ensemble mean + "
+                   "kappa * spread) or thompson (one ensemble member per slot)")
+        ->capture_default_str();
+    cmd.add_option("--ensemble", ensemble, "xgb, ucb/thompson: boosters on bootstrap resamples")
+        ->capture_default_str();
+    cmd.add_option("--kappa", kappa, "xgb, ucb: weight of the ensemble's spread")
+        ->capture_default_str();
     cmd.add_flag("--json", json, "machine-readable output");
   }
 
@@ -52,6 +61,13 @@ struct SearchArgs {
     o.plan_size = batch;
     o.diversity = diversity;
     o.epsilon = epsilon;
+    o.ensemble = ensemble;
+    o.kappa = kappa;
+    try {
+      o.acquisition = parse_acquisition(acquisition);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--acquisition: {}", e.what()));
+    }
     if (objective == "regression") {
       o.model.objective = cost_model::RankObjective::regression;
     } else if (objective != "pairwise") {
@@ -65,6 +81,8 @@ struct SearchArgs {
     if (trials < 1) throw UsageError("--trials must be >= 1");
     if (batch < 1) throw UsageError("--batch must be >= 1");
     if (!(epsilon >= 0 && epsilon <= 1)) throw UsageError("--epsilon must be in [0, 1]");
+    if (ensemble < 2 || ensemble > 32) throw UsageError("--ensemble must be in [2, 32]");
+    if (!(kappa >= 0)) throw UsageError("--kappa must be >= 0");
     parse_tuner_kind(tuner);
     model_options();
   }
@@ -239,27 +257,8 @@ void run_tune(const TuneArgs& args) {
   key.device_name = measurer->device_name();
   key.template_name = tmpl->name();
   if (!transfer_records.empty()) {
-    std::map<TaskKey, std::pair<std::unique_ptr<Template>,
-                                std::unique_ptr<cost_model::FeatureExtractor>>> others;
-    RecordFeaturizer featurize = [&](const Record& r, std::span<float> out) {
-      if (r.task.template_name != key.template_name) return false;
-      auto it = others.find(r.task);
-      if (it == others.end()) {
-        std::unique_ptr<Template> t;
-        try {
-          t = make_template(r.task.op, r.task.shape, r.task.template_name);
-        } catch (const TaskError&) {
-          return false;
-        }
-        auto f = cost_model::make_ir_features(*t, limits);
-        it = others.emplace(r.task, std::make_pair(std::move(t), std::move(f))).first;
-      }
-      const auto& [t, f] = it->second;
-      if (f->schema() != features->schema() || r.config_index >= t->space().size()) return false;
-      f->extract(t->space().get(r.config_index), out);
-      return true;
-    };
-    model.transfer = train_transfer(transfer_records, key, *features, featurize);
+    model.transfer = train_transfer(transfer_records, key, *features,
+                                    template_featurizer(key, *features, limits));
   }
   options.flops = tmpl->flops();
   auto policy = make_search_policy(kind, tmpl->space(), features.get(), model);

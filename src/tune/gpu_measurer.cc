@@ -30,15 +30,6 @@ std::string join(const std::vector<std::string>& lines) {
   return out;
 }
 
-ir::TargetLimits target_of(const DeviceInfo& d) {
-  ir::TargetLimits l;
-  l.arch = d.arch();
-  l.max_threads_per_block = d.max_threads_per_block;
-  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
-  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
-  return l;
-}
-
 // Compiles sources on `jobs` threads in index order, so the first results are ready first and
 // measuring starts while the rest compile.
 class CompilePipeline {
@@ -77,7 +68,7 @@ class GpuMeasurer final : public Measurer {
       : tmpl_(tmpl),
         options_(options),
         device_(std::move(device)),
-        limits_(target_of(device_)),
+        limits_(device_limits(device_)),
         builder_(make_build_options(options, device_), std::max(options.compile_jobs, 1),
                  options.cache_dir.empty() ? std::nullopt
                                            : std::optional<std::filesystem::path>(options.cache_dir)),
@@ -209,6 +200,15 @@ class GpuMeasurer final : public Measurer {
 };
 
 }  // namespace
+
+ir::TargetLimits device_limits(const DeviceInfo& d) {
+  ir::TargetLimits l;
+  l.arch = d.arch();
+  l.max_threads_per_block = d.max_threads_per_block;
+  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
+  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
+  return l;
+}
 
 TimingOptions timing_options(const GpuMeasureOptions& o) {
   TimingOptions t;

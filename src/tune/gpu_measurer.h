@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/template.h"
+#include "src/runtime/device.h"
 #include "src/runtime/worker_protocol.h"
 #include "src/tune/measurer.h"
 
@@ -45,6 +46,10 @@ TimingOptions timing_options(const GpuMeasureOptions& options);
 // `allow_cublas`, else the template's CPU reference, whose outputs fill `expected`).
 WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
                        std::vector<char>* expected, bool allow_cublas = true);
+
+// What the verifier may assume of `device`: its threads per block and shared memory, static
+// shared memory capped at the 48 KiB a kernel may declare without opting in.
+ir::TargetLimits device_limits(const DeviceInfo& device);
 
 // Throws NoDeviceError ("no CUDA device found") where there is no usable GPU.
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options);

@@ -16,9 +16,21 @@
 // With `diversity`, the plan is picked greedily from three times as many annealed candidates,
 // each adding its normalised rank score plus the share of knob values it brings that the
 // plan does not hold yet (after AutoTVM's submodular pick).
+//
+// Acquisition. `mean` (the default, AutoTVM's) anneals on one model's scores. `ucb` and
+// `thompson` fit an ensemble of `ensemble` boosters instead, each on a bootstrap resample of
+// the measured records (n rows drawn with replacement, its own XGBoost seed), and standardise
+// each member's scores by their mean and deviation over the measured records (rank scores
+// have no common scale). `ucb` anneals on mean + kappa * std of the members' standardised
+// scores (an upper confidence bound, as in GP-UCB, Srinivas et al., ICML 2010, with the
+// bootstrap spread standing in for the posterior's); `thompson` anneals once per member and
+// fills each plan slot with the best not yet taken of a member drawn at random (Thompson
+// sampling over a bootstrap ensemble, as in Osband et al., "Deep Exploration via Bootstrapped
+// DQN", NeurIPS 2016). Diversity applies to mean and ucb only.
 
 #include <memory>
 #include <random>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -31,12 +43,22 @@
 
 namespace cutune {
 
+// How the annealer scores a configuration; see the header comment.
+enum class Acquisition { mean, ucb, thompson };
+
+std::string_view to_string(Acquisition a);
+// Throws std::invalid_argument (one line) on an unknown name.
+Acquisition parse_acquisition(std::string_view name);
+
 struct ModelPolicyOptions {
   int plan_size = 64;  // refit after this many new measurements
   AnnealingOptions annealing;
   double epsilon = 0.05;
   bool diversity = false;
   cost_model::RankModelOptions model;  // objective: pairwise (default) or regression
+  Acquisition acquisition = Acquisition::mean;
+  int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
+  double kappa = 1.0;  // ucb: weight of the members' spread
   std::shared_ptr<const TransferModel> transfer;
 };
 
@@ -53,8 +75,12 @@ class ModelPolicy : public SearchPolicy {
   std::string name() const override { return "xgb"; }
 
   // The current model's scores (with the transfer margin, if any); empty before the first fit
-  // when there is no transfer model.
+  // when there is no transfer model. With an ensemble: the acquisition (ucb: mean + kappa *
+  // std of the standardised member scores; thompson: their mean).
   std::vector<float> predict(const std::vector<Config>& configs);
+  // With an ensemble, each member's standardised scores: out[m][i] for configs[i]; empty
+  // before the first fit or without an ensemble.
+  std::vector<std::vector<float>> member_scores(const std::vector<Config>& configs);
   // Refits on everything observed and re-plans now (what propose does every plan_size).
   void refit_and_plan();
 
@@ -62,7 +88,19 @@ class ModelPolicy : public SearchPolicy {
   int last_annealing_steps() const { return annealer_.last_steps(); }
 
  private:
+  struct Member {
+    cost_model::RankModel model;
+    double mean = 0, scale = 1;  // of its scores over the measured records
+  };
+
+  bool ensemble() const { return options_.acquisition != Acquisition::mean; }
+  bool trained() const { return ensemble() ? !members_.empty() : model_.trained(); }
   std::vector<float> transfer_margin(const std::vector<Config>& configs);
+  void fit_ensemble(const cost_model::FeatureMatrix& x, const std::vector<float>& labels,
+                    const std::vector<float>& margin);
+  // Fills member_z_ for the configurations it lacks; returns each one's first float there.
+  std::vector<size_t> member_rows(const std::vector<Config>& configs);
+  std::vector<Config> plan_thompson();
   void plan();
 
   const ConfigSpace& space_;
@@ -71,6 +109,7 @@ class ModelPolicy : public SearchPolicy {
   SimulatedAnnealing annealer_;
   cost_model::RankModel model_;
   std::mt19937_64 rng_;
+  uint64_t seed_ = 0;
 
   std::unordered_set<uint64_t> visited_;        // observed or proposed
   std::unordered_map<uint64_t, size_t> row_of_;  // observed index -> position below
@@ -81,6 +120,9 @@ class ModelPolicy : public SearchPolicy {
   double margin_weight_ = 0;                          // w(n) of the current fit
   std::unordered_map<uint64_t, float> global_score_;  // transfer model, never changes
   std::unordered_map<uint64_t, float> score_;         // current model, cleared at each fit
+  std::vector<Member> members_;                       // ensemble of the current fit
+  std::unordered_map<uint64_t, size_t> member_row_;   // index -> first of its member scores
+  std::vector<float> member_z_;                       // standardised, members_.size() a config
   std::vector<Config> plan_;                          // best first; consumed from the front
   size_t plan_next_ = 0;
 };

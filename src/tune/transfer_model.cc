@@ -1,12 +1,41 @@
 #include "src/tune/transfer_model.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
+#include "kernels/template.h"
 #include "src/records/tuning_log.h"
 #include "src/tune/search_policy.h"
 
 namespace cutune {
+
+RecordFeaturizer template_featurizer(const TaskKey& own,
+                                     const cost_model::FeatureExtractor& features,
+                                     const ir::TargetLimits& limits) {
+  using Others = std::map<TaskKey, std::pair<std::unique_ptr<Template>,
+                                             std::unique_ptr<cost_model::FeatureExtractor>>>;
+  auto others = std::make_shared<Others>();
+  return [others, template_name = own.template_name, &features, limits](
+             const Record& r, std::span<float> out) {
+    if (r.task.template_name != template_name) return false;
+    auto it = others->find(r.task);
+    if (it == others->end()) {
+      std::unique_ptr<Template> t;
+      try {
+        t = make_template(r.task.op, r.task.shape, r.task.template_name);
+      } catch (const TaskError&) {
+        return false;
+      }
+      auto f = cost_model::make_ir_features(*t, limits);
+      it = others->emplace(r.task, std::make_pair(std::move(t), std::move(f))).first;
+    }
+    const auto& [t, f] = it->second;
+    if (f->schema() != features.schema() || r.config_index >= t->space().size()) return false;
+    f->extract(t->space().get(r.config_index), out);
+    return true;
+  };
+}
 
 std::vector<float> normalised_labels(std::span<const double> throughput) {
   double best = 0;

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "cost_model/features.h"
 #include "cost_model/rank_model.h"
+#include "src/ir/verify.h"
 #include "src/records/record.h"
 
 namespace cutune {
@@ -30,6 +32,15 @@ std::vector<float> normalised_labels(std::span<const double> throughput);
 // false when the record cannot be placed in the schema (another template, a knob value the
 // space lacks): such records are skipped.
 using RecordFeaturizer = std::function<bool(const Record& record, std::span<float> out)>;
+
+// Featurizes records of other tasks of `own`'s template by the IR features of their own
+// configurations (each task's template built once, on first sight, with `limits`). Records of
+// other templates, of tasks no template accepts, of configurations outside their space, or of
+// templates whose feature schema differs from `features`' are skipped. `features` must outlive
+// the featurizer.
+RecordFeaturizer template_featurizer(const TaskKey& own,
+                                     const cost_model::FeatureExtractor& features,
+                                     const ir::TargetLimits& limits);
 
 class TransferModel {
  public:

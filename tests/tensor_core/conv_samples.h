@@ -8,11 +8,11 @@ namespace cutune::test {
 
 // Small odd conv2d shapes N,C,H,W,K,R,S,stride,pad[,dilation]: stride 2, padding, 1x1 / 3x3 /
 // 7x7 filters, channel counts no tile divides, batch 2.
-inline const std::vector<int64_t> kConv7x7 = {2, 3, 11, 9, 10, 7, 7, 2, 3};     // C1-like
-inline const std::vector<int64_t> kConv3x3 = {2, 12, 9, 7, 20, 3, 3, 1, 1};     // 8-byte copies
-inline const std::vector<int64_t> kConv1x1 = {2, 24, 7, 9, 40, 1, 1, 2, 0};     // 16-byte copies
+inline const std::vector<int64_t> kConv7x7 = {2, 3, 11, 9, 10, 7, 7, 2, 3};  // C1-like
+inline const std::vector<int64_t> kConv3x3 = {2, 12, 9, 7, 20, 3, 3, 1, 1};  // 8-byte copies
+inline const std::vector<int64_t> kConv1x1 = {2, 24, 7, 9, 40, 1, 1, 2, 0};  // 16-byte copies
 inline const std::vector<int64_t> kConvDilated = {2, 6, 12, 11, 36, 3, 3, 2, 2, 2};
-inline const std::vector<int64_t> kConvOddK = {2, 8, 7, 7, 33, 3, 3, 1, 1};     // K odd
+inline const std::vector<int64_t> kConvOddK = {2, 8, 7, 7, 33, 3, 3, 1, 1};  // K odd
 inline const std::vector<int64_t> kConvPadded = {2, 16, 9, 7, 40, 3, 3, 1, 1};
 
 // Element copies and per-lane fragments everywhere, no pipelining beyond two stages.

@@ -27,8 +27,8 @@ double tolerance_for(const Template& t) {
 
 void check(const Template& tmpl, const Config& c) {
   EmulatedCheck r = check_in_emulator(tmpl, c, ir::TargetLimits{}, emulator(), tolerance_for(tmpl));
-  INFO(test::describe(tmpl, c) << "\nstatus " << r.status << ": " << r.message
-                               << "\nmax rel error " << r.max_rel_error);
+  INFO(test::describe(tmpl, c) << "\nstatus " << r.status << ": " << r.message << "\nmax rel error "
+                               << r.max_rel_error);
   CHECK(r.passed);
 }
 
@@ -45,8 +45,8 @@ void emulate_sample(const std::string& op, const std::string& name,
         check_in_emulator(*tmpl, *c, ir::TargetLimits{}, emulator(), tolerance_for(*tmpl));
     if (r.status == "rejected") continue;
     ++ran;
-    INFO(test::describe(*tmpl, *c) << "\nstatus " << r.status << ": " << r.message
-                                   << "\nmax rel error " << r.max_rel_error);
+    INFO(test::describe(*tmpl, *c)
+         << "\nstatus " << r.status << ": " << r.message << "\nmax rel error " << r.max_rel_error);
     CHECK(r.passed);
   }
   CHECK(ran == count);

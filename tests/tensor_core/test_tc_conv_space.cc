@@ -118,8 +118,7 @@ TEST_CASE("tensor-core convolution constraints follow the shape", "[tensor_core]
     CHECK(c->get("copy_bytes") <= 16);  // C = 8: the input still takes 16-byte copies
   }
   Config odd_full = test::tc_config(*odd, test::kConvFull);
-  CHECK(odd->space().violation(odd_full).value_or("") ==
-        "paired epilogue stores need an even N");
+  CHECK(odd->space().violation(odd_full).value_or("") == "paired epilogue stores need an even N");
 }
 
 TEST_CASE("the tensor-core convolution reference configurations lower on ResNet-18 layers",
@@ -139,8 +138,7 @@ TEST_CASE("the tensor-core convolution declares its loops and buffers and counts
   auto gemm = make_template("gemm_fp16", {126, 40, 144}, "gemm_fp16_nn");
   CHECK(conv->loop_names() == gemm->loop_names());
   CHECK(conv->buffer_names() == std::vector<std::string>{"Output", "Input", "Filter", "A_shared",
-                                                         "B_shared", "C_frag", "A_frag",
-                                                         "B_frag"});
+                                                         "B_shared", "C_frag", "A_frag", "B_frag"});
   // M = 126 in 2 tiles of 64, K = 40 in one of 64; 4 warps of 2x4 m16n8 tiles; R·S·C = 144 in
   // 5 slices of 2 k16 steps: 2 · 5 · 2 · 4 · 8 = 640 mma instructions.
   auto f = cost_model::make_ir_features(*conv, ir::TargetLimits{});
@@ -153,7 +151,8 @@ TEST_CASE("the A loader gathers with zero-fill and copies narrow to what C and K
           "[tensor_core][conv][codegen]") {
   // C = 16 and K = 40: both operands take 16-byte cp.async; padding guards the input copies.
   auto padded = make_template("conv2d_fp16", test::kConvPadded, "conv2d_fp16_nhwc");
-  std::string body = kernel_body(test::tc_source(*padded, test::tc_config(*padded, test::kConvFull)));
+  std::string body =
+      kernel_body(test::tc_source(*padded, test::tc_config(*padded, test::kConvFull)));
   CHECK(has(body, "cutune_cp_async_16(&A_shared["));
   CHECK(has(body, "cutune_cp_async_16(&B_shared["));
   CHECK(has(body, "? 16 : 0)"));
