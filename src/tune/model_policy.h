@@ -17,7 +17,7 @@
 // each adding its normalised rank score plus the share of knob values it brings that the
 // plan does not hold yet (after AutoTVM's submodular pick).
 //
-// Acquisition. `mean` (the default, AutoTVM's) anneals on one model's scores. `ucb` and
+// Acquisition. `mean` (AutoTVM's) anneals on one model's scores. `ucb` (the default) and
 // `thompson` fit an ensemble of `ensemble` boosters instead, each on a bootstrap resample of
 // the measured records (n rows drawn with replacement, its own XGBoost seed), and standardise
 // each member's scores by their mean and deviation over the measured records (rank scores
@@ -56,9 +56,9 @@ struct ModelPolicyOptions {
   double epsilon = 0.05;
   bool diversity = false;
   cost_model::RankModelOptions model;  // objective: pairwise (default) or regression
-  Acquisition acquisition = Acquisition::mean;
+  Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
-  double kappa = 1.0;  // ucb: weight of the members' spread
+  double kappa = 3.0;  // ucb: weight of the members' spread
   std::shared_ptr<const TransferModel> transfer;
 };
 
