@@ -126,6 +126,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (!std::filesystem::is_directory(args.data)) {
+    fmt::print(stderr, "replay_efficiency: no dataset folder {} (give one with --data DIR)\n",
+               args.data);
+    return 2;
+  }
   std::vector<std::string> caches;
   for (const auto& e : std::filesystem::recursive_directory_iterator(args.data)) {
     std::string p = e.path().string();
