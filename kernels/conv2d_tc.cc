@@ -1,3 +1,4 @@
+#include "kernels/schedule_helpers.h"
 #include "kernels/conv2d_tc.h"
 
 #include <algorithm>
@@ -61,12 +62,7 @@ void Conv2dTcTemplate::define_space() {
 
 std::vector<Config> Conv2dTcTemplate::reference_configs() const {
   std::vector<Config> out;
-  auto add = [&](nlohmann::json knobs) {
-    nlohmann::json j;
-    j["knobs"] = std::move(knobs);
-    Config c = space_.from_json(j);
-    if (space_.is_valid(c)) out.push_back(c);
-  };
+  auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The GEMM's Ampere-style kernel: 128x128x32 blocks of 4 warps of 64x64, a 4-stage ring of
   // swizzled 16-byte chunks, ldmatrix fragments, grouped blocks.
   add({{"block_m", 128}, {"block_n", 128}, {"block_k", 32}, {"warp_m", 64}, {"warp_n", 64},

@@ -1,3 +1,4 @@
+#include "kernels/schedule_helpers.h"
 #include "kernels/gemm_tc.h"
 
 #include <algorithm>
@@ -55,12 +56,7 @@ void GemmTcTemplate::define_space() {
 
 std::vector<Config> GemmTcTemplate::reference_configs() const {
   std::vector<Config> out;
-  auto add = [&](nlohmann::json knobs) {
-    nlohmann::json j;
-    j["knobs"] = std::move(knobs);
-    Config c = space_.from_json(j);
-    if (space_.is_valid(c)) out.push_back(c);
-  };
+  auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The usual Ampere-style mma.sync kernel: 128x128x32 blocks of 4 warps of 64x64, a
   // 4-stage cp.async ring of swizzled 16-byte chunks, ldmatrix fragments, grouped blocks.
   add({{"block_m", 128}, {"block_n", 128}, {"block_k", 32}, {"warp_m", 64}, {"warp_n", 64},
