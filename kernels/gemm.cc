@@ -168,23 +168,7 @@ std::vector<TensorSpec> GemmTemplate::tensors() const {
 }
 
 void GemmTemplate::reference(std::vector<std::vector<float>>& t) const {
-  std::vector<float>& c = t[0];
-  const std::vector<float>& a = t[1];
-  const std::vector<float>& b = t[2];
-  std::vector<double> row(n_);
-  for (int64_t i = 0; i < m_; ++i) {
-    std::fill(row.begin(), row.end(), 0.0);
-    for (int64_t kk = 0; kk < k_; ++kk) {
-      double av = a[i * k_ + kk];
-      if (layout_ == GemmLayout::nn) {
-        const float* brow = &b[kk * n_];
-        for (int64_t j = 0; j < n_; ++j) row[j] += av * brow[j];
-      } else {
-        for (int64_t j = 0; j < n_; ++j) row[j] += av * b[j * k_ + kk];
-      }
-    }
-    for (int64_t j = 0; j < n_; ++j) c[i * n_ + j] = float(row[j]);
-  }
+  reference_gemm(t[1], t[2], t[0], m_, n_, k_, /*b_transposed=*/layout_ != GemmLayout::nn);
 }
 
 Kernel GemmTemplate::build(const Config& config) const {

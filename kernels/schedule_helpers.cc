@@ -8,6 +8,24 @@ namespace cutune {
 
 using namespace ir;
 
+void reference_gemm(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c,
+                    int64_t m, int64_t n, int64_t k, bool b_transposed) {
+  std::vector<double> row(n);
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), 0.0);
+    for (int64_t kk = 0; kk < k; ++kk) {
+      double av = a[i * k + kk];
+      if (!b_transposed) {
+        const float* brow = &b[kk * n];
+        for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) row[j] += av * b[j * k + kk];
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) c[i * n + j] = float(row[j]);
+  }
+}
+
 void add_if_valid(const ConfigSpace& space, nlohmann::json knobs, std::vector<Config>& out) {
   nlohmann::json j;
   j["knobs"] = std::move(knobs);

@@ -24,6 +24,11 @@ inline ir::Expr i32(int64_t v) { return ir::IntImm::make(ir::Type::i32(), v); }
 // reference configuration that does not suit the shape is left out.
 void add_if_valid(const ConfigSpace& space, nlohmann::json knobs, std::vector<Config>& out);
 
+// The CPU reference of a row-major GEMM, accumulated in double: c[m,n] = a[m,k] · b, with b
+// stored [k,n], or [n,k] when b_transposed.
+void reference_gemm(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c,
+                    int64_t m, int64_t n, int64_t k, bool b_transposed);
+
 // Input rows (or columns) a block's patch spans for `tile` outputs and `taps` filter taps.
 int64_t patch_extent(int64_t tile, int64_t taps, const ConvShape& s);
 

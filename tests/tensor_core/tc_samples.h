@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/template.h"
+#include "src/runtime/nvrtc_builder.h"
 #include "tests/kernels/gemm_samples.h"
 
 namespace cutune::test {
@@ -34,5 +35,34 @@ inline const char* kTcFull =
     R"({"knobs":{"block_m":64,"block_n":64,"block_k":32,"warp_m":32,"warp_n":32,"stages":3,)"
     R"("smem_layout":2,"copy_bytes":16,"ldmatrix":1,"raster_group":4,"split_k":1,)"
     R"("epilogue_vec":2}})";
+
+// Samples `count` configurations of a template and compiles every one the verifier passes
+// with NVRTC for sm_90 (2 jobs): a verifier-passed configuration that fails to compile fails
+// the test, and at least half the sample must reach the compiler.
+inline void compile_sample(const std::string& op, const std::string& name,
+                    const std::vector<int64_t>& shape, int count, uint64_t seed) {
+  auto tmpl = make_template(op, shape, name);
+  std::vector<Config> configs = test::sample_configs(*tmpl, count, seed);
+  REQUIRE(int(configs.size()) == count);
+  std::vector<Config> passed;
+  std::vector<CudaSource> sources;
+  for (const Config& c : configs) {
+    Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+    INFO(test::describe(*tmpl, c) << "\n" << l.build_error);
+    CHECK(l.build_error.empty());
+    if (!l.ok()) continue;
+    passed.push_back(c);
+    sources.push_back(*l.source);
+  }
+  NvrtcBuilder builder(BuildOptions{}, 2);
+  std::vector<CompileResult> results = builder.compile_batch(sources);
+  int compiled = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    INFO(test::describe(*tmpl, passed[i]) << "\nNVRTC log:\n" << results[i].log);
+    CHECK(results[i].ok());
+    compiled += results[i].ok();
+  }
+  CHECK(compiled >= count / 2);
+}
 
 }  // namespace cutune::test

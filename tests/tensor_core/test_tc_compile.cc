@@ -9,53 +9,24 @@
 
 using namespace cutune;
 
-namespace {
-
-void compile_sample(const std::string& op, const std::string& name, std::vector<int64_t> shape,
-                    int count, uint64_t seed) {
-  auto tmpl = make_template(op, shape, name);
-  std::vector<Config> configs = test::sample_configs(*tmpl, count, seed);
-  REQUIRE(int(configs.size()) == count);
-  std::vector<Config> passed;
-  std::vector<CudaSource> sources;
-  for (const Config& c : configs) {
-    Lowered l = lower(*tmpl, c, ir::TargetLimits{});
-    INFO(test::describe(*tmpl, c) << "\n" << l.build_error);
-    CHECK(l.build_error.empty());
-    if (!l.ok()) continue;
-    passed.push_back(c);
-    sources.push_back(*l.source);
-  }
-  NvrtcBuilder builder(BuildOptions{}, 2);
-  std::vector<CompileResult> results = builder.compile_batch(sources);
-  int compiled = 0;
-  for (size_t i = 0; i < results.size(); ++i) {
-    INFO(test::describe(*tmpl, passed[i]) << "\nNVRTC log:\n" << results[i].log);
-    CHECK(results[i].ok());
-    compiled += results[i].ok();
-  }
-  CHECK(compiled >= count / 2);
-}
-
-}  // namespace
 
 TEST_CASE("60 gemm_fp16_nn configurations on 256x256x128 compile", "[tensor_core][nvrtc]") {
-  compile_sample("gemm_fp16", "gemm_fp16_nn", {256, 256, 128}, 60, 601);
+  test::compile_sample("gemm_fp16", "gemm_fp16_nn", {256, 256, 128}, 60, 601);
 }
 
 TEST_CASE("50 gemm_fp16_nt configurations on 128x72x40 compile", "[tensor_core][nvrtc]") {
-  compile_sample("gemm_fp16", "gemm_fp16_nt", {128, 72, 40}, 50, 602);
+  test::compile_sample("gemm_fp16", "gemm_fp16_nt", {128, 72, 40}, 50, 602);
 }
 
 TEST_CASE("30 gemm_bf16_nn_out16 configurations on 200x136x264 compile",
           "[tensor_core][nvrtc]") {
-  compile_sample("gemm_bf16", "gemm_bf16_nn_out16", {200, 136, 264}, 30, 603);
+  test::compile_sample("gemm_bf16", "gemm_bf16_nn_out16", {200, 136, 264}, 30, 603);
 }
 
 TEST_CASE("30 gemm_bf16_nt configurations on 67x45x33 compile", "[tensor_core][nvrtc]") {
-  compile_sample("gemm_bf16", "gemm_bf16_nt", {67, 45, 33}, 30, 604);
+  test::compile_sample("gemm_bf16", "gemm_bf16_nt", {67, 45, 33}, 30, 604);
 }
 
 TEST_CASE("30 gemm_fp16_nt_out16 configurations on 1x1000x24 compile", "[tensor_core][nvrtc]") {
-  compile_sample("gemm_fp16", "gemm_fp16_nt_out16", {1, 1000, 24}, 30, 605);
+  test::compile_sample("gemm_fp16", "gemm_fp16_nt_out16", {1, 1000, 24}, 30, 605);
 }

@@ -13,32 +13,6 @@ using namespace cutune;
 
 namespace {
 
-void compile_sample(const std::string& op, const std::string& name,
-                    const std::vector<int64_t>& shape, int count, uint64_t seed) {
-  auto tmpl = make_template(op, shape, name);
-  std::vector<Config> configs = test::sample_configs(*tmpl, count, seed);
-  REQUIRE(int(configs.size()) == count);
-  std::vector<Config> passed;
-  std::vector<CudaSource> sources;
-  for (const Config& c : configs) {
-    Lowered l = lower(*tmpl, c, ir::TargetLimits{});
-    INFO(test::describe(*tmpl, c) << "\n" << l.build_error);
-    CHECK(l.build_error.empty());
-    if (!l.ok()) continue;
-    passed.push_back(c);
-    sources.push_back(*l.source);
-  }
-  NvrtcBuilder builder(BuildOptions{}, 2);
-  std::vector<CompileResult> results = builder.compile_batch(sources);
-  int compiled = 0;
-  for (size_t i = 0; i < results.size(); ++i) {
-    INFO(test::describe(*tmpl, passed[i]) << "\nNVRTC log:\n" << results[i].log);
-    CHECK(results[i].ok());
-    compiled += results[i].ok();
-  }
-  CHECK(compiled >= count / 2);
-}
-
 std::vector<int64_t> resnet18_layer(const std::string& name) {
   for (const SuiteLayer& l : suite_layers("resnet18", 1)) {
     if (l.name == name) return l.shape;
@@ -52,21 +26,21 @@ std::vector<int64_t> resnet18_layer(const std::string& name) {
 TEST_CASE("80 conv2d_fp16_nhwc configurations on ResNet-18 C7 compile",
           "[tensor_core][conv][nvrtc]") {
   // 28x28, 128 -> 256 channels, 3x3, stride 2, pad 1.
-  compile_sample("conv2d_fp16", "conv2d_fp16_nhwc", resnet18_layer("C7"), 80, 901);
+  test::compile_sample("conv2d_fp16", "conv2d_fp16_nhwc", resnet18_layer("C7"), 80, 901);
 }
 
 TEST_CASE("40 conv2d_bf16_nhwc_out16 configurations on ResNet-18 C1 compile",
           "[tensor_core][conv][nvrtc]") {
   // 224x224, 3 -> 64 channels, 7x7, stride 2, pad 3: the input only in element copies.
-  compile_sample("conv2d_bf16", "conv2d_bf16_nhwc_out16", resnet18_layer("C1"), 40, 902);
+  test::compile_sample("conv2d_bf16", "conv2d_bf16_nhwc_out16", resnet18_layer("C1"), 40, 902);
 }
 
 TEST_CASE("40 conv2d_bf16_nhwc configurations on a dilated odd shape compile",
           "[tensor_core][conv][nvrtc]") {
-  compile_sample("conv2d_bf16", "conv2d_bf16_nhwc", test::kConvDilated, 40, 903);
+  test::compile_sample("conv2d_bf16", "conv2d_bf16_nhwc", test::kConvDilated, 40, 903);
 }
 
 TEST_CASE("40 conv2d_fp16_nhwc_out16 configurations with an odd K compile",
           "[tensor_core][conv][nvrtc]") {
-  compile_sample("conv2d_fp16", "conv2d_fp16_nhwc_out16", test::kConvOddK, 40, 904);
+  test::compile_sample("conv2d_fp16", "conv2d_fp16_nhwc_out16", test::kConvOddK, 40, 904);
 }
