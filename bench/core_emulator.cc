@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/emulated_check.h"
+#include "src/measure/emulated_check.h"
 #include "kernels/template.h"
 
 using namespace cutune;

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "src/runtime/cubin_loader.h"
+#include "src/export/cubin_loader.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/codegen/cuda_source.h"
+#include "src/base/errors.h"
 #include "src/ir/ir.h"
 #include "src/ir/verify.h"
 #include "src/space/config_space.h"
@@ -18,9 +18,9 @@
 namespace cutune {
 
 // Bad user input about an operator or shape: a one-line message, exit code 2 at the CLI.
-class TaskError : public std::runtime_error {
+class TaskError : public UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // One kernel argument as the template sees it: a global tensor, input or output.
@@ -61,18 +61,6 @@ class Template {
   virtual std::vector<std::string> loop_names() const { return {}; }
   virtual std::vector<std::string> buffer_names() const { return {}; }
 };
-
-// What lowering one configuration produces: the simplified IR, the verifier's verdict, and
-// the CUDA source when the verifier accepted it.
-struct Lowered {
-  ir::Kernel kernel;
-  ir::VerifyResult verify;
-  std::optional<CudaSource> source;
-  std::string build_error;  // the template could not build this configuration
-  bool ok() const { return source.has_value(); }
-};
-
-Lowered lower(const Template& tmpl, const Config& config, const ir::TargetLimits& limits);
 
 // The registry of operators. `make_template` throws TaskError for an unknown operator or
 // template, or an impossible shape.

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "src/runtime/device.h"
-#include "src/tune/gpu_measurer.h"
+#include "src/measure/gpu_measurer.h"
 
 namespace cutune::cli {
 

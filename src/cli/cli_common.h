@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/template.h"
+#include "src/base/errors.h"
 #include "src/ir/verify.h"
 
 namespace cutune::cli {
 
-class UsageError : public std::runtime_error {
+class UsageError : public UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // `OP --shape M,N,K [--template NAME] [--arch sm_XX]`, shared by space/show/compile/verify/tune.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "src/cli/cli_common.h"
+#include "src/lower/lower.h"
 #include "src/runtime/device.h"
 #include "src/runtime/nvrtc_builder.h"
 

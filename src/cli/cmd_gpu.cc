@@ -10,16 +10,17 @@
 #include <fmt/format.h>
 
 #include "src/cli/cli_common.h"
+#include "src/lower/lower.h"
 #include "src/records/tuning_log.h"
-#include "src/runtime/cudnn_conv_task.h"
+#include "src/baselines/cudnn_conv_task.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
-#include "src/runtime/export_log.h"
+#include "src/export/export_log.h"
 #include "src/runtime/nvrtc_builder.h"
-#include "src/runtime/worker_gpu.h"
-#include "src/runtime/worker_main.h"
-#include "src/runtime/worker_process.h"
-#include "src/tune/gpu_measurer.h"
+#include "src/measure/worker_gpu.h"
+#include "src/measure/worker_main.h"
+#include "src/measure/worker_process.h"
+#include "src/measure/gpu_measurer.h"
 
 namespace cutune::cli {
 

@@ -6,6 +6,7 @@
 
 #include "src/cli/cli_common.h"
 #include "src/ir/ir_printer.h"
+#include "src/lower/lower.h"
 
 namespace cutune::cli {
 

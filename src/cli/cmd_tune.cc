@@ -11,7 +11,7 @@
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
-#include "src/tune/gpu_measurer.h"
+#include "src/measure/gpu_measurer.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/emulated_check.h"
+#include "src/measure/emulated_check.h"
 #include "src/cli/cli_common.h"
 
 namespace cutune::cli {

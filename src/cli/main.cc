@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kernels/template.h"
+#include "src/base/errors.h"
 #include "src/cli/cli_common.h"
 #include "src/records/record.h"
 #include "src/runtime/driver_api.h"
@@ -57,13 +58,7 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     if (what.empty()) what = "bad command line";
     return fail(what + " (see cutune --help)", kExitUsage);
-  } catch (const cutune::cli::UsageError& e) {
-    return fail(e.what(), kExitUsage);
-  } catch (const cutune::TaskError& e) {
-    return fail(e.what(), kExitUsage);
-  } catch (const cutune::ConfigError& e) {
-    return fail(e.what(), kExitUsage);
-  } catch (const cutune::RecordError& e) {
+  } catch (const cutune::UserError& e) {
     return fail(e.what(), kExitUsage);
   } catch (const std::invalid_argument& e) {
     return fail(e.what(), kExitUsage);

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/errors.h"
 #include "src/records/measure_result.h"
 
 namespace cutune {
@@ -34,9 +35,9 @@ inline constexpr int kRecordVersion = 1;
 
 // Malformed log input (bad JSON, missing field, wrong type, unknown status, unsupported
 // version, unreadable file). The message is one line; the CLI maps it to exit code 2.
-class RecordError : public std::runtime_error {
+class RecordError : public UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // What was tuned. Two records belong to the same task when their keys are equal; keys order

@@ -21,13 +21,15 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "src/base/errors.h"
+
 namespace cutune {
 
 // Thrown for malformed user input about configurations (bad JSON, index out of range,
 // unknown knob). The CLI turns it into a one-line message and exit code 2.
-class ConfigError : public std::runtime_error {
+class ConfigError : public UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 enum class KnobKind : uint8_t {

@@ -14,7 +14,7 @@
 #include "src/records/record.h"
 #include "src/replay/replay_measurer.h"
 #include "src/replay/replay_space.h"
-#include "src/tune/measurer.h"
+#include "src/measure/measurer.h"
 
 namespace cutune {
 

@@ -17,7 +17,7 @@
 
 #include "src/records/record.h"
 #include "src/space/config_space.h"
-#include "src/tune/measurer.h"
+#include "src/measure/measurer.h"
 #include "src/tune/search_policy.h"
 
 namespace cutune {

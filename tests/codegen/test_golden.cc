@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/template.h"
+#include "src/lower/lower.h"
 #include "src/runtime/nvrtc_builder.h"
 
 using namespace cutune;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/emulated_check.h"
+#include "src/measure/emulated_check.h"
 #include "tests/conv/conv_test_util.h"
 
 using namespace cutune;

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "src/lower/lower.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "tests/conv/conv_test_util.h"
 

@@ -4,6 +4,7 @@
 
 #include "kernels/conv_shape.h"
 #include "kernels/template.h"
+#include "src/lower/lower.h"
 
 using namespace cutune;
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/template.h"
+#include "src/lower/lower.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "tests/kernels/gemm_samples.h"
 

@@ -5,7 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/emulated_check.h"
+#include "src/lower/lower.h"
+#include "src/measure/emulated_check.h"
 #include "kernels/template.h"
 #include "src/codegen/codegen_cuda.h"
 #include "src/ir/ir_mutator.h"

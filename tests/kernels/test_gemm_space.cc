@@ -6,6 +6,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/template.h"
+#include "src/lower/lower.h"
 
 using namespace cutune;
 

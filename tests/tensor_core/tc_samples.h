@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/template.h"
+#include "src/lower/lower.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "tests/kernels/gemm_samples.h"
 

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "kernels/emulated_check.h"
+#include "src/measure/emulated_check.h"
 #include "tests/tensor_core/conv_samples.h"
 #include "tests/tensor_core/tc_samples.h"
 

@@ -16,7 +16,7 @@
 #include "cost_model/features.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/replay_space.h"
-#include "src/tune/measurer.h"
+#include "src/measure/measurer.h"
 
 namespace cutune::test {
 

@@ -1,0 +1,111 @@
+#include "src/baselines/cublas_gemm.h"
+
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <utility>
+
+#include "src/runtime/cuda_check.h"
+#include "src/measure/cupti_timer.h"
+#include "src/runtime/dynamic_library.h"
+
+#define CUTUNE_CUBLAS_FUNCTIONS(X) \
+  X(cublasCreate_v2)               \
+  X(cublasDestroy_v2)              \
+  X(cublasSetMathMode)             \
+  X(cublasSgemm_v2)                \
+  X(cublasGetStatusName)           \
+  X(cublasGetStatusString)
+
+namespace cutune {
+
+namespace {
+
+struct CublasApi {
+#define CUTUNE_CUBLAS_ENTRY(name) decltype(&::name) name = nullptr;
+  CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_ENTRY)
+#undef CUTUNE_CUBLAS_ENTRY
+  bool usable = false;
+  std::string reason;
+};
+
+const CublasApi& api() {
+  static CublasApi a;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // TF32 must not sneak in through the environment.
+    unsetenv("NVIDIA_TF32_OVERRIDE");
+    void* library = open_cuda_library({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, &a.reason);
+    if (library == nullptr) return;
+    std::string missing;
+#define CUTUNE_CUBLAS_RESOLVE(name)                                              \
+  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name));            \
+  if (a.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+    CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_RESOLVE)
+#undef CUTUNE_CUBLAS_RESOLVE
+    if (!missing.empty()) {
+      a.reason = "libcublas lacks " + missing;
+      return;
+    }
+    a.usable = true;
+  });
+  return a;
+}
+
+void check(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const CublasApi& a = api();
+  throw_cuda_error("cuBLAS", static_cast<int>(status), call,
+                   std::string(a.cublasGetStatusName(status)) + " (" +
+                       a.cublasGetStatusString(status) + ")",
+                   file, line);
+}
+
+#define CUTUNE_CUBLAS_CALL(call) check((call), #call, __FILE__, __LINE__)
+
+}  // namespace
+
+SgemmCall sgemm_call(const SgemmShape& s) {
+  SgemmCall c;
+  c.trans_a = s.b_transposed;  // cuBLAS's first operand is our B
+  c.trans_b = false;
+  c.m = static_cast<int>(s.n);
+  c.n = static_cast<int>(s.m);
+  c.k = static_cast<int>(s.k);
+  c.lda = static_cast<int>(s.b_transposed ? s.k : s.n);
+  c.ldb = static_cast<int>(s.k);
+  c.ldc = static_cast<int>(s.n);
+  return c;
+}
+
+std::string cublas_unavailable_reason() { return api().usable ? "" : api().reason; }
+
+CublasGemm::CublasGemm() {
+  const CublasApi& a = api();
+  if (!a.usable) throw_cuda_error("cuBLAS", -1, "dlopen(libcublas)", a.reason, __FILE__, __LINE__);
+  cublasHandle_t h = nullptr;
+  CUTUNE_CUBLAS_CALL(a.cublasCreate_v2(&h));
+  handle_ = h;
+  CUTUNE_CUBLAS_CALL(a.cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+}
+
+CublasGemm::~CublasGemm() {
+  if (handle_ != nullptr) api().cublasDestroy_v2(static_cast<cublasHandle_t>(handle_));
+}
+
+CublasGemm::CublasGemm(CublasGemm&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)) {}
+
+void CublasGemm::sgemm(const SgemmShape& shape, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
+  const SgemmCall call = sgemm_call(shape);
+  const float alpha = 1.0f, beta = 0.0f;
+  CUTUNE_CUBLAS_CALL(api().cublasSgemm_v2(
+      static_cast<cublasHandle_t>(handle_), call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, call.m, call.n, call.k, &alpha,
+      reinterpret_cast<const float*>(b), call.lda, reinterpret_cast<const float*>(a), call.ldb,
+      &beta, reinterpret_cast<float*>(c), call.ldc));
+}
+
+}  // namespace cutune

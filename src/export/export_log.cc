@@ -1,0 +1,88 @@
+#include "src/export/export_log.h"
+
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "kernels/template.h"
+#include "src/lower/lower.h"
+#include "src/records/tuning_log.h"
+#include "src/runtime/device.h"
+#include "src/export/export_manifest.h"
+#include "src/runtime/nvrtc_builder.h"
+
+namespace cutune {
+
+namespace {
+
+ir::TargetLimits limits_of(const std::string& arch) {
+  const DeviceInfo d = target_limits(arch);
+  ir::TargetLimits l;
+  l.arch = arch;
+  l.max_threads_per_block = d.max_threads_per_block;
+  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
+  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
+  return l;
+}
+
+// The fastest ok cuBLAS-baseline time recorded for a task, if a bench run left one in extra.
+std::optional<double> cublas_time(const Record& r) {
+  if (r.result.extra.is_object() && r.result.extra.contains("cublas_time_s") &&
+      r.result.extra["cublas_time_s"].is_number())
+    return r.result.extra["cublas_time_s"].get<double>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+ExportSummary export_log(const std::filesystem::path& log, const std::filesystem::path& out_dir) {
+  const LogReadResult read = read_log(log);
+  const std::vector<Record> best = best_records(read.records, 1);
+  if (best.empty())
+    throw std::invalid_argument(fmt::format("{} holds no ok record to export", log.string()));
+
+  ExportSummary summary;
+  std::vector<std::pair<ExportedKernel, Cubin>> kernels;
+  std::map<std::string, NvrtcBuilder> builders;
+  for (const Record& r : best) {
+    const std::string task_text = r.task.to_string();
+    try {
+      auto tmpl = make_template(r.task.op, r.task.shape, r.task.template_name);
+      const Config config = tmpl->space().get(r.config_index);
+      const Lowered lowered = lower(*tmpl, config, limits_of(r.task.target_arch));
+      if (!lowered.ok()) {
+        std::string why = lowered.verify.errors.empty() ? lowered.build_error : lowered.verify.errors.front();
+        summary.skipped.push_back(fmt::format("{}: config {} no longer lowers: {}", task_text, r.config_index, why));
+        continue;
+      }
+      auto [it, fresh] = builders.try_emplace(r.task.target_arch, BuildOptions{.arch = r.task.target_arch, .extra_flags = {}});
+      const CompileResult compiled = it->second.compile(*lowered.source);
+      if (!compiled.ok()) {
+        summary.skipped.push_back(fmt::format("{}: config {} does not compile", task_text, r.config_index));
+        continue;
+      }
+      ExportedKernel k;
+      k.name = export_name(tmpl->name(), r.task.shape, r.task.target_arch);
+      k.task = {{"op", r.task.op}, {"shape", r.task.shape}, {"dtype", r.task.dtype},
+                {"template", r.task.template_name}, {"arch", r.task.target_arch},
+                {"device", r.task.device_name}};
+      k.config = {{"index", r.config_index}, {"knobs", r.knobs}};
+      k.source = *lowered.source;
+      k.registers = compiled.ptxas.registers;
+      k.flops = tmpl->flops();
+      k.time_s = r.result.median_s();
+      k.cublas_time_s = cublas_time(r);
+      summary.written.push_back(k.name);
+      kernels.emplace_back(std::move(k), compiled.to_cubin());
+    } catch (const TaskError& e) {
+      summary.skipped.push_back(fmt::format("{}: {}", task_text, e.what()));
+    } catch (const ConfigError& e) {
+      summary.skipped.push_back(fmt::format("{}: {}", task_text, e.what()));
+    }
+  }
+  write_export(out_dir, kernels);
+  return summary;
+}
+
+}  // namespace cutune

@@ -1,0 +1,94 @@
+#include "src/export/export_manifest.h"
+
+#include <cctype>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace cutune {
+
+namespace {
+
+void write_file(const std::filesystem::path& path, const char* data, size_t size) {
+  const std::filesystem::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(data, static_cast<std::streamsize>(size));
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}", temp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), ec.message()));
+}
+
+std::string dtype_name(const ir::Type& type) {
+  switch (type.dtype) {
+    case ir::DType::Bool: return "bool";
+    case ir::DType::Int32: return "int32";
+    case ir::DType::Int64: return "int64";
+    case ir::DType::Float32: return "float32";
+    case ir::DType::Float16: return "float16";
+    case ir::DType::BFloat16: return "bfloat16";
+    case ir::DType::UInt32: return "uint32";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string export_name(const std::string& template_name, const std::vector<int64_t>& shape,
+                        const std::string& arch) {
+  std::string name = template_name + "_";
+  for (size_t i = 0; i < shape.size(); ++i) name += (i ? "x" : "") + std::to_string(shape[i]);
+  name += "_" + arch;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  return name;
+}
+
+nlohmann::json manifest_entry(const ExportedKernel& k) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const KernelParam& p : k.source.params) {
+    const int64_t bytes = p.is_pointer ? p.elements * p.type.element_bytes() : p.type.element_bytes();
+    params.push_back({{"name", p.name},
+                      {"type", dtype_name(p.type)},
+                      {"pointer", p.is_pointer},
+                      {"const", p.is_const},
+                      {"elements", p.elements},
+                      {"bytes", bytes}});
+  }
+  const LaunchSpec& l = k.source.launch;
+  return {{"name", k.name},
+          {"kernel", k.source.kernel_name},
+          {"cubin", k.name + ".cubin"},
+          {"source", k.name + ".cu"},
+          {"task", k.task},
+          {"config", k.config},
+          {"grid", {l.grid.x, l.grid.y, l.grid.z}},
+          {"block", {l.block.x, l.block.y, l.block.z}},
+          {"shared_bytes", {{"static", l.static_smem_bytes}, {"dynamic", l.dynamic_smem_bytes}}},
+          {"registers", k.registers},
+          {"params", params},
+          {"flops", k.flops},
+          {"time_s", k.time_s},
+          {"gflops", k.time_s > 0 ? k.flops / k.time_s * 1e-9 : 0.0},
+          {"cublas_time_s", k.cublas_time_s ? nlohmann::json(*k.cublas_time_s) : nullptr}};
+}
+
+void write_export(const std::filesystem::path& dir,
+                  const std::vector<std::pair<ExportedKernel, Cubin>>& kernels) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& [kernel, cubin] : kernels) {
+    write_file(dir / (kernel.name + ".cubin"), cubin.image.data(), cubin.image.size());
+    write_file(dir / (kernel.name + ".cu"), kernel.source.code.data(), kernel.source.code.size());
+    entries.push_back(manifest_entry(kernel));
+  }
+  const std::string manifest = nlohmann::json{{"version", 1}, {"kernels", entries}}.dump(2) + "\n";
+  write_file(dir / "manifest.json", manifest.data(), manifest.size());
+}
+
+}  // namespace cutune

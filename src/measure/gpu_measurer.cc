@@ -1,0 +1,272 @@
+#include "src/measure/gpu_measurer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "src/lower/lower.h"
+#include "src/runtime/device.h"
+#include "src/runtime/driver_api.h"
+#include "src/runtime/nvrtc_builder.h"
+#include "src/measure/correctness.h"
+#include "src/measure/worker_process.h"
+
+namespace cutune {
+
+namespace {
+
+std::string first_line(const std::string& text) {
+  const size_t end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += (out.empty() ? "" : "; ") + l;
+  return out;
+}
+
+// Compiles sources on `jobs` threads in index order, so the first results are ready first and
+// measuring starts while the rest compile.
+class CompilePipeline {
+ public:
+  CompilePipeline(NvrtcBuilder& builder, std::vector<CudaSource> sources, int jobs)
+      : sources_(std::move(sources)), promises_(sources_.size()) {
+    for (auto& p : promises_) futures_.push_back(p.get_future());
+    for (int t = 0; t < std::max(jobs, 1); ++t)
+      threads_.emplace_back([this, &builder] {
+        for (size_t i; (i = next_++) < sources_.size();) {
+          try {
+            promises_[i].set_value(builder.compile(sources_[i]));
+          } catch (...) {
+            promises_[i].set_exception(std::current_exception());
+          }
+        }
+      });
+  }
+  ~CompilePipeline() {
+    next_ = sources_.size();
+    for (std::thread& t : threads_) t.join();
+  }
+  CompileResult get(size_t i) { return futures_[i].get(); }
+
+ private:
+  std::vector<CudaSource> sources_;
+  std::vector<std::promise<CompileResult>> promises_;
+  std::vector<std::future<CompileResult>> futures_;
+  std::atomic<size_t> next_{0};
+  std::vector<std::thread> threads_;
+};
+
+class GpuMeasurer final : public Measurer {
+ public:
+  GpuMeasurer(const Template& tmpl, const GpuMeasureOptions& options, DeviceInfo device)
+      : tmpl_(tmpl),
+        options_(options),
+        device_(std::move(device)),
+        limits_(device_limits(device_)),
+        builder_(make_build_options(options, device_), std::max(options.compile_jobs, 1),
+                 options.cache_dir.empty() ? std::nullopt
+                                           : std::optional<std::filesystem::path>(options.cache_dir)),
+        worker_(make_worker_options(options)) {
+    if (!options.arch.empty()) limits_.arch = options.arch;
+    std::vector<char> expected;
+    WorkerTask task = worker_task(tmpl, options, &expected);
+    try {
+      worker_.set_task(task, std::move(expected));
+    } catch (const WorkerError& e) {
+      if (task.reference != ReferenceKind::cublas_gemm) throw;
+      // Without cuBLAS in the worker, the template's own CPU reference still checks answers.
+      task = worker_task(tmpl, options, &expected, /*allow_cublas=*/false);
+      worker_.set_task(task, std::move(expected));
+    }
+  }
+
+  std::vector<MeasureResult> measure(const std::vector<Config>& batch) override {
+    std::vector<MeasureResult> results(batch.size());
+    std::vector<CudaSource> sources;
+    std::vector<size_t> slot;  // sources[j] belongs to batch[slot[j]]
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Lowered lowered = lower(tmpl_, batch[i], limits_);
+      if (!lowered.ok()) {
+        results[i].status = MeasureStatus::invalid;
+        results[i].error = join(lowered.verify.errors);
+        continue;
+      }
+      sources.push_back(*lowered.source);
+      slot.push_back(i);
+    }
+    const std::vector<CudaSource> kept = sources;
+    CompilePipeline pipeline(builder_, std::move(sources), options_.compile_jobs);
+    for (size_t j = 0; j < kept.size(); ++j) {
+      MeasureResult& result = results[slot[j]];
+      CompileResult compiled;
+      try {
+        compiled = pipeline.get(j);
+      } catch (const std::exception& e) {
+        result.status = MeasureStatus::compile_error;
+        result.error = first_line(e.what());
+        continue;
+      }
+      result = measure_compiled(kept[j], compiled);
+    }
+    return results;
+  }
+
+  std::string device_name() const override { return device_.name; }
+  std::string target_arch() const override { return limits_.arch; }
+
+ private:
+  static BuildOptions make_build_options(const GpuMeasureOptions& o, const DeviceInfo& d) {
+    BuildOptions b;
+    b.arch = o.arch.empty() ? d.arch() : o.arch;
+    return b;
+  }
+
+  static WorkerOptions make_worker_options(const GpuMeasureOptions& o) {
+    WorkerOptions w;
+    w.command = o.worker_command.empty() ? std::vector<std::string>{"/proc/self/exe", "__worker"}
+                                         : o.worker_command;
+    w.measure_timeout_s = o.timeout_seconds + o.max_measure_seconds;
+    return w;
+  }
+
+  MeasureResult measure_compiled(const CudaSource& source, const CompileResult& compiled) {
+    MeasureResult result;
+    result.compile_s = compiled.seconds;
+    if (!compiled.ok()) {
+      result.status = MeasureStatus::compile_error;
+      result.error = first_line(compiled.log);
+      return result;
+    }
+    const PtxasInfo& p = compiled.ptxas;
+    result.extra = {{"registers", p.registers},
+                    {"spill_bytes", p.spill_store_bytes + p.spill_load_bytes},
+                    {"static_smem_bytes", p.shared_bytes}};
+    const int64_t threads = int64_t(source.launch.block.volume());
+    const int64_t smem = int64_t(p.shared_bytes) + source.launch.dynamic_smem_bytes;
+    if (p.parsed && int64_t(p.registers) * threads > device_.regs_per_block) {
+      result.status = MeasureStatus::invalid;
+      result.error = fmt::format("{} registers x {} threads exceed the {} registers of a block",
+                                 p.registers, threads, device_.regs_per_block);
+      return result;
+    }
+    if (smem > device_.max_shared_per_block_optin) {
+      result.status = MeasureStatus::invalid;
+      result.error = fmt::format("{} bytes of shared memory exceed the {} a block may have", smem,
+                                 device_.max_shared_per_block_optin);
+      return result;
+    }
+    MeasureRequest request;
+    request.id = next_id_++;
+    request.kernel_name = source.kernel_name;
+    request.launch = source.launch;
+    request.check = options_.check;
+    request.best_so_far_s = best_s_;
+    request.cubin = compiled.cubin;
+    const std::vector<TensorSpec> tensors = tmpl_.tensors();
+    for (const KernelParam& param : source.params) {
+      auto it = std::find_if(tensors.begin(), tensors.end(),
+                             [&](const TensorSpec& t) { return t.name == param.name; });
+      if (!param.is_pointer || it == tensors.end()) {
+        result.status = MeasureStatus::invalid;
+        result.error = fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);
+        return result;
+      }
+      request.args.push_back(int(it - tensors.begin()));
+    }
+    MeasureReply reply = worker_.measure(std::move(request));
+    nlohmann::json extra = std::move(result.extra);
+    result = std::move(reply.result);
+    result.compile_s = compiled.seconds;
+    if (result.extra.is_object()) extra.update(result.extra);
+    result.extra = std::move(extra);
+    if (result.ok() && !result.times_s.empty()) best_s_ = std::min(best_s_, result.median_s());
+    return result;
+  }
+
+  const Template& tmpl_;
+  GpuMeasureOptions options_;
+  DeviceInfo device_;
+  ir::TargetLimits limits_;
+  NvrtcBuilder builder_;
+  WorkerSupervisor worker_;
+  double best_s_ = std::numeric_limits<double>::infinity();
+  uint64_t next_id_ = 0;
+};
+
+}  // namespace
+
+ir::TargetLimits device_limits(const DeviceInfo& d) {
+  ir::TargetLimits l;
+  l.arch = d.arch();
+  l.max_threads_per_block = d.max_threads_per_block;
+  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
+  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
+  return l;
+}
+
+TimingOptions timing_options(const GpuMeasureOptions& o) {
+  TimingOptions t;
+  t.flush_l2 = o.flush_l2;
+  t.prefer_cupti = o.prefer_cupti;
+  t.warmup = o.warmup;
+  t.min_repeats = o.min_repeats;
+  t.max_repeats = o.max_repeats;
+  t.min_seconds = o.min_repeat_seconds;
+  t.max_seconds = o.max_measure_seconds;
+  t.target_rel_ci = o.target_rel_ci;
+  t.early_stop_factor = o.early_stop_factor;
+  return t;
+}
+
+WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
+                       std::vector<char>* expected, bool allow_cublas) {
+  WorkerTask task;
+  task.device = options.device;
+  task.seed = options.seed;
+  task.reduction_length = tmpl.reduction_length();
+  task.timing = timing_options(options);
+  const std::vector<TensorSpec> tensors = tmpl.tensors();
+  for (const TensorSpec& t : tensors)
+    task.tensors.push_back({t.name, "float32", t.elements, t.is_output});
+  expected->clear();
+  if (!options.check) return task;
+
+  const std::vector<int64_t> shape = tmpl.shape();
+  if (allow_cublas && tmpl.op() == "gemm" && shape.size() == 3 && tensors.size() == 3) {
+    // C, A, B in parameter order (kernels/gemm.h).
+    task.reference = ReferenceKind::cublas_gemm;
+    task.gemm = {shape[0], shape[1], shape[2], tmpl.name() == "gemm_nt", 1, 2, 0};
+    return task;
+  }
+  task.reference = ReferenceKind::host;
+  std::vector<std::vector<float>> values;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    values.push_back(tensors[i].is_output ? std::vector<float>(size_t(tensors[i].elements), 0.0f)
+                                          : fill_input(options.seed, int(i), tensors[i].elements));
+  tmpl.reference(values);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].is_output) continue;
+    const char* bytes = reinterpret_cast<const char*>(values[i].data());
+    expected->insert(expected->end(), bytes, bytes + values[i].size() * sizeof(float));
+  }
+  return task;
+}
+
+std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
+                                            const GpuMeasureOptions& options) {
+  require_driver();
+  const std::vector<DeviceInfo> devices = list_devices();
+  if (options.device < 0 || size_t(options.device) >= devices.size())
+    throw NoDeviceError(fmt::format("no CUDA device found: device {} requested, {} present",
+                                    options.device, devices.size()));
+  return std::make_unique<GpuMeasurer>(tmpl, options, devices[size_t(options.device)]);
+}
+
+}  // namespace cutune

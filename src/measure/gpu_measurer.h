@@ -1,0 +1,57 @@
+#pragma once
+// The GPU measurer: lowers each configuration of a template, compiles it with NVRTC (on
+// compile_jobs threads, ahead of the candidate being measured), rejects what cannot launch,
+// and runs the rest in a worker process on the GPU (src/runtime/worker_process.h), which checks
+// the output against a reference computed once per task and times the kernel. Every failure is
+// a result with its status; a worker that crashes or hangs is replaced and the batch goes on.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/template.h"
+#include "src/runtime/device.h"
+#include "src/measure/worker_protocol.h"
+#include "src/measure/measurer.h"
+
+namespace cutune {
+
+struct GpuMeasureOptions {
+  std::string arch;          // empty: the device's
+  int device = 0;
+  int compile_jobs = 2;
+  bool flush_l2 = true;      // --no-flush turns it off
+  double min_repeat_seconds = 0.01;  // kernel time summed before a stable median may stop
+  int max_repeats = 200;
+  double target_rel_ci = 0.01;
+  double timeout_seconds = 10;       // watchdog per candidate in the worker
+  // Added for the GPU runtime:
+  int warmup = 2;
+  int min_repeats = 5;
+  double max_measure_seconds = 2.0;  // wall-clock cap on one candidate's timed runs
+  double early_stop_factor = 3.0;    // stop a candidate this much slower than the best so far
+  bool prefer_cupti = true;
+  bool check = true;                 // compare outputs with the reference
+  uint64_t seed = 0;                 // input values
+  std::string cache_dir;             // NVRTC cubin cache; empty: memory only
+  // argv of the worker; empty: {"/proc/self/exe", "__worker"} (the cutune binary).
+  std::vector<std::string> worker_command;
+};
+
+// The TimingOptions the worker gets for these options.
+TimingOptions timing_options(const GpuMeasureOptions& options);
+
+// What the worker gets for `tmpl`: tensors, seed, reference (cuBLAS for GEMM when
+// `allow_cublas`, else the template's CPU reference, whose outputs fill `expected`).
+WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
+                       std::vector<char>* expected, bool allow_cublas = true);
+
+// What the verifier may assume of `device`: its threads per block and shared memory, static
+// shared memory capped at the 48 KiB a kernel may declare without opting in.
+ir::TargetLimits device_limits(const DeviceInfo& device);
+
+// Throws NoDeviceError ("no CUDA device found") where there is no usable GPU.
+std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options);
+
+}  // namespace cutune

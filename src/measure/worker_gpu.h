@@ -1,0 +1,48 @@
+#pragma once
+// The worker's GPU backend: one task's device state (context, tensors with fixed-seed inputs,
+// the reference output, the L2 flush buffer, the timer) and the measurement of one candidate:
+// load, check against the reference, warm up, time until stable. Runs inside the worker
+// process only, so a kernel that faults or hangs takes down nothing but the worker.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/records/measure_result.h"
+#include "src/baselines/cudnn_conv.h"
+#include "src/measure/worker_main.h"
+
+namespace cutune {
+
+// With `conv`, a convolution task is checked against cuDNN and cuDNN is timed as its
+// baseline, all at setup:
+//   - cudnnFindConvolutionForwardAlgorithmEx (1 GiB workspace, CUDNN_FMA_MATH) on the task's
+//     own input and filter; the output of the most accurate working algorithm (implicit GEMM
+//     before FFT/Winograd) must agree with the parent's CPU reference and then becomes the
+//     reference every candidate is compared with;
+//   - the fastest algorithm is timed with the candidates' timer, warm-up, L2 flush and stop
+//     rule. Every reply's extra then carries baseline_s (median, seconds), baseline_algo,
+//     baseline_median_ci_s, baseline_runs, baseline_timer, baseline_max_rel_error,
+//     cudnn_reference_algo, cudnn_vs_cpu_max_rel_error;
+//   - every reply says which reference checked it: extra.reference = cudnn | cpu | cublas |
+//     none, and extra.cudnn_note why cuDNN was not used where it was asked for.
+// A request for the kernel named kCudnnConvKernel (no cubin) times cuDNN's fastest algorithm
+// as a candidate (checked against the reference), for `cutune bench`.
+std::unique_ptr<WorkerBackend> make_gpu_backend(std::optional<CudnnConvProblem> conv = std::nullopt);
+inline constexpr const char* kCudnnConvKernel = "__cudnn_conv";
+
+// worker_main plus `--cudnn-conv JSON` (a CudnnConvProblem; see cudnn_conv_task.h), which
+// selects the GPU backend with cuDNN for that problem.
+int gpu_worker_main(const std::vector<std::string>& args);
+
+// How a failed driver call of a candidate is recorded. `at_launch`: cuLaunchKernel itself
+// returned it (a refused launch, unless the error is a sticky one left by the kernel before).
+// Sticky errors (illegal address, trap, misaligned access, ...) poison the context.
+struct CudaFault {
+  MeasureStatus status = MeasureStatus::runtime_error;
+  bool poisoned = false;
+};
+CudaFault classify_cuda_error(int cu_result, bool at_launch);
+
+}  // namespace cutune

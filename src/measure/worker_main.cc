@@ -1,0 +1,147 @@
+#include "src/measure/worker_main.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "src/measure/worker_gpu.h"
+
+namespace cutune {
+
+namespace {
+
+class FakeBackend final : public WorkerBackend {
+ public:
+  explicit FakeBackend(int fd) : fd_(fd) {}
+
+  void setup(const WorkerTask& task, std::vector<char>) override {
+    for (const WorkerTensor& t : task.tensors)
+      if (t.name == "fail_setup") throw std::runtime_error("fake setup failure requested");
+    ++setups_;
+  }
+
+  MeasureReply measure(const MeasureRequest& r) override {
+    MeasureReply reply;
+    reply.id = r.id;
+    const std::string& what = r.kernel_name;
+    if (what == "fake_sleep") {
+      for (;;) pause();
+    } else if (what == "fake_crash") {
+      signal(SIGSEGV, SIG_DFL);
+      raise(SIGSEGV);
+    } else if (what == "fake_abort") {
+      std::abort();
+    } else if (what == "fake_exit") {
+      _exit(3);
+    } else if (what == "fake_garbage") {
+      const char junk[64] = "this is not a frame, not at all; the parent must cope.";
+      if (write(fd_, junk, sizeof junk) < 0) _exit(4);
+      for (;;) pause();
+    }
+    if (what == "fake_slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    MeasureResult& result = reply.result;
+    result.extra = {{"pid", getpid()}, {"setups", setups_}, {"cubin_bytes", r.cubin.size()}};
+    if (what == "fake_ok" || what == "fake_slow") {
+      result.status = MeasureStatus::ok;
+      result.times_s = {1e-3 * double(1 + r.id % 3)};
+      result.timer = TimerKind::cuda_event;
+    } else if (what == "fake_wrong") {
+      result.status = MeasureStatus::wrong_answer;
+      result.error = "fake wrong answer";
+      result.max_rel_error = 1.0;
+    } else if (what == "fake_poison") {
+      result.status = MeasureStatus::runtime_error;
+      result.error = "fake sticky error";
+      reply.context_poisoned = true;
+    } else {
+      result.status = MeasureStatus::launch_error;
+      result.error = "fake backend: unknown behaviour '" + what + "'";
+    }
+    return reply;
+  }
+
+ private:
+  int fd_;
+  int setups_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<WorkerBackend> make_fake_backend(int fd) {
+  return std::make_unique<FakeBackend>(fd);
+}
+
+int run_worker(int fd, WorkerBackend& backend) {
+  for (;;) {
+    Frame in;
+    IoStatus s = read_frame(fd, in);
+    if (s == IoStatus::closed) return 0;
+    if (s != IoStatus::ok) {
+      std::cerr << "cutune worker: malformed frame from the parent\n";
+      return 2;
+    }
+    Frame out;
+    try {
+      switch (in.kind) {
+        case FrameKind::shutdown:
+          return 0;
+        case FrameKind::task: {
+          WorkerTask task = task_from_frame(in);
+          try {
+            backend.setup(task, std::move(in.blob));
+            out.kind = FrameKind::ready;
+          } catch (const std::exception& e) {
+            out.kind = FrameKind::failed;
+            out.header = {{"error", e.what()}};
+          }
+          break;
+        }
+        case FrameKind::measure: {
+          MeasureRequest request = measure_request_from_frame(std::move(in));
+          MeasureReply reply;
+          try {
+            reply = backend.measure(request);
+          } catch (const std::exception& e) {
+            reply = MeasureReply{};
+            reply.result.status = MeasureStatus::runtime_error;
+            reply.result.error = std::string("worker: ") + e.what();
+            reply.context_poisoned = true;
+          }
+          reply.id = request.id;
+          out = reply_frame(reply);
+          break;
+        }
+        default:
+          std::cerr << "cutune worker: unexpected frame kind\n";
+          return 2;
+      }
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "cutune worker: " << e.what() << "\n";
+      return 2;
+    }
+    if (write_frame(fd, out) != IoStatus::ok) return 0;
+  }
+}
+
+int worker_main(const std::vector<std::string>& args) {
+  int fd = 3;
+  bool fake = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--fake") fake = true;
+    else if (args[i] == "--fd" && i + 1 < args.size()) fd = std::atoi(args[++i].c_str());
+    else {
+      std::cerr << "cutune worker: unknown argument '" << args[i] << "' (accepted: --fd N, --fake)\n";
+      return 2;
+    }
+  }
+  std::unique_ptr<WorkerBackend> backend = fake ? make_fake_backend(fd) : make_gpu_backend();
+  const int code = run_worker(fd, *backend);
+  backend.reset();
+  return code;
+}
+
+}  // namespace cutune

@@ -1,0 +1,324 @@
+#include "src/measure/worker_protocol.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace cutune {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x4b575443;  // "CTWK" read as little-endian bytes
+constexpr uint64_t kMaxJson = 64ull << 20;
+constexpr uint64_t kMaxBlob = 8ull << 30;
+
+struct FrameHeader {
+  uint32_t magic;
+  uint32_t kind;
+  uint64_t json_bytes;
+  uint64_t blob_bytes;
+};
+static_assert(sizeof(FrameHeader) == 24);
+
+// Waits until `fd` is ready for `events` or the deadline passes.
+IoStatus wait_ready(int fd, short events, double deadline) {
+  for (;;) {
+    int timeout_ms = -1;
+    if (std::isfinite(deadline)) {
+      double left = deadline - monotonic_seconds();
+      if (left <= 0) return IoStatus::timeout;
+      timeout_ms = static_cast<int>(std::min(left * 1000.0 + 1.0, 1e9));
+    }
+    pollfd p{fd, events, 0};
+    int n = poll(&p, 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoStatus::closed;
+    if (n == 0) continue;  // re-check the deadline
+    if (p.revents & events) return IoStatus::ok;
+    return IoStatus::closed;  // POLLHUP / POLLERR without data
+  }
+}
+
+IoStatus write_all(int fd, const char* data, size_t size, double deadline) {
+  while (size > 0) {
+    if (IoStatus s = wait_ready(fd, POLLOUT, deadline); s != IoStatus::ok) return s;
+    ssize_t n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == ENOTSOCK) n = write(fd, data, size);  // a pipe
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return IoStatus::closed;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return IoStatus::ok;
+}
+
+IoStatus read_all(int fd, char* data, size_t size, double deadline) {
+  while (size > 0) {
+    if (IoStatus s = wait_ready(fd, POLLIN, deadline); s != IoStatus::ok) {
+      // POLLHUP with bytes still buffered is reported as readable by Linux, so `closed`
+      // here really means nothing more will come.
+      return s;
+    }
+    ssize_t n = read(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return IoStatus::closed;
+    }
+    if (n == 0) return IoStatus::closed;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return IoStatus::ok;
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name))
+    throw std::invalid_argument(fmt::format("worker message lacks field '{}'", name));
+  return j.at(name);
+}
+
+template <typename T>
+T get(const nlohmann::json& j, const char* name) {
+  try {
+    return field(j, name).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("worker message field '{}': {}", name, e.what()));
+  }
+}
+
+template <typename T>
+T get_or(const nlohmann::json& j, const char* name, T fallback) {
+  return j.is_object() && j.contains(name) ? get<T>(j, name) : fallback;
+}
+
+// JSON has no infinity; a missing best time means "none yet".
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+
+Dim3 dim3_from_json(const nlohmann::json& j) {
+  if (!j.is_array() || j.size() != 3) throw std::invalid_argument("worker message: bad dim3");
+  return Dim3{j[0].get<uint32_t>(), j[1].get<uint32_t>(), j[2].get<uint32_t>()};
+}
+
+std::string_view reference_name(ReferenceKind k) {
+  switch (k) {
+    case ReferenceKind::none: return "none";
+    case ReferenceKind::host: return "host";
+    case ReferenceKind::cublas_gemm: return "cublas_gemm";
+  }
+  return "none";
+}
+
+ReferenceKind parse_reference(const std::string& s) {
+  if (s == "none") return ReferenceKind::none;
+  if (s == "host") return ReferenceKind::host;
+  if (s == "cublas_gemm") return ReferenceKind::cublas_gemm;
+  throw std::invalid_argument(fmt::format("worker message: unknown reference '{}'", s));
+}
+
+}  // namespace
+
+double monotonic_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+IoStatus write_frame(int fd, const Frame& frame, double deadline) {
+  const std::string json = frame.header.dump();
+  FrameHeader h{kMagic, static_cast<uint32_t>(frame.kind), json.size(), frame.blob.size()};
+  if (IoStatus s = write_all(fd, reinterpret_cast<const char*>(&h), sizeof h, deadline);
+      s != IoStatus::ok)
+    return s;
+  if (IoStatus s = write_all(fd, json.data(), json.size(), deadline); s != IoStatus::ok) return s;
+  return write_all(fd, frame.blob.data(), frame.blob.size(), deadline);
+}
+
+IoStatus read_frame(int fd, Frame& frame, double deadline) {
+  FrameHeader h{};
+  if (IoStatus s = read_all(fd, reinterpret_cast<char*>(&h), sizeof h, deadline);
+      s != IoStatus::ok)
+    return s;
+  if (h.magic != kMagic || h.kind < 1 || h.kind > 6 || h.json_bytes > kMaxJson ||
+      h.blob_bytes > kMaxBlob)
+    return IoStatus::malformed;
+  std::string json(h.json_bytes, '\0');
+  if (IoStatus s = read_all(fd, json.data(), json.size(), deadline); s != IoStatus::ok) return s;
+  frame.kind = static_cast<FrameKind>(h.kind);
+  frame.blob.resize(h.blob_bytes);
+  if (IoStatus s = read_all(fd, frame.blob.data(), frame.blob.size(), deadline);
+      s != IoStatus::ok)
+    return s;
+  frame.header = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (frame.header.is_discarded() || !frame.header.is_object()) return IoStatus::malformed;
+  return IoStatus::ok;
+}
+
+nlohmann::json to_json(const TimingOptions& o) {
+  return {{"flush_l2", o.flush_l2},       {"prefer_cupti", o.prefer_cupti},
+          {"warmup", o.warmup},           {"min_repeats", o.min_repeats},
+          {"max_repeats", o.max_repeats}, {"min_seconds", o.min_seconds},
+          {"max_seconds", o.max_seconds}, {"target_rel_ci", o.target_rel_ci},
+          {"early_stop_factor", o.early_stop_factor}};
+}
+
+TimingOptions timing_options_from_json(const nlohmann::json& j) {
+  TimingOptions o;
+  o.flush_l2 = get<bool>(j, "flush_l2");
+  o.prefer_cupti = get<bool>(j, "prefer_cupti");
+  o.warmup = get<int>(j, "warmup");
+  o.min_repeats = get<int>(j, "min_repeats");
+  o.max_repeats = get<int>(j, "max_repeats");
+  o.min_seconds = get<double>(j, "min_seconds");
+  o.max_seconds = get<double>(j, "max_seconds");
+  o.target_rel_ci = get<double>(j, "target_rel_ci");
+  o.early_stop_factor = get<double>(j, "early_stop_factor");
+  return o;
+}
+
+nlohmann::json to_json(const LaunchSpec& l) {
+  return {{"grid", {l.grid.x, l.grid.y, l.grid.z}},
+          {"block", {l.block.x, l.block.y, l.block.z}},
+          {"static_smem_bytes", l.static_smem_bytes},
+          {"dynamic_smem_bytes", l.dynamic_smem_bytes}};
+}
+
+LaunchSpec launch_spec_from_json(const nlohmann::json& j) {
+  LaunchSpec l;
+  l.grid = dim3_from_json(field(j, "grid"));
+  l.block = dim3_from_json(field(j, "block"));
+  l.static_smem_bytes = get<uint32_t>(j, "static_smem_bytes");
+  l.dynamic_smem_bytes = get<uint32_t>(j, "dynamic_smem_bytes");
+  return l;
+}
+
+nlohmann::json to_json(const MeasureResult& r) {
+  return {{"status", std::string(to_string(r.status))},
+          {"times", r.times_s},
+          {"compile_s", r.compile_s},
+          {"error", r.error},
+          {"timer", std::string(to_string(r.timer))},
+          {"max_rel_error", r.max_rel_error},
+          {"extra", r.extra}};
+}
+
+MeasureResult measure_result_from_json(const nlohmann::json& j) {
+  MeasureResult r;
+  auto status = parse_measure_status(get<std::string>(j, "status"));
+  auto timer = parse_timer_kind(get<std::string>(j, "timer"));
+  if (!status || !timer) throw std::invalid_argument("worker message: unknown status or timer");
+  r.status = *status;
+  r.timer = *timer;
+  r.times_s = get<std::vector<double>>(j, "times");
+  r.compile_s = get<double>(j, "compile_s");
+  r.error = get<std::string>(j, "error");
+  r.max_rel_error = get<double>(j, "max_rel_error");
+  r.extra = field(j, "extra");
+  return r;
+}
+
+Frame task_frame(const WorkerTask& t, std::vector<char> expected_outputs) {
+  Frame f;
+  f.kind = FrameKind::task;
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const WorkerTensor& x : t.tensors)
+    tensors.push_back({{"name", x.name},
+                       {"dtype", x.dtype},
+                       {"elements", x.elements},
+                       {"is_output", x.is_output}});
+  f.header = {{"device", t.device},
+              {"seed", t.seed},
+              {"tensors", tensors},
+              {"reference", std::string(reference_name(t.reference))},
+              {"gemm",
+               {{"m", t.gemm.m},
+                {"n", t.gemm.n},
+                {"k", t.gemm.k},
+                {"b_transposed", t.gemm.b_transposed},
+                {"a", t.gemm.a},
+                {"b", t.gemm.b},
+                {"c", t.gemm.c}}},
+              {"reduction_length", t.reduction_length},
+              {"timing", to_json(t.timing)}};
+  f.blob = std::move(expected_outputs);
+  return f;
+}
+
+WorkerTask task_from_frame(const Frame& f) {
+  if (f.kind != FrameKind::task) throw std::invalid_argument("worker message: not a task");
+  const nlohmann::json& j = f.header;
+  WorkerTask t;
+  t.device = get<int>(j, "device");
+  t.seed = get<uint64_t>(j, "seed");
+  for (const nlohmann::json& x : field(j, "tensors"))
+    t.tensors.push_back({get<std::string>(x, "name"), get<std::string>(x, "dtype"),
+                         get<int64_t>(x, "elements"), get<bool>(x, "is_output")});
+  t.reference = parse_reference(get<std::string>(j, "reference"));
+  const nlohmann::json& g = field(j, "gemm");
+  t.gemm = {get<int64_t>(g, "m"), get<int64_t>(g, "n"), get<int64_t>(g, "k"),
+            get<bool>(g, "b_transposed"), get<int>(g, "a"), get<int>(g, "b"), get<int>(g, "c")};
+  t.reduction_length = get<int64_t>(j, "reduction_length");
+  t.timing = timing_options_from_json(field(j, "timing"));
+  return t;
+}
+
+Frame measure_frame(const MeasureRequest& r) {
+  Frame f;
+  f.kind = FrameKind::measure;
+  f.header = {{"id", r.id},
+              {"what", r.what == MeasureWhat::kernel ? "kernel" : "cublas_gemm"},
+              {"kernel_name", r.kernel_name},
+              {"launch", to_json(r.launch)},
+              {"args", r.args},
+              {"check", r.check},
+              {"best_so_far_s", finite_or_null(r.best_so_far_s)}};
+  f.blob = r.cubin;
+  return f;
+}
+
+MeasureRequest measure_request_from_frame(Frame f) {
+  if (f.kind != FrameKind::measure) throw std::invalid_argument("worker message: not a measure");
+  const nlohmann::json& j = f.header;
+  MeasureRequest r;
+  r.id = get<uint64_t>(j, "id");
+  const std::string what = get<std::string>(j, "what");
+  if (what != "kernel" && what != "cublas_gemm")
+    throw std::invalid_argument(fmt::format("worker message: unknown 'what' {}", what));
+  r.what = what == "kernel" ? MeasureWhat::kernel : MeasureWhat::cublas_gemm;
+  r.kernel_name = get<std::string>(j, "kernel_name");
+  r.launch = launch_spec_from_json(field(j, "launch"));
+  r.args = get<std::vector<int>>(j, "args");
+  r.check = get<bool>(j, "check");
+  const nlohmann::json& best = field(j, "best_so_far_s");
+  r.best_so_far_s = best.is_number() ? best.get<double>() : std::numeric_limits<double>::infinity();
+  r.cubin = std::move(f.blob);
+  return r;
+}
+
+Frame reply_frame(const MeasureReply& r) {
+  Frame f;
+  f.kind = FrameKind::result;
+  f.header = {{"id", r.id},
+              {"result", to_json(r.result)},
+              {"context_poisoned", r.context_poisoned}};
+  return f;
+}
+
+MeasureReply reply_from_frame(const Frame& f) {
+  if (f.kind != FrameKind::result) throw std::invalid_argument("worker message: not a result");
+  MeasureReply r;
+  r.id = get<uint64_t>(f.header, "id");
+  r.result = measure_result_from_json(field(f.header, "result"));
+  r.context_poisoned = get_or<bool>(f.header, "context_poisoned", false);
+  return r;
+}
+
+}  // namespace cutune

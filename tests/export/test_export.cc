@@ -1,0 +1,103 @@
+// `cutune export` without a GPU: a hand-written log with one ok GEMM record becomes a cubin, its
+// source and a manifest the header-only loader reads.
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+#include "kernels/template.h"
+#include "src/lower/lower.h"
+#include "src/records/tuning_log.h"
+#include "src/export/cubin_loader.h"
+#include "src/export/export_log.h"
+#include "src/export/export_manifest.h"
+
+using namespace cutune;
+
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cutune_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+Record gemm_record(uint64_t index, double median_s, MeasureStatus status) {
+  Record r;
+  r.task = {"gemm", {128, 256, 64}, "float32", "sm_90", "NVIDIA H200", "gemm_nn"};
+  r.config_index = index;
+  r.result.status = status;
+  r.result.times_s = {median_s};
+  r.result.timer = TimerKind::cupti;
+  r.result.extra = {{"cublas_time_s", 2e-5}};
+  if (status != MeasureStatus::ok) r.result.error = "x";
+  r.timestamp = "2026-11-30T09:00:00Z";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("export names are file-safe", "[export]") {
+  CHECK(export_name("gemm_nn", {127, 4096, 255}, "sm_90") == "gemm_nn_127x4096x255_sm_90");
+  CHECK(export_name("a-b", {1}, "sm_90a") == "a_b_1_sm_90a");
+}
+
+TEST_CASE("export writes the best ok kernel of each task by compiling only", "[export]") {
+  auto tmpl = make_template("gemm", {128, 256, 64}, "gemm_nn");
+  const std::vector<Config> refs = tmpl->reference_configs();
+  REQUIRE_FALSE(refs.empty());
+  const uint64_t best = refs.front().index();
+  std::mt19937_64 rng(1);
+  const uint64_t other = tmpl->space().sample_valid(rng)->index();
+
+  const auto dir = fresh_dir("export");
+  const auto log = dir / "log.jsonl";
+  {
+    LogWriter w(log);
+    w.append(gemm_record(other, 5e-5, MeasureStatus::ok));
+    w.append(gemm_record(best, 3e-5, MeasureStatus::ok));
+    w.append(gemm_record(other, 1e-6, MeasureStatus::wrong_answer));  // never the best
+  }
+  const ExportSummary s = export_log(log, dir / "out");
+  CHECK(s.skipped.empty());
+  REQUIRE(s.written == std::vector<std::string>{"gemm_nn_128x256x64_sm_90"});
+  const auto out = dir / "out";
+  CHECK(std::filesystem::file_size(out / "gemm_nn_128x256x64_sm_90.cubin") > 0);
+  CHECK(std::filesystem::file_size(out / "gemm_nn_128x256x64_sm_90.cu") > 0);
+
+  const auto kernels = cutune_loader::read_manifest(out.string());
+  REQUIRE(kernels.size() == 1);
+  const cutune_loader::KernelManifest& k = kernels[0];
+  const Lowered lowered = lower(*tmpl, tmpl->space().get(best), ir::TargetLimits{});
+  REQUIRE(lowered.ok());
+  CHECK(k.kernel == lowered.source->kernel_name);
+  CHECK(k.grid[0] == lowered.source->launch.grid.x);
+  CHECK(k.block[0] == lowered.source->launch.block.x);
+  CHECK(k.dynamic_smem_bytes == lowered.source->launch.dynamic_smem_bytes);
+  REQUIRE(k.params.size() == 3);
+  CHECK(k.params[0].name == "C");
+  CHECK(k.params[0].bytes == 128 * 256 * 4);
+  CHECK(k.params[1].is_const);
+  CHECK(k.time_s == 3e-5);
+  CHECK(k.raw["config"]["index"] == best);
+  CHECK(k.raw["task"]["arch"] == "sm_90");
+  CHECK(k.raw["cublas_time_s"] == 2e-5);
+  CHECK(k.raw["gflops"].get<double>() == Approx(tmpl->flops() / 3e-5 * 1e-9));
+  CHECK(k.raw["registers"].get<int>() > 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a log without an ok record cannot be exported", "[export]") {
+  const auto dir = fresh_dir("export_empty");
+  {
+    LogWriter w(dir / "log.jsonl");
+    w.append(gemm_record(0, 1e-3, MeasureStatus::runtime_error));
+  }
+  CHECK_THROWS_AS(export_log(dir / "log.jsonl", dir / "out"), std::invalid_argument);
+  std::filesystem::remove_all(dir);
+}

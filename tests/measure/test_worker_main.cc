@@ -1,0 +1,10 @@
+// The measuring worker for tests: `cutune_test_worker [--fake] [--cudnn-conv JSON] --fd N`.
+
+#include <string>
+#include <vector>
+
+#include "src/measure/worker_gpu.h"
+
+int main(int argc, char** argv) {
+  return cutune::gpu_worker_main(std::vector<std::string>(argv + 1, argv + argc));
+}

@@ -1,0 +1,224 @@
+// The worker protocol and its supervision, driven by the fake worker: no GPU needed.
+
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include "src/measure/worker_process.h"
+#include "src/measure/worker_protocol.h"
+
+using namespace cutune;
+
+namespace {
+
+// The worker (and example) binaries: from the environment where a pack moved them, else the
+// build's own paths.
+std::string tool(const char* env, const char* built) {
+  const char* moved = std::getenv(env);
+  return moved ? moved : built;
+}
+
+WorkerTask small_task() {
+  WorkerTask t;
+  t.seed = 7;
+  t.tensors = {{"C", "float32", 16, true}, {"A", "float32", 8, false}};
+  t.reference = ReferenceKind::host;
+  t.reduction_length = 4;
+  return t;
+}
+
+MeasureRequest request(uint64_t id, const std::string& behaviour) {
+  MeasureRequest r;
+  r.id = id;
+  r.kernel_name = behaviour;
+  r.cubin = std::vector<char>(1000, 'x');
+  r.args = {0, 1};
+  return r;
+}
+
+WorkerOptions fake_worker(double timeout_s = 2.0) {
+  WorkerOptions o;
+  o.command = {tool("CUTUNE_TEST_WORKER", CUTUNE_TEST_WORKER), "--fake"};
+  o.measure_timeout_s = timeout_s;
+  o.setup_timeout_s = 10;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("frames round-trip over a socket with their blob", "[worker]") {
+  int fds[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  MeasureRequest r = request(42, "k");
+  r.launch.grid = {3, 2, 1};
+  r.launch.block = {128, 1, 1};
+  r.launch.dynamic_smem_bytes = 65536;
+  r.best_so_far_s = 1.5e-4;
+  r.cubin.assign(300000, 'q');  // larger than a socket buffer: needs a concurrent reader
+  Frame in;
+  IoStatus read_status = IoStatus::closed;
+  std::thread reader([&] { read_status = read_frame(fds[1], in, monotonic_seconds() + 5); });
+  REQUIRE(write_frame(fds[0], measure_frame(r), monotonic_seconds() + 5) == IoStatus::ok);
+  reader.join();
+  REQUIRE(read_status == IoStatus::ok);
+  const MeasureRequest back = measure_request_from_frame(in);
+  CHECK(back.id == 42);
+  CHECK(back.kernel_name == "k");
+  CHECK(back.launch.grid == Dim3{3, 2, 1});
+  CHECK(back.launch.block == Dim3{128, 1, 1});
+  CHECK(back.launch.dynamic_smem_bytes == 65536);
+  CHECK(back.args == std::vector<int>{0, 1});
+  CHECK(back.best_so_far_s == 1.5e-4);
+  CHECK(back.cubin == r.cubin);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+TEST_CASE("an infinite best time and a result survive JSON", "[worker]") {
+  MeasureRequest r = request(1, "k");
+  CHECK(std::isinf(measure_request_from_frame(measure_frame(r)).best_so_far_s));
+
+  MeasureReply reply;
+  reply.id = 9;
+  reply.result.status = MeasureStatus::wrong_answer;
+  reply.result.times_s = {1e-3, 2e-3};
+  reply.result.timer = TimerKind::cupti;
+  reply.result.max_rel_error = 0.25;
+  reply.result.error = "bad";
+  reply.result.extra = {{"a", 1}};
+  reply.context_poisoned = true;
+  const MeasureReply back = reply_from_frame(reply_frame(reply));
+  CHECK(back.id == 9);
+  CHECK(back.result == reply.result);
+  CHECK(back.context_poisoned);
+}
+
+TEST_CASE("a task round-trips", "[worker]") {
+  WorkerTask t = small_task();
+  t.reference = ReferenceKind::cublas_gemm;
+  t.gemm = {5, 6, 7, true, 1, 2, 0};
+  t.timing.flush_l2 = false;
+  t.timing.max_repeats = 33;
+  const WorkerTask back = task_from_frame(task_frame(t, {'a', 'b'}));
+  CHECK(back.seed == 7);
+  CHECK(back.tensors.size() == 2);
+  CHECK(back.tensors[0].is_output);
+  CHECK(back.tensors[1].elements == 8);
+  CHECK(back.reference == ReferenceKind::cublas_gemm);
+  CHECK(back.gemm.k == 7);
+  CHECK(back.gemm.b_transposed);
+  CHECK(back.gemm.c == 0);
+  CHECK_FALSE(back.timing.flush_l2);
+  CHECK(back.timing.max_repeats == 33);
+}
+
+TEST_CASE("garbage and truncated frames are reported and not trusted", "[worker]") {
+  int fds[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  const char junk[32] = "definitely not a frame header..";
+  REQUIRE(write(fds[0], junk, sizeof junk) == sizeof junk);
+  Frame f;
+  CHECK(read_frame(fds[1], f, monotonic_seconds() + 1) == IoStatus::malformed);
+  CHECK(read_frame(fds[1], f, monotonic_seconds() + 0.05) == IoStatus::timeout);
+  close(fds[0]);
+  CHECK(read_frame(fds[1], f, monotonic_seconds() + 1) == IoStatus::closed);
+  close(fds[1]);
+}
+
+TEST_CASE("a malformed message field is a one-line invalid_argument", "[worker]") {
+  Frame f = measure_frame(request(1, "k"));
+  f.header.erase("launch");
+  CHECK_THROWS_AS(measure_request_from_frame(f), std::invalid_argument);
+}
+
+TEST_CASE("the fake worker answers and keeps its process between requests", "[worker]") {
+  WorkerSupervisor s(fake_worker());
+  s.set_task(small_task(), {});
+  const MeasureReply a = s.measure(request(1, "fake_ok"));
+  const MeasureReply b = s.measure(request(2, "fake_ok"));
+  REQUIRE(a.result.ok());
+  CHECK(a.result.times_s == std::vector<double>{2e-3});
+  CHECK(a.result.extra["cubin_bytes"] == 1000);
+  CHECK(a.result.extra["pid"] == b.result.extra["pid"]);
+  CHECK(s.restarts() == 0);
+}
+
+TEST_CASE("every way a worker fails becomes a result and the worker is replaced", "[worker]") {
+  struct Case {
+    const char* behaviour;
+    MeasureStatus status;
+    const char* error_part;
+  };
+  const Case cases[] = {
+      {"fake_crash", MeasureStatus::runtime_error, "signal 11"},
+      {"fake_abort", MeasureStatus::runtime_error, "signal 6"},
+      {"fake_exit", MeasureStatus::runtime_error, "exited with code 3"},
+      {"fake_sleep", MeasureStatus::timeout, "watchdog"},
+      {"fake_garbage", MeasureStatus::runtime_error, "malformed"},
+      {"fake_poison", MeasureStatus::runtime_error, "sticky"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.behaviour) {
+      WorkerSupervisor s(fake_worker(0.5));
+      s.set_task(small_task(), {});
+      const MeasureReply before = s.measure(request(1, "fake_ok"));
+      const MeasureReply bad = s.measure(request(2, c.behaviour));
+      CHECK(bad.id == 2);
+      CHECK(bad.result.status == c.status);
+      CHECK_THAT(bad.result.error, Catch::Contains(c.error_part));
+      CHECK(bad.context_poisoned);
+      CHECK(s.restarts() == 1);
+      CHECK(s.pid() == -1);
+      const MeasureReply after = s.measure(request(3, "fake_ok"));
+      REQUIRE(after.result.ok());
+      CHECK(after.result.extra["pid"] != before.result.extra["pid"]);
+      CHECK(after.result.extra["setups"] == 1);  // the new worker got the task
+    }
+  }
+}
+
+TEST_CASE("a run of mixed faults loses no record", "[worker]") {
+  WorkerSupervisor s(fake_worker(0.3));
+  s.set_task(small_task(), {});
+  const std::vector<std::string> plan = {"fake_ok",    "fake_crash", "fake_ok",  "fake_sleep",
+                                         "fake_wrong", "fake_poison", "fake_exit", "fake_ok",
+                                         "fake_garbage", "fake_slow", "fake_ok"};
+  std::vector<MeasureReply> replies;
+  for (size_t i = 0; i < plan.size(); ++i) replies.push_back(s.measure(request(i, plan[i])));
+  REQUIRE(replies.size() == plan.size());
+  std::set<uint64_t> ids;
+  for (const MeasureReply& r : replies) ids.insert(r.id);
+  CHECK(ids.size() == plan.size());
+  CHECK(replies[1].result.status == MeasureStatus::runtime_error);
+  CHECK(replies[3].result.status == MeasureStatus::timeout);
+  CHECK(replies[4].result.status == MeasureStatus::wrong_answer);
+  CHECK(replies[9].result.status == MeasureStatus::timeout);  // 0.3 s sleep > 0.3 s watchdog
+  CHECK(replies[10].result.ok());
+  CHECK(s.restarts() == 6);
+}
+
+TEST_CASE("a slow answer inside the watchdog is fine", "[worker]") {
+  WorkerSupervisor s(fake_worker(2.0));
+  s.set_task(small_task(), {});
+  CHECK(s.measure(request(1, "fake_slow")).result.ok());
+  CHECK(s.restarts() == 0);
+}
+
+TEST_CASE("a worker that cannot take the task is a WorkerError", "[worker]") {
+  WorkerTask t = small_task();
+  t.tensors.push_back({"fail_setup", "float32", 1, false});
+  WorkerSupervisor s(fake_worker());
+  CHECK_THROWS_WITH(s.set_task(t, {}), Catch::Contains("fake setup failure"));
+
+  WorkerOptions missing = fake_worker();
+  missing.command = {"/nonexistent/cutune-worker"};
+  WorkerSupervisor m(missing);
+  CHECK_THROWS_AS(m.set_task(small_task(), {}), WorkerError);
+  CHECK(m.pid() == -1);
+}
