@@ -1,7 +1,10 @@
 #include "cost_model/feature_occupancy.h"
 
 #include <algorithm>
-#include <charconv>
+#include <stdexcept>
+#include <string>
+
+#include "src/target/device_info.h"
 
 namespace cutune::cost_model {
 
@@ -11,51 +14,24 @@ namespace {
 // registers in the kernels cutune generates, on top of the arrays.
 constexpr int kBaseRegisters = 24;
 
-int compute_capability(std::string_view arch) {
-  if (arch.starts_with("sm_")) arch.remove_prefix(3);
-  int cc = 0;
-  auto [end, ec] = std::from_chars(arch.data(), arch.data() + arch.size(), cc);
-  return ec == std::errc() ? cc : 0;
-}
 
 }  // namespace
 
 SmResources sm_resources(std::string_view arch) {
-  SmResources sm;
-  switch (compute_capability(arch)) {
-    case 70:
-    case 72:
-      sm.sm_count = 80;
-      sm.shared_bytes = 96 * 1024;
-      sm.shared_reserved_per_block = 0;
-      break;
-    case 75:
-      sm.sm_count = 40;
-      sm.max_threads = 1024;
-      sm.max_blocks = 16;
-      sm.shared_bytes = 64 * 1024;
-      sm.shared_reserved_per_block = 0;
-      break;
-    case 80:
-    case 87:
-      sm.sm_count = 108;
-      sm.shared_bytes = 164 * 1024;
-      break;
-    case 86:
-      sm.sm_count = 84;
-      sm.max_threads = 1536;
-      sm.max_blocks = 16;
-      sm.shared_bytes = 100 * 1024;
-      break;
-    case 89:
-      sm.sm_count = 128;
-      sm.max_threads = 1536;
-      sm.max_blocks = 24;
-      sm.shared_bytes = 100 * 1024;
-      break;
-    default:
-      break;
+  DeviceInfo d;
+  try {
+    d = target_limits(std::string(arch));
+  } catch (const std::invalid_argument&) {
+    d = target_limits("sm_90");
   }
+  SmResources sm;
+  sm.sm_count = d.sm_count;
+  sm.max_threads = d.max_threads_per_sm;
+  sm.max_blocks = d.max_blocks_per_sm;
+  sm.shared_bytes = d.max_shared_per_sm;
+  sm.shared_reserved_per_block = d.reserved_shared_per_block;
+  sm.registers = d.regs_per_sm;
+  sm.max_registers_per_thread = d.max_regs_per_thread;
   return sm;
 }
 

@@ -22,7 +22,8 @@ struct SmResources {
   int register_granularity = 256;  // registers are allocated per warp in these units
 };
 
-// The SM of an architecture named "sm_XY"; an unknown name gets sm_90's.
+// The SM of an architecture named "sm_XY", from the one device description
+// (src/target/device_info.h); an unknown name gets sm_90's.
 SmResources sm_resources(std::string_view arch);
 
 // Registers per thread a kernel with `local_bytes` of per-thread arrays (kept in registers

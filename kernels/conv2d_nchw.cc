@@ -273,4 +273,16 @@ std::vector<std::string> Conv2dNchwTemplate::buffer_names() const {
   return {"Output", "Input", "Filter", "Input_shared", "Filter_shared", "Output_local", "Input_reg", "Filter_reg"};
 }
 
+namespace {
+
+const TemplateRegistrar kConv2dNchw{
+    {"conv2d", "conv2d_nchw", "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
+     "fp32 2-D convolution: direct in NCHW with a KCRS filter (conv2d_nchw), or implicit GEMM "
+     "in NHWC with an RSCK filter (conv2d_nhwc)",
+     true, [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
+       return std::make_unique<Conv2dNchwTemplate>(conv2d_shape(s));
+     }}};
+
+}  // namespace
+
 }  // namespace cutune

@@ -211,4 +211,14 @@ std::vector<std::string> Conv2dNhwcTemplate::buffer_names() const {
   return {"Output", "Input", "Filter", "A_shared", "B_shared", "Output_local", "A_frag", "B_frag", "A_ld", "B_ld"};
 }
 
+namespace {
+
+const TemplateRegistrar kConv2dNhwc{
+    {"conv2d", "conv2d_nhwc", "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]", "", false,
+     [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
+       return std::make_unique<Conv2dNhwcTemplate>(conv2d_shape(s));
+     }}};
+
+}  // namespace
+
 }  // namespace cutune

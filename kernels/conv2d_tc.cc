@@ -145,4 +145,36 @@ Kernel Conv2dTcTemplate::build(const Config& config) const {
   return tc::build_tc_gemm(spec, p);
 }
 
+namespace {
+
+// One registrar per operator (conv2d_fp16, conv2d_bf16) and template (_nhwc, _nhwc_out16).
+struct TcConvRegistrars {
+  std::vector<TemplateRegistrar> all;
+  TcConvRegistrars() {
+    for (const char* op : {"conv2d_fp16", "conv2d_bf16"}) {
+      const std::string in = std::string(op) == "conv2d_fp16" ? "fp16" : "bf16";
+      const std::string description = fmt::format(
+          "tensor-core 2-D convolution as an implicit GEMM with {} inputs and fp32 accumulation: "
+          "input NHWC, filter RSCK; output NPQK in fp32, or {} for {}_nhwc_out16", in, in, op);
+      const ir::DType input = in == "fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
+      for (const std::string& name : Conv2dTcTemplate::template_names(op)) {
+        const bool out16 = name.ends_with("_out16");
+        all.emplace_back(TemplateEntry{
+            op, name, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]", description,
+            name == std::string(op) + "_nhwc",
+            [op = std::string(op), input, out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+              if (shape.size() < 7 || shape.size() > 10) {
+                throw TaskError(fmt::format("{} takes a shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]] "
+                                            "(7 to 10 sizes), got {} sizes", op, shape.size()));
+              }
+              return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape), input, out16);
+            }});
+      }
+    }
+  }
+};
+const TcConvRegistrars kTcConvRegistrars;
+
+}  // namespace
+
 }  // namespace cutune

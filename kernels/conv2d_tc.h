@@ -42,6 +42,10 @@ class Conv2dTcTemplate final : public Template {
   void reference(std::vector<std::vector<float>>& tensors) const override;
   double flops() const override { return shape_.flops(); }
   int64_t reduction_length() const override { return shape_.reduction_length(); }
+  BaselineSpec baseline() const override {
+    return BaselineSpec::of(ConvBaseline{shape_, ConvLayout::nhwc, input_,
+                                         out16_ ? input_ : ir::DType::Float32});
+  }
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;

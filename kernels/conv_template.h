@@ -23,6 +23,7 @@ class ConvTemplate : public Template {
   }
   double flops() const override { return shape_.flops(); }
   int64_t reduction_length() const override { return shape_.reduction_length(); }
+  BaselineSpec baseline() const override { return BaselineSpec::of(ConvBaseline{shape_, layout_}); }
 
   const ConvShape& conv_shape() const { return shape_; }
 

@@ -197,4 +197,15 @@ std::vector<std::string> DepthwiseConv2dTemplate::buffer_names() const {
   return {"Output", "Input", "Filter", "Input_shared", "Filter_shared", "Output_local"};
 }
 
+namespace {
+
+const TemplateRegistrar kDepthwiseNchw{
+    {"depthwise_conv2d", "depthwise_conv2d_nchw", "N,C,H,W,R,S[,stride[,pad[,dilation]]]",
+     "fp32 depthwise 2-D convolution in NCHW, filter [C,1,R,S] (channel multiplier 1)", true,
+     [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
+       return std::make_unique<DepthwiseConv2dTemplate>(depthwise_shape(s));
+     }}};
+
+}  // namespace
+
 }  // namespace cutune

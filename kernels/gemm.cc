@@ -264,4 +264,22 @@ Kernel GemmTemplate::build(const Config& config) const {
   return kernel;
 }
 
+namespace {
+
+constexpr const char* kGemmShape = "M,N,K";
+constexpr const char* kGemmDescription =
+    "fp32 C[M,N] = A[M,K]·B[K,N] (gemm_nn) or A·Bᵀ with B stored [N,K] (gemm_nt)";
+
+std::unique_ptr<Template> make_gemm(const std::vector<int64_t>& shape, GemmLayout layout) {
+  const std::vector<int64_t> s = shape_of_size("gemm", shape, 3, kGemmShape);
+  return std::make_unique<GemmTemplate>(s[0], s[1], s[2], layout);
+}
+
+const TemplateRegistrar kGemmNn{{"gemm", "gemm_nn", kGemmShape, kGemmDescription, true,
+                                 [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nn); }}};
+const TemplateRegistrar kGemmNt{{"gemm", "gemm_nt", kGemmShape, kGemmDescription, false,
+                                 [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nt); }}};
+
+}  // namespace
+
 }  // namespace cutune

@@ -110,4 +110,33 @@ Kernel GemmTcTemplate::build(const Config& config) const {
   return tc::build_tc_gemm(spec, p);
 }
 
+namespace {
+
+// One registrar per operator (gemm_fp16, gemm_bf16) and template (_nn, _nt, _nn_out16, _nt_out16).
+struct TcGemmRegistrars {
+  std::vector<TemplateRegistrar> all;
+  TcGemmRegistrars() {
+    for (const char* op : {"gemm_fp16", "gemm_bf16"}) {
+      const std::string in = std::string(op) == "gemm_fp16" ? "fp16" : "bf16";
+      const std::string description = fmt::format(
+          "tensor-core C[M,N] = A[M,K]·B with {} inputs and fp32 accumulation; B [K,N] (_nn) or "
+          "[N,K] (_nt); C fp32, or {} for the _out16 templates", in, in);
+      const ir::DType input = in == "fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
+      for (const std::string& name : GemmTcTemplate::template_names(op)) {
+        const TcLayout layout = name.find("_nt") != std::string::npos ? TcLayout::nt : TcLayout::nn;
+        const bool out16 = name.ends_with("_out16");
+        all.emplace_back(TemplateEntry{op, name, "M,N,K", description, name == std::string(op) + "_nn",
+                                       [op = std::string(op), layout, input, out16](const std::vector<int64_t>& shape) {
+                                         const std::vector<int64_t> s = shape_of_size(op, shape, 3, "M,N,K");
+                                         return std::unique_ptr<Template>(std::make_unique<GemmTcTemplate>(
+                                             s[0], s[1], s[2], layout, input, out16));
+                                       }});
+      }
+    }
+  }
+};
+const TcGemmRegistrars kTcGemmRegistrars;
+
+}  // namespace
+
 }  // namespace cutune

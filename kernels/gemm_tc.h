@@ -54,6 +54,10 @@ class GemmTcTemplate final : public Template {
   void reference(std::vector<std::vector<float>>& tensors) const override;
   double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
   int64_t reduction_length() const override { return k_; }
+  BaselineSpec baseline() const override {
+    return BaselineSpec::of(GemmBaseline{m_, n_, k_, layout_ == TcLayout::nt, input_,
+                                         out16_ ? input_ : ir::DType::Float32});
+  }
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;

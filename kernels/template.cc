@@ -2,116 +2,76 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "kernels/conv2d_nchw.h"
-#include "kernels/conv2d_nhwc.h"
-#include "kernels/conv2d_tc.h"
-#include "kernels/conv_shape.h"
-#include "kernels/depthwise_conv2d.h"
-#include "kernels/gemm.h"
-#include "kernels/gemm_tc.h"
 
 namespace cutune {
 
+namespace {
+
+// Function-local, so that registrars in other files find it constructed whatever the order of
+// static initialisation.
+std::map<std::string, TemplateEntry>& registry() {
+  static std::map<std::string, TemplateEntry> entries;  // by template name
+  return entries;
+}
+
+}  // namespace
+
+TemplateRegistrar::TemplateRegistrar(TemplateEntry entry) {
+  CUTUNE_CHECK(!entry.op.empty() && !entry.name.empty() && entry.make, entry.name);
+  const std::string name = entry.name;
+  const bool fresh = registry().emplace(name, std::move(entry)).second;
+  CUTUNE_CHECK(fresh, "template " + name + " registered twice");
+}
+
 std::vector<OpInfo> list_ops() {
-  return {
-      {"gemm", {"gemm_nn", "gemm_nt"}, "M,N,K",
-       "fp32 C[M,N] = A[M,K]·B[K,N] (gemm_nn) or A·Bᵀ with B stored [N,K] (gemm_nt)"},
-      {"gemm_fp16", GemmTcTemplate::template_names("gemm_fp16"), "M,N,K",
-       "tensor-core C[M,N] = A[M,K]·B with fp16 inputs and fp32 accumulation; B [K,N] (_nn) or "
-       "[N,K] (_nt); C fp32, or fp16 for the _out16 templates"},
-      {"gemm_bf16", GemmTcTemplate::template_names("gemm_bf16"), "M,N,K",
-       "tensor-core C[M,N] = A[M,K]·B with bf16 inputs and fp32 accumulation; B [K,N] (_nn) or "
-       "[N,K] (_nt); C fp32, or bf16 for the _out16 templates"},
-      {"conv2d", {"conv2d_nchw", "conv2d_nhwc"}, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
-       "fp32 2-D convolution: direct in NCHW with a KCRS filter (conv2d_nchw), or implicit GEMM "
-       "in NHWC with an RSCK filter (conv2d_nhwc)"},
-      {"conv2d_fp16", Conv2dTcTemplate::template_names("conv2d_fp16"),
-       "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
-       "tensor-core 2-D convolution as an implicit GEMM with fp16 inputs and fp32 accumulation: "
-       "input NHWC, filter RSCK; output NPQK in fp32, or fp16 for conv2d_fp16_nhwc_out16"},
-      {"conv2d_bf16", Conv2dTcTemplate::template_names("conv2d_bf16"),
-       "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
-       "tensor-core 2-D convolution as an implicit GEMM with bf16 inputs and fp32 accumulation: "
-       "input NHWC, filter RSCK; output NPQK in fp32, or bf16 for conv2d_bf16_nhwc_out16"},
-      {"depthwise_conv2d", {"depthwise_conv2d_nchw"}, "N,C,H,W,R,S[,stride[,pad[,dilation]]]",
-       "fp32 depthwise 2-D convolution in NCHW, filter [C,1,R,S] (channel multiplier 1)"},
-  };
+  std::map<std::string, OpInfo> ops;
+  for (const auto& [name, e] : registry()) {
+    OpInfo& o = ops[e.op];
+    o.op = e.op;
+    if (e.op_default) {
+      o.templates.insert(o.templates.begin(), name);
+      o.shape_help = e.shape_help;
+      o.description = e.description;
+    } else {
+      o.templates.push_back(name);
+    }
+  }
+  std::vector<OpInfo> out;
+  for (auto& [op, o] : ops) {
+    CUTUNE_CHECK(!o.description.empty(), "operator " + op + " has no default template");
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
                                         const std::string& template_name) {
-  if (op == "gemm") {
-    if (shape.size() != 3) {
-      throw TaskError(fmt::format("gemm takes a shape M,N,K (3 sizes), got {} sizes", shape.size()));
-    }
-    GemmLayout layout;
-    if (template_name.empty() || template_name == "gemm_nn") {
-      layout = GemmLayout::nn;
-    } else if (template_name == "gemm_nt") {
-      layout = GemmLayout::nt;
-    } else {
-      throw TaskError(fmt::format("unknown template '{}' for gemm (known: gemm_nn, gemm_nt)",
-                                  template_name));
-    }
-    return std::make_unique<GemmTemplate>(shape[0], shape[1], shape[2], layout);
-  }
-  if (op == "gemm_fp16" || op == "gemm_bf16") {
-    if (shape.size() != 3) {
-      throw TaskError(fmt::format("{} takes a shape M,N,K (3 sizes), got {} sizes", op,
-                                  shape.size()));
-    }
-    std::string name = template_name.empty() ? op + "_nn" : template_name;
-    std::vector<std::string> known = GemmTcTemplate::template_names(op);
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
+  for (const OpInfo& o : list_ops()) {
+    if (o.op != op) continue;
+    const std::string name = template_name.empty() ? o.templates.front() : template_name;
+    if (std::find(o.templates.begin(), o.templates.end(), name) == o.templates.end()) {
       throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", template_name, op,
-                                  fmt::join(known, ", ")));
+                                  fmt::join(o.templates, ", ")));
     }
-    TcLayout layout = name.find("_nt") != std::string::npos ? TcLayout::nt : TcLayout::nn;
-    bool out16 = name.ends_with("_out16");
-    ir::DType input = op == "gemm_fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
-    return std::make_unique<GemmTcTemplate>(shape[0], shape[1], shape[2], layout, input, out16);
-  }
-  if (op == "conv2d") {
-    ConvShape conv = conv2d_shape(shape);
-    if (template_name.empty() || template_name == "conv2d_nchw") {
-      return std::make_unique<Conv2dNchwTemplate>(conv);
-    }
-    if (template_name == "conv2d_nhwc") return std::make_unique<Conv2dNhwcTemplate>(conv);
-    throw TaskError(fmt::format(
-        "unknown template '{}' for conv2d (known: conv2d_nchw, conv2d_nhwc)", template_name));
-  }
-  if (op == "conv2d_fp16" || op == "conv2d_bf16") {
-    if (shape.size() < 7 || shape.size() > 10) {
-      throw TaskError(fmt::format("{} takes a shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]] "
-                                  "(7 to 10 sizes), got {} sizes",
-                                  op, shape.size()));
-    }
-    std::string name = template_name.empty() ? op + "_nhwc" : template_name;
-    std::vector<std::string> known = Conv2dTcTemplate::template_names(op);
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", template_name, op,
-                                  fmt::join(known, ", ")));
-    }
-    ir::DType input = op == "conv2d_fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
-    return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape), input,
-                                              name.ends_with("_out16"));
-  }
-  if (op == "depthwise_conv2d") {
-    ConvShape conv = depthwise_shape(shape);
-    if (template_name.empty() || template_name == "depthwise_conv2d_nchw") {
-      return std::make_unique<DepthwiseConv2dTemplate>(conv);
-    }
-    throw TaskError(fmt::format(
-        "unknown template '{}' for depthwise_conv2d (known: depthwise_conv2d_nchw)",
-        template_name));
+    return registry().at(name).make(shape);
   }
   std::string known;
   for (const OpInfo& o : list_ops()) known += (known.empty() ? "" : ", ") + o.op;
   throw TaskError(fmt::format("unknown operator '{}' (known: {})", op, known));
+}
+
+std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int64_t>& shape,
+                                   size_t sizes, const char* help) {
+  if (shape.size() != sizes) {
+    throw TaskError(fmt::format("{} takes a shape {} ({} sizes), got {} sizes", op, help, sizes,
+                                shape.size()));
+  }
+  return shape;
 }
 
 std::vector<int64_t> parse_shape(const std::string& text) {

@@ -5,11 +5,13 @@
 // in parameter order, a CPU reference, and the work done (for GFLOP/s).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/baseline_spec.h"
 #include "src/base/errors.h"
 #include "src/ir/ir.h"
 #include "src/ir/verify.h"
@@ -53,6 +55,9 @@ class Template {
   virtual double flops() const = 0;
   // The longest reduction an output element sums over (for error tolerances).
   virtual int64_t reduction_length() const = 0;
+  // What a vendor library computes for this task (cuBLAS, cuDNN): the baseline a tuned kernel
+  // is compared with and, on the GPU, the reference it is checked against. None by default.
+  virtual BaselineSpec baseline() const { return {}; }
   // Configurations a well hand-tuned kernel would use, for tests and as search seeds.
   virtual std::vector<Config> reference_configs() const { return {}; }
   // The names of the loops and of the buffers (global, then shared and local) that build()
@@ -62,17 +67,42 @@ class Template {
   virtual std::vector<std::string> buffer_names() const { return {}; }
 };
 
-// The registry of operators. `make_template` throws TaskError for an unknown operator or
-// template, or an impossible shape.
+// The registry of operators. Each schedule template's file in kernels/ registers itself with a
+// static registrar, so that a new operator is one new file and nothing else changes:
+//
+//   const TemplateRegistrar kGemmNn{{.op = "gemm", .name = "gemm_nn", .shape_help = "M,N,K",
+//                                    .description = "...", .op_default = true,
+//                                    .make = [](const std::vector<int64_t>& s) { ... }}};
+//
+// `make` validates the shape (TaskError with a one-line message). kernels/ is linked whole
+// (CMake's WHOLE_ARCHIVE), so every registrar runs in every binary.
+struct TemplateEntry {
+  std::string op;           // "gemm"
+  std::string name;         // "gemm_nn"
+  std::string shape_help;   // "M,N,K"
+  std::string description;  // of the operator, as its default template's entry says it
+  bool op_default = false;  // the template an operator gets when none is named
+  std::function<std::unique_ptr<Template>(const std::vector<int64_t>& shape)> make;
+};
+struct TemplateRegistrar {
+  explicit TemplateRegistrar(TemplateEntry entry);
+};
+
 struct OpInfo {
   std::string op;
-  std::vector<std::string> templates;
+  std::vector<std::string> templates;  // the default first, then by name
   std::string shape_help;  // e.g. "M,N,K"
   std::string description;
 };
+// Every registered operator, by name.
 std::vector<OpInfo> list_ops();
 std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
                                         const std::string& template_name = "");
+
+// `shape` when it has `sizes` entries, else TaskError ("gemm takes a shape M,N,K (3 sizes),
+// got 2 sizes"): the check every fixed-rank operator's factory starts with.
+std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int64_t>& shape,
+                                   size_t sizes, const char* help);
 
 // Parses "127,255,63" into non-negative sizes (each template checks its own ranges, e.g.
 // GEMM needs sizes >= 1, a convolution's padding may be 0); TaskError on anything else.

@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "src/runtime/cuda_check.h"
-#include "src/measure/cupti_timer.h"
 #include "src/runtime/dynamic_library.h"
 
 #define CUTUNE_CUBLAS_FUNCTIONS(X) \
@@ -27,6 +26,12 @@ struct CublasApi {
 #define CUTUNE_CUBLAS_ENTRY(name) decltype(&::name) name = nullptr;
   CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_ENTRY)
 #undef CUTUNE_CUBLAS_ENTRY
+  // Overloaded in C++ (compute type as cudaDataType or cublasComputeType_t): named by type.
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                    int, int, const void*, const void*, cudaDataType, int,
+                                    const void*, cudaDataType, int, const void*, void*,
+                                    cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  GemmEx cublasGemmEx = nullptr;
   bool usable = false;
   std::string reason;
 };
@@ -45,6 +50,8 @@ const CublasApi& api() {
   if (a.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
     CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_RESOLVE)
 #undef CUTUNE_CUBLAS_RESOLVE
+    a.cublasGemmEx = reinterpret_cast<CublasApi::GemmEx>(dlsym(library, "cublasGemmEx"));
+    if (a.cublasGemmEx == nullptr) missing += (missing.empty() ? "" : ", ") + std::string("cublasGemmEx");
     if (!missing.empty()) {
       a.reason = "libcublas lacks " + missing;
       return;
@@ -106,6 +113,26 @@ void CublasGemm::sgemm(const SgemmShape& shape, CUdeviceptr a, CUdeviceptr b, CU
       call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, call.m, call.n, call.k, &alpha,
       reinterpret_cast<const float*>(b), call.lda, reinterpret_cast<const float*>(a), call.ldb,
       &beta, reinterpret_cast<float*>(c), call.ldc));
+}
+
+}  // namespace cutune
+
+namespace cutune {
+
+void CublasGemm::gemm_ex(const SgemmShape& shape, GemmStorage input, GemmStorage output,
+                         CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
+  const SgemmCall call = sgemm_call(shape);
+  const float alpha = 1.0f, beta = 0.0f;
+  auto type = [](GemmStorage s) {
+    return s == GemmStorage::float16 ? CUDA_R_16F : s == GemmStorage::bfloat16 ? CUDA_R_16BF : CUDA_R_32F;
+  };
+  // CUBLAS_COMPUTE_32F: fp32 accumulation (tensor cores for 16-bit inputs, never TF32 for fp32).
+  CUTUNE_CUBLAS_CALL(api().cublasGemmEx(
+      static_cast<cublasHandle_t>(handle_), call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, call.m, call.n, call.k, &alpha,
+      reinterpret_cast<const void*>(b), type(input), call.lda, reinterpret_cast<const void*>(a),
+      type(input), call.ldb, &beta, reinterpret_cast<void*>(c), type(output), call.ldc,
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace cutune

@@ -26,6 +26,9 @@ struct SgemmCall {
 };
 SgemmCall sgemm_call(const SgemmShape& shape);
 
+// Storage of a GEMM operand for gemm_ex.
+enum class GemmStorage { float32, float16, bfloat16 };
+
 // A cuBLAS handle on the current context. Move-only; the destructor never throws.
 class CublasGemm {
  public:
@@ -39,6 +42,10 @@ class CublasGemm {
 
   // Enqueues C = A·B on the default stream; device pointers.
   void sgemm(const SgemmShape& shape, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c);
+  // The same product by cublasGemmEx with 16-bit (or fp32) A and B, C in `output`, and fp32
+  // accumulation (CUBLAS_COMPUTE_32F): the baseline of the tensor-core templates.
+  void gemm_ex(const SgemmShape& shape, GemmStorage input, GemmStorage output, CUdeviceptr a,
+               CUdeviceptr b, CUdeviceptr c);
 
  private:
   void* handle_ = nullptr;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
@@ -122,7 +123,7 @@ nlohmann::json CudnnConvProblem::to_json() const {
           {"s", s},           {"stride", stride}, {"pad", pad},
           {"dilation", dilation}, {"groups", groups},
           {"layout", activation_name(layout)}, {"filter_layout", filter_name(filter_layout)},
-          {"input", input},   {"filter", filter}, {"output", output}};
+          {"input", input},   {"filter", filter}, {"output", output}, {"dtype", dtype}};
 }
 
 CudnnConvProblem CudnnConvProblem::from_json(const nlohmann::json& j) {
@@ -138,6 +139,9 @@ CudnnConvProblem CudnnConvProblem::from_json(const nlohmann::json& j) {
   p.pad = field<int64_t>(j, "pad");
   p.dilation = field<int64_t>(j, "dilation");
   p.groups = field<int64_t>(j, "groups");
+  p.dtype = j.contains("dtype") ? field<std::string>(j, "dtype") : std::string("float32");
+  if (p.dtype != "float32" && p.dtype != "float16" && p.dtype != "bfloat16")
+    throw std::invalid_argument(fmt::format("cuDNN problem: dtype '{}' (known: float32, float16, bfloat16)", p.dtype));
   const std::string layout = field<std::string>(j, "layout");
   const std::string filter = field<std::string>(j, "filter_layout");
   if (layout != "nchw" && layout != "nhwc")
@@ -194,6 +198,20 @@ std::vector<float> rsck_to_krsc(const std::vector<float>& rsck, int64_t r, int64
   return krsc;
 }
 
+std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, int64_t s,
+                                     int64_t c, int64_t k, int64_t width) {
+  if (int64_t(rsck.size()) != r * s * c * k * width)
+    throw std::invalid_argument("rsck_to_krsc: the filter has the wrong number of bytes");
+  std::vector<char> krsc(rsck.size());
+  for (int64_t ri = 0; ri < r; ++ri)
+    for (int64_t si = 0; si < s; ++si)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t ki = 0; ki < k; ++ki)
+          std::memcpy(&krsc[size_t((((ki * r + ri) * s + si) * c + ci) * width)],
+                      &rsck[size_t((((ri * s + si) * c + ci) * k + ki) * width)], size_t(width));
+  return krsc;
+}
+
 std::string cudnn_algo_name(int algo) {
   switch (algo) {
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
@@ -234,15 +252,21 @@ CudnnConv::CudnnConv(const CudnnConvProblem& problem) : d_(cudnn_descriptors(pro
     conv_desc_ = conv;
 
     const cudnnTensorFormat_t format = d_.format_nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(x, format, CUDNN_DATA_FLOAT, d_.x_dims[0],
+    // 16-bit tensors compute in fp32 (cuDNN's pseudo-half configuration) on the tensor cores;
+    // fp32 tensors on the FMA path, so that no TF32 algorithm is ever timed or trusted.
+    const cudnnDataType_t data = problem.dtype == "float16"    ? CUDNN_DATA_HALF
+                                 : problem.dtype == "bfloat16" ? CUDNN_DATA_BFLOAT16
+                                                               : CUDNN_DATA_FLOAT;
+    fp32_ = data == CUDNN_DATA_FLOAT;
+    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(x, format, data, d_.x_dims[0],
                                                     d_.x_dims[1], d_.x_dims[2], d_.x_dims[3]));
-    CUTUNE_CUDNN_CALL(a.cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, format, d_.w_dims[0],
+    CUTUNE_CUDNN_CALL(a.cudnnSetFilter4dDescriptor(w, data, format, d_.w_dims[0],
                                                     d_.w_dims[1], d_.w_dims[2], d_.w_dims[3]));
     CUTUNE_CUDNN_CALL(a.cudnnSetConvolution2dDescriptor(
         conv, d_.pad_h, d_.pad_w, d_.stride_h, d_.stride_w, d_.dilation_h, d_.dilation_w,
         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CUTUNE_CUDNN_CALL(a.cudnnSetConvolutionGroupCount(conv, d_.groups));
-    CUTUNE_CUDNN_CALL(a.cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH));
+    CUTUNE_CUDNN_CALL(a.cudnnSetConvolutionMathType(conv, fp32_ ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     int dims[4] = {};
     CUTUNE_CUDNN_CALL(a.cudnnGetConvolution2dForwardOutputDim(conv, x, w, &dims[0], &dims[1],
                                                                &dims[2], &dims[3]));
@@ -250,7 +274,7 @@ CudnnConv::CudnnConv(const CudnnConvProblem& problem) : d_(cudnn_descriptors(pro
       throw std::logic_error(fmt::format(
           "cuDNN computes output {}x{}x{}x{}, cutune {}x{}x{}x{}", dims[0], dims[1], dims[2],
           dims[3], d_.y_dims[0], d_.y_dims[1], d_.y_dims[2], d_.y_dims[3]));
-    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(y, format, CUDNN_DATA_FLOAT, d_.y_dims[0],
+    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(y, format, data, d_.y_dims[0],
                                                     d_.y_dims[1], d_.y_dims[2], d_.y_dims[3]));
   } catch (...) {
     release();
@@ -262,6 +286,7 @@ CudnnConv::~CudnnConv() { release(); }
 
 CudnnConv::CudnnConv(CudnnConv&& o) noexcept
     : d_(o.d_),
+      fp32_(o.fp32_),
       handle_(std::exchange(o.handle_, nullptr)),
       x_desc_(std::exchange(o.x_desc_, nullptr)),
       y_desc_(std::exchange(o.y_desc_, nullptr)),
@@ -324,8 +349,9 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
     r.name = cudnn_algo_name(r.algo);
     r.time_s = double(p.time) * 1e-3;
     r.workspace_bytes = p.memory;
-    // FMA math was asked for; an algorithm that reports another math type is not fp32.
-    r.ok = p.status == CUDNN_STATUS_SUCCESS && p.mathType == CUDNN_FMA_MATH && p.time >= 0;
+    // For fp32, FMA math was asked for; an algorithm that reports another (tensor-op) math
+    // type is not fp32. 16-bit inputs are meant for the tensor cores.
+    r.ok = p.status == CUDNN_STATUS_SUCCESS && (!fp32_ || p.mathType == CUDNN_FMA_MATH) && p.time >= 0;
     out.push_back(r);
   }
   std::stable_sort(out.begin(), out.end(), [](const CudnnAlgoPerf& l, const CudnnAlgoPerf& r) {

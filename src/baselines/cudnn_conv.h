@@ -38,12 +38,17 @@ struct CudnnConvProblem {
   CudnnActivationLayout layout = CudnnActivationLayout::nchw;
   CudnnFilterLayout filter_layout = CudnnFilterLayout::kcrs;
   int input = 1, filter = 2, output = 0;  // indices of the task's tensors
+  std::string dtype = "float32";           // of input, filter and output: float32/16, bfloat16
 
   nlohmann::json to_json() const;
   // std::invalid_argument (one line) for a missing field or an unknown layout.
   static CudnnConvProblem from_json(const nlohmann::json& j);
   friend bool operator==(const CudnnConvProblem&, const CudnnConvProblem&) = default;
 };
+
+// The filter `rsck` (elements of `width` bytes) copied to KRSC order, for 16-bit filters too.
+std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, int64_t s,
+                                     int64_t c, int64_t k, int64_t width);
 
 // The integers handed to cuDNN's descriptor setters; pure arithmetic, tested on the CPU.
 // `format_nhwc` selects CUDNN_TENSOR_NHWC for the tensors and the filter (KRSC), else
@@ -108,6 +113,7 @@ class CudnnConv {
   void release() noexcept;
 
   CudnnConvDescriptors d_;
+  bool fp32_ = true;  // fp32 tensors: FMA math only
   void* handle_ = nullptr;
   void* x_desc_ = nullptr;
   void* y_desc_ = nullptr;

@@ -41,7 +41,7 @@ ir::TargetLimits TaskOptions::limits() const {
       break;
     }
   }
-  ir::TargetLimits l = device_limits(d);
+  ir::TargetLimits l = verifier_limits(d);
   l.arch = resolved_arch();
   return l;
 }

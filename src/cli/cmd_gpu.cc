@@ -12,7 +12,6 @@
 #include "src/cli/cli_common.h"
 #include "src/lower/lower.h"
 #include "src/records/tuning_log.h"
-#include "src/baselines/cudnn_conv_task.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/export/export_log.h"
@@ -71,10 +70,10 @@ std::optional<Record> best_in_log(const std::string& path, const Template& tmpl)
 
 void run_bench(const BenchArgs& args) {
   auto tmpl = args.task.make();
-  const bool gemm = tmpl->op() == "gemm";
-  const std::optional<CudnnConvProblem> conv = cudnn_conv_problem(*tmpl);
-  if (!gemm && !conv)
-    throw UsageError(fmt::format("bench supports gemm, conv2d and depthwise_conv2d, not {} ({})",
+  const BaselineSpec declared = tmpl->baseline();
+  const bool gemm = declared.kind == BaselineSpec::Kind::gemm;
+  if (declared.kind == BaselineSpec::Kind::none)
+    throw UsageError(fmt::format("bench: {} ({}) declares no cuBLAS or cuDNN baseline to compare with",
                                  tmpl->op(), tmpl->name()));
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
@@ -92,21 +91,20 @@ void run_bench(const BenchArgs& args) {
   std::vector<char> expected;
   WorkerTask task = worker_task(*tmpl, options, &expected);
   WorkerOptions worker_options;
-  worker_options.command = worker_command_for(*tmpl);
+  worker_options.command = {"/proc/self/exe", "__worker"};
   worker_options.measure_timeout_s = 30 + args.seconds;
   WorkerSupervisor worker(worker_options);
   worker.set_task(task, std::move(expected));
 
   MeasureRequest baseline_request;
   baseline_request.id = 0;
-  if (gemm) {
-    baseline_request.what = MeasureWhat::cublas_gemm;
-    baseline_request.check = false;
-  } else {
-    baseline_request.kernel_name = kCudnnConvKernel;  // checked against the reference too
-  }
+  baseline_request.what = MeasureWhat::baseline;
+  // cuBLAS is a GEMM's reference itself; cuDNN is checked against the CPU reference too.
+  baseline_request.check = !gemm;
   const MeasureReply baseline_reply = worker.measure(baseline_request);
-  const std::string baseline_name = gemm ? "cublas_sgemm" : "cudnn";
+  const std::string baseline_name =
+      !gemm ? "cudnn"
+            : declared.gemm.input == ir::DType::Float32 ? "cublas_sgemm" : "cublas_gemm_ex";
 
   std::optional<MeasureReply> tuned;
   std::optional<Record> record;
@@ -217,7 +215,7 @@ void add_gpu_commands(CLI::App& app) {
   worker->group("");
   worker->allow_extras();
   worker->callback([worker] {
-    std::exit(gpu_worker_main(worker->remaining()));
+    std::exit(worker_main(worker->remaining()));
   });
 }
 

@@ -26,8 +26,8 @@ void run_ops(bool json) {
   for (const OpInfo& o : ops) {
     std::string templates;
     for (const std::string& t : o.templates) templates += (templates.empty() ? "" : ", ") + t;
-    fmt::print("{:<10} --shape {:<14} templates: {}\n           {}\n", o.op, o.shape_help,
-               templates, o.description);
+    fmt::print("{:<17} --shape {}\n{:17} templates: {}\n{:17} {}\n", o.op, o.shape_help, "",
+               templates, "", o.description);
   }
 }
 

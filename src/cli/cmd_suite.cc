@@ -19,7 +19,6 @@
 #include "kernels/layer_suites.h"
 #include "src/cli/cli_common.h"
 #include "src/records/tuning_log.h"
-#include "src/baselines/cudnn_conv_task.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/measure/gpu_measurer.h"
@@ -147,7 +146,7 @@ void run_tune_suite(const SuiteArgs& args) {
   const std::vector<DeviceInfo> devices = list_devices();
   if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
   const DeviceInfo& device = devices.front();
-  const ir::TargetLimits limits = device_limits(device);
+  const ir::TargetLimits limits = verifier_limits(device);
 
   std::vector<LayerOutcome> rows;
   const double start = monotonic_seconds();
@@ -156,7 +155,6 @@ void run_tune_suite(const SuiteArgs& args) {
     ++layer_index;
     auto tmpl = make_template(layer.op, layer.shape);
     GpuMeasureOptions gpu;
-    gpu.worker_command = worker_command_for(*tmpl);
     std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
     auto features = cost_model::make_ir_features(*tmpl, limits);
 

@@ -17,7 +17,7 @@ struct VerifyArgs {
   int sample = 10;
   uint64_t seed = 0;
   std::string config;
-  double tolerance = kDefaultTolerance;
+  double tolerance = 0;  // 0: by the output type and the reduction length
 };
 
 void run_verify(const VerifyArgs& args) {
@@ -41,7 +41,8 @@ void run_verify(const VerifyArgs& args) {
   int passed = 0, rejected = 0;
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < configs.size(); ++i) {
-    EmulatedCheck r = check_in_emulator(*tmpl, configs[i], limits, emulator, args.tolerance);
+    EmulatedCheck r = check_in_emulator(*tmpl, configs[i], limits, emulator,
+                                        args.tolerance > 0 ? std::optional<double>(args.tolerance) : std::nullopt);
     passed += r.passed;
     rejected += r.status == "rejected";
     results.push_back({{"config", configs[i].to_json()},
@@ -80,7 +81,7 @@ void add_verify_command(CLI::App& app) {
   cmd->add_option("--sample", args->sample, "configurations to sample")->capture_default_str();
   cmd->add_option("--seed", args->seed, "sampling seed")->capture_default_str();
   cmd->add_option("--config", args->config, "check this one configuration (index or JSON)");
-  cmd->add_option("--tolerance", args->tolerance, "largest accepted error")->capture_default_str();
+  cmd->add_option("--tolerance", args->tolerance, "largest accepted error; 0: by the output type and reduction length")->capture_default_str();
   cmd->callback([args] { run_verify(*args); });
 }
 

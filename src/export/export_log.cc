@@ -6,25 +6,17 @@
 #include <fmt/format.h>
 
 #include "kernels/template.h"
+#include "src/base/errors.h"
 #include "src/lower/lower.h"
 #include "src/records/tuning_log.h"
 #include "src/runtime/device.h"
 #include "src/export/export_manifest.h"
 #include "src/runtime/nvrtc_builder.h"
+#include "src/target/device_info.h"
 
 namespace cutune {
 
 namespace {
-
-ir::TargetLimits limits_of(const std::string& arch) {
-  const DeviceInfo d = target_limits(arch);
-  ir::TargetLimits l;
-  l.arch = arch;
-  l.max_threads_per_block = d.max_threads_per_block;
-  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
-  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
-  return l;
-}
 
 // The fastest ok cuBLAS-baseline time recorded for a task, if a bench run left one in extra.
 std::optional<double> cublas_time(const Record& r) {
@@ -40,7 +32,7 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
   const LogReadResult read = read_log(log);
   const std::vector<Record> best = best_records(read.records, 1);
   if (best.empty())
-    throw std::invalid_argument(fmt::format("{} holds no ok record to export", log.string()));
+    throw UserError(fmt::format("{} holds no ok record to export", log.string()));
 
   ExportSummary summary;
   std::vector<std::pair<ExportedKernel, Cubin>> kernels;
@@ -50,7 +42,7 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
     try {
       auto tmpl = make_template(r.task.op, r.task.shape, r.task.template_name);
       const Config config = tmpl->space().get(r.config_index);
-      const Lowered lowered = lower(*tmpl, config, limits_of(r.task.target_arch));
+      const Lowered lowered = lower(*tmpl, config, verifier_limits(r.task.target_arch));
       if (!lowered.ok()) {
         std::string why = lowered.verify.errors.empty() ? lowered.build_error : lowered.verify.errors.front();
         summary.skipped.push_back(fmt::format("{}: config {} no longer lowers: {}", task_text, r.config_index, why));
@@ -80,6 +72,11 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
     } catch (const ConfigError& e) {
       summary.skipped.push_back(fmt::format("{}: {}", task_text, e.what()));
     }
+  }
+  if (kernels.empty()) {
+    // A replay log, say: its tasks name no template that cutune can rebuild.
+    throw UserError(fmt::format("{}: nothing to export: no task in it can be rebuilt ({})",
+                                log.string(), summary.skipped.front()));
   }
   write_export(out_dir, kernels);
   return summary;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -9,6 +10,56 @@
 namespace cutune {
 
 namespace {
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round-to-nearest-even float -> bfloat16 bits (NaN stays a quiet NaN).
+uint16_t to_bf16(float f) {
+  uint32_t u = float_bits(f);
+  if (std::isnan(f)) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fff + ((u >> 16) & 1);
+  return uint16_t(u >> 16);
+}
+
+// Round-to-nearest-even float -> IEEE binary16 bits, with subnormals and overflow to inf.
+uint16_t to_f16(float f) {
+  uint32_t u = float_bits(f);
+  uint16_t sign = uint16_t((u >> 16) & 0x8000);
+  uint32_t abs = u & 0x7fffffff;
+  if (abs >= 0x7f800000) return uint16_t(sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0));
+  if (abs >= 0x477ff000) return uint16_t(sign | 0x7c00);  // rounds past 65504
+  int exp = int(abs >> 23) - 127;
+  uint32_t mant = (abs & 0x7fffff) | 0x800000;
+  int shift = exp >= -14 ? 13 : 13 + (-14 - exp);  // normal, or subnormal with extra shift
+  if (shift > 24) return sign;
+  uint32_t half = mant >> shift;
+  uint32_t rest = mant & ((1u << shift) - 1);
+  uint32_t mid = 1u << (shift - 1);
+  if (rest > mid || (rest == mid && (half & 1))) ++half;
+  if (exp >= -14) {
+    // half includes the implicit bit; a carry out of the mantissa bumps the exponent.
+    return uint16_t(sign | ((uint32_t(exp + 15) << 10) + (half - 0x400)));
+  }
+  return uint16_t(sign | half);
+}
+
+float from_f16(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0) return (h & 0x8000 ? -1.0f : 1.0f) * std::ldexp(float(mant), -24);
+  if (exp == 31) return bits_float(sign | 0x7f800000 | (mant << 13));
+  return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
+}
 
 // SplitMix64: a counter-based generator, identical everywhere.
 uint64_t mix(uint64_t x) {
@@ -31,16 +82,75 @@ std::vector<float> fill_input(uint64_t seed, int tensor_index, int64_t elements)
   return values;
 }
 
-double error_tolerance(const std::string& dtype, int64_t reduction_length) {
-  double unit_roundoff;
-  if (dtype == "float32") unit_roundoff = 0x1p-24;
-  else if (dtype == "float16") unit_roundoff = 0x1p-11;
-  else if (dtype == "bfloat16") unit_roundoff = 0x1p-8;
-  else throw std::invalid_argument(fmt::format("no tolerance for dtype '{}' (known: float32, float16, bfloat16)", dtype));
+double error_tolerance(const std::string& output_dtype, int64_t reduction_length) {
+  const double u32 = 0x1p-24;
+  double output_roundoff;
+  if (output_dtype == "float32") output_roundoff = 0;
+  else if (output_dtype == "float16") output_roundoff = 0x1p-11;
+  else if (output_dtype == "bfloat16") output_roundoff = 0x1p-8;
+  else throw std::invalid_argument(fmt::format("no tolerance for dtype '{}' (known: float32, float16, bfloat16)", output_dtype));
   const double n = double(std::max<int64_t>(reduction_length, 1));
-  // 64 u sqrt(n): ~10x above the largest error a correct fp32 kernel summing in another order
-  // shows against cuBLAS on uniform inputs, and ~1000x below what an indexing bug produces.
-  return std::max(64.0 * unit_roundoff * std::sqrt(n), 16.0 * unit_roundoff);
+  return std::max(64.0 * u32 * std::sqrt(n), 16.0 * u32) + 2.0 * output_roundoff;
+}
+
+std::string dtype_name(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::Float32: return "float32";
+    case ir::DType::Float16: return "float16";
+    case ir::DType::BFloat16: return "bfloat16";
+    default: break;
+  }
+  throw std::invalid_argument("tensors are stored as float32, float16 or bfloat16");
+}
+
+int64_t dtype_bytes(const std::string& dtype) {
+  if (dtype == "float32") return 4;
+  if (dtype == "float16" || dtype == "bfloat16") return 2;
+  throw std::invalid_argument(fmt::format("unknown tensor dtype '{}' (known: float32, float16, bfloat16)", dtype));
+}
+
+float round_to_storage(float value, const std::string& dtype) {
+  if (dtype == "float16") return from_f16(to_f16(value));
+  if (dtype == "bfloat16") return bits_float(uint32_t(to_bf16(value)) << 16);
+  dtype_bytes(dtype);
+  return value;
+}
+
+std::vector<float> input_values(uint64_t seed, int tensor_index, int64_t elements,
+                                const std::string& dtype) {
+  std::vector<float> values = fill_input(seed, tensor_index, elements);
+  if (dtype != "float32")
+    for (float& v : values) v = round_to_storage(v, dtype);
+  return values;
+}
+
+std::vector<char> encode_values(const std::vector<float>& values, const std::string& dtype) {
+  const int64_t width = dtype_bytes(dtype);
+  std::vector<char> bytes(values.size() * size_t(width));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (width == 4) {
+      std::memcpy(&bytes[i * 4], &values[i], 4);
+      continue;
+    }
+    const uint16_t b = dtype == "float16" ? to_f16(values[i]) : to_bf16(values[i]);
+    std::memcpy(&bytes[i * 2], &b, 2);
+  }
+  return bytes;
+}
+
+std::vector<float> decode_values(const char* bytes, int64_t elements, const std::string& dtype) {
+  const int64_t width = dtype_bytes(dtype);
+  std::vector<float> values(size_t(std::max<int64_t>(elements, 0)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (width == 4) {
+      std::memcpy(&values[i], bytes + i * 4, 4);
+      continue;
+    }
+    uint16_t b;
+    std::memcpy(&b, bytes + i * 2, 2);
+    values[i] = dtype == "float16" ? from_f16(b) : bits_float(uint32_t(b) << 16);
+  }
+  return values;
 }
 
 std::string CompareResult::describe(double tolerance) const {

@@ -1,12 +1,21 @@
 #pragma once
-// What checking a candidate needs on the host, shared by the parent (which may compute a CPU
-// reference) and the worker (which fills the device inputs): the deterministic input values,
-// the error tolerance and the comparison. No GPU involved, so all of it is tested on the CPU.
+// The one correctness rule of cutune, used by the emulator check, the GPU worker and the tests:
+// - inputs: fill_input (a counter-based hash, the same values on every machine), rounded to
+//   the tensor's storage type (input_values), so that a CPU reference computes on exactly
+//   the values the kernel reads;
+// - outputs start as NaN (never written: fails) or, for zero_init outputs, as zero;
+// - the comparison: element by element, the error scaled by max(|expected|, rms(expected)),
+//   any NaN/Inf where the reference is finite fails;
+// - the tolerance: by the output's storage type and the reduction length (error_tolerance).
+// Storage types are named as in the worker protocol: "float32", "float16", "bfloat16".
+// No GPU involved, so all of it is tested on the CPU.
 
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "src/ir/type.h"
 
 namespace cutune {
 
@@ -15,11 +24,30 @@ namespace cutune {
 // standard libraries).
 std::vector<float> fill_input(uint64_t seed, int tensor_index, int64_t elements);
 
-// The largest acceptable relative error (see compare_outputs) for a result that sums
-// `reduction_length` products in `dtype`: a multiple of the unit roundoff times the square
-// root of the length, the random-walk growth of rounding errors, with a floor.
+// "float32", "float16", "bfloat16" for those ir types; std::invalid_argument otherwise.
+std::string dtype_name(ir::DType dtype);
+// Bytes of one element: 4, 2, 2; std::invalid_argument (one line) for another name.
+int64_t dtype_bytes(const std::string& dtype);
+
+// `value` rounded to nearest even in a storage type (unchanged for float32).
+float round_to_storage(float value, const std::string& dtype);
+
+// fill_input rounded to `dtype`: what a kernel reading that tensor sees, as floats.
+std::vector<float> input_values(uint64_t seed, int tensor_index, int64_t elements,
+                                const std::string& dtype);
+
+// The bytes of `values` stored as `dtype` (rounded to nearest even), and back.
+std::vector<char> encode_values(const std::vector<float>& values, const std::string& dtype);
+std::vector<float> decode_values(const char* bytes, int64_t elements, const std::string& dtype);
+
+// The largest acceptable error (see compare_outputs) of an output stored as `output_dtype`
+// that sums `reduction_length` products accumulated in fp32, as every cutune template and the
+// baselines do: 64 u32 sqrt(n) (the random-walk growth of rounding errors, about ten times
+// what a correct kernel summing in another order shows; floor 16 u32), plus, for a 16-bit
+// output, two units of its own roundoff (the final rounding, which may differ from the
+// reference's by one step). An indexing bug produces errors of order one.
 // Throws std::invalid_argument for a dtype other than float32 / float16 / bfloat16.
-double error_tolerance(const std::string& dtype, int64_t reduction_length);
+double error_tolerance(const std::string& output_dtype, int64_t reduction_length);
 
 struct CompareResult {
   double max_rel_error = 0;    // max |a - e| / max(|e|, rms(e)); +inf with any non-finite value
@@ -33,7 +61,7 @@ struct CompareResult {
 
 // Compares element by element. The error is scaled by the larger of |expected| and the
 // expected output's root mean square, so elements that cancel to near zero do not produce
-// huge relative errors from ordinary rounding. Sizes must match (std::invalid_argument).
+// huge relative errors from ordinary rounding.
 CompareResult compare_outputs(const float* actual, const float* expected, int64_t elements);
 
 }  // namespace cutune

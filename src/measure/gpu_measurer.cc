@@ -69,7 +69,7 @@ class GpuMeasurer final : public Measurer {
       : tmpl_(tmpl),
         options_(options),
         device_(std::move(device)),
-        limits_(device_limits(device_)),
+        limits_(verifier_limits(device_)),
         builder_(make_build_options(options, device_), std::max(options.compile_jobs, 1),
                  options.cache_dir.empty() ? std::nullopt
                                            : std::optional<std::filesystem::path>(options.cache_dir)),
@@ -80,9 +80,9 @@ class GpuMeasurer final : public Measurer {
     try {
       worker_.set_task(task, std::move(expected));
     } catch (const WorkerError& e) {
-      if (task.reference != ReferenceKind::cublas_gemm) throw;
+      if (task.reference != ReferenceKind::baseline) throw;
       // Without cuBLAS in the worker, the template's own CPU reference still checks answers.
-      task = worker_task(tmpl, options, &expected, /*allow_cublas=*/false);
+      task = worker_task(tmpl, options, &expected, /*allow_baseline=*/false);
       worker_.set_task(task, std::move(expected));
     }
   }
@@ -202,15 +202,6 @@ class GpuMeasurer final : public Measurer {
 
 }  // namespace
 
-ir::TargetLimits device_limits(const DeviceInfo& d) {
-  ir::TargetLimits l;
-  l.arch = d.arch();
-  l.max_threads_per_block = d.max_threads_per_block;
-  l.max_static_shared_bytes = std::min(d.max_shared_per_block, 48 * 1024);
-  l.max_shared_bytes_optin = d.max_shared_per_block_optin;
-  return l;
-}
-
 TimingOptions timing_options(const GpuMeasureOptions& o) {
   TimingOptions t;
   t.flush_l2 = o.flush_l2;
@@ -226,7 +217,7 @@ TimingOptions timing_options(const GpuMeasureOptions& o) {
 }
 
 WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
-                       std::vector<char>* expected, bool allow_cublas) {
+                       std::vector<char>* expected, bool allow_baseline) {
   WorkerTask task;
   task.device = options.device;
   task.seed = options.seed;
@@ -234,22 +225,23 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   task.timing = timing_options(options);
   const std::vector<TensorSpec> tensors = tmpl.tensors();
   for (const TensorSpec& t : tensors)
-    task.tensors.push_back({t.name, "float32", t.elements, t.is_output});
+    task.tensors.push_back({t.name, dtype_name(t.type.dtype), t.elements, t.is_output, t.zero_init});
+  if (allow_baseline) task.baseline = tmpl.baseline();
   expected->clear();
   if (!options.check) return task;
 
-  const std::vector<int64_t> shape = tmpl.shape();
-  if (allow_cublas && tmpl.op() == "gemm" && shape.size() == 3 && tensors.size() == 3) {
-    // C, A, B in parameter order (kernels/gemm.h).
-    task.reference = ReferenceKind::cublas_gemm;
-    task.gemm = {shape[0], shape[1], shape[2], tmpl.name() == "gemm_nt", 1, 2, 0};
+  if (task.baseline.kind == BaselineSpec::Kind::gemm) {
+    // cuBLAS computes the reference on the GPU: a CPU GEMM of 4096³ would take minutes.
+    task.reference = ReferenceKind::baseline;
     return task;
   }
   task.reference = ReferenceKind::host;
   std::vector<std::vector<float>> values;
-  for (size_t i = 0; i < tensors.size(); ++i)
-    values.push_back(tensors[i].is_output ? std::vector<float>(size_t(tensors[i].elements), 0.0f)
-                                          : fill_input(options.seed, int(i), tensors[i].elements));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const WorkerTensor& t = task.tensors[i];
+    values.push_back(t.is_output ? std::vector<float>(size_t(t.elements), 0.0f)
+                                 : input_values(options.seed, int(i), t.elements, t.dtype));
+  }
   tmpl.reference(values);
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (!tensors[i].is_output) continue;

@@ -42,14 +42,12 @@ struct GpuMeasureOptions {
 // The TimingOptions the worker gets for these options.
 TimingOptions timing_options(const GpuMeasureOptions& options);
 
-// What the worker gets for `tmpl`: tensors, seed, reference (cuBLAS for GEMM when
-// `allow_cublas`, else the template's CPU reference, whose outputs fill `expected`).
+// What the worker gets for `tmpl`: tensors by storage type, seed, the template's declared
+// baseline (when `allow_baseline`), and the reference: the baseline's own for a GEMM (cuBLAS
+// on the GPU), else the template's CPU reference on the same rounded inputs, whose outputs
+// fill `expected`.
 WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
-                       std::vector<char>* expected, bool allow_cublas = true);
-
-// What the verifier may assume of `device`: its threads per block and shared memory, static
-// shared memory capped at the 48 KiB a kernel may declare without opting in.
-ir::TargetLimits device_limits(const DeviceInfo& device);
+                       std::vector<char>* expected, bool allow_baseline = true);
 
 // Throws NoDeviceError ("no CUDA device found") where there is no usable GPU.
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options);

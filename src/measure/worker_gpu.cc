@@ -12,6 +12,7 @@
 
 #include "src/baselines/cublas_gemm.h"
 #include "src/baselines/cudnn_conv.h"
+#include "src/baselines/cudnn_conv_task.h"
 #include "src/runtime/cuda_check.h"
 #include "src/runtime/cuda_module.h"
 #include "src/runtime/device.h"
@@ -55,7 +56,7 @@ struct CandidateFailure {
 
 class GpuBackend final : public WorkerBackend {
  public:
-  explicit GpuBackend(std::optional<CudnnConvProblem> conv) : conv_(std::move(conv)) {}
+  GpuBackend() = default;
 
   void setup(const WorkerTask& task, std::vector<char> expected_blob) override {
     release();
@@ -69,10 +70,9 @@ class GpuBackend final : public WorkerBackend {
 
     for (size_t i = 0; i < task.tensors.size(); ++i) {
       const WorkerTensor& t = task.tensors[i];
-      if (t.dtype != "float32")
-        throw std::runtime_error(fmt::format("tensor {} has dtype {}; only float32 is measured", t.name, t.dtype));
-      buffers_.emplace_back(size_t(t.elements) * sizeof(float));
-      if (!t.is_output) buffers_.back().upload(fill_input(task.seed, int(i), t.elements).data());
+      buffers_.emplace_back(size_t(t.bytes()));
+      if (!t.is_output)
+        buffers_.back().upload(encode_values(input_values(task.seed, int(i), t.elements, t.dtype), t.dtype).data());
       else buffers_.back().fill_bytes(0);
     }
     expected_.assign(task.tensors.size(), {});
@@ -88,21 +88,28 @@ class GpuBackend final : public WorkerBackend {
         offset += bytes;
       }
     }
-    if (task.reference == ReferenceKind::cublas_gemm) {
+    if (task.baseline.kind == BaselineSpec::Kind::gemm) {
+      const GemmBaseline& g = task.baseline.gemm;
+      for (int index : {g.a, g.b, g.c})
+        if (index < 0 || size_t(index) >= buffers_.size())
+          throw std::runtime_error("the GEMM baseline names a tensor the task lacks");
       cublas_.emplace();
-      const GemmReference& g = task.gemm;
-      cublas_->sgemm({g.m, g.n, g.k, g.b_transposed}, buffers_.at(size_t(g.a)).get(),
-                     buffers_.at(size_t(g.b)).get(), buffers_.at(size_t(g.c)).get());
-      CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
-      expected_[size_t(g.c)].resize(size_t(task.tensors[size_t(g.c)].elements));
-      buffers_[size_t(g.c)].download(expected_[size_t(g.c)].data());
+      if (task.reference == ReferenceKind::baseline) {
+        cublas_gemm();
+        CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
+        expected_[size_t(g.c)] = download_values(size_t(g.c));
+      }
     }
-    tolerance_ = error_tolerance("float32", task.reduction_length);
+    tolerances_.assign(task.tensors.size(), 0.0);
+    for (size_t i = 0; i < task.tensors.size(); ++i)
+      if (task.tensors[i].is_output)
+        tolerances_[i] = error_tolerance(task.tensors[i].dtype, task.reduction_length);
     if (task.timing.flush_l2) flusher_.emplace(device_.l2_bytes);
     timer_ = make_kernel_timer(task.timing.prefer_cupti, &timer_note_);
-    reference_name_ = task.reference == ReferenceKind::host          ? "cpu"
-                      : task.reference == ReferenceKind::cublas_gemm ? "cublas"
-                                                                     : "none";
+    reference_name_ = task.reference == ReferenceKind::host       ? "cpu"
+                      : task.reference == ReferenceKind::baseline ? "cublas"
+                                                                  : "none";
+    conv_ = cudnn_conv_problem(task.baseline);
     if (conv_) setup_cudnn();
   }
 
@@ -134,9 +141,50 @@ class GpuBackend final : public WorkerBackend {
   ~GpuBackend() override { release(); }
 
  private:
+  // cuBLAS computes the task's GEMM into its output tensor: SGEMM for fp32 (TF32 off), GemmEx
+  // with fp32 accumulation for 16-bit inputs or outputs.
+  void cublas_gemm() {
+    const GemmBaseline& g = task_.baseline.gemm;
+    const SgemmShape shape{g.m, g.n, g.k, g.b_transposed};
+    const CUdeviceptr a = buffers_[size_t(g.a)].get(), b = buffers_[size_t(g.b)].get(),
+                      c = buffers_[size_t(g.c)].get();
+    if (g.input == ir::DType::Float32 && g.output == ir::DType::Float32) {
+      cublas_->sgemm(shape, a, b, c);
+      return;
+    }
+    auto storage = [](ir::DType t) {
+      return t == ir::DType::Float16    ? GemmStorage::float16
+             : t == ir::DType::BFloat16 ? GemmStorage::bfloat16
+                                        : GemmStorage::float32;
+    };
+    cublas_->gemm_ex(shape, storage(g.input), storage(g.output), a, b, c);
+  }
+
+  // Runs `launch` back to back for about `seconds` of wall time, so that a library call timed
+  // next does not pay for clocks still ramping up from idle.
+  void keep_busy(const std::function<void()>& launch, double seconds) {
+    const DriverApi& api = require_driver();
+    const double end = monotonic_seconds() + seconds;
+    int runs = 1;
+    while (monotonic_seconds() < end) {
+      for (int i = 0; i < runs; ++i) launch();
+      CUTUNE_CU_CHECK(api.cuCtxSynchronize());
+      runs = std::min(runs * 2, 1024);
+    }
+  }
+
+  // Tensor `i` read back and widened to floats from its storage type.
+  std::vector<float> download_values(size_t i) const {
+    std::vector<char> bytes(buffers_[i].bytes());
+    buffers_[i].download(bytes.data());
+    return decode_values(bytes.data(), task_.tensors[i].elements, task_.tensors[i].dtype);
+  }
+
   void release() {
     cudnn_filter_.reset();
+    cudnn_output_.reset();
     cudnn_.reset();
+    conv_.reset();
     baseline_.reset();
     cudnn_note_.clear();
     cublas_.reset();
@@ -168,13 +216,19 @@ class GpuBackend final : public WorkerBackend {
     std::vector<void*> args;
     std::function<void()> launch;
 
-    if (request.what == MeasureWhat::kernel && request.kernel_name == kCudnnConvKernel) {
-      if (!cudnn_)
+    if (request.what == MeasureWhat::baseline) {
+      if (cublas_) {
+        launch = [this] { cublas_gemm(); };
+      } else if (cudnn_) {
+        launch = [this] { cudnn_forward(); };
+      } else {
         throw CandidateFailure{MeasureStatus::launch_error, false,
-                               "cuDNN is not set up for this task: " +
-                                   (cudnn_note_.empty() ? std::string("not a convolution") : cudnn_note_)};
-      launch = [this] { cudnn_forward(); };
-    } else if (request.what == MeasureWhat::kernel) {
+                               "this task has no baseline" +
+                                   (cudnn_note_.empty() ? std::string() : ": " + cudnn_note_)};
+      }
+      // The baseline is timed like a candidate, after the clocks have come up.
+      guarded([&] { keep_busy(launch, 0.3); }, true, "baseline warm-up");
+    } else {
       guarded([&] {
         Cubin cubin{request.cubin, request.kernel_name, device_.arch()};
         module.emplace(cubin);
@@ -188,30 +242,27 @@ class GpuBackend final : public WorkerBackend {
       }
       for (CUdeviceptr& p : pointers) args.push_back(&p);
       launch = [&] { launch_kernel(function, request.launch, args.data()); };
-    } else {
-      if (!cublas_) cublas_.emplace();
-      const GemmReference& g = task_.gemm;
-      launch = [&, g] {
-        cublas_->sgemm({g.m, g.n, g.k, g.b_transposed}, buffers_.at(size_t(g.a)).get(),
-                       buffers_.at(size_t(g.b)).get(), buffers_.at(size_t(g.c)).get());
-      };
     }
 
     if (request.check && task_.reference != ReferenceKind::none) {
+      // Outputs start as NaN bytes, so an element the kernel never writes fails; zero_init
+      // outputs start at zero as the kernel expects.
       for (size_t i = 0; i < buffers_.size(); ++i)
-        if (task_.tensors[i].is_output) guarded([&] { buffers_[i].fill_bytes(0xff); }, false, "clearing outputs");
+        if (task_.tensors[i].is_output)
+          guarded([&] { buffers_[i].fill_bytes(task_.tensors[i].zero_init ? 0x00 : 0xff); }, false,
+                  "clearing outputs");
       guarded(launch, true, "launch");
       guarded([&] { CUTUNE_CU_CHECK(api.cuCtxSynchronize()); }, false, "kernel");
       double worst = 0;
       std::string failure;
       for (size_t i = 0; i < buffers_.size(); ++i) {
         if (!task_.tensors[i].is_output || expected_[i].empty()) continue;
-        std::vector<float> actual(expected_[i].size());
-        guarded([&] { buffers_[i].download(actual.data()); }, false, "reading outputs");
+        std::vector<float> actual;
+        guarded([&] { actual = download_values(i); }, false, "reading outputs");
         const CompareResult c = compare_outputs(actual.data(), expected_[i].data(), int64_t(actual.size()));
         worst = std::max(worst, c.max_rel_error);
-        if (!c.ok(tolerance_) && failure.empty())
-          failure = fmt::format("{}: {}", task_.tensors[i].name, c.describe(tolerance_));
+        if (!c.ok(tolerances_[i]) && failure.empty())
+          failure = fmt::format("{}: {}", task_.tensors[i].name, c.describe(tolerances_[i]));
       }
       result.max_rel_error = std::isfinite(worst) ? worst : 1e300;
       if (!failure.empty()) throw CandidateFailure{MeasureStatus::wrong_answer, false, failure};
@@ -228,7 +279,11 @@ class GpuBackend final : public WorkerBackend {
     for (int i = 0; i < o.warmup; ++i) guarded(launch, true, "warm-up launch");
     guarded([&] { CUTUNE_CU_CHECK(api.cuCtxSynchronize()); }, false, "warm-up");
 
+    // Before each timed run: zero_init outputs back to zero (the kernel adds into them), then
+    // the L2 flush. Neither is inside the kernel's timed interval.
     const std::function<void()> flush = [this] {
+      for (size_t i = 0; i < buffers_.size(); ++i)
+        if (task_.tensors[i].zero_init) buffers_[i].fill_bytes(0);
       if (flusher_) flusher_->flush();
     };
     const double start = monotonic_seconds();
@@ -278,16 +333,21 @@ class GpuBackend final : public WorkerBackend {
       return;
     }
     const size_t y = size_t(p.output);
+    const int64_t width = dtype_bytes(p.dtype);
     try {
       cudnn_.emplace(p);
       const CudnnConvDescriptors d = cudnn_descriptors(p);
       if (d.filter_needs_transpose) {
-        std::vector<float> rsck(buffers_[size_t(p.filter)].bytes() / sizeof(float));
+        std::vector<char> rsck(buffers_[size_t(p.filter)].bytes());
         buffers_[size_t(p.filter)].download(rsck.data());
-        const std::vector<float> krsc = rsck_to_krsc(rsck, p.r, p.s, p.c, p.k);
-        cudnn_filter_.emplace(krsc.size() * sizeof(float));
+        const std::vector<char> krsc = rsck_to_krsc_bytes(rsck, p.r, p.s, p.c, p.k, width);
+        cudnn_filter_.emplace(krsc.size());
         cudnn_filter_->upload(krsc.data());
       }
+      // cuDNN writes its output in the input's type; a task whose output is wider (fp16 in,
+      // fp32 out) gets a buffer of its own for cuDNN, which is then timed but checks nothing.
+      if (p.dtype != task_.tensors[y].dtype)
+        cudnn_output_.emplace(size_t(task_.tensors[y].elements * width));
       const std::vector<CudnnAlgoPerf> algos =
           cudnn_->find(buffers_[size_t(p.input)].get(), cudnn_filter_pointer(), buffers_[y].get());
       const CudnnAlgoPerf fastest = algos.front();
@@ -305,20 +365,23 @@ class GpuBackend final : public WorkerBackend {
       }
       std::vector<float> reference = cudnn_output(*exact);
       std::vector<float> fastest_out = cudnn_output(fastest);
+      const bool same_type = !cudnn_output_;
       nlohmann::json baseline = {{"baseline", "cudnn"},
                                  {"baseline_algo", fastest.name},
                                  {"cudnn_reference_algo", exact->name}};
       const CompareResult fast_vs_ref =
           compare_outputs(fastest_out.data(), reference.data(), int64_t(reference.size()));
       baseline["baseline_max_rel_error"] = std::isfinite(fast_vs_ref.max_rel_error) ? fast_vs_ref.max_rel_error : 1e300;
-      bool use = true;
-      if (!expected_[y].empty()) {
+      bool use = same_type;
+      if (!same_type)
+        cudnn_note_ = fmt::format("cuDNN computes a {} output; the CPU reference checks candidates", p.dtype);
+      if (same_type && !expected_[y].empty()) {
         const CompareResult c =
             compare_outputs(reference.data(), expected_[y].data(), int64_t(reference.size()));
         baseline["cudnn_vs_cpu_max_rel_error"] = std::isfinite(c.max_rel_error) ? c.max_rel_error : 1e300;
-        if (!c.ok(tolerance_)) {
+        if (!c.ok(tolerances_[y])) {
           use = false;
-          cudnn_note_ = "cuDNN (" + exact->name + ") disagrees with the CPU reference: " + c.describe(tolerance_);
+          cudnn_note_ = "cuDNN (" + exact->name + ") disagrees with the CPU reference: " + c.describe(tolerances_[y]);
         }
       }
       if (use) {
@@ -326,6 +389,7 @@ class GpuBackend final : public WorkerBackend {
         reference_name_ = "cudnn";
       }
       MeasureResult timed;
+      keep_busy([this] { cudnn_forward(); }, 0.3);
       time_runs([this] { cudnn_forward(); }, std::numeric_limits<double>::infinity(), timed);
       const MedianCi ci = median_ci(timed.times_s);
       baseline["baseline_s"] = timed.median_s();
@@ -343,6 +407,7 @@ class GpuBackend final : public WorkerBackend {
   void drop_cudnn(const std::string& why) {
     cudnn_.reset();
     cudnn_filter_.reset();
+    cudnn_output_.reset();
     baseline_.reset();
     std::string line = why.substr(0, why.find('\n'));
     cudnn_note_ = "cuDNN unavailable: " + line;
@@ -355,26 +420,31 @@ class GpuBackend final : public WorkerBackend {
     return cudnn_filter_ ? cudnn_filter_->get() : buffers_[size_t(conv_->filter)].get();
   }
 
+  CUdeviceptr cudnn_output_pointer() const {
+    return cudnn_output_ ? cudnn_output_->get() : buffers_[size_t(conv_->output)].get();
+  }
+
   void cudnn_forward() {
     cudnn_->forward(buffers_[size_t(conv_->input)].get(), cudnn_filter_pointer(),
-                    buffers_[size_t(conv_->output)].get());
+                    cudnn_output_pointer());
   }
 
   // Runs `algo` once and returns the output; leaves `algo` chosen.
   std::vector<float> cudnn_output(const CudnnAlgoPerf& algo) {
     cudnn_->choose(algo);
-    DeviceBuffer& y = buffers_[size_t(conv_->output)];
+    DeviceBuffer& y = cudnn_output_ ? *cudnn_output_ : buffers_[size_t(conv_->output)];
     y.fill_bytes(0xff);
     cudnn_forward();
     CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
-    std::vector<float> out(y.bytes() / sizeof(float));
-    y.download(out.data());
-    return out;
+    std::vector<char> bytes(y.bytes());
+    y.download(bytes.data());
+    return decode_values(bytes.data(), task_.tensors[size_t(conv_->output)].elements, conv_->dtype);
   }
 
   std::optional<CudnnConvProblem> conv_;
   std::optional<CudnnConv> cudnn_;
   std::optional<DeviceBuffer> cudnn_filter_;  // the filter in KRSC for an RSCK task
+  std::optional<DeviceBuffer> cudnn_output_;  // cuDNN's output when its type is not the task's
   std::optional<nlohmann::json> baseline_;
   std::string cudnn_note_;
   std::string reference_name_ = "none";
@@ -388,49 +458,11 @@ class GpuBackend final : public WorkerBackend {
   std::optional<L2Flusher> flusher_;
   std::unique_ptr<KernelTimer> timer_;
   std::string timer_note_;
-  double tolerance_ = 0;
+  std::vector<double> tolerances_;  // per tensor; outputs only
 };
 
 }  // namespace
 
-std::unique_ptr<WorkerBackend> make_gpu_backend(std::optional<CudnnConvProblem> conv) {
-  return std::make_unique<GpuBackend>(std::move(conv));
-}
-
-int gpu_worker_main(const std::vector<std::string>& args) {
-  std::vector<std::string> rest;
-  std::optional<CudnnConvProblem> conv;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] != "--cudnn-conv") {
-      rest.push_back(args[i]);
-      continue;
-    }
-    if (i + 1 == args.size()) {
-      std::cerr << "cutune worker: --cudnn-conv needs a JSON problem\n";
-      return 2;
-    }
-    try {
-      conv = CudnnConvProblem::from_json(nlohmann::json::parse(args[++i]));
-    } catch (const std::exception& e) {
-      std::cerr << "cutune worker: bad --cudnn-conv: " << e.what() << "\n";
-      return 2;
-    }
-  }
-  if (!conv) return worker_main(rest);
-  int fd = 3;
-  for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == "--fd" && i + 1 < rest.size()) {
-      fd = std::atoi(rest[++i].c_str());
-    } else {
-      std::cerr << "cutune worker: unknown argument '" << rest[i]
-                << "' (accepted with --cudnn-conv: --fd N)\n";
-      return 2;
-    }
-  }
-  std::unique_ptr<WorkerBackend> backend = make_gpu_backend(std::move(conv));
-  const int code = run_worker(fd, *backend);
-  backend.reset();
-  return code;
-}
+std::unique_ptr<WorkerBackend> make_gpu_backend() { return std::make_unique<GpuBackend>(); }
 
 }  // namespace cutune

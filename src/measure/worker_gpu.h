@@ -10,31 +10,27 @@
 #include <vector>
 
 #include "src/records/measure_result.h"
-#include "src/baselines/cudnn_conv.h"
 #include "src/measure/worker_main.h"
 
 namespace cutune {
 
-// With `conv`, a convolution task is checked against cuDNN and cuDNN is timed as its
-// baseline, all at setup:
-//   - cudnnFindConvolutionForwardAlgorithmEx (1 GiB workspace, CUDNN_FMA_MATH) on the task's
-//     own input and filter; the output of the most accurate working algorithm (implicit GEMM
-//     before FFT/Winograd) must agree with the parent's CPU reference and then becomes the
-//     reference every candidate is compared with;
-//   - the fastest algorithm is timed with the candidates' timer, warm-up, L2 flush and stop
-//     rule. Every reply's extra then carries baseline_s (median, seconds), baseline_algo,
-//     baseline_median_ci_s, baseline_runs, baseline_timer, baseline_max_rel_error,
-//     cudnn_reference_algo, cudnn_vs_cpu_max_rel_error;
+// The task's baseline (WorkerTask::baseline) is set up with the task:
+//   - a GEMM: cuBLAS (SGEMM with TF32 off for fp32; GemmEx with fp32 accumulation for 16-bit
+//     tensors); with ReferenceKind::baseline its output is the reference;
+//   - a convolution: cudnnFindConvolutionForwardAlgorithmEx (1 GiB workspace; FMA math only
+//     for fp32, tensor-op math for 16-bit) on the task's own input and filter; the output of
+//     the most accurate working algorithm (implicit GEMM before FFT/Winograd) must agree with
+//     the parent's CPU reference and then becomes the reference every candidate is compared
+//     with; the fastest algorithm is timed with the candidates' timer, warm-up, L2 flush and
+//     stop rule, after 0.3 s of keeping the GPU busy. Every reply's extra then carries
+//     baseline_s (median, seconds), baseline_algo, baseline_median_ci_s, baseline_runs,
+//     baseline_timer, baseline_max_rel_error, cudnn_reference_algo,
+//     cudnn_vs_cpu_max_rel_error;
 //   - every reply says which reference checked it: extra.reference = cudnn | cpu | cublas |
 //     none, and extra.cudnn_note why cuDNN was not used where it was asked for.
-// A request for the kernel named kCudnnConvKernel (no cubin) times cuDNN's fastest algorithm
-// as a candidate (checked against the reference), for `cutune bench`.
-std::unique_ptr<WorkerBackend> make_gpu_backend(std::optional<CudnnConvProblem> conv = std::nullopt);
-inline constexpr const char* kCudnnConvKernel = "__cudnn_conv";
-
-// worker_main plus `--cudnn-conv JSON` (a CudnnConvProblem; see cudnn_conv_task.h), which
-// selects the GPU backend with cuDNN for that problem.
-int gpu_worker_main(const std::vector<std::string>& args);
+// A request with MeasureWhat::baseline times the baseline like a candidate (checked against
+// the reference), for `cutune bench`.
+std::unique_ptr<WorkerBackend> make_gpu_backend();
 
 // How a failed driver call of a candidate is recorded. `at_launch`: cuLaunchKernel itself
 // returned it (a refused launch, unless the error is a sticky one left by the kernel before).

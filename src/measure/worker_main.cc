@@ -22,6 +22,14 @@ class FakeBackend final : public WorkerBackend {
     for (const WorkerTensor& t : task.tensors)
       if (t.name == "fail_setup") throw std::runtime_error("fake setup failure requested");
     ++setups_;
+    // What a GPU backend would allocate for this task, and how it would start each output.
+    tensor_bytes_ = nlohmann::json::array();
+    zero_init_ = nlohmann::json::array();
+    for (const WorkerTensor& t : task.tensors) {
+      tensor_bytes_.push_back(t.bytes());
+      zero_init_.push_back(t.zero_init);
+    }
+    baseline_ = task.baseline.to_json();
   }
 
   MeasureReply measure(const MeasureRequest& r) override {
@@ -44,7 +52,9 @@ class FakeBackend final : public WorkerBackend {
     }
     if (what == "fake_slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MeasureResult& result = reply.result;
-    result.extra = {{"pid", getpid()}, {"setups", setups_}, {"cubin_bytes", r.cubin.size()}};
+    result.extra = {{"pid", getpid()},          {"setups", setups_},
+                    {"cubin_bytes", r.cubin.size()}, {"tensor_bytes", tensor_bytes_},
+                    {"zero_init", zero_init_},      {"baseline", baseline_}};
     if (what == "fake_ok" || what == "fake_slow") {
       result.status = MeasureStatus::ok;
       result.times_s = {1e-3 * double(1 + r.id % 3)};
@@ -67,6 +77,7 @@ class FakeBackend final : public WorkerBackend {
  private:
   int fd_;
   int setups_ = 0;
+  nlohmann::json tensor_bytes_, zero_init_, baseline_;
 };
 
 }  // namespace

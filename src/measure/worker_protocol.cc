@@ -1,5 +1,7 @@
 #include "src/measure/worker_protocol.h"
 
+#include "src/measure/correctness.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +15,8 @@
 #include <fmt/format.h>
 
 namespace cutune {
+
+int64_t WorkerTensor::bytes() const { return elements * dtype_bytes(dtype); }
 
 namespace {
 
@@ -113,7 +117,7 @@ std::string_view reference_name(ReferenceKind k) {
   switch (k) {
     case ReferenceKind::none: return "none";
     case ReferenceKind::host: return "host";
-    case ReferenceKind::cublas_gemm: return "cublas_gemm";
+    case ReferenceKind::baseline: return "baseline";
   }
   return "none";
 }
@@ -121,7 +125,7 @@ std::string_view reference_name(ReferenceKind k) {
 ReferenceKind parse_reference(const std::string& s) {
   if (s == "none") return ReferenceKind::none;
   if (s == "host") return ReferenceKind::host;
-  if (s == "cublas_gemm") return ReferenceKind::cublas_gemm;
+  if (s == "baseline") return ReferenceKind::baseline;
   throw std::invalid_argument(fmt::format("worker message: unknown reference '{}'", s));
 }
 
@@ -233,19 +237,13 @@ Frame task_frame(const WorkerTask& t, std::vector<char> expected_outputs) {
     tensors.push_back({{"name", x.name},
                        {"dtype", x.dtype},
                        {"elements", x.elements},
-                       {"is_output", x.is_output}});
+                       {"is_output", x.is_output},
+                       {"zero_init", x.zero_init}});
   f.header = {{"device", t.device},
               {"seed", t.seed},
               {"tensors", tensors},
               {"reference", std::string(reference_name(t.reference))},
-              {"gemm",
-               {{"m", t.gemm.m},
-                {"n", t.gemm.n},
-                {"k", t.gemm.k},
-                {"b_transposed", t.gemm.b_transposed},
-                {"a", t.gemm.a},
-                {"b", t.gemm.b},
-                {"c", t.gemm.c}}},
+              {"baseline", t.baseline.to_json()},
               {"reduction_length", t.reduction_length},
               {"timing", to_json(t.timing)}};
   f.blob = std::move(expected_outputs);
@@ -258,13 +256,15 @@ WorkerTask task_from_frame(const Frame& f) {
   WorkerTask t;
   t.device = get<int>(j, "device");
   t.seed = get<uint64_t>(j, "seed");
-  for (const nlohmann::json& x : field(j, "tensors"))
-    t.tensors.push_back({get<std::string>(x, "name"), get<std::string>(x, "dtype"),
-                         get<int64_t>(x, "elements"), get<bool>(x, "is_output")});
+  for (const nlohmann::json& x : field(j, "tensors")) {
+    WorkerTensor w{get<std::string>(x, "name"), get<std::string>(x, "dtype"),
+                   get<int64_t>(x, "elements"), get<bool>(x, "is_output"),
+                   get<bool>(x, "zero_init")};
+    w.bytes();  // an unknown dtype is a malformed task
+    t.tensors.push_back(std::move(w));
+  }
   t.reference = parse_reference(get<std::string>(j, "reference"));
-  const nlohmann::json& g = field(j, "gemm");
-  t.gemm = {get<int64_t>(g, "m"), get<int64_t>(g, "n"), get<int64_t>(g, "k"),
-            get<bool>(g, "b_transposed"), get<int>(g, "a"), get<int>(g, "b"), get<int>(g, "c")};
+  t.baseline = BaselineSpec::from_json(field(j, "baseline"));
   t.reduction_length = get<int64_t>(j, "reduction_length");
   t.timing = timing_options_from_json(field(j, "timing"));
   return t;
@@ -274,7 +274,8 @@ Frame measure_frame(const MeasureRequest& r) {
   Frame f;
   f.kind = FrameKind::measure;
   f.header = {{"id", r.id},
-              {"what", r.what == MeasureWhat::kernel ? "kernel" : "cublas_gemm"},
+              {"what", r.what == MeasureWhat::kernel ? "kernel" : "baseline"},
+              {"source", r.source},
               {"kernel_name", r.kernel_name},
               {"launch", to_json(r.launch)},
               {"args", r.args},
@@ -290,9 +291,10 @@ MeasureRequest measure_request_from_frame(Frame f) {
   MeasureRequest r;
   r.id = get<uint64_t>(j, "id");
   const std::string what = get<std::string>(j, "what");
-  if (what != "kernel" && what != "cublas_gemm")
+  if (what != "kernel" && what != "baseline")
     throw std::invalid_argument(fmt::format("worker message: unknown 'what' {}", what));
-  r.what = what == "kernel" ? MeasureWhat::kernel : MeasureWhat::cublas_gemm;
+  r.what = what == "kernel" ? MeasureWhat::kernel : MeasureWhat::baseline;
+  r.source = get<std::string>(j, "source");
   r.kernel_name = get<std::string>(j, "kernel_name");
   r.launch = launch_spec_from_json(field(j, "launch"));
   r.args = get<std::vector<int>>(j, "args");

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/baseline_spec.h"
 #include "src/codegen/cuda_source.h"
 #include "src/records/measure_result.h"
 
@@ -63,22 +64,20 @@ struct TimingOptions {
 // A global tensor of the task, in kernel parameter order.
 struct WorkerTensor {
   std::string name;
-  std::string dtype = "float32";  // only float32 is measured today
+  std::string dtype = "float32";  // storage: float32, float16 or bfloat16 (correctness.h)
   int64_t elements = 0;
   bool is_output = false;
+  bool zero_init = false;         // outputs: zeroed before every launch (split-K adds into it)
+
+  int64_t bytes() const;          // elements times the dtype's width
 };
 
 // How the worker gets the right answer, once per task.
 enum class ReferenceKind {
   none,         // outputs are not checked
-  host,         // the parent sends the expected outputs (concatenated, float32) as the blob
-  cublas_gemm   // C = A·B (or A·Bᵀ) by cublasSgemm with TF32 off, row-major
-};
-
-struct GemmReference {
-  int64_t m = 0, n = 0, k = 0;
-  bool b_transposed = false;      // B stored [N,K] (layout nt)
-  int a = 0, b = 1, c = 2;        // tensor indices
+  host,         // the parent sends the expected outputs (concatenated, as float32 whatever
+                //   the output's dtype) as the blob
+  baseline      // the task's baseline (cuBLAS) computes them on the GPU
 };
 
 struct WorkerTask {
@@ -86,14 +85,17 @@ struct WorkerTask {
   uint64_t seed = 0;              // inputs are fill_input(seed, tensor index, ...)
   std::vector<WorkerTensor> tensors;
   ReferenceKind reference = ReferenceKind::none;
-  GemmReference gemm;
+  // The vendor-library computation of the task (the template's declaration): timed as the
+  // baseline, and the reference where `reference` says so. A convolution's cuDNN output is
+  // checked against the host reference first and then replaces it.
+  BaselineSpec baseline;
   int64_t reduction_length = 1;   // for the tolerance
   TimingOptions timing;
 };
 
 // One candidate. `what` selects the kernel or, for baselines, the library call timed with the
 // same harness.
-enum class MeasureWhat { kernel, cublas_gemm };
+enum class MeasureWhat { kernel, baseline };
 
 struct MeasureRequest {
   uint64_t id = 0;                // echoed in the reply
@@ -102,6 +104,7 @@ struct MeasureRequest {
   LaunchSpec launch;
   std::vector<int> args;          // per kernel parameter, the task tensor it points at
   std::vector<char> cubin;        // travels as the blob
+  std::string source;             // the CUDA C: the emulator backend runs it; empty for a GPU
   bool check = true;              // compare outputs with the reference before timing
   double best_so_far_s = std::numeric_limits<double>::infinity();
 };

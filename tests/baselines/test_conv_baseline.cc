@@ -158,7 +158,7 @@ TEST_CASE("the RSCK filter is copied to KRSC element by element", "[cudnn]") {
   CHECK_THROWS_AS(rsck_to_krsc(rsck, r, s, c, k + 1), std::invalid_argument);
 }
 
-TEST_CASE("the cuDNN problem travels to the worker as JSON on its command line", "[cudnn]") {
+TEST_CASE("the cuDNN problem round-trips as JSON and follows the template's declaration", "[cudnn]") {
   const CudnnConvProblem p = problem_of("conv2d", {2, 3, 17, 19, 5, 3, 3, 2, 1, 1}, "conv2d_nhwc");
   CHECK(CudnnConvProblem::from_json(p.to_json()) == p);
   nlohmann::json broken = p.to_json();
@@ -167,16 +167,23 @@ TEST_CASE("the cuDNN problem travels to the worker as JSON on its command line",
   broken.erase("layout");
   CHECK_THROWS_WITH(CudnnConvProblem::from_json(broken), Catch::Contains("'layout'"));
 
+  // The declaration travels inside the worker's task; the worker derives the same problem.
   auto conv = make_template("conv2d", {1, 64, 56, 56, 64, 3, 3, 1, 1, 1});
-  const std::vector<std::string> command = worker_command_for(*conv);
-  REQUIRE(command.size() == 4);
-  CHECK(command[1] == "__worker");
-  CHECK(command[2] == "--cudnn-conv");
-  CHECK(CudnnConvProblem::from_json(nlohmann::json::parse(command[3])) == *cudnn_conv_problem(*conv));
+  const BaselineSpec declared = conv->baseline();
+  REQUIRE(declared.kind == BaselineSpec::Kind::conv);
+  CHECK(cudnn_conv_problem(BaselineSpec::from_json(declared.to_json())) == *cudnn_conv_problem(*conv));
+
+  auto fp16 = make_template("conv2d_fp16", {1, 16, 9, 9, 8, 3, 3, 1, 1});
+  const std::optional<CudnnConvProblem> half = cudnn_conv_problem(*fp16);
+  REQUIRE(half.has_value());
+  CHECK(half->dtype == "float16");
+  CHECK(half->layout == CudnnActivationLayout::nhwc);
+  CHECK(half->filter_layout == CudnnFilterLayout::rsck);
+  CHECK(CudnnConvProblem::from_json(half->to_json()) == *half);
 
   auto gemm = make_template("gemm", {64, 64, 64});
   CHECK_FALSE(cudnn_conv_problem(*gemm).has_value());
-  CHECK(worker_command_for(*gemm) == std::vector<std::string>{"/proc/self/exe", "__worker"});
+  CHECK(gemm->baseline().kind == BaselineSpec::Kind::gemm);
 }
 
 TEST_CASE("cuDNN loads at run time or says why not", "[cudnn]") {

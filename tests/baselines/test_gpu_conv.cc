@@ -38,12 +38,8 @@ void skip_without_cudnn() {
   }
 }
 
-std::vector<std::string> worker_with_cudnn(const Template& tmpl) {
-  std::vector<std::string> command = {test_worker()};
-  const std::vector<std::string> extra = cudnn_worker_args(*cudnn_conv_problem(tmpl));
-  command.insert(command.end(), extra.begin(), extra.end());
-  return command;
-}
+// The worker sets cuDNN up from the task's declared baseline.
+std::vector<std::string> worker_with_cudnn(const Template&) { return {test_worker()}; }
 
 // Measures the reference configurations and `samples` sampled ones; every one that ran must
 // be right against cuDNN, and cuDNN must have been the reference and the baseline.
@@ -111,7 +107,7 @@ TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][con
   WorkerSupervisor worker(w);
   worker.set_task(task, std::move(expected));
   MeasureRequest request;
-  request.kernel_name = kCudnnConvKernel;
+  request.what = MeasureWhat::baseline;
   const MeasureReply reply = worker.measure(request);
   const MeasureResult& r = reply.result;
   INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());

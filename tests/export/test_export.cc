@@ -98,6 +98,22 @@ TEST_CASE("a log without an ok record cannot be exported", "[export]") {
     LogWriter w(dir / "log.jsonl");
     w.append(gemm_record(0, 1e-3, MeasureStatus::runtime_error));
   }
-  CHECK_THROWS_AS(export_log(dir / "log.jsonl", dir / "out"), std::invalid_argument);
+  CHECK_THROWS_AS(export_log(dir / "log.jsonl", dir / "out"), UserError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a log whose tasks cannot be rebuilt is an error, not an empty export", "[export]") {
+  // A replayed cache's task names no template of cutune's.
+  Record r = gemm_record(7, 3e-5, MeasureStatus::ok);
+  r.task.op = "replay";
+  r.task.template_name = "convolution_kernel";
+  const auto dir = fresh_dir("export_replay");
+  const auto log = dir / "replay.jsonl";
+  {
+    LogWriter w(log);
+    w.append(r);
+  }
+  CHECK_THROWS_WITH(export_log(log, dir / "out"), Catch::Contains("nothing to export"));
+  CHECK_FALSE(std::filesystem::exists(dir / "out" / "manifest.json"));
   std::filesystem::remove_all(dir);
 }

@@ -147,17 +147,19 @@ TEST_CASE("the worker task for GEMM asks cuBLAS and others carry the CPU referen
   o.seed = 3;
   o.flush_l2 = false;
   const WorkerTask t = worker_task(*gemm, o, &expected);
-  CHECK(t.reference == ReferenceKind::cublas_gemm);
+  CHECK(t.reference == ReferenceKind::baseline);
   CHECK(expected.empty());
-  CHECK(t.gemm.m == 64);
-  CHECK(t.gemm.b_transposed);
-  CHECK(t.tensors.at(size_t(t.gemm.c)).name == "C");
-  CHECK(t.tensors.at(size_t(t.gemm.a)).name == "A");
-  CHECK(t.tensors.at(size_t(t.gemm.b)).name == "B");
+  REQUIRE(t.baseline.kind == BaselineSpec::Kind::gemm);
+  const GemmBaseline& g = t.baseline.gemm;
+  CHECK(g.m == 64);
+  CHECK(g.b_transposed);
+  CHECK(t.tensors.at(size_t(g.c)).name == "C");
+  CHECK(t.tensors.at(size_t(g.a)).name == "A");
+  CHECK(t.tensors.at(size_t(g.b)).name == "B");
   CHECK_FALSE(t.timing.flush_l2);
   CHECK(t.reduction_length == 16);
 
-  const WorkerTask h = worker_task(*gemm, o, &expected, /*allow_cublas=*/false);
+  const WorkerTask h = worker_task(*gemm, o, &expected, /*allow_baseline=*/false);
   CHECK(h.reference == ReferenceKind::host);
   REQUIRE(expected.size() == 64 * 32 * sizeof(float));
   // C[0][0] = sum_k A[0][k] * B[0][k] (nt) on the fixed-seed inputs.

@@ -6,5 +6,5 @@
 #include "src/measure/worker_gpu.h"
 
 int main(int argc, char** argv) {
-  return cutune::gpu_worker_main(std::vector<std::string>(argv + 1, argv + argc));
+  return cutune::worker_main(std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -6,10 +6,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <set>
 #include <thread>
 
+#include "kernels/template.h"
+#include "src/measure/correctness.h"
+#include "src/measure/gpu_measurer.h"
 #include "src/measure/worker_process.h"
 #include "src/measure/worker_protocol.h"
 
@@ -101,8 +105,10 @@ TEST_CASE("an infinite best time and a result survive JSON", "[worker]") {
 
 TEST_CASE("a task round-trips", "[worker]") {
   WorkerTask t = small_task();
-  t.reference = ReferenceKind::cublas_gemm;
-  t.gemm = {5, 6, 7, true, 1, 2, 0};
+  t.reference = ReferenceKind::baseline;
+  t.baseline = BaselineSpec::of(GemmBaseline{5, 6, 7, true, ir::DType::Float16, ir::DType::Float32});
+  t.tensors[0].zero_init = true;
+  t.tensors[1].dtype = "bfloat16";
   t.timing.flush_l2 = false;
   t.timing.max_repeats = 33;
   const WorkerTask back = task_from_frame(task_frame(t, {'a', 'b'}));
@@ -110,10 +116,12 @@ TEST_CASE("a task round-trips", "[worker]") {
   CHECK(back.tensors.size() == 2);
   CHECK(back.tensors[0].is_output);
   CHECK(back.tensors[1].elements == 8);
-  CHECK(back.reference == ReferenceKind::cublas_gemm);
-  CHECK(back.gemm.k == 7);
-  CHECK(back.gemm.b_transposed);
-  CHECK(back.gemm.c == 0);
+  CHECK(back.reference == ReferenceKind::baseline);
+  REQUIRE(back.baseline.kind == BaselineSpec::Kind::gemm);
+  CHECK(back.baseline.gemm == t.baseline.gemm);
+  CHECK(back.tensors[0].zero_init);
+  CHECK(back.tensors[1].dtype == "bfloat16");
+  CHECK(back.tensors[1].bytes() == 16);
   CHECK_FALSE(back.timing.flush_l2);
   CHECK(back.timing.max_repeats == 33);
 }
@@ -221,4 +229,62 @@ TEST_CASE("a worker that cannot take the task is a WorkerError", "[worker]") {
   WorkerSupervisor m(missing);
   CHECK_THROWS_AS(m.set_task(small_task(), {}), WorkerError);
   CHECK(m.pid() == -1);
+}
+
+TEST_CASE("16-bit and split-K tensors reach the worker sized and started by their dtype", "[worker]") {
+  struct Case {
+    std::string op, name;
+    int64_t c_bytes, ab_bytes;  // per element
+    bool c_zero_init;
+  };
+  const int64_t m = 48, n = 40, k = 24;
+  for (const Case& c : {Case{"gemm_fp16", "gemm_fp16_nn", 4, 2, true},
+                        Case{"gemm_bf16", "gemm_bf16_nt", 4, 2, true},
+                        Case{"gemm_fp16", "gemm_fp16_nn_out16", 2, 2, false},
+                        Case{"gemm_bf16", "gemm_bf16_nn_out16", 2, 2, false},
+                        Case{"gemm", "gemm_nn", 4, 4, false}}) {
+    INFO(c.name);
+    auto tmpl = make_template(c.op, {m, n, k}, c.name);
+    GpuMeasureOptions o;
+    std::vector<char> expected;
+    const WorkerTask task = worker_task(*tmpl, o, &expected);
+    // A 16-bit GEMM is checked against cuBLAS GemmEx on the GPU, as SGEMM checks fp32.
+    CHECK(task.reference == ReferenceKind::baseline);
+    WorkerSupervisor s(fake_worker());
+    s.set_task(task, expected);
+    const MeasureReply reply = s.measure(request(1, "fake_ok"));
+    REQUIRE(reply.result.ok());
+    const nlohmann::json& e = reply.result.extra;
+    CHECK(e["tensor_bytes"] == nlohmann::json({m * n * c.c_bytes, m * k * c.ab_bytes, k * n * c.ab_bytes}));
+    CHECK(e["zero_init"] == nlohmann::json({c.c_zero_init, false, false}));
+    const BaselineSpec b = BaselineSpec::from_json(e["baseline"]);
+    REQUIRE(b.kind == BaselineSpec::Kind::gemm);
+    CHECK(b.gemm.input == tmpl->tensors()[1].type.dtype);
+    CHECK(b.gemm.output == tmpl->tensors()[0].type.dtype);
+  }
+}
+
+TEST_CASE("a 16-bit convolution carries the CPU reference on rounded inputs", "[worker]") {
+  auto tmpl = make_template("conv2d_fp16", {1, 8, 7, 7, 8, 3, 3, 1, 1}, "conv2d_fp16_nhwc_out16");
+  GpuMeasureOptions o;
+  o.seed = 5;
+  std::vector<char> expected;
+  const WorkerTask task = worker_task(*tmpl, o, &expected);
+  CHECK(task.reference == ReferenceKind::host);
+  REQUIRE(task.baseline.kind == BaselineSpec::Kind::conv);
+  CHECK(task.tensors[0].dtype == "float16");
+  // The expected outputs travel as float32 whatever the output's dtype.
+  REQUIRE(expected.size() == size_t(task.tensors[0].elements) * sizeof(float));
+  // They are the reference on the inputs rounded to fp16, exactly as the worker fills them.
+  std::vector<std::vector<float>> values;
+  for (size_t i = 0; i < task.tensors.size(); ++i)
+    values.push_back(task.tensors[i].is_output
+                         ? std::vector<float>(size_t(task.tensors[i].elements), 0.0f)
+                         : input_values(o.seed, int(i), task.tensors[i].elements, "float16"));
+  tmpl->reference(values);
+  CHECK(std::memcmp(expected.data(), values[0].data(), expected.size()) == 0);
+  WorkerSupervisor s(fake_worker());
+  s.set_task(task, expected);
+  const MeasureReply reply = s.measure(request(1, "fake_ok"));
+  CHECK(reply.result.extra["tensor_bytes"][0] == task.tensors[0].elements * 2);
 }
