@@ -150,6 +150,18 @@ TaskSummary summarize_task(const TaskKey& key, const std::vector<Record>& record
     reference = s.ok_times_s;
   }
   std::sort(reference.begin(), reference.end());
+  const int64_t population = space.kind == SpaceInfo::Kind::cache ? space.population
+                                                                   : s.distinct_configs;
+  s.random_trials_to_best = std::numeric_limits<double>::quiet_NaN();
+  if (std::isfinite(best)) {
+    int64_t good = 0;
+    if (space.kind == SpaceInfo::Kind::cache) {
+      good = std::upper_bound(reference.begin(), reference.end(), best) - reference.begin();
+    } else {
+      for (const auto& [index, t] : config_best) good += t <= best;
+    }
+    if (good > 0) s.random_trials_to_best = double(population + 1) / double(good + 1);
+  }
 
   for (int64_t first = 0; first < s.trials; first += options.batch) {
     const int64_t last = std::min<int64_t>(first + options.batch, s.trials);
@@ -194,10 +206,14 @@ nlohmann::json to_json(const TaskSummary& s) {
     if (auto r = s.baseline_ratio()) baseline["ratio"] = *r;
   }
   nlohmann::json random = nullptr;
-  if (!s.random.expected_best_s.empty() && std::isfinite(s.random.expected_best_s.back())) {
-    random = {{"over", s.random_over},
-              {"trials", s.random.expected_best_s.size()},
-              {"expected_best_ms", s.random.expected_best_s.back() * 1e3}};
+  if (std::isfinite(s.random_trials_to_best)) {
+    random = {{"over", s.random_over}, {"expected_trials_to_best", s.random_trials_to_best}};
+    // Over the measured set the expectation after every trial is the best itself.
+    if (s.random_over == "cache" && !s.random.expected_best_s.empty() &&
+        std::isfinite(s.random.expected_best_s.back())) {
+      random["trials"] = s.random.expected_best_s.size();
+      random["expected_best_ms"] = s.random.expected_best_s.back() * 1e3;
+    }
   }
   return {{"task", s.task.to_string()},
           {"op", s.task.op},

@@ -80,6 +80,11 @@ struct TaskSummary {
   // Random search's expectation after k = 1 .. trials draws, over `random_over`.
   RandomCurve random;
   std::string random_over;  // "cache" (the whole space) or "measured" (this task's configurations)
+  // The expected number of random draws to reach a time as good as this search's best:
+  // (P + 1) / (b + 1), P the population and b how many of it are at least that good (the
+  // expected position of the first of b marked items in a random order of P). NaN without an
+  // ok trial.
+  double random_trials_to_best = 0;
   int batch = 0;
   std::vector<RoundQuality> rounds;
   std::optional<Baseline> baseline;
@@ -114,7 +119,8 @@ struct Histogram {
 Histogram log_histogram(const std::vector<double>& times_s, int bins);
 
 // The --json summary of one task: trials, ok, best (time, configuration, trial), failures by
-// status, baseline and ratio, random search's expectation at the last trial.
+// status, baseline and ratio, random search's expected trials to match the best (and, over a
+// cache, its expected best after as many trials as the search made).
 nlohmann::json to_json(const TaskSummary& summary);
 
 }  // namespace cutune::report

@@ -146,7 +146,13 @@ TEST_CASE("summarize_task: best so far, failures by status, top configurations",
   CHECK(s.random.expected_best_s[0] == Approx(mean1));
   CHECK(s.random.expected_best_s.back() == Approx(3e-3));
 
+  // The best (3 ms) is one of 6 distinct configurations: found after 7/2 draws on average.
+  CHECK(s.random_trials_to_best == Approx(3.5));
+
   nlohmann::json j = to_json(s);
+  CHECK(j["random_expectation"]["over"] == "measured");
+  CHECK(j["random_expectation"]["expected_trials_to_best"].get<double>() == Approx(3.5));
+  CHECK_FALSE(j["random_expectation"].contains("expected_best_ms"));
   CHECK(j["trials"] == 7);
   CHECK(j["ok"] == 4);
   CHECK(j["failures"] == nlohmann::json{{"compile_error", 1}, {"timeout", 1}, {"wrong_answer", 1}});
@@ -207,6 +213,19 @@ TEST_CASE("a replayed cache's space: the expectation and the rounds use the whol
   CHECK(s.random_over == "cache");
   REQUIRE(s.random.expected_best_s.size() == 7);
   CHECK(s.random.expected_best_s[2] == Approx(brute_force(cache.ok_times_s, 2, 3).first));
+  // The search's best, 3 ms, is matched by 3 of the cache's 10 entries: (10 + 1) / (3 + 1),
+  // which is the mean first position of 3 marked items over every placement among 10.
+  double first_sum = 0;
+  int placements = 0;
+  for (uint32_t mask = 0; mask < (1u << 10); ++mask) {
+    if (__builtin_popcount(mask) != 3) continue;
+    first_sum += __builtin_ctz(mask) + 1;
+    ++placements;
+  }
+  CHECK(s.random_trials_to_best == Approx(first_sum / placements));
+  CHECK(s.random_trials_to_best == Approx(11.0 / 4));
+  CHECK(to_json(s)["random_expectation"]["expected_best_ms"].get<double>() ==
+        Approx(s.random.expected_best_s.back() * 1e3));
   // 5, 3, 4, 3.5 ms against the cache's 1..8 ms: shares 3.5/8, 5.5/8, 4.5/8, 5/8.
   CHECK(s.rounds[0].quality == Approx((3.5 + 5.5 + 4.5 + 5) / 8 / 4));
 }
