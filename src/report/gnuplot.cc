@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -147,6 +148,18 @@ std::string inline_svg(std::string_view svg, std::string_view id_prefix) {
       replace_all(fmt::format("{}#{}{}", q, id, q), fmt::format("{}#{}{}{}", q, prefix, id, q));
     }
     replace_all(fmt::format("url(#{})", id), fmt::format("url(#{}{})", prefix, id));
+  }
+  // gnuplot gives a curve's group and its key sample's group the same id; later copies get a
+  // suffix so that the page's ids stay unique (references resolve to the first, as before).
+  std::map<std::string, int> seen;
+  for (const char* opener : {" id='", " id=\""}) {
+    const char close = opener[4];
+    for (size_t at = s.find(opener); at != std::string::npos; at = s.find(opener, at + 1)) {
+      const size_t begin = at + 5, end = s.find(close, begin);
+      if (end == std::string::npos) break;
+      const int copies = seen[s.substr(begin, end - begin)]++;
+      if (copies > 0) s.insert(end, fmt::format("-{}", copies + 1));
+    }
   }
   return s;
 }

@@ -29,7 +29,7 @@ std::string run_gnuplot(const std::filesystem::path& gnuplot, const std::string&
 
 // An SVG document made fit to sit inside HTML: the XML prolog and doctype are dropped, and
 // every id (and each reference to it) gets `id_prefix`, so that several plots on one page keep
-// their ids unique.
+// their ids unique; an id the document repeats gets "-2", "-3", ... on its later copies.
 std::string inline_svg(std::string_view svg, std::string_view id_prefix);
 
 // A string literal for a gnuplot script: single-quoted, with ' doubled.

@@ -295,7 +295,8 @@ for (const svg of document.querySelectorAll('figure svg')) {
   const shapes = svg.querySelectorAll('path, rect, polyline, polygon, circle, use, text').length;
   // The first data set as drawn (gnuplot groups it, with its key sample, under plot_1).
   let w = 0, h = 0;
-  for (const g of svg.querySelectorAll('g[id$="gnuplot_plot_1"]')) {
+  for (const g of svg.querySelectorAll('g[id*="gnuplot_plot_1"]')) {
+    if (!/gnuplot_plot_1(-[0-9]+)?$/.test(g.id)) continue;
     const b = g.getBBox();
     w = Math.max(w, b.width);
     h = Math.max(h, b.height);

@@ -272,7 +272,8 @@ TEST_CASE("inline_svg drops the prolog and makes ids unique per plot", "[report]
   const std::string svg =
       "<?xml version=\"1.0\"?>\n<!DOCTYPE svg>\n<svg viewBox='0 0 10 10'>"
       "<defs><path id='gpPt1' d='M0,0'/><filter id=\"textbox\"/></defs>"
-      "<use xlink:href='#gpPt1'/><g filter='url(#textbox)'/><g data-id='keep'/></svg>";
+      "<use xlink:href='#gpPt1'/><g filter='url(#textbox)'/><g data-id='keep'/>"
+      "<g id=\"plot_1\"/><g id=\"plot_1\"/></svg>";
   const std::string a = inline_svg(svg, "a-");
   CHECK(a.rfind("<svg", 0) == 0);
   CHECK_THAT(a, Contains("id='a-gpPt1'"));
@@ -282,6 +283,7 @@ TEST_CASE("inline_svg drops the prolog and makes ids unique per plot", "[report]
   CHECK_THAT(a, Contains("data-id='keep'"));
   CHECK(a.find("id='gpPt1'") == std::string::npos);
   CHECK(a.find("<?xml") == std::string::npos);
+  CHECK_THAT(a, Contains("<g id=\"a-plot_1\"/><g id=\"a-plot_1-2\"/>"));
   CHECK(gnuplot_quote("it's") == "'it''s'");
 }
 
