@@ -45,6 +45,10 @@ void check_out(const ReportArgs& args) {
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (!fs::is_directory(parent, ec))
     throw UsageError(fmt::format("--out {}: no such folder {}", args.out, parent.string()));
+  for (const std::string& log : args.logs) {
+    if (fs::exists(out, ec) && fs::equivalent(out, log, ec))
+      throw UsageError(fmt::format("--out {} is one of the logs; name another file", args.out));
+  }
 }
 
 // Strictly, as every reader of logs: a malformed line is "path:line: reason".

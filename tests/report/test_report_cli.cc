@@ -238,6 +238,7 @@ TEST_CASE("report: bad input is one line and exit code 2", "[report][cli]") {
       {"report " + log + " --out " + d + "folder", "is a directory"},
       {"report " + log + " --out " + d + "nowhere/x.html", "no such folder"},
       {"report " + log + " --out " + out + " --batch 0", "--batch must be >= 1"},
+      {"report " + log + " --out " + log + " --force", "is one of the logs"},
       {"report " + log + " --out " + out + " --cache " + d + "missing.json", "missing.json"},
       {"report --out " + out, "logs"},
   };
@@ -249,6 +250,7 @@ TEST_CASE("report: bad input is one line and exit code 2", "[report][cli]") {
     CHECK_THAT(r.err, Contains(message));
   }
   CHECK(read_file(dir / "exists.html") == "keep me");
+  CHECK(read_file(log) == lines);
   CHECK_FALSE(fs::exists(out));
 }
 
