@@ -67,15 +67,16 @@ std::vector<Record> read_logs(const ReportArgs& args, std::vector<std::string>& 
 
 // A replayed cache's space: every valid configuration of it is what random search draws from.
 // A cache that matches no task of the logs is a warning, not an error.
-std::map<TaskKey, report::SpaceInfo> load_caches(const std::vector<std::string>& paths,
-                                                 const std::map<TaskKey, std::vector<Record>>& tasks,
-                                                 std::vector<std::string>& warnings) {
+std::map<TaskKey, report::SpaceInfo> load_caches(
+    const std::vector<std::string>& paths, const std::map<TaskKey, std::vector<Record>>& tasks,
+    std::vector<std::string>& warnings) {
   std::map<TaskKey, report::SpaceInfo> spaces;
   for (const std::string& path : paths) {
     const replay::ReplayTask task = replay::ReplayTask::from_cache(replay::load_kt_cache(path));
     const TaskKey key = replay_task_key(task);
     if (!tasks.contains(key)) {
-      warnings.push_back(fmt::format("--cache {}: no task of the logs is {}", path, key.to_string()));
+      warnings.push_back(
+          fmt::format("--cache {}: no task of the logs is {}", path, key.to_string()));
       fmt::print(stderr, "cutune: warning: {}\n", warnings.back());
       continue;
     }
@@ -133,9 +134,9 @@ void run_report(const ReportArgs& args) {
   if (args.batch < 1) throw UsageError("--batch must be >= 1");
   const std::optional<fs::path> gnuplot = report::find_gnuplot();
   if (!gnuplot) {
-    throw UsageError(fmt::format(
-        "gnuplot not found on PATH; the report's plots need it (Debian package {})",
-        report::kGnuplotPackage));
+    throw UsageError(
+        fmt::format("gnuplot not found on PATH; the report's plots need it (Debian package {})",
+                    report::kGnuplotPackage));
   }
   check_out(args);
 
@@ -148,21 +149,22 @@ void run_report(const ReportArgs& args) {
   page.generated = utc_timestamp_now();
 
   const std::map<TaskKey, std::vector<Record>> tasks = group_by_task(records);
-  const std::map<TaskKey, report::SpaceInfo> caches = load_caches(args.caches, tasks, page.warnings);
+  const std::map<TaskKey, report::SpaceInfo> caches =
+      load_caches(args.caches, tasks, page.warnings);
 
   std::vector<report::TaskSummary> summaries;
   for (const auto& [key, list] : tasks) {
-    summaries.push_back(report::summarize_task(
-        key, list, space_of(key, caches), report::SummaryOptions{.top = args.top, .batch = args.batch}));
+    summaries.push_back(
+        report::summarize_task(key, list, space_of(key, caches),
+                               report::SummaryOptions{.top = args.top, .batch = args.batch}));
   }
 
   const bool progress = ::isatty(2) && !args.json;
   int plots = 0;
-  const std::string html =
-      report::render_page(summaries, page, [&](const std::string& script) {
-        if (progress) fmt::print(stderr, "\rreport: plot {} of {}", ++plots, 3 * summaries.size());
-        return report::run_gnuplot(*gnuplot, script);
-      });
+  const std::string html = report::render_page(summaries, page, [&](const std::string& script) {
+    if (progress) fmt::print(stderr, "\rreport: plot {} of {}", ++plots, 3 * summaries.size());
+    return report::run_gnuplot(*gnuplot, script);
+  });
   if (progress) fmt::print(stderr, "\n");
   write_atomically(args.out, html);
 
@@ -176,7 +178,8 @@ void run_report(const ReportArgs& args) {
     return;
   }
   for (const report::TaskSummary& s : summaries) {
-    std::string best = s.best_s() ? fmt::format("best {:.4g} ms", *s.best_s() * 1e3) : "no ok trial";
+    std::string best =
+        s.best_s() ? fmt::format("best {:.4g} ms", *s.best_s() * 1e3) : "no ok trial";
     if (auto r = s.baseline_ratio()) best += fmt::format(" ({:.2f}x {})", *r, s.baseline->name);
     fmt::print("{}: {} trials, {} ok, {}\n", s.task.to_string(), s.trials, s.ok, best);
   }
@@ -186,9 +189,10 @@ void run_report(const ReportArgs& args) {
 }  // namespace
 
 void add_report_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "report", "one self-contained HTML page about tuning logs: best so far, times, top "
-                "configurations, failures, baseline ratio");
+  auto* cmd =
+      app.add_subcommand("report",
+                         "one self-contained HTML page about tuning logs: best so far, times, top "
+                         "configurations, failures, baseline ratio");
   auto args = std::make_shared<ReportArgs>();
   cmd->add_option("logs", args->logs, "tuning logs (their records are merged)")->required();
   cmd->add_option("--out", args->out, "the HTML file to write")->required();

@@ -104,11 +104,11 @@ std::string run_gnuplot(const fs::path& gnuplot, const std::string& script) {
   pid_t pid = 0;
   const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0)
-    throw GnuplotError(fmt::format("cannot run {}: {}", program, std::strerror(rc)));
+  if (rc != 0) throw GnuplotError(fmt::format("cannot run {}: {}", program, std::strerror(rc)));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw GnuplotError(fmt::format("waiting for gnuplot: {}", std::strerror(errno)));
+    if (errno != EINTR)
+      throw GnuplotError(fmt::format("waiting for gnuplot: {}", std::strerror(errno)));
   }
   const std::string err = slurp(err_path);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -167,8 +167,10 @@ std::string inline_svg(std::string_view svg, std::string_view id_prefix) {
 std::string gnuplot_quote(std::string_view text) {
   std::string out = "'";
   for (char c : text) {
-    if (c == '\'') out += "''";
-    else if (c != '\n') out += c;
+    if (c == '\'')
+      out += "''";
+    else if (c != '\n')
+      out += c;
   }
   return out + "'";
 }

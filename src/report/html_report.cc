@@ -58,14 +58,15 @@ std::string failures_text(const TaskSummary& s) {
 std::string space_text(const SpaceInfo& space) {
   switch (space.kind) {
     case SpaceInfo::Kind::cache:
-      return fmt::format("{} valid configurations (the cache's entries, {} of them ok) of {} "
-                         "knob combinations, from {}",
-                         space.population, space.ok_times_s.size(), space.size,
-                         html_escape(space.source));
+      return fmt::format(
+          "{} valid configurations (the cache's entries, {} of them ok) of {} "
+          "knob combinations, from {}",
+          space.population, space.ok_times_s.size(), space.size, html_escape(space.source));
     case SpaceInfo::Kind::template_:
-      return fmt::format("{} configurations in the template's space ({}); their times are "
-                         "known only where measured",
-                         space.size, html_escape(space.source));
+      return fmt::format(
+          "{} configurations in the template's space ({}); their times are "
+          "known only where measured",
+          space.size, html_escape(space.source));
     case SpaceInfo::Kind::unknown:
       break;
   }
@@ -105,8 +106,9 @@ std::string top_table(const TaskSummary& s) {
       if (seen.insert(name).second) knobs.push_back(name);
   }
   const double best = s.top.front().time_s;
-  std::string out = "<div class=\"scroll\"><table class=\"top\">\n<tr><th>#</th><th>config</th><th>time (ms)</th>"
-                    "<th>vs best</th><th>trial</th>";
+  std::string out =
+      "<div class=\"scroll\"><table class=\"top\">\n<tr><th>#</th><th>config</th><th>time (ms)</th>"
+      "<th>vs best</th><th>trial</th>";
   for (const std::string& k : knobs) out += "<th>" + html_escape(k) + "</th>";
   out += "</tr>\n";
   for (size_t i = 0; i < s.top.size(); ++i) {
@@ -141,8 +143,8 @@ std::string failure_table(const TaskSummary& s) {
 
 std::string task_section(const TaskSummary& s, size_t n, const Plotter& plot) {
   const std::string id = fmt::format("task-{}", n);
-  std::string out = fmt::format("<section id=\"{}\">\n<h2>{}. {}</h2>\n", id, n,
-                                html_escape(s.task.to_string()));
+  std::string out =
+      fmt::format("<section id=\"{}\">\n<h2>{}. {}</h2>\n", id, n, html_escape(s.task.to_string()));
   out += "<dl class=\"facts\">\n";
   out += fmt::format("<dt>trials</dt><dd>{} ({} ok, {} distinct configurations)</dd>\n", s.trials,
                      s.ok, s.distinct_configs);
@@ -155,10 +157,11 @@ std::string task_section(const TaskSummary& s, size_t n, const Plotter& plot) {
   }
   out += fmt::format("<dt>random search</dt><dd>{}</dd>\n", random_text(s));
   if (s.baseline) {
-    out += fmt::format("<dt>{}</dt><dd>{} ms (median of {} records); tuned / baseline speed: "
-                       "{}</dd>\n",
-                       html_escape(baseline_name(*s.baseline)), ms(s.baseline->time_s),
-                       s.baseline->records, ratio_text(s));
+    out += fmt::format(
+        "<dt>{}</dt><dd>{} ms (median of {} records); tuned / baseline speed: "
+        "{}</dd>\n",
+        html_escape(baseline_name(*s.baseline)), ms(s.baseline->time_s), s.baseline->records,
+        ratio_text(s));
   } else {
     out += "<dt>baseline</dt><dd>not measured (no cuBLAS/cuDNN time in the records)</dd>\n";
   }
@@ -210,12 +213,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -235,9 +249,10 @@ std::string render_page(const std::vector<TaskSummary>& tasks, const PageInfo& i
   for (const std::string& w : info.warnings)
     out += "<p class=\"warn\">warning: " + html_escape(w) + "</p>\n";
 
-  out += "<table class=\"summary\">\n<tr><th>#</th><th>task</th><th>trials</th><th>ok</th>"
-         "<th>best (ms)</th><th>found at trial</th><th>random search: trials to match</th>"
-         "<th>vs baseline</th><th>failures</th></tr>\n";
+  out +=
+      "<table class=\"summary\">\n<tr><th>#</th><th>task</th><th>trials</th><th>ok</th>"
+      "<th>best (ms)</th><th>found at trial</th><th>random search: trials to match</th>"
+      "<th>vs baseline</th><th>failures</th></tr>\n";
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TaskSummary& s = tasks[i];
     const bool has_best = !s.top.empty();

@@ -62,21 +62,23 @@ std::optional<std::string> best_so_far_script(const TaskSummary& s) {
   std::string script = preamble(380) + data + (have_random ? random : "");
   script += "set xlabel 'trials'\nset ylabel 'best time so far (ms)'\n";
   script += fmt::format("set xrange [1:{}]\n", std::max<int64_t>(s.trials, 2));
-  if (hi > 5 * lo) script += "set logscale y\n";
-  else script += fmt::format("set yrange [{:.9g}:{:.9g}]\n", lo * 1e3 * 0.95, hi * 1e3 * 1.05);
+  if (hi > 5 * lo)
+    script += "set logscale y\n";
+  else
+    script += fmt::format("set yrange [{:.9g}:{:.9g}]\n", lo * 1e3 * 0.95, hi * 1e3 * 1.05);
   std::string plot = fmt::format(
       "plot $best using 1:2 with steps lw 2.5 lc rgb '{}' title 'this search'", kSearchColour);
   if (have_random) {
-    plot += fmt::format(
-        ", $random using 1:2 with lines dt 2 lw 2 lc rgb '{}' title {}", kRandomColour,
-        gnuplot_quote(s.random_over == "cache"
-                          ? "random search, expected (whole cache)"
-                          : "random search, expected (draws from the measured set)"));
+    plot +=
+        fmt::format(", $random using 1:2 with lines dt 2 lw 2 lc rgb '{}' title {}", kRandomColour,
+                    gnuplot_quote(s.random_over == "cache"
+                                      ? "random search, expected (whole cache)"
+                                      : "random search, expected (draws from the measured set)"));
   }
   if (s.baseline) {
-    plot += fmt::format(", {:.9g} with lines dt 3 lw 2 lc rgb '{}' title {}",
-                        s.baseline->time_s * 1e3, kBaselineColour,
-                        gnuplot_quote(baseline_label(*s.baseline)));
+    plot +=
+        fmt::format(", {:.9g} with lines dt 3 lw 2 lc rgb '{}' title {}", s.baseline->time_s * 1e3,
+                    kBaselineColour, gnuplot_quote(baseline_label(*s.baseline)));
   }
   return script + plot + "\n";
 }
@@ -101,9 +103,10 @@ std::optional<std::string> histogram_script(const TaskSummary& s, int bins) {
                         log_axis ? ", log scale" : "");
   script += log_axis ? "set logscale x\n" : "";
   // Headroom above the tallest bin for the markers' labels.
-  script += "set yrange [0:*]\nset offsets 0, 0, graph 0.18, 0\n"
-            "set style fill solid 0.75 border rgb '#ffffff'\n"
-            "set style textbox opaque noborder\n";
+  script +=
+      "set yrange [0:*]\nset offsets 0, 0, graph 0.18, 0\n"
+      "set style fill solid 0.75 border rgb '#ffffff'\n"
+      "set style textbox opaque noborder\n";
   const double best_ms = *std::min_element(s.ok_times_s.begin(), s.ok_times_s.end()) * 1e3;
   // The best and the baseline are vertical arrows at graph-relative height, which need no
   // knowledge of the y range.
@@ -118,7 +121,8 @@ std::optional<std::string> histogram_script(const TaskSummary& s, int bins) {
       best_ms, kRandomColour);
   if (s.baseline) {
     const double b = s.baseline->time_s * 1e3;
-    const double lo = std::min(h.edges_s.front() * 1e3, b), hi = std::max(h.edges_s.back() * 1e3, b);
+    const double lo = std::min(h.edges_s.front() * 1e3, b),
+                 hi = std::max(h.edges_s.back() * 1e3, b);
     script += fmt::format("set xrange [{:.9g}:{:.9g}]\n", lo / 1.1, hi * 1.1);
     script += fmt::format(
         "set arrow 2 from {:.9g}, graph 0 to {:.9g}, graph 1 nohead dt 3 lw 2 lc rgb '{}'\n"
@@ -141,8 +145,8 @@ std::optional<std::string> rounds_script(const TaskSummary& s) {
   std::string script = preamble(300) + data;
   script += fmt::format("set xlabel 'round ({} trials each)'\n", s.batch);
   script += fmt::format("set ylabel {}\n", gnuplot_quote(s.random_over == "cache"
-                                                              ? "share of the cache beaten"
-                                                              : "share of measured trials beaten"));
+                                                             ? "share of the cache beaten"
+                                                             : "share of measured trials beaten"));
   script += fmt::format("set xrange [0.5:{}]\nset yrange [0:1.05]\n", s.rounds.size() + 0.5);
   script += s.rounds.size() <= 20 ? "set xtics 1\n" : "";
   script += "set key bottom right box opaque\n";

@@ -138,8 +138,7 @@ TaskSummary summarize_task(const TaskKey& key, const std::vector<Record>& record
   std::vector<double> reference;
   if (space.kind == SpaceInfo::Kind::cache) {
     s.random_over = "cache";
-    s.random = expected_random_best(space.ok_times_s, space.population,
-                                    static_cast<int>(s.trials));
+    s.random = expected_random_best(space.ok_times_s, space.population, static_cast<int>(s.trials));
     reference = space.ok_times_s;
   } else {
     s.random_over = "measured";
@@ -150,8 +149,8 @@ TaskSummary summarize_task(const TaskKey& key, const std::vector<Record>& record
     reference = s.ok_times_s;
   }
   std::sort(reference.begin(), reference.end());
-  const int64_t population = space.kind == SpaceInfo::Kind::cache ? space.population
-                                                                   : s.distinct_configs;
+  const int64_t population =
+      space.kind == SpaceInfo::Kind::cache ? space.population : s.distinct_configs;
   s.random_trials_to_best = std::numeric_limits<double>::quiet_NaN();
   if (std::isfinite(best)) {
     int64_t good = 0;

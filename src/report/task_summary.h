@@ -26,8 +26,8 @@ struct SpaceInfo {
     template_  // a schedule template: the size is known, its times only where measured
   };
   Kind kind = Kind::unknown;
-  uint64_t size = 0;            // configurations in the space (0: unknown)
-  std::string source;           // where it came from, for the page ("cache RTX_3090.json.gz")
+  uint64_t size = 0;   // configurations in the space (0: unknown)
+  std::string source;  // where it came from, for the page ("cache RTX_3090.json.gz")
   // Kind::cache only: the population random search draws from (every cache entry of the
   // space, ok or failed) and the times of its ok entries, seconds.
   int64_t population = 0;
@@ -62,7 +62,7 @@ struct RoundQuality {
 // The speed baseline (cuBLAS or cuDNN) the measurements carried in result.extra: baseline_s
 // (named by "baseline") or cublas_time_s.
 struct Baseline {
-  std::string name;  // "cudnn", "cublas"
+  std::string name;   // "cudnn", "cublas"
   double time_s = 0;  // median over the records that carry it
   int64_t records = 0;
 };
@@ -73,10 +73,10 @@ struct TaskSummary {
   int64_t trials = 0;
   int64_t ok = 0;
   int64_t distinct_configs = 0;
-  std::vector<StatusCount> failures;    // non-ok statuses that occur, in enum order
-  std::vector<double> best_so_far_s;    // [t - 1]: best time after t trials; +inf before any ok
-  std::vector<double> ok_times_s;       // every ok trial's time, in trial order
-  std::vector<TopConfig> top;           // fastest distinct configurations, fastest first
+  std::vector<StatusCount> failures;  // non-ok statuses that occur, in enum order
+  std::vector<double> best_so_far_s;  // [t - 1]: best time after t trials; +inf before any ok
+  std::vector<double> ok_times_s;     // every ok trial's time, in trial order
+  std::vector<TopConfig> top;         // fastest distinct configurations, fastest first
   // Random search's expectation after k = 1 .. trials draws, over `random_over`.
   RandomCurve random;
   std::string random_over;  // "cache" (the whole space) or "measured" (this task's configurations)
@@ -95,8 +95,8 @@ struct TaskSummary {
 };
 
 struct SummaryOptions {
-  int top = 10;     // rows of the top-configuration table
-  int batch = 64;   // trials per round (the tuner's --batch)
+  int top = 10;    // rows of the top-configuration table
+  int batch = 64;  // trials per round (the tuner's --batch)
 };
 
 // `records` are the task's records in trial order (all with task == key). The expectation is

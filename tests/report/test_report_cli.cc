@@ -17,11 +17,11 @@
 #include "tests/records/record_fixtures.h"
 
 using namespace cutune;
+using Catch::Matchers::Contains;
 using cutune::testing::make_record;
 using cutune::testing::read_file;
 using cutune::testing::ScratchDir;
 using cutune::testing::write_file;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -51,8 +51,10 @@ Run run(const ScratchDir& dir, const std::string& args, const std::string& env =
   return r;
 }
 
-#define INFO_RUN(r) \
-  INFO("$ " << (r).command << "\nexit " << (r).status << "\nstdout:\n" << (r).out << "stderr:\n" << (r).err)
+#define INFO_RUN(r)                                                    \
+  INFO("$ " << (r).command << "\nexit " << (r).status << "\nstdout:\n" \
+            << (r).out << "stderr:\n"                                  \
+            << (r).err)
 
 bool on_path(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
@@ -82,12 +84,12 @@ std::string tiny_cache() {
   }
   // The cache reader streams: "tune_params_keys" must come before "cache".
   return nlohmann::ordered_json{{"device_name", "Tiny GPU"},
-                        {"kernel_name", "tiny"},
-                        {"problem_size", {64, 64}},
-                        {"tune_params_keys", {"bx", "by"}},
-                        {"tune_params", {{"bx", {8, 16, 32, 64}}, {"by", {1, 2, 4, 8}}}},
-                        {"objective", "time"},
-                        {"cache", cache}}
+                                {"kernel_name", "tiny"},
+                                {"problem_size", {64, 64}},
+                                {"tune_params_keys", {"bx", "by"}},
+                                {"tune_params", {{"bx", {8, 16, 32, 64}}, {"by", {1, 2, 4, 8}}}},
+                                {"objective", "time"},
+                                {"cache", cache}}
       .dump();
 }
 
@@ -123,8 +125,10 @@ TEST_CASE("report of a replayed tuning run: --json agrees with the log", "[repor
   ScratchDir dir;
   write_file(dir / "cache.json", tiny_cache());
   const std::string cache = (dir / "cache.json").string(), log = (dir / "log.jsonl").string();
-  Run tune = run(dir, "tune --replay " + cache + " --tuner random --trials 10 --batch 4 --seed 3 "
-                          "--log " + log + " --quiet");
+  Run tune = run(dir, "tune --replay " + cache +
+                          " --tuner random --trials 10 --batch 4 --seed 3 "
+                          "--log " +
+                          log + " --quiet");
   INFO_RUN(tune);
   REQUIRE(tune.status == 0);
 
@@ -140,14 +144,18 @@ TEST_CASE("report of a replayed tuning run: --json agrees with the log", "[repor
   int64_t invalid = 0;
   double best = 1e300;
   for (const Record& x : records) {
-    if (x.result.ok()) best = std::min(best, x.result.median_s());
-    else ++invalid;
+    if (x.result.ok())
+      best = std::min(best, x.result.median_s());
+    else
+      ++invalid;
   }
   CHECK(t["trials"] == records.size());
   CHECK(t["ok"] == records.size() - invalid);
   CHECK(t["best"]["time_ms"].get<double>() == Approx(best * 1e3));
-  if (invalid > 0) CHECK(t["failures"]["invalid"] == invalid);
-  else CHECK(t["failures"].empty());
+  if (invalid > 0)
+    CHECK(t["failures"]["invalid"] == invalid);
+  else
+    CHECK(t["failures"].empty());
   CHECK(t["random_expectation"]["over"] == "cache");
   CHECK(t["random_expectation"]["trials"] == 10);
   CHECK(t["space_size"] == 16);
@@ -225,8 +233,8 @@ TEST_CASE("report: bad input is one line and exit code 2", "[report][cli]") {
   need_gnuplot();
   const std::string lines = read_file(log);
   const size_t second = lines.find('\n') + 1;
-  write_file(dir / "bad.jsonl", lines.substr(0, second) + "{\"v\":1,\"task\":\n" +
-                                    lines.substr(second));
+  write_file(dir / "bad.jsonl",
+             lines.substr(0, second) + "{\"v\":1,\"task\":\n" + lines.substr(second));
   write_file(dir / "exists.html", "keep me");
   fs::create_directories(dir / "folder");
   const std::string d = (dir / "").string();
@@ -269,7 +277,8 @@ TEST_CASE("headless Chromium renders every plot without console errors", "[repor
 
   const std::string chromium =
       "timeout 120 chromium --headless --disable-gpu --no-sandbox --no-first-run "
-      "--user-data-dir=" + (dir / "profile").string() +
+      "--user-data-dir=" +
+      (dir / "profile").string() +
       " --enable-logging=stderr --v=0 --hide-scrollbars --window-size=1100,2400 ";
   // 1. The page as written: a screenshot, and nothing on the console (a script error, or a
   //    resource it failed to load, would show there).
@@ -314,9 +323,8 @@ document.body.appendChild(pre);
 )";
   probed.insert(probed.rfind("</body>"), probe);
   write_file(dir / "probed.html", probed);
-  const std::string dump = chromium + "--dump-dom file://" + (dir / "probed.html").string() +
-                           " >" + (dir / "dom.html").string() + " 2>" +
-                           (dir / "dom.err").string();
+  const std::string dump = chromium + "--dump-dom file://" + (dir / "probed.html").string() + " >" +
+                           (dir / "dom.html").string() + " 2>" + (dir / "dom.err").string();
   REQUIRE(std::system(dump.c_str()) == 0);
   const std::string dom = read_file(dir / "dom.html");
   const std::regex row(R"(plot (\S+) (\d+) (\d+) (\d+) (\d+) (\d+))");

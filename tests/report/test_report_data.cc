@@ -18,9 +18,9 @@
 
 using namespace cutune;
 using namespace cutune::report;
+using Catch::Matchers::Contains;
 using cutune::testing::gemm_task;
 using cutune::testing::make_record;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -287,8 +287,7 @@ TEST_CASE("inline_svg drops the prolog and makes ids unique per plot", "[report]
   CHECK(gnuplot_quote("it's") == "'it''s'");
 }
 
-TEST_CASE("the page: summary row, three figures per task, escaped names, no scripts",
-          "[report]") {
+TEST_CASE("the page: summary row, three figures per task, escaped names, no scripts", "[report]") {
   std::vector<Record> r = sample_records();
   for (Record& x : r) x.task.device_name = "GPU <&\"'>";
   r[0] = with_baseline(r[0], 9e-3);
@@ -337,6 +336,5 @@ TEST_CASE("gnuplot draws the plots as SVG", "[report]") {
     CHECK_THAT(svg, Contains("<path"));
     CHECK(svg.find("<script") == std::string::npos);
   }
-  CHECK_THROWS_WITH(run_gnuplot(*gnuplot, "plot $nothing using 1:2\n"),
-                    Contains("gnuplot failed"));
+  CHECK_THROWS_WITH(run_gnuplot(*gnuplot, "plot $nothing using 1:2\n"), Contains("gnuplot failed"));
 }
