@@ -100,7 +100,7 @@ report::SpaceInfo space_of(const TaskKey& key, const std::map<TaskKey, report::S
   }
   try {
     std::unique_ptr<Template> t = make_template(key.op, key.shape, key.template_name);
-    info.kind = report::SpaceInfo::Kind::template_;
+    info.kind = report::SpaceInfo::Kind::template_space;
     info.size = t->space().size();
     info.source = "template " + t->name();
   } catch (const TaskError& e) {

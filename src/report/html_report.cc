@@ -62,7 +62,7 @@ std::string space_text(const SpaceInfo& space) {
           "{} valid configurations (the cache's entries, {} of them ok) of {} "
           "knob combinations, from {}",
           space.population, space.ok_times_s.size(), space.size, html_escape(space.source));
-    case SpaceInfo::Kind::template_:
+    case SpaceInfo::Kind::template_space:
       return fmt::format(
           "{} configurations in the template's space ({}); their times are "
           "known only where measured",

@@ -21,9 +21,9 @@ namespace cutune::report {
 // What is known about the space a task was searched in.
 struct SpaceInfo {
   enum class Kind {
-    unknown,   // nothing: random search's expectation is over the measured set
-    cache,     // a replayed Kernel Tuner cache: the whole space and every time are known
-    template_  // a schedule template: the size is known, its times only where measured
+    unknown,        // nothing: random search's expectation is over the measured set
+    cache,          // a replayed Kernel Tuner cache: the whole space and every time are known
+    template_space  // a schedule template: the size is known, its times only where measured
   };
   Kind kind = Kind::unknown;
   uint64_t size = 0;   // configurations in the space (0: unknown)
