@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ pkg-config
   libxgboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
   libboost-context-dev zlib1g-dev
+  gnuplot-nox  # the plots of `cutune report`
+  chromium     # tests/report renders the report page headless (~350 MB, 14 s to install here)
 )
 
 missing=()

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   cutune::cli::add_tune_commands(app);
   cutune::cli::add_gpu_commands(app);
   cutune::cli::add_suite_commands(app);
+  cutune::cli::add_report_command(app);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
