@@ -70,7 +70,7 @@ std::string library_version(CudaLibrary library, void* handle) {
       auto get = symbol<int (*)(char*, unsigned)>(handle, "nvmlSystemGetDriverVersion");
       char text[96] = {};
       if (init && get && init() == 0 && get(text, sizeof text) == 0)
-        return fmt::format("driver {}", text);
+        return text;
       return "";
     }
   }
@@ -117,6 +117,10 @@ nlohmann::json report() {
     if (api->cuDriverGetVersion(&v) == CUDA_SUCCESS)
       driver["cuda_version"] = fmt::format("{}.{}", v / 1000, v % 1000 / 10);
   }
+  // The kernel driver's own version ("580.65.06") is NVML's to tell.
+  if (const LibraryLookup& n = load_cuda_library(CudaLibrary::nvml); n.found())
+    if (std::string v = library_version(CudaLibrary::nvml, n.handle); !v.empty())
+      driver["version"] = v;
   if (driver_api() == nullptr) driver["reason"] = driver_unavailable_reason();
 
   nlohmann::json devices = nlohmann::json::array();
@@ -150,6 +154,7 @@ void print_text(const nlohmann::json& r) {
                              d["memory_bytes"].get<double>() / (1 << 30));
   const nlohmann::json& drv = r["driver"];
   std::cout << "driver: "
+            << (drv.contains("version") ? drv["version"].get<std::string>() + ", " : std::string())
             << (drv.contains("cuda_version") ? "CUDA " + drv["cuda_version"].get<std::string>()
                                              : std::string("not loaded"))
             << (drv["usable"].get<bool>() ? "" : " (unusable: " + drv["reason"].get<std::string>() + ")")

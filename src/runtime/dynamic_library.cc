@@ -42,7 +42,10 @@ std::vector<fs::path> entries_starting_with(const fs::path& folder, std::string_
 
 void add_unique(std::vector<fs::path>& list, const fs::path& p) {
   if (!is_folder(p)) return;
-  const fs::path normal = p.lexically_normal();
+  // Canonical, so that /usr/local/cuda and the /usr/local/cuda-13.0 it links to count once.
+  std::error_code ec;
+  fs::path normal = fs::canonical(p, ec);
+  if (ec) normal = p.lexically_normal();
   if (std::find(list.begin(), list.end(), normal) == list.end()) list.push_back(normal);
 }
 
