@@ -1,114 +1,254 @@
 #!/usr/bin/env bash
-# The device check: on a machine with one NVIDIA GPU, runs the gpu tests, tunes four GEMMs
-# (300 trials each), benchmarks each against cuBLAS SGEMM (TF32 off) in the same harness, runs a
-# short ResNet-18 suite (3 layers x 100 trials, cuDNN as reference and baseline) and benchmarks
-# its first layer against cuDNN, and writes summary.json and summary.md under $OUT (default
-# ./device_check_out). Budget: 8 min on an H200. CONV_ONLY=1 skips the GEMM part.
+# The device check: runs a packed build (bench/pack_device_build.sh) on a machine with one NVIDIA
+# GPU, most valuable steps first, under one overall deadline, and brings back every figure.
 #
-#   bench/device_check.sh [PACK_DIR]     PACK_DIR from bench/pack_device_build.sh (device_pack)
+#   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS]      (default deadline 420 s)
 #
-# Without a pack it builds with cmake/ninja (needs the host's dependencies, which a bare GPU
-# machine lacks; the pack is the way there).
+# The pack is self-contained: this script, bin/ (programs, run bit set here) and lib/ (shared
+# libraries a plain CUDA image lacks). lib/ is put on LD_LIBRARY_PATH for the packed programs
+# only; the CUDA libraries are found by cutune's own search (cutune doctor shows where).
+#
+# Steps: preflight (cutune doctor, ldd of every packed program), the test_runtime_gpu smoke test
+# (stops the check when it fails), GEMM 1024^3 tune + bench and export round trip, ResNet-18
+# C2/C7/C8 against cuDNN, fp16 GEMM 4096^3 against cuBLAS, fp32 GEMM 4096^3, the odd shapes
+# 2048x2048x64 and 127x4096x255, then the fault-injection and remaining gpu tests. Each step's
+# timeout is the smaller of its cap and what is left of the deadline.
+#
+# $OUT (default ./device_check_out) ends up holding at most four files, rewritten after every
+# step, so that whatever is killed when, the last complete state is there:
+#   summary.md, summary.json (steps: name, status, seconds, figures), device_check.log (the
+#   step log), device_check.tgz (every step's output).
+# --dry-run goes through every step as if there were no device ("skipped: no CUDA device");
+# preflight runs either way, since it needs no GPU.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-pack=${1:-$root/device_pack}
-out=${OUT:-$root/device_check_out}
-mkdir -p "$out"
-start=$(date +%s)
-log() { echo "[$(( $(date +%s) - start ))s] $*" | tee -a "$out/device_check.log"; }
 
-if [[ -f "$pack/env.sh" ]]; then
-  source "$pack/env.sh"
-  bin="$pack/bin"
-else
-  log "no pack at $pack: building"
-  cmake -S "$root" -B "$root/build-device" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    ninja -C "$root/build-device" cutune cutune_test_worker test_gpu_measure test_worker_protocol test_gpu_conv test_conv_baseline export_example >/dev/null || { log "build failed"; exit 1; }
-  bin="$out/bin"; mkdir -p "$bin"
-  cp "$root"/build-device/src/cli/cutune "$root"/build-device/tests/gpu/{cutune_test_worker,test_gpu_measure,test_worker_protocol,test_gpu_conv} "$root"/build-device/bench/export_example "$bin/"
+pack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+dry_run=0
+deadline=420
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dry-run) dry_run=1 ;;
+    --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
+    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [[ ! -d "$pack/bin" ]]; then
+  echo "device_check.sh: $pack has no bin/: run the copy inside a pack (bench/pack_device_build.sh)" >&2
+  exit 2
 fi
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$out/nvidia_smi.csv" 2>&1 || true
+out=${OUT:-$PWD/device_check_out}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/device_check.XXXXXX")
+logs="$work/logs"
+mkdir -p "$logs"
+bin="$pack/bin"
+chmod +x "$bin"/* 2>/dev/null
+start=$(date +%s)
+steps_file="$work/steps.tsv"   # name \t status \t seconds \t figures (JSON object text)
+: > "$steps_file"
+
+log() { echo "[$(( $(date +%s) - start ))s] $*" >> "$out/device_check.log"; echo "[$(( $(date +%s) - start ))s] $*"; }
+remaining() { echo $(( deadline - ($(date +%s) - start) )); }
+
+# Packed programs run with the pack's libraries (and the CUDA folders doctor found, for
+# export_example, which links libcuda and libcublas); nothing else (no system tool) does.
+cuda_dirs=""   # set from cutune doctor in preflight
+program_path() { echo "$pack/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; }
+
+json_string() {
+  local s=${1//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=${s//$'\t'/ }
+  s=${s//$'\r'/ }
+  s=${s//$'\n'/ }
+  printf '"%s"' "$s"
+}
+
+# The first number after "key": in a JSON file (pretty or not), or nothing.
+json_number() {
+  grep -o "\"$2\": *-\?[0-9][0-9.eE+-]*" "$1" 2>/dev/null | head -1 | sed 's/.*: *//'
+}
+
+write_summary() {
+  local total=$(( $(date +%s) - start ))
+  {
+    printf '{\n  "deadline_s": %s,\n  "seconds": %s,\n  "dry_run": %s,\n  "pack": %s,\n  "steps": [' \
+      "$deadline" "$total" "$([[ $dry_run == 1 ]] && echo true || echo false)" "$(json_string "$pack")"
+    local first=1 name status seconds figures
+    while IFS=$'\t' read -r name status seconds figures; do
+      [[ $first == 1 ]] || printf ','
+      first=0
+      printf '\n    {"name": %s, "status": %s, "seconds": %s, "figures": %s}' \
+        "$(json_string "$name")" "$(json_string "$status")" "$seconds" "${figures:-{\}}"
+    done < "$steps_file"
+    printf '\n  ]\n}\n'
+  } > "$work/summary.json.tmp" && mv "$work/summary.json.tmp" "$out/summary.json"
+  {
+    echo "# cutune device check"
+    echo
+    echo "$total s of a $deadline s deadline$([[ $dry_run == 1 ]] && echo ' (dry run)')."
+    echo
+    echo "| step | status | seconds | figures |"
+    echo "|---|---|---|---|"
+    while IFS=$'\t' read -r name status seconds figures; do
+      echo "| $name | $status | $seconds | $(sed 's/^{//; s/}$//; s/"//g' <<<"$figures") |"
+    done < "$steps_file"
+  } > "$work/summary.md.tmp" && mv "$work/summary.md.tmp" "$out/summary.md"
+  cp "$out/device_check.log" "$logs/device_check.log" 2>/dev/null
+  tar czf "$work/device_check.tgz.tmp" -C "$work" logs && mv "$work/device_check.tgz.tmp" "$out/device_check.tgz"
+}
+
+record() {  # name status seconds figures
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-{\}}" >> "$steps_file"
+  log "$1: $2 (${3} s) ${4:-}"
+  write_summary
+}
+
+# Figures each kind of step prints, as a JSON object.
+figures_of() {  # kind file
+  local kind=$1 file=$2
+  case "$kind" in
+    test)
+      local passed failed total
+      if grep -q "All tests passed" "$file"; then
+        total=$(grep -o "in [0-9]* test case" "$file" | tail -1 | grep -o "[0-9]*")
+        passed=$total failed=0
+      else
+        total=$(grep -o "^test cases: *[0-9]*" "$file" | tail -1 | grep -o "[0-9]*$")
+        passed=$(grep -o "[0-9]* passed" "$file" | tail -1 | grep -o "^[0-9]*")
+        failed=$(grep -o "[0-9]* failed" "$file" | tail -1 | grep -o "^[0-9]*")
+      fi
+      local skipped
+      skipped=$(grep -c "SKIPPED\|skipped:" "$file")
+      printf '{"test_cases": %s, "passed": %s, "failed": %s, "skip_lines": %s}' \
+        "${total:-null}" "${passed:-null}" "${failed:-0}" "${skipped:-0}" ;;
+    tune)
+      local ms trials valid flops
+      ms=$(json_number "$file" time_ms)
+      trials=$(json_number "$file" trials)
+      valid=$(json_number "$file" valid)
+      flops=${3:-}
+      local gflops=null
+      [[ -n "$ms" && -n "$flops" ]] && gflops=$(awk -v f="$flops" -v t="$ms" 'BEGIN { printf "%.1f", f / (t * 1e-3) / 1e9 }')
+      printf '{"best_ms": %s, "gflops": %s, "trials": %s, "valid": %s}' \
+        "${ms:-null}" "$gflops" "${trials:-null}" "${valid:-null}" ;;
+    bench)
+      local ratio baseline tuned
+      ratio=$(json_number "$file" ratio_to_baseline)
+      # results[0] is the library, results[1] the tuned kernel.
+      baseline=$(grep -o '"median_s": *[0-9.eE+-]*' "$file" | sed -n 1p | sed 's/.*: *//')
+      tuned=$(grep -o '"median_s": *[0-9.eE+-]*' "$file" | sed -n 2p | sed 's/.*: *//')
+      printf '{"library_median_s": %s, "cutune_median_s": %s, "ratio_to_library": %s}' \
+        "${baseline:-null}" "${tuned:-null}" "${ratio:-null}" ;;
+    suite)
+      local geo
+      geo=$(json_number "$file" geomean_speedup)
+      local layers
+      layers=$(grep -o '"speedup": *[0-9.eE+-]*' "$file" | sed 's/.*: *//' | paste -sd, -)
+      printf '{"geomean_speedup_over_cudnn": %s, "layer_speedups": [%s]}' "${geo:-null}" "$layers" ;;
+    *) printf '{}' ;;
+  esac
+}
+
+device_ok=1   # cleared by preflight (no device) or --dry-run; smoke failure sets stop_reason
+stop_reason=""
+
+# run_step NAME CAP KIND [FLOPS] -- COMMAND...: runs COMMAND under min(CAP, what is left).
+run_step() {
+  local name=$1 cap=$2 kind=$3 flops=""
+  shift 3
+  if [[ "$1" != "--" ]]; then flops=$1; shift; fi
+  shift
+  if [[ $dry_run == 1 || $device_ok == 0 ]]; then record "$name" "skipped: no CUDA device" 0; return 1; fi
+  if [[ -n "$stop_reason" ]]; then record "$name" "skipped: $stop_reason" 0; return 1; fi
+  if [[ ! -x "$1" ]]; then record "$name" "missing: $(basename "$1") not in the pack" 0; return 1; fi
+  local left t
+  left=$(( $(remaining) - 10 ))   # 10 s kept for the last summary
+  t=$(( cap < left ? cap : left ))
+  if (( t < 5 )); then record "$name" "skipped: out of time" 0; return 1; fi
+  log "$name: running (cap ${t} s): $(basename "$1") ${*:2}"
+  local file="$logs/$name.txt" t0 rc
+  t0=$(date +%s)
+  timeout -k 5 "$t" env LD_LIBRARY_PATH="$(program_path)" "$@" > "$file" 2>&1
+  rc=$?
+  local seconds=$(( $(date +%s) - t0 )) status
+  case $rc in
+    0) status=ok ;;
+    77) status="skipped: the program found no device (exit 77)" ;;
+    124|137) status="timeout after ${t} s" ;;
+    *) status="failed (exit $rc): $(tail -1 "$file" | cut -c1-200)" ;;
+  esac
+  record "$name" "$status" "$seconds" "$(figures_of "$kind" "$file" "$flops")"
+  [[ $rc == 0 ]]
+}
+
+log "device check from $pack into $out (deadline ${deadline} s$([[ $dry_run == 1 ]] && echo ', dry run'))"
+
+# Preflight: needs no GPU, so it runs in a dry run too. It informs; the smoke test is the gate.
+t0=$(date +%s)
+pre="$logs/preflight.txt"
+timeout -k 2 20 env LD_LIBRARY_PATH="$(program_path)" "$bin/cutune" doctor --json > "$logs/doctor.json" 2> "$pre"
+doctor_rc=$?
+# export_example links libcuda and libcublas directly: it gets the folders doctor found them in.
+cuda_dirs=$(grep -o '"path": *"[^"]*"' "$logs/doctor.json" 2>/dev/null | sed 's/.*: *"//; s/"$//' |
+  xargs -r -n1 dirname | sort -u | paste -sd: -)
+{
+  echo "== cutune doctor"; timeout -k 2 20 env LD_LIBRARY_PATH="$(program_path)" "$bin/cutune" doctor 2>&1
+  echo "== ldd (LD_LIBRARY_PATH=$(program_path))"
+  for b in "$bin"/*; do echo "-- $b"; LD_LIBRARY_PATH="$(program_path)" ldd "$b" 2>&1; done
+  echo "== nvidia-smi"; timeout 10 nvidia-smi 2>&1 || true
+} >> "$pre"
+devices=$(tr -d ' \n' < "$logs/doctor.json" | grep -o '"devices":\[[^]]*\]' | grep -o '"ordinal"' | wc -l)
+not_found=$(for b in "$bin"/*; do LD_LIBRARY_PATH="$(program_path)" ldd "$b" 2>&1 | awk -v b="$(basename "$b")" '/not found/ {print b ": " $1}'; done | paste -sd, - | sed 's/,/, /g')
+missing_libs=$(tr -d '\n' < "$logs/doctor.json" | grep -o '"missing": *\[[^]]*\]' | sed 's/"missing": *//; s/  */ /g')
+missing_tests=""
+for t in test_runtime_gpu test_gpu_measure test_worker_protocol test_gpu_conv cutune_test_worker export_example; do
+  [[ -x "$bin/$t" ]] || missing_tests+="${missing_tests:+, }$t"
+done
+status=ok
+[[ -n "$not_found" ]] && status="failed: ldd finds no $not_found"
+[[ $doctor_rc != 0 ]] && status="failed: cutune doctor exit $doctor_rc"
+[[ -n "$missing_tests" ]] && log "not in the pack (logged as missing): $missing_tests"
+record preflight "$status" $(( $(date +%s) - t0 )) \
+  "{\"devices\": $devices, \"ldd_not_found\": $(json_string "$not_found"), \"missing_libraries\": ${missing_libs:-null}, \"missing_from_pack\": $(json_string "$missing_tests")}"
+(( devices == 0 )) && device_ok=0
 
 # The gpu tests find their worker and the export example through these.
 export CUTUNE_TEST_WORKER="$bin/cutune_test_worker" CUTUNE_EXPORT_EXAMPLE="$bin/export_example"
-tests_json="[]"
-for t in test_worker_protocol test_gpu_measure test_gpu_conv; do
-  [[ -x "$bin/$t" ]] || continue
-  log "running $t"
-  timeout 240 "$bin/$t" -r compact > "$out/$t.txt" 2>&1
-  rc=$?
-  tests_json=$(python3 -c "import json,sys; a=json.loads(sys.argv[1]); a.append({'test':sys.argv[2],'rc':int(sys.argv[3])}); print(json.dumps(a))" "$tests_json" "$t" "$rc" 2>/dev/null || echo "$tests_json")
-  log "$t exit $rc ($(tail -1 "$out/$t.txt"))"
+
+run_step smoke_test_runtime_gpu 60 test -- "$bin/test_runtime_gpu" || { [[ -z "$stop_reason" && $device_ok == 1 && $dry_run == 0 ]] && stop_reason="smoke test failed"; }
+
+run_step gemm_1024_tune 75 tune $((2 * 1024 * 1024 * 1024)) -- "$bin/cutune" tune gemm --shape 1024,1024,1024 \
+  --trials 200 --log "$logs/gemm_1024.log" --quiet --json
+run_step gemm_1024_bench 25 bench -- "$bin/cutune" bench gemm --shape 1024,1024,1024 --log "$logs/gemm_1024.log" --json
+run_step gemm_1024_export 20 other -- bash -c "'$bin/cutune' export '$logs/gemm_1024.log' --out '$logs/export' && '$bin/export_example' '$logs/export'"
+
+run_step resnet18_suite 120 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 --trials 60 \
+  --log "$logs/resnet18.log" --quiet --json
+run_step resnet18_c2_bench 25 bench -- "$bin/cutune" bench conv2d --shape 1,64,56,56,64,3,3,1,1,1 \
+  --log "$logs/resnet18.log" --json
+
+run_step gemm_fp16_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
+  --trials 100 --log "$logs/gemm_fp16_4096.log" --quiet --json
+run_step gemm_fp16_4096_bench 25 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+  --log "$logs/gemm_fp16_4096.log" --json
+
+run_step gemm_4096_tune 90 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm --shape 4096,4096,4096 \
+  --trials 150 --log "$logs/gemm_4096.log" --quiet --json
+run_step gemm_4096_bench 25 bench -- "$bin/cutune" bench gemm --shape 4096,4096,4096 --log "$logs/gemm_4096.log" --json
+for shape in 2048,2048,64 127,4096,255; do
+  IFS=, read -r m n k <<<"$shape"
+  name=gemm_${m}x${n}x${k}
+  run_step "${name}_tune" 45 tune $((2 * m * n * k)) -- "$bin/cutune" tune gemm --shape "$shape" --trials 100 \
+    --log "$logs/$name.log" --quiet --json
+  run_step "${name}_bench" 20 bench -- "$bin/cutune" bench gemm --shape "$shape" --log "$logs/$name.log" --json
 done
 
-shapes=("1024,1024,1024" "4096,4096,4096" "2048,2048,64" "127,4096,255")
-[[ "${CONV_ONLY:-0}" == 1 ]] && shapes=()
-results=()
-for shape in "${shapes[@]}"; do
-  name=gemm_${shape//,/x}
-  log "tuning $name (300 trials)"
-  timeout 100 "$bin/cutune" tune gemm --shape "$shape" --trials 300 --log "$out/$name.log" --quiet \
-    > "$out/$name.tune.txt" 2>&1 || log "tune $name failed: $(tail -1 "$out/$name.tune.txt")"
-  log "benchmarking $name against cuBLAS"
-  timeout 60 "$bin/cutune" bench gemm --shape "$shape" --log "$out/$name.log" --json \
-    > "$out/$name.bench.json" 2> "$out/$name.bench.err" || log "bench $name failed: $(tail -1 "$out/$name.bench.err")"
-  results+=("$out/$name.bench.json")
-done
+run_step test_gpu_measure 90 test -- "$bin/test_gpu_measure"
+run_step test_worker_protocol 30 test -- "$bin/test_worker_protocol"
+run_step test_gpu_conv 90 test -- "$bin/test_gpu_conv"
 
-if [[ -f "$out/gemm_1024x1024x1024.log" ]]; then
-  log "exporting and running the exported kernels through the loader"
-  "$bin/cutune" export "$out"/gemm_1024x1024x1024.log --out "$out/export" > "$out/export.txt" 2>&1 &&
-    "$bin/export_example" "$out/export" >> "$out/export.txt" 2>&1
-  log "export round trip exit $?"
-fi
-
-# A short ResNet-18 run: three layers (a 3x3, a strided 3x3 and a 1x1), transfer on, cuDNN
-# (FMA math) as the reference of every candidate and as the baseline in the same harness.
-log "tune-suite resnet18 C2,C7,C8 (100 trials each)"
-timeout 200 "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 --trials 100 --log "$out/resnet18.log" \
-  --quiet --json > "$out/resnet18.suite.json" 2> "$out/resnet18.suite.err" ||
-  log "tune-suite failed: $(tail -1 "$out/resnet18.suite.err")"
-log "benchmarking C2 against cuDNN"
-timeout 60 "$bin/cutune" bench conv2d --shape 1,64,56,56,64,3,3,1,1,1 --log "$out/resnet18.log" --json \
-  > "$out/conv_C2.bench.json" 2> "$out/conv_C2.bench.err" || log "bench C2 failed: $(tail -1 "$out/conv_C2.bench.err")"
-results+=("$out/conv_C2.bench.json")
-"$bin/cutune" export "$out/resnet18.log" --out "$out/export_conv" > "$out/export_conv.txt" 2>&1
-log "conv export exit $?"
-
-python3 - "$out" "$tests_json" "$(( $(date +%s) - start ))" "${results[@]}" <<'PY' || log "summary failed"
-import json, os, sys
-out, tests, seconds, files = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-rows = []
-for f in files:
-    try:
-        rows.append(json.load(open(f)))
-    except Exception as e:
-        rows.append({"file": os.path.basename(f), "error": str(e)})
-suite = None
-try:
-    suite = json.load(open(os.path.join(out, "resnet18.suite.json")))
-except Exception as e:
-    suite = {"error": str(e)}
-summary = {"seconds": seconds, "tests": tests, "bench": rows, "resnet18": suite}
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=2)
-md = ["# cutune device check", "", f"{seconds} s in all.", "", "| test | exit |", "|---|---|"]
-md += [f"| {t['test']} | {t['rc']} |" for t in tests]
-md += ["", "| op | shape | library us | cutune us | cutune TFLOP/s | % fp32 peak | cutune/library speed |", "|---|---|---|---|---|---|---|"]
-for r in rows:
-    if "results" not in r:
-        md.append(f"| {r.get('file')} | error: {r.get('error')} | | | | | |"); continue
-    res = r["results"]; cb = res[0]; tu = res[1] if len(res) > 1 else {}
-    f = lambda x, k, s=1e6: f"{x[k]*s:.1f}" if k in x else "-"
-    md.append(f"| {r.get('op', 'gemm')} | {'x'.join(map(str, r['shape']))} | {f(cb,'median_s')} | {f(tu,'median_s')} | {f(tu,'tflops',1)} | {f(tu,'percent_of_fp32_peak',1)} | {r.get('ratio_to_baseline', r.get('ratio_to_cublas', float('nan'))):.3f} |")
-if suite and "layers" in suite:
-    md += ["", f"ResNet-18 (batch {suite['batch_size']}, {suite['trials']} trials/layer, {suite['seconds']:.0f} s): geometric-mean speedup over cuDNN {suite['geomean_speedup']}", "",
-           "| layer | shape | reference | cuDNN us | tuned us | speedup |", "|---|---|---|---|---|---|"]
-    for l in suite["layers"]:
-        us = lambda v: f"{v*1e6:.1f}" if v else "-"
-        md.append(f"| {l['name']} | {l['description']} | {l['reference']} | {us(l['cudnn_s'])} | {us(l['tuned_s'])} | {l['speedup'] if l['speedup'] else '-'} |")
-elif suite:
-    md += ["", f"ResNet-18 suite: {suite.get('error')}"]
-open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")
-print("\n".join(md))
-PY
-log "done"
+log "done in $(( $(date +%s) - start )) s"
+write_summary
+rm -rf "$work"

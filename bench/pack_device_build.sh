@@ -1,47 +1,53 @@
 #!/usr/bin/env bash
-# Packs a build for a GPU machine that has the CUDA toolkit, cmake and ninja but no Debian
-# packages and no network: the cutune binary, the gpu test binaries and the worker, plus every
-# shared library they need that is neither part of the CUDA toolkit (found there at run time) nor
-# of glibc. libstdc++, libgcc_s and libgomp are included to be safe.
+# Packs a build for the device check on a GPU machine that has the driver, the CUDA toolkit and
+# NVIDIA's Python wheels but no Debian packages and no network:
+#   PACK/device_check.sh  the check (bench/device_check.sh), run as `bash PACK/device_check.sh`
+#   PACK/bin/             cutune, the worker, the gpu tests, export_example (debug info stripped)
+#   PACK/lib/             every shared library they need that is neither glibc's nor CUDA's
+#                         (libxgboost, libdmlc, libfmt, libboost_context, libz, libstdc++, ...)
+#   PACK/manifest.txt     what is packed, and what was missing from the build
+# CUDA libraries are not packed: cutune finds them on the machine (cutune doctor says where).
 #
-#   bench/pack_device_build.sh [BUILD_DIR] [PACK_DIR]    (defaults: build-gpu, device_pack)
+#   bench/pack_device_build.sh [BUILD_DIR] [PACK_DIR]       (defaults: build, device_pack)
 #
-# The pack holds bin/ (the programs), lib/ (the libraries) and env.sh, which device_check.sh
-# sources: LD_LIBRARY_PATH=lib plus the toolkit's lib folders.
+# Fails when the pack is over 30 MiB (the device tool carries at most 64 MiB with the tree).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-gpu}
+build=$(cd "${1:-$root/build}" && pwd)
 pack=${2:-$root/device_pack}
 rm -rf "$pack"
 mkdir -p "$pack/bin" "$pack/lib"
+pack=$(cd "$pack" && pwd)
 
-programs=(src/cli/cutune tests/gpu/cutune_test_worker tests/gpu/test_gpu_measure
-          tests/gpu/test_worker_protocol tests/runtime/test_runtime_gpu bench/export_example)
-for p in "${programs[@]}"; do
-  if [[ -x "$build/$p" ]]; then cp "$build/$p" "$pack/bin/"; else echo "pack: missing $build/$p (skipped)" >&2; fi
-done
-strip --strip-debug "$pack"/bin/* 2>/dev/null || true
+programs=(src/cli/cutune tests/measure/cutune_test_worker tests/runtime/test_runtime_gpu
+          tests/measure/test_gpu_measure tests/measure/test_worker_protocol
+          tests/baselines/test_gpu_conv bench/export_example)
+{
+  echo "# cutune device pack, built $(date -u +%FT%TZ) from $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  for p in "${programs[@]}"; do
+    if [[ -x "$build/$p" ]]; then
+      cp "$build/$p" "$pack/bin/"
+      echo "bin $(basename "$p")"
+    else
+      echo "missing $p" ; echo "pack: $build/$p is not built (listed as missing)" >&2
+    fi
+  done
+} > "$pack/manifest.txt"
+strip --strip-debug "$pack"/bin/*
+chmod +x "$pack"/bin/*
 
-# Libraries from ldd, minus glibc's own and the CUDA toolkit's (and libcuda, the driver's).
-skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libutil\.so|libcuda\.so|libnvidia-ml)'
+# From ldd: everything but glibc's own libraries and the CUDA ones (found on the machine).
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libutil\.so|libcuda\.so|libnvidia-ml|libnvrtc|libcudart|libcublas|libcupti|libcudnn)'
 for b in "$pack"/bin/*; do
   ldd "$b" 2>/dev/null | awk '/=> \// {print $1, $3}'
 done | sort -u | while read -r name path; do
-  if [[ "$name" =~ $skip || "$path" == /usr/local/cuda* ]]; then continue; fi
+  [[ "$name" =~ $skip ]] && continue
   cp -L "$path" "$pack/lib/$name"
-done
-for extra in libstdc++.so.6 libgcc_s.so.1 libgomp.so.1; do
-  p=$(ldconfig -p | awk -v n="$extra" '$1 == n && /x86-64/ {print $NF; exit}')
-  if [[ -n "$p" && ! -e "$pack/lib/$extra" ]]; then cp -L "$p" "$pack/lib/$extra"; fi
+  echo "lib $name" >> "$pack/manifest.txt"
 done
 strip --strip-unneeded "$pack"/lib/*.so* 2>/dev/null || true
+cp "$root/bench/device_check.sh" "$pack/device_check.sh"
 
-cat > "$pack/env.sh" <<'ENV'
-# Sourced by bench/device_check.sh: the packed libraries first, then the toolkit's.
-pack_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cuda=${CUDA_HOME:-/usr/local/cuda}
-export LD_LIBRARY_PATH="$pack_dir/lib:$cuda/lib64:$cuda/lib:$cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$pack_dir/bin:$PATH"
-ENV
-du -sh "$pack"
-ls "$pack/bin" "$pack/lib"
+size=$(du -sm "$pack" | cut -f1)
+echo "pack: $pack, ${size} MiB: $(ls "$pack/bin" | tr '\n' ' ')"
+if (( size > 30 )); then echo "pack: ${size} MiB is over the 30 MiB limit" >&2; exit 1; fi

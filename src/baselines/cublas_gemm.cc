@@ -42,7 +42,7 @@ const CublasApi& api() {
   std::call_once(once, [] {
     // TF32 must not sneak in through the environment.
     unsetenv("NVIDIA_TF32_OVERRIDE");
-    void* library = open_cuda_library({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, &a.reason);
+    void* library = open_cuda_library(CudaLibrary::cublas, &a.reason);
     if (library == nullptr) return;
     std::string missing;
 #define CUTUNE_CUBLAS_RESOLVE(name)                                              \

@@ -58,7 +58,7 @@ const CudnnApi& api() {
   static CudnnApi a;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* library = open_cuda_library({"libcudnn.so.9", "libcudnn.so"}, &a.reason);
+    void* library = open_cuda_library(CudaLibrary::cudnn, &a.reason);
     if (library == nullptr) return;
     std::string missing;
 #define CUTUNE_CUDNN_RESOLVE(name)                                                \

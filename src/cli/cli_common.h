@@ -51,5 +51,6 @@ void add_tune_commands(CLI::App& app);     // tune, replay
 void add_gpu_commands(CLI::App& app);      // export, bench
 void add_suite_commands(CLI::App& app);    // tune-suite
 void add_report_command(CLI::App& app);    // report
+void add_doctor_command(CLI::App& app);    // doctor
 
 }  // namespace cutune::cli

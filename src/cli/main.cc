@@ -11,6 +11,7 @@
 #include "src/cli/cli_common.h"
 #include "src/records/record.h"
 #include "src/runtime/driver_api.h"
+#include "src/runtime/dynamic_library.h"
 #include "src/space/config_space.h"
 
 namespace {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   cutune::cli::add_gpu_commands(app);
   cutune::cli::add_suite_commands(app);
   cutune::cli::add_report_command(app);
+  cutune::cli::add_doctor_command(app);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -64,6 +66,8 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     return fail(e.what(), kExitUsage);
   } catch (const cutune::NoDeviceError& e) {
+    return fail(e.what(), 1);
+  } catch (const cutune::MissingLibraryError& e) {
     return fail(e.what(), 1);
   } catch (const std::exception& e) {
     return fail(std::string("internal error: ") + e.what(), 1);

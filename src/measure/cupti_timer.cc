@@ -79,7 +79,7 @@ struct CuptiState {
 };
 
 void load_into(CuptiState& s) {
-  void* library = open_cuda_library({"libcupti.so.13", "libcupti.so.12", "libcupti.so"}, &s.reason);
+  void* library = open_cuda_library(CudaLibrary::cupti, &s.reason);
   if (library == nullptr) return;
   std::string missing;
 #define CUTUNE_CUPTI_RESOLVE(name)                                                  \

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "src/runtime/driver_api.h"
+#include "src/runtime/dynamic_library.h"
 
 namespace cutune {
 
@@ -48,12 +49,8 @@ const NvmlApi& nvml() {
   static NvmlApi api;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      const char* e = dlerror();
-      api.reason = fmt::format("cannot load libnvidia-ml.so.1: {}", e ? e : "unknown error");
-      return;
-    }
+    void* library = open_cuda_library(CudaLibrary::nvml, &api.reason);
+    if (library == nullptr) return;
     std::string missing;
     resolve(library, api.init, {"nvmlInit_v2", "nvmlInit"}, missing);
     resolve(library, api.by_pci, {"nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId"}, missing);

@@ -44,6 +44,9 @@ class CudaError : public std::runtime_error {
 // just the number, since the names live in libcuda.
 std::string driver_error_text(CUresult result);
 
+// "NVRTC_ERROR_COMPILATION" through the loaded NVRTC; the number when NVRTC is not loaded.
+std::string nvrtc_error_text(nvrtcResult result);
+
 }  // namespace cutune
 
 #define CUTUNE_NVRTC_CHECK(call)                                                        \
@@ -51,7 +54,7 @@ std::string driver_error_text(CUresult result);
     const nvrtcResult cutune_status_ = (call);                                          \
     if (cutune_status_ != NVRTC_SUCCESS)                                                \
       ::cutune::throw_cuda_error("NVRTC", static_cast<int>(cutune_status_), #call,      \
-                                 nvrtcGetErrorString(cutune_status_), __FILE__, __LINE__); \
+                                 ::cutune::nvrtc_error_text(cutune_status_), __FILE__, __LINE__); \
   } while (0)
 
 #define CUTUNE_CU_CHECK(call)                                                            \

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "src/runtime/dynamic_library.h"
+
 namespace cutune {
 
 namespace {
@@ -18,11 +20,6 @@ struct DriverState {
   std::string reason;
 };
 
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
-}
-
 std::string describe(const DriverApi& api, CUresult result) {
   const char* name = nullptr;
   if (api.cuGetErrorName(result, &name) != CUDA_SUCCESS || name == nullptr)
@@ -32,13 +29,8 @@ std::string describe(const DriverApi& api, CUresult result) {
 
 DriverState load() {
   DriverState state;
-  void* library = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* error = dlerror();
-    state.reason = one_line(fmt::format("cannot load {}: {}", kLibraryName,
-                                        error ? error : "unknown dlopen error"));
-    return state;
-  }
+  void* library = open_cuda_library(CudaLibrary::driver, &state.reason);
+  if (library == nullptr) return state;
   // Deliberately never dlclose'd: modules and contexts may outlive any owner we could pick.
   std::string missing;
 #define CUTUNE_DRIVER_RESOLVE(name)                                                    \

@@ -101,7 +101,7 @@ CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
     result.status = CompileStatus::compile_error;
   } else {
     throw_cuda_error("NVRTC", static_cast<int>(status), "nvrtcCompileProgram",
-                     nvrtcGetErrorString(status), __FILE__, __LINE__);
+                     nvrtc_error_text(status), __FILE__, __LINE__);
   }
   if (result.ok()) result.ptxas = parse_ptxas_info(result.log, source.kernel_name);
   result.seconds =
