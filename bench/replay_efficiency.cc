@@ -6,11 +6,14 @@
 //
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
-//                     [--before | --no-design --no-small-rounds --fixed-kappa --no-local]
-//                                    (xgb without the early-trial and local-search changes)
+//                     [--early]      (xgb with every early-trial and local-search change of
+//                                     ModelPolicyOptions::early(); off by default)
+//                     [--design N] [--min-batch N] [--local-share X] [--adaptive-kappa]
+//                     [--kappa K]    (one change at a time)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:
 //                                     only its optimum within 95%, two knob changes from a
-//                                     plateau at 0.89)
+//                                     plateau at 0.89, its one-knob neighbours at 0.8)
+//                     [--needle-neighbour R]  (the neighbours' ratio instead of 0.8)
 //                     [--curves FILE]  (also append every seed's curve to FILE, one JSON line
 //                                     per cache, tuner and seed: its improvement points
 //                                     [trial, true time ms], for bench/peer_compare)
@@ -49,7 +52,8 @@ struct Args {
   bool transfer = false;
   std::string curves;
   bool needle = false;
-  ModelPolicyOptions model;  // --before / --no-*: the xgb tuner without this changes
+  double needle_plateau = 0.89, needle_neighbour = 0.8;
+  ModelPolicyOptions model;  // --early, --design, ...: the xgb tuner's options
 };
 
 // One JSON line per seed: the trials at which the best found improved, with its true time.
@@ -157,16 +161,13 @@ int main(int argc, char** argv) {
     else if (a == "--transfer") args.transfer = true;
     else if (a == "--curves") args.curves = value();
     else if (a == "--needle") args.needle = true;
-    else if (a == "--no-design") args.model.initial_design = 0;
-    else if (a == "--no-small-rounds") args.model.min_batch = 1 << 20;
-    else if (a == "--fixed-kappa") args.model.adaptive_kappa = false;
-    else if (a == "--no-local") args.model.local_share = 0;
-    else if (a == "--before") {
-      args.model.initial_design = 0;
-      args.model.min_batch = 1 << 20;
-      args.model.adaptive_kappa = false;
-      args.model.local_share = 0;
-    }
+    else if (a == "--needle-neighbour") args.needle_neighbour = std::stod(value());
+    else if (a == "--early") args.model = args.model.early();
+    else if (a == "--design") args.model.initial_design = std::stoi(value());
+    else if (a == "--min-batch") args.model.min_batch = std::stoi(value());
+    else if (a == "--local-share") args.model.local_share = std::stod(value());
+    else if (a == "--adaptive-kappa") args.model.adaptive_kappa = true;
+    else if (a == "--kappa") args.model.kappa = std::stod(value());
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;
@@ -227,11 +228,11 @@ int main(int argc, char** argv) {
     replay::KtCache cache = replay::load_kt_cache(path);
     if (args.needle) {
       NeedleInfo info;
-      cache = make_needle_cache(std::move(cache), 0.89, &info);
+      cache = make_needle_cache(std::move(cache), args.needle_plateau, args.needle_neighbour, &info);
       name = "needle:" + name;
-      fmt::print(stderr, "{}: plateau of {} at 0.89, {} knob changes from the optimum; {} "
-                 "one-knob neighbours slowed\n", name, info.plateau, info.distance,
-                 info.slowed_neighbours);
+      fmt::print(stderr, "{}: plateau of {} at {}, {} knob changes from the optimum; {} "
+                 "one-knob neighbours slowed to {}\n", name, info.plateau, args.needle_plateau,
+                 info.distance, info.slowed_neighbours, args.needle_neighbour);
     }
     replay::ReplayTask& task =
         tasks.emplace(name, replay::ReplayTask::from_cache(std::move(cache))).first->second;

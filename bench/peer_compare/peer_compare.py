@@ -63,10 +63,10 @@ def load_cache(path):
         return json.load(f)
 
 
-def needle(d, plateau=0.89):
+def needle(d, plateau=0.89, neighbour=0.8):
     """The needle variant of a cache, as make_needle_cache in src/tune/replay_study.cc: the
     optimum kept, every other configuration within `plateau` slowed to exactly `plateau`,
-    the optimum's one-knob neighbours slowed to at most half its throughput."""
+    the optimum's one-knob neighbours slowed to at most `neighbour` of its throughput."""
     keys = d["tune_params_keys"]
     valid = {k: e for k, e in d["cache"].items() if isinstance(e.get("time"), (int, float))}
     best_key = min(valid, key=lambda k: valid[k]["time"])
@@ -74,8 +74,8 @@ def needle(d, plateau=0.89):
     opt = [valid[best_key][k] for k in keys]
     for key, e in valid.items():
         dist = sum(1 for k, v in zip(keys, opt) if e[k] != v)
-        if dist == 1 and t0 / e["time"] > 0.5:
-            e["time"] = t0 / 0.5
+        if dist == 1 and t0 / e["time"] > neighbour:
+            e["time"] = t0 / neighbour
         elif dist >= 2 and t0 / e["time"] >= plateau:
             e["time"] = t0 / plateau
     return d

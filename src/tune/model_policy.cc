@@ -232,12 +232,13 @@ void ModelPolicy::measure_agreement() {
     }
   }
   agreement_ = pairs ? sum / pairs : 1.0;
+  // Exploring pays only while budget is left to exploit what it finds: full weight until the
+  // last quarter of the budget, then falling linearly to 0.
   double left = 1.0;
   if (budget_ > 0) {
-    left = std::clamp(1.0 - double(observed_.size()) / double(budget_), 0.0, 1.0);
+    left = std::clamp(4.0 * (1.0 - double(observed_.size()) / double(budget_)), 0.0, 1.0);
   }
-  kappa_ = std::min(options_.kappa,
-                    options_.kappa * 2.0 * std::max(0.0, 1.0 - agreement_) * std::sqrt(left));
+  kappa_ = options_.kappa * std::clamp(2.0 * (1.0 - agreement_), 0.5, 1.0) * left;
 }
 
 std::vector<float> ModelPolicy::exploit_score(const std::vector<Config>& configs) {
@@ -263,21 +264,38 @@ std::vector<Config> ModelPolicy::local_candidates(int count,
                    [&](size_t a, size_t b) { return throughput_[a] > throughput_[b]; });
   const auto& knobs = space_.knobs();
   std::vector<Config> cands;
-  std::unordered_set<uint64_t> seen;
+  std::unordered_map<uint64_t, int> support;  // candidate -> centres it neighbours
   auto consider = [&](const std::vector<int32_t>& e) {
     Config c(&space_, e);
     uint64_t index = c.index();
-    if (exclude.contains(index) || !seen.insert(index).second) return;
-    if (space_.is_valid(c)) cands.push_back(std::move(c));
+    if (exclude.contains(index)) return;
+    auto [it, fresh] = support.emplace(index, 0);
+    if (fresh) {
+      if (!space_.is_valid(c)) {
+        it->second = -1;  // invalid: never a candidate
+        return;
+      }
+      cands.push_back(std::move(c));
+    }
+    if (it->second >= 0) ++it->second;
   };
+  // Centres: the local_top best measured, and every other one within 3% of the best (a
+  // plateau), at most 8 * local_top.
+  std::vector<size_t> centres;
+  const double best = throughput_[order[0]];
+  for (size_t r = 0; r < order.size() && best > 0; ++r) {
+    double t = throughput_[order[r]];
+    if (t <= 0) break;
+    if (static_cast<int>(r) >= options_.local_top && t < 0.97 * best) break;
+    if (static_cast<int>(centres.size()) >= 8 * options_.local_top) break;
+    centres.push_back(order[r]);
+  }
   // 2-knob neighbourhoods can be large in wide spaces: at most this many per centre, drawn
   // uniformly among them (every one when there are fewer).
   constexpr size_t kMaxPerCentre = 4096;
   std::mt19937_64 rng(seed_ * 0xA24BAED4963EE407ull + static_cast<uint64_t>(fits_));
-  const int top = std::min<int>(options_.local_top, static_cast<int>(order.size()));
-  for (int t = 0; t < top; ++t) {
-    if (throughput_[order[t]] <= 0) break;
-    const std::vector<int32_t> base = observed_[order[t]].entities();
+  for (size_t centre : centres) {
+    const std::vector<int32_t> base = observed_[centre].entities();
     std::vector<int64_t> card(knobs.size());
     size_t total = 0;
     for (size_t k = 0; k < knobs.size(); ++k) card[k] = knobs[k].cardinality();
@@ -324,7 +342,13 @@ std::vector<Config> ModelPolicy::local_candidates(int count,
     }
   }
   if (cands.empty()) return {};
-  std::vector<float> s = exploit_score(cands);
+  // The acquisition (ucb: with the spread), plus the share of centres a candidate neighbours:
+  // one that lies between several of the best measured (within two changes of each) is worth
+  // measuring even where the model, having seen only the plateau, scores it below.
+  std::vector<float> s = predict(cands);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    s[i] += static_cast<float>(double(support[cands[i].index()]) / double(centres.size()));
+  }
   std::vector<size_t> idx(cands.size());
   std::iota(idx.begin(), idx.end(), 0);
   size_t keep = std::min<size_t>(count, idx.size());

@@ -37,15 +37,19 @@
 // current round.
 //
 // Adaptive exploration (ucb). With `adaptive_kappa`, the weight of the spread is
-// kappa * (1 - agreement) * sqrt(budget left / budget), times 2 and at most kappa: agreement is
-// the mean pairwise Pearson correlation of the members' scores over a random sample of
+// kappa * clamp(2 (1 - agreement), 0.5, 1) * min(1, 4 * budget left / budget): agreement is
+// the mean pairwise Pearson correlation of the members' scores over a random sample of 256
 // unvisited configurations (members that agree on the ranking of what is unmeasured leave
-// little to explore); the budget factor is 1 when the budget is unknown (set_budget).
+// less to explore); the budget factor is 1 until the last quarter of the budget, then falls
+// to 0 (exploring pays only while there is budget to exploit it), and 1 when the budget is
+// unknown (set_budget).
 //
-// Local search. After each refit a `local_share` of the plan is the best, by the model's mean
-// score, of all configurations one or two knob changes away from the `local_top` best measured
-// ones (valid and unvisited), so that a configuration two changes away from the best plateau
-// is measured within a few rounds even where annealing on the acquisition wanders off.
+// Local search. After each refit a `local_share` of the plan is the best of all valid,
+// unvisited configurations one or two knob changes away from the centres: the `local_top`
+// best measured and every other one within 3% of the best (a plateau), at most 8 * local_top.
+// They are ranked by the acquisition plus the share of centres within two changes of each
+// (a candidate surrounded by the best measured), so that a configuration two changes from the
+// best plateau gets measured even where annealing on the acquisition wanders off.
 
 #include <memory>
 #include <random>
@@ -78,13 +82,27 @@ struct ModelPolicyOptions {
   Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
   double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
-  bool adaptive_kappa = true;  // ucb: scale kappa by disagreement and budget left
-  int initial_design = 16;     // space-filling proposals before the first fit (no transfer)
-  int min_batch = 8;           // smallest round while few records exist
-  double local_share = 0.25;   // of each plan: 1-/2-knob neighbours of the best measured
-  int local_top = 3;           // how many of the best measured configurations to search around
-  int budget = 0;              // trials of the whole run, if known (set_budget overrides)
+  // This early-trial and local-search changes (see the header comment) are off by
+  // default: on replayed caches they helped the easy spaces and cost trials on the hard ones
+  // (bench/README.md section 7). `ModelPolicyOptions::early()` turns them all on.
+  bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
+  int initial_design = 0;       // space-filling proposals before the first fit (no transfer)
+  int min_batch = 1 << 20;      // smallest round while few records exist (>= plan_size: off)
+  double local_share = 0;       // of each plan: 1-/2-knob neighbours of the best measured
+  int local_top = 3;            // how many of the best measured configurations to search around
+  int budget = 0;               // trials of the whole run, if known (set_budget overrides)
   std::shared_ptr<const TransferModel> transfer;
+
+  // These options with every early-trial and local-search change on: a Latin-hypercube
+  // design of 32, rounds from 8, adaptive kappa, 1/8 of each plan from the local search.
+  ModelPolicyOptions early() const {
+    ModelPolicyOptions o = *this;
+    o.adaptive_kappa = true;
+    o.initial_design = 32;
+    o.min_batch = 8;
+    o.local_share = 0.125;
+    return o;
+  }
 };
 
 class ModelPolicy : public SearchPolicy {

@@ -157,7 +157,8 @@ double expected_random_trials_to(const replay::ReplayTask& task, double fraction
   return double(v.size() + 1) / double(k + 1);
 }
 
-replay::KtCache make_needle_cache(replay::KtCache cache, double plateau, NeedleInfo* info) {
+replay::KtCache make_needle_cache(replay::KtCache cache, double plateau, double neighbour,
+                                  NeedleInfo* info) {
   const replay::KtEntry* best = nullptr;
   for (const replay::KtEntry& e : cache.entries) {
     if (e.valid && (!best || e.time_ms < best->time_ms)) best = &e;
@@ -184,8 +185,8 @@ replay::KtCache make_needle_cache(replay::KtCache cache, double plateau, NeedleI
     int d = changes(e);
     if (d == 0) continue;
     if (d == 1) {
-      if (t0 / e.time_ms > 0.5) {
-        slow_to(e, t0 / 0.5);
+      if (t0 / e.time_ms > neighbour) {
+        slow_to(e, t0 / neighbour);
         ++out.slowed_neighbours;
       }
       continue;
