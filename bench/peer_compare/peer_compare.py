@@ -319,20 +319,23 @@ def cmd_report(args):
         md.append("")
         kt = [r for r in rows if r["tuner"].startswith("kt:")]
         mine = [r for r in rows if r["tuner"] == "cutune:" + args.default]
+        early = [r for r in rows if r["tuner"] == "cutune:" + args.default + "-early"]
         if kt and mine:
             best = min(kt, key=lambda r: (r["trials_to_95"], [-r["at"][b] for b in (200, 100, 50)]))
             summary.append({"cache": rel, "random_trials_to_95": rnd, "cutune": mine[0],
-                            "best_kt": best,
+                            "cutune_early": early[0] if early else None, "best_kt": best,
+                            "kt_seeds": min(r["seeds"] for r in kt),
                             "best_kt_at": {b: max(r["at"][b] for r in kt) for b in BUDGETS}})
     head = ["## Summary: cutune's default against the best Kernel Tuner strategy of each cache", "",
             "`best KT` is the strategy with the fewest median trials to 95% on that cache; "
             "`best KT @b` the best median of any strategy at budget b.", "",
-            "| cache | random | cutune trials to 95% | best KT (trials to 95%) | " +
+            "| cache | random | seeds cutune / KT | cutune trials to 95% | --early | best KT (trials to 95%) | " +
             " | ".join(f"cutune @{b} | best KT @{b}" for b in (25, 50, 100, 200)) + " |",
-            "|---|---|---|---|" + "---|---|" * 4]
+            "|---|---|---|---|---|---|" + "---|---|" * 4]
     for s in summary:
-        c, k = s["cutune"], s["best_kt"]
-        head.append(f"| {s['cache']} | {s['random_trials_to_95']:.0f} | {fmt_t(c['trials_to_95'])} | "
+        c, k, e = s["cutune"], s["best_kt"], s["cutune_early"]
+        head.append(f"| {s['cache']} | {s['random_trials_to_95']:.0f} | {c['seeds']} / {s['kt_seeds']} | "
+                    f"{fmt_t(c['trials_to_95'])} | {fmt_t(e['trials_to_95']) if e else '-'} | "
                     f"{k['tuner'][3:]} ({fmt_t(k['trials_to_95'])}) | " +
                     " | ".join(f"{c['at'][b]:.3f} | {s['best_kt_at'][b]:.3f}" for b in (25, 50, 100, 200)) + " |")
     head.append("")
