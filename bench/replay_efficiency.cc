@@ -228,7 +228,8 @@ int main(int argc, char** argv) {
     replay::KtCache cache = replay::load_kt_cache(path);
     if (args.needle) {
       NeedleInfo info;
-      cache = make_needle_cache(std::move(cache), args.needle_plateau, args.needle_neighbour, &info);
+      cache = make_needle_cache(std::move(cache), args.needle_plateau, args.needle_neighbour,
+                                &info);
       name = "needle:" + name;
       fmt::print(stderr, "{}: plateau of {} at {}, {} knob changes from the optimum; {} "
                  "one-knob neighbours slowed to {}\n", name, info.plateau, args.needle_plateau,

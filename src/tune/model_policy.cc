@@ -468,7 +468,8 @@ std::vector<Config> ModelPolicy::plan_thompson() {
       for (size_t i = 0; i < cs.size(); ++i) out[i] = member_z_[rows[i] + k];
       return out;
     };
-    lists[k] = annealer_.find_best(score, round_size_ > 0 ? round_size_ : options_.plan_size, visited_, rng_);
+    lists[k] = annealer_.find_best(score, round_size_ > 0 ? round_size_ : options_.plan_size,
+                                   visited_, rng_);
   }
   std::vector<Config> out;
   std::unordered_set<uint64_t> taken;
