@@ -6,6 +6,17 @@
 //
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
+//                     [--early]      (xgb with every early-trial and local-search change of
+//                                     ModelPolicyOptions::early(); off by default)
+//                     [--design N] [--min-batch N] [--local-share X] [--adaptive-kappa]
+//                     [--kappa K]    (one change at a time)
+//                     [--needle]     (each cache's needle variant instead, make_needle_cache:
+//                                     only its optimum within 95%, two knob changes from a
+//                                     plateau at 0.89, its one-knob neighbours at 0.8)
+//                     [--needle-neighbour R]  (the neighbours' ratio instead of 0.8)
+//                     [--curves FILE]  (also append every seed's curve to FILE, one JSON line
+//                                     per cache, tuner and seed: its improvement points
+//                                     [trial, true time ms], for bench/peer_compare)
 //                     [--transfer]   (only the transfer table: every ordered pair of caches
 //                                     in one folder whose knob features share a schema)
 
@@ -39,7 +50,35 @@ struct Args {
   std::vector<std::string> tuners = {"xgb", "ga", "random", "grid"};
   std::string only;
   bool transfer = false;
+  std::string curves;
+  bool needle = false;
+  double needle_plateau = 0.89, needle_neighbour = 0.8;
+  ModelPolicyOptions model;  // --early, --design, ...: the xgb tuner's options
 };
+
+// One JSON line per seed: the trials at which the best found improved, with its true time.
+void append_curves(const std::string& path, const std::string& cache, const std::string& tuner,
+                   const StudyResult& r) {
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) {
+    fmt::print(stderr, "replay_efficiency: cannot write {}\n", path);
+    std::exit(2);
+  }
+  for (size_t s = 0; s < r.curves.size(); ++s) {
+    nlohmann::json points = nlohmann::json::array();
+    double last = 0;
+    for (size_t t = 0; t < r.curves[s].size(); ++t) {
+      if (r.curves[s][t] > last) {
+        last = r.curves[s][t];
+        points.push_back({t + 1, r.optimum_ms / last});
+      }
+    }
+    nlohmann::json line = {{"cache", cache}, {"tuner", "cutune:" + tuner}, {"seed", s},
+                           {"trials", r.curves[s].size()}, {"points", points}};
+    fmt::print(f, "{}\n", line.dump());
+  }
+  std::fclose(f);
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -73,7 +112,7 @@ void transfer_row(const std::string& source_name, const replay::ReplayTask& sour
       return false;
     }
   };
-  ModelPolicyOptions plain;
+  ModelPolicyOptions plain = args.model;
   plain.plan_size = args.batch;
   ModelPolicyOptions transfer = plain;
   transfer.transfer = std::make_shared<TransferModel>(
@@ -120,6 +159,15 @@ int main(int argc, char** argv) {
     else if (a == "--only") args.only = value();
     else if (a == "--quick") { args.seeds = 5; args.trials = 200; }
     else if (a == "--transfer") args.transfer = true;
+    else if (a == "--curves") args.curves = value();
+    else if (a == "--needle") args.needle = true;
+    else if (a == "--needle-neighbour") args.needle_neighbour = std::stod(value());
+    else if (a == "--early") args.model = args.model.early();
+    else if (a == "--design") args.model.initial_design = std::stoi(value());
+    else if (a == "--min-batch") args.model.min_batch = std::stoi(value());
+    else if (a == "--local-share") args.model.local_share = std::stod(value());
+    else if (a == "--adaptive-kappa") args.model.adaptive_kappa = true;
+    else if (a == "--kappa") args.model.kappa = std::stod(value());
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;
@@ -177,9 +225,18 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   for (const std::string& path : caches) {
     std::string name = std::filesystem::relative(path, args.data).string();
+    replay::KtCache cache = replay::load_kt_cache(path);
+    if (args.needle) {
+      NeedleInfo info;
+      cache = make_needle_cache(std::move(cache), args.needle_plateau, args.needle_neighbour,
+                                &info);
+      name = "needle:" + name;
+      fmt::print(stderr, "{}: plateau of {} at {}, {} knob changes from the optimum; {} "
+                 "one-knob neighbours slowed to {}\n", name, info.plateau, args.needle_plateau,
+                 info.distance, info.slowed_neighbours, args.needle_neighbour);
+    }
     replay::ReplayTask& task =
-        tasks.emplace(name, replay::ReplayTask::from_cache(replay::load_kt_cache(path)))
-            .first->second;
+        tasks.emplace(name, replay::ReplayTask::from_cache(std::move(cache))).first->second;
     auto features = cost_model::make_knob_features(task.space());
     double random200 = expected_random_ratio(task, 200);
     std::vector<std::string> row_random = {name, "random (exact)"};
@@ -189,7 +246,7 @@ int main(int argc, char** argv) {
                expected_random_trials_to(task, 0.95));
     for (const std::string& tuner : args.tuners) {
       TunerKind kind = parse_tuner_kind(tuner);
-      ModelPolicyOptions mo;
+      ModelPolicyOptions mo = args.model;
       mo.plan_size = args.batch;
       StudyOptions so;
       so.trials = args.trials;
@@ -206,6 +263,7 @@ int main(int argc, char** argv) {
       for (int b : budgets) {
         cells += b <= args.trials ? fmt::format(" {:.3f} |", r.median_ratio_at(b)) : " - |";
       }
+      if (!args.curves.empty()) append_curves(args.curves, name, tuner, r);
       double at200 = r.median_ratio_at(std::min(200, args.trials));
       double p = (at200 - random200) / (1.0 - random200);
       fmt::print("| {} | {} |{} {} | {:.2f} | {:.0f} |\n", name, tuner, cells,

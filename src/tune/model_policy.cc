@@ -32,7 +32,8 @@ ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtr
       options_(std::move(options)),
       features_(features),
       annealer_(space, options_.annealing),
-      model_(features.schema(), options_.model) {
+      model_(features.schema(), options_.model),
+      budget_(options_.budget) {
   reset(0);
 }
 
@@ -56,6 +57,12 @@ void ModelPolicy::reset(uint64_t seed) {
   member_z_.clear();
   plan_.clear();
   plan_next_ = 0;
+  round_size_ = 0;
+  proposed_since_fit_ = 0;
+  kappa_ = options_.acquisition == Acquisition::ucb ? options_.kappa : 0.0;
+  agreement_ = 1;
+  design_.clear();
+  design_next_ = 0;
 }
 
 void ModelPolicy::observe(const std::vector<Config>& configs,
@@ -132,7 +139,7 @@ std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
   std::vector<float> out(configs.size());
   if (ensemble() && !members_.empty()) {
     const size_t m = members_.size();
-    const double kappa = options_.acquisition == Acquisition::ucb ? options_.kappa : 0.0;
+    const double kappa = options_.acquisition == Acquisition::ucb ? kappa_ : 0.0;
     std::vector<size_t> rows = member_rows(configs);
     for (size_t i = 0; i < configs.size(); ++i) {
       const float* z = &member_z_[rows[i]];
@@ -163,6 +170,10 @@ std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
 
 void ModelPolicy::refit_and_plan() {
   new_since_fit_ = 0;
+  proposed_since_fit_ = 0;
+  const int n = static_cast<int>(observed_.size());
+  round_size_ = std::clamp(n / 2, std::min(options_.min_batch, options_.plan_size),
+                           options_.plan_size);
   score_.clear();
   std::vector<float> labels = normalised_labels(throughput_);
   bool any_ok = std::any_of(labels.begin(), labels.end(), [](float v) { return v > 0; });
@@ -179,8 +190,233 @@ void ModelPolicy::refit_and_plan() {
       model_.fit(x, labels, {}, margin);
     }
     ++fits_;
+    measure_agreement();
   }
   plan();
+}
+
+void ModelPolicy::measure_agreement() {
+  kappa_ = options_.acquisition == Acquisition::ucb ? options_.kappa : 0.0;
+  if (!ensemble() || members_.size() < 2 || !options_.adaptive_kappa) return;
+  // Members' scores on a sample of unvisited configurations; its own stream, so that the
+  // proposals' random draws do not depend on it.
+  std::mt19937_64 rng(seed_ * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(fits_));
+  std::vector<Config> sample;
+  std::unordered_set<uint64_t> in_sample;
+  for (int tries = 0; tries < 1024 && sample.size() < 256; ++tries) {
+    std::optional<Config> c = space_.sample_valid(rng, 1000);
+    if (!c) break;
+    if (!visited_.contains(c->index()) && in_sample.insert(c->index()).second) {
+      sample.push_back(std::move(*c));
+    }
+  }
+  if (sample.size() < 8) return;
+  std::vector<std::vector<float>> z = member_scores(sample);
+  const size_t m = z.size(), n = sample.size();
+  std::vector<double> mean(m, 0), sd(m, 0);
+  for (size_t k = 0; k < m; ++k) {
+    for (float v : z[k]) mean[k] += v;
+    mean[k] /= n;
+    for (float v : z[k]) sd[k] += (v - mean[k]) * (v - mean[k]);
+    sd[k] = std::sqrt(sd[k] / n);
+  }
+  double sum = 0;
+  int pairs = 0;
+  for (size_t a = 0; a < m; ++a) {
+    for (size_t b = a + 1; b < m; ++b) {
+      double c = 0;
+      for (size_t i = 0; i < n; ++i) c += (z[a][i] - mean[a]) * (z[b][i] - mean[b]);
+      double denom = n * sd[a] * sd[b];
+      sum += denom > 1e-12 ? c / denom : 1.0;  // a constant member agrees with nothing to rank
+      ++pairs;
+    }
+  }
+  agreement_ = pairs ? sum / pairs : 1.0;
+  // Exploring pays only while budget is left to exploit what it finds: full weight until the
+  // last quarter of the budget, then falling linearly to 0.
+  double left = 1.0;
+  if (budget_ > 0) {
+    left = std::clamp(4.0 * (1.0 - double(observed_.size()) / double(budget_)), 0.0, 1.0);
+  }
+  kappa_ = options_.kappa * std::clamp(2.0 * (1.0 - agreement_), 0.5, 1.0) * left;
+}
+
+std::vector<float> ModelPolicy::exploit_score(const std::vector<Config>& configs) {
+  if (!ensemble() || members_.empty()) return predict(configs);
+  const size_t m = members_.size();
+  std::vector<size_t> rows = member_rows(configs);
+  std::vector<float> out(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    double sum = 0;
+    for (size_t k = 0; k < m; ++k) sum += member_z_[rows[i] + k];
+    out[i] = static_cast<float>(sum / m);
+  }
+  return out;
+}
+
+std::vector<Config> ModelPolicy::local_candidates(int count,
+                                                  const std::unordered_set<uint64_t>& exclude) {
+  if (count <= 0 || observed_.empty()) return {};
+  // The best measured configurations (throughput > 0), best first.
+  std::vector<size_t> order(observed_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return throughput_[a] > throughput_[b]; });
+  const auto& knobs = space_.knobs();
+  std::vector<Config> cands;
+  std::unordered_map<uint64_t, int> support;  // candidate -> centres it neighbours
+  auto consider = [&](const std::vector<int32_t>& e) {
+    Config c(&space_, e);
+    uint64_t index = c.index();
+    if (exclude.contains(index)) return;
+    auto [it, fresh] = support.emplace(index, 0);
+    if (fresh) {
+      if (!space_.is_valid(c)) {
+        it->second = -1;  // invalid: never a candidate
+        return;
+      }
+      cands.push_back(std::move(c));
+    }
+    if (it->second >= 0) ++it->second;
+  };
+  // Centres: the local_top best measured, and every other one within 3% of the best (a
+  // plateau), at most 8 * local_top.
+  std::vector<size_t> centres;
+  const double best = throughput_[order[0]];
+  for (size_t r = 0; r < order.size() && best > 0; ++r) {
+    double t = throughput_[order[r]];
+    if (t <= 0) break;
+    if (static_cast<int>(r) >= options_.local_top && t < 0.97 * best) break;
+    if (static_cast<int>(centres.size()) >= 8 * options_.local_top) break;
+    centres.push_back(order[r]);
+  }
+  // 2-knob neighbourhoods can be large in wide spaces: at most this many per centre, drawn
+  // uniformly among them (every one when there are fewer).
+  constexpr size_t kMaxPerCentre = 4096;
+  std::mt19937_64 rng(seed_ * 0xA24BAED4963EE407ull + static_cast<uint64_t>(fits_));
+  for (size_t centre : centres) {
+    const std::vector<int32_t> base = observed_[centre].entities();
+    std::vector<int64_t> card(knobs.size());
+    size_t total = 0;
+    for (size_t k = 0; k < knobs.size(); ++k) card[k] = knobs[k].cardinality();
+    for (size_t i = 0; i < knobs.size(); ++i) {
+      total += card[i] - 1;
+      for (size_t j = i + 1; j < knobs.size(); ++j) total += (card[i] - 1) * (card[j] - 1);
+    }
+    std::vector<int32_t> e = base;
+    if (total <= kMaxPerCentre) {
+      for (size_t i = 0; i < knobs.size(); ++i) {
+        for (int32_t a = 0; a < card[i]; ++a) {
+          if (a == base[i]) continue;
+          e[i] = a;
+          consider(e);
+          for (size_t j = i + 1; j < knobs.size(); ++j) {
+            for (int32_t b = 0; b < card[j]; ++b) {
+              if (b == base[j]) continue;
+              e[j] = b;
+              consider(e);
+            }
+            e[j] = base[j];
+          }
+        }
+        e[i] = base[i];
+      }
+    } else {
+      std::vector<size_t> movable;
+      for (size_t k = 0; k < knobs.size(); ++k) {
+        if (card[k] > 1) movable.push_back(k);
+      }
+      if (movable.empty()) continue;
+      std::uniform_int_distribution<size_t> knob(0, movable.size() - 1);
+      for (size_t d = 0; d < kMaxPerCentre; ++d) {
+        e = base;
+        int changes = 1 + static_cast<int>(d % 2);
+        for (int c = 0; c < changes; ++c) {
+          size_t k = movable[knob(rng)];
+          std::uniform_int_distribution<int64_t> other(0, card[k] - 2);
+          int64_t v = other(rng);
+          e[k] = static_cast<int32_t>(v >= base[k] ? v + 1 : v);
+        }
+        consider(e);
+      }
+    }
+  }
+  if (cands.empty()) return {};
+  // The acquisition (ucb: with the spread), plus the share of centres a candidate neighbours:
+  // one that lies between several of the best measured (within two changes of each) is worth
+  // measuring even where the model, having seen only the plateau, scores it below.
+  std::vector<float> s = predict(cands);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    s[i] += static_cast<float>(double(support[cands[i].index()]) / double(centres.size()));
+  }
+  std::vector<size_t> idx(cands.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  size_t keep = std::min<size_t>(count, idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+    return s[a] != s[b] ? s[a] > s[b] : cands[a].index() < cands[b].index();
+  });
+  std::vector<Config> out;
+  for (size_t i = 0; i < keep; ++i) out.push_back(cands[idx[i]]);
+  return out;
+}
+
+std::vector<Config> ModelPolicy::initial_design(int count) {
+  // A Latin hypercube over entity positions, each point moved to the nearest (normalised L1
+  // over entity positions) of a pool of random valid configurations. Its own stream, so that
+  // the design depends only on the seed.
+  std::mt19937_64 rng(seed_ * 0x94D049BB133111EBull + 0x1234567ull);
+  const auto& knobs = space_.knobs();
+  std::vector<std::vector<int32_t>> points(count, std::vector<int32_t>(knobs.size()));
+  std::uniform_real_distribution<double> u(0, 1);
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    std::vector<int> strata(count);
+    std::iota(strata.begin(), strata.end(), 0);
+    std::shuffle(strata.begin(), strata.end(), rng);
+    const int64_t card = knobs[k].cardinality();
+    for (int i = 0; i < count; ++i) {
+      double x = (strata[i] + u(rng)) / count;
+      points[i][k] = static_cast<int32_t>(std::min<int64_t>(card - 1, int64_t(x * card)));
+    }
+  }
+  std::vector<Config> pool;
+  std::unordered_set<uint64_t> in_pool;
+  const int want_pool = std::max(256, 16 * count);
+  for (int tries = 0; tries < 4 * want_pool && static_cast<int>(pool.size()) < want_pool;
+       ++tries) {
+    std::optional<Config> c = space_.sample_valid(rng, 1000);
+    if (!c) break;
+    if (!visited_.contains(c->index()) && in_pool.insert(c->index()).second) {
+      pool.push_back(std::move(*c));
+    }
+  }
+  std::vector<Config> out;
+  std::unordered_set<uint64_t> taken;
+  for (const auto& p : points) {
+    Config target(&space_, p);
+    if (space_.is_valid(target) && !visited_.contains(target.index()) &&
+        taken.insert(target.index()).second) {
+      out.push_back(std::move(target));
+      continue;
+    }
+    double best = 1e300;
+    const Config* pick = nullptr;
+    for (const Config& c : pool) {
+      if (taken.contains(c.index())) continue;
+      double d = 0;
+      for (size_t k = 0; k < knobs.size(); ++k) {
+        const int64_t card = knobs[k].cardinality();
+        if (card > 1) d += std::abs(c.entities()[k] - p[k]) / double(card - 1);
+      }
+      if (d < best) {
+        best = d;
+        pick = &c;
+      }
+    }
+    if (!pick) break;
+    taken.insert(pick->index());
+    out.push_back(*pick);
+  }
+  return out;
 }
 
 void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x,
@@ -232,13 +468,14 @@ std::vector<Config> ModelPolicy::plan_thompson() {
       for (size_t i = 0; i < cs.size(); ++i) out[i] = member_z_[rows[i] + k];
       return out;
     };
-    lists[k] = annealer_.find_best(score, options_.plan_size, visited_, rng_);
+    lists[k] = annealer_.find_best(score, round_size_ > 0 ? round_size_ : options_.plan_size,
+                                   visited_, rng_);
   }
   std::vector<Config> out;
   std::unordered_set<uint64_t> taken;
   std::vector<size_t> next(m, 0);
   std::uniform_int_distribution<size_t> member(0, m - 1);
-  while (static_cast<int>(out.size()) < options_.plan_size) {
+  while (static_cast<int>(out.size()) < (round_size_ > 0 ? round_size_ : options_.plan_size)) {
     size_t k = member(rng_);
     // That member's best not taken yet; if it has none left, the next member's.
     bool found = false;
@@ -263,17 +500,29 @@ void ModelPolicy::plan() {
     plan_ = plan_thompson();
     return;
   }
-  int want = options_.diversity ? options_.plan_size * 3 : options_.plan_size;
+  const int size = round_size_ > 0 ? round_size_ : options_.plan_size;
+  std::vector<Config> local;
+  if (trained() && options_.local_share > 0) {
+    int count = static_cast<int>(std::lround(options_.local_share * size));
+    local = local_candidates(std::max(count, 1), visited_);
+  }
+  std::unordered_set<uint64_t> exclude = visited_;
+  for (const Config& c : local) exclude.insert(c.index());
+  const int rest = std::max(0, size - static_cast<int>(local.size()));
+  int want = options_.diversity ? rest * 3 : rest;
   ScoreFunction score = [this](const std::vector<Config>& cs) { return predict(cs); };
-  std::vector<Config> found = annealer_.find_best(score, want, visited_, rng_);
+  std::vector<Config> found = annealer_.find_best(score, want, exclude, rng_);
+  // The local picks first: a batch smaller than the plan still gets them.
+  plan_ = std::move(local);
   if (!options_.diversity) {
-    plan_ = std::move(found);
+    plan_.insert(plan_.end(), found.begin(), found.end());
     return;
   }
   std::set<std::pair<int, int32_t>> covered;  // (knob, entity) pairs the plan holds
   std::vector<bool> taken(found.size(), false);
   const double knobs = static_cast<double>(space_.knobs().size());
-  while (static_cast<int>(plan_.size()) < options_.plan_size && plan_.size() < found.size()) {
+  const size_t plan_end = plan_.size() + std::min<size_t>(rest, found.size());
+  while (plan_.size() < plan_end) {
     double best_gain = -1;
     size_t best = 0;
     for (size_t i = 0; i < found.size(); ++i) {
@@ -295,9 +544,25 @@ void ModelPolicy::plan() {
 }
 
 std::vector<Config> ModelPolicy::propose(int batch) {
-  bool stale = new_since_fit_ >= options_.plan_size || (plan_next_ >= plan_.size() &&
-                                                        new_since_fit_ > 0);
+  if (batch <= 0) return {};
+  // Before anything was measured (and without transfer): the space-filling design.
+  if (observed_.empty() && !options_.transfer && options_.initial_design > 0) {
+    if (design_.empty() && design_next_ == 0) design_ = initial_design(options_.initial_design);
+    std::vector<Config> out;
+    while (design_next_ < design_.size() && static_cast<int>(out.size()) < batch) {
+      const Config& c = design_[design_next_++];
+      if (visited_.insert(c.index()).second) out.push_back(c);
+    }
+    if (!out.empty()) return out;
+  }
+  const int round = round_size_ > 0 ? round_size_ : options_.plan_size;
+  bool stale = new_since_fit_ >= round || (plan_next_ >= plan_.size() && new_since_fit_ > 0);
   if (stale || (fits_ == 0 && plan_.empty() && options_.transfer)) refit_and_plan();
+  // What is left of the round (results first, then the next fit); the whole batch when the
+  // caller proposes again without observing.
+  if (round_size_ > 0 && proposed_since_fit_ < round_size_) {
+    batch = std::min(batch, round_size_ - proposed_since_fit_);
+  }
 
   std::vector<Config> out;
   std::uniform_real_distribution<double> u(0, 1);
@@ -315,6 +580,7 @@ std::vector<Config> ModelPolicy::propose(int batch) {
     visited_.insert(c->index());
     out.push_back(std::move(*c));
   }
+  proposed_since_fit_ += static_cast<int>(out.size());
   return out;
 }
 

@@ -19,6 +19,7 @@ std::vector<double> run_one_seed(const replay::ReplayTask& task, SearchPolicy& p
                                  const StudyOptions& options, uint64_t seed, double optimum_ms) {
   ReplayMeasurerAdapter measurer(task, options.noise, seed);
   policy.reset(seed);
+  policy.set_budget(options.trials);
   std::vector<double> curve;
   curve.reserve(options.trials);
   double best_measured = std::numeric_limits<double>::infinity();
@@ -154,6 +155,50 @@ double expected_random_trials_to(const replay::ReplayTask& task, double fraction
   double threshold = fraction * v.back();
   auto k = std::count_if(v.begin(), v.end(), [&](double t) { return t >= threshold; });
   return double(v.size() + 1) / double(k + 1);
+}
+
+replay::KtCache make_needle_cache(replay::KtCache cache, double plateau, double neighbour,
+                                  NeedleInfo* info) {
+  const replay::KtEntry* best = nullptr;
+  for (const replay::KtEntry& e : cache.entries) {
+    if (e.valid && (!best || e.time_ms < best->time_ms)) best = &e;
+  }
+  if (!best) throw std::invalid_argument("the cache has no valid measurement");
+  const std::vector<int64_t> opt = best->values;
+  const double t0 = best->time_ms;
+  auto changes = [&](const replay::KtEntry& e) {
+    int d = 0;
+    for (size_t k = 0; k < opt.size(); ++k) d += e.values[k] != opt[k];
+    return d;
+  };
+  auto slow_to = [](replay::KtEntry& e, double t) {
+    double f = t / e.time_ms;
+    e.time_ms = t;
+    for (double& v : e.times_ms) v *= f;
+    if (e.gflops) *e.gflops /= f;
+    if (e.gbs) *e.gbs /= f;
+  };
+  NeedleInfo out;
+  out.distance = std::numeric_limits<int>::max();
+  for (replay::KtEntry& e : cache.entries) {
+    if (!e.valid) continue;
+    int d = changes(e);
+    if (d == 0) continue;
+    if (d == 1) {
+      if (t0 / e.time_ms > neighbour) {
+        slow_to(e, t0 / neighbour);
+        ++out.slowed_neighbours;
+      }
+      continue;
+    }
+    if (t0 / e.time_ms >= plateau) {
+      slow_to(e, t0 / plateau);
+      ++out.plateau;
+      out.distance = std::min(out.distance, d);
+    }
+  }
+  if (info) *info = out;
+  return cache;
 }
 
 }  // namespace cutune

@@ -62,4 +62,18 @@ double expected_random_ratio(const replay::ReplayTask& task, int n);
 // k being the number of configurations within that fraction.
 double expected_random_trials_to(const replay::ReplayTask& task, double fraction);
 
+// A needle test space made from a real cache: the optimum kept, every other configuration
+// within `plateau` of it slowed to exactly `plateau` (a plateau of good ones), and the
+// optimum's one-knob neighbours slowed to at most `neighbour` of its throughput (below the
+// plateau), so that the only configuration within 95% is two or more knob changes from the
+// plateau. Deterministic;
+// failed entries stay failed. The plateau is the best of the rest, the usual stall.
+struct NeedleInfo {
+  uint64_t plateau = 0;   // configurations at the plateau's ratio after the change
+  int distance = 0;       // knob changes from the optimum to the nearest plateau member
+  uint64_t slowed_neighbours = 0;
+};
+replay::KtCache make_needle_cache(replay::KtCache cache, double plateau = 0.89,
+                                  double neighbour = 0.8, NeedleInfo* info = nullptr);
+
 }  // namespace cutune

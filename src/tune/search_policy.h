@@ -5,8 +5,10 @@
 //   reset(seed)            forget everything; the same seed then gives the same proposals
 //                          for the same observations;
 //   propose(b)             up to b configurations, none of them proposed or observed before
-//                          and none that the space says is invalid; fewer than b (possibly
-//                          none) only when the space has no such configuration left;
+//                          and none that the space says is invalid; none only when the space
+//                          has no such configuration left; fewer than b (but at least one)
+//                          when the policy wants results first (the model policy's small
+//                          early rounds);
 //   observe(configs, rs)   the results of measured configurations, in any order, whether or
 //                          not the policy proposed them (a resumed log is observed first).
 //
@@ -41,6 +43,9 @@ class SearchPolicy {
   virtual void observe(const std::vector<Config>& configs,
                        const std::vector<MeasureResult>& results) = 0;
   virtual std::string name() const = 0;
+  // How many trials the whole run will take, when the caller knows (before the first
+  // propose); policies may spend exploration accordingly. Ignored by default.
+  virtual void set_budget(int /*trials*/) {}
 };
 
 // What search maximises: 1 / mean time (1/s) for an ok result, 0 for any failure.

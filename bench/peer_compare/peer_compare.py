@@ -1,0 +1,374 @@
+"""Kernel Tuner 1.5's strategies (simulation mode) against cutune's tuners, on every Kernel
+Tuner cache under a data folder, counted the same way as cutune's replay
+(src/tune/replay_study.cc): a trial is a unique configuration, failed ones included; the
+curve after t trials is optimum time / true time of the best valid configuration found.
+
+    run.sh kt      [--seeds 20] [--budget 400] [--jobs 2] [--strategies a,b] [--only SUBSTR]
+    run.sh cutune  [--seeds 20] [--budget 400] [--replay-efficiency build/bench/replay_efficiency]
+    run.sh kt --needle --only convolution_old/RTX_3090   (the needle test space, see below)
+    run.sh report  (tables per cache and the summary, into results/summary.md and .json)
+
+Runs are appended to results/kt_runs.jsonl and results/cutune_runs.jsonl, one line per
+(cache, tuner, seed), holding only the improvement points of the curve; a rerun skips what is
+there (resumable). Kernel Tuner's quirks and how they are handled:
+  * its Latin-hypercube sampling (scipy.stats.qmc.LatinHypercube in bayes_opt) is unseeded:
+    the class is replaced by one seeded from the run's seed;
+  * bayes_opt takes failed entries kept in the space (cost sys.float_info.max) for valid
+    observations (its is_valid compares with its own 1e20 sentinel and `== np.nan`), so the
+    Gaussian process is fitted on 1.8e308 values; is_valid is replaced by one that rejects
+    those;
+  * several strategies stop before the budget (converged populations, exhausted
+    neighbourhoods): the strategy is restarted with the next seed, configurations already
+    measured costing nothing again, until the budget of unique configurations is spent or
+    ten restarts add nothing (the curve then holds its last value).
+"""
+
+import argparse
+import functools
+import gzip
+import json
+import multiprocessing as mp
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RESULTS = os.path.join(HERE, "results")
+DEFAULT_DATA = os.path.join(ROOT, "..", "shared", "datasets")
+BUDGETS = [25, 50, 100, 200, 400]
+STRATEGIES = [
+    "random_sample", "genetic_algorithm", "simulated_annealing", "dual_annealing",
+    "basinhopping", "diff_evo", "firefly_algorithm", "pso", "greedy_ils", "mls", "bayes_opt",
+]
+
+
+def find_caches(data, only):
+    out = []
+    for folder, _, files in os.walk(data):
+        for f in sorted(files):
+            if f.endswith(".json.gz"):
+                rel = os.path.relpath(os.path.join(folder, f), data)
+                if not only or only in rel:
+                    out.append(rel)
+    return sorted(out)
+
+
+def load_cache(path):
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def needle(d, plateau=0.89, neighbour=0.8):
+    """The needle variant of a cache, as make_needle_cache in src/tune/replay_study.cc: the
+    optimum kept, every other configuration within `plateau` slowed to exactly `plateau`,
+    the optimum's one-knob neighbours slowed to at most `neighbour` of its throughput."""
+    keys = d["tune_params_keys"]
+    valid = {k: e for k, e in d["cache"].items() if isinstance(e.get("time"), (int, float))}
+    best_key = min(valid, key=lambda k: valid[k]["time"])
+    t0 = valid[best_key]["time"]
+    opt = [valid[best_key][k] for k in keys]
+    for key, e in valid.items():
+        dist = sum(1 for k, v in zip(keys, opt) if e[k] != v)
+        if dist == 1 and t0 / e["time"] > neighbour:
+            e["time"] = t0 / neighbour
+        elif dist >= 2 and t0 / e["time"] >= plateau:
+            e["time"] = t0 / plateau
+    return d
+
+
+def load_named(data, rel):
+    """A cache by its name; "needle:REL" is the needle variant of REL."""
+    if rel.startswith("needle:"):
+        return needle(load_cache(os.path.join(data, rel[len("needle:"):])))
+    return load_cache(os.path.join(data, rel))
+
+
+# --- Kernel Tuner side ------------------------------------------------------------------
+
+_patched = False
+
+
+def patch_kernel_tuner():
+    """Seeded LHS and failed entries treated as invalid in bayes_opt (see the module doc)."""
+    global _patched
+    if _patched:
+        return
+    import numpy as np
+    from scipy.stats import qmc
+    from kernel_tuner.strategies import bayes_opt
+
+    class SeededLatinHypercube(qmc.LatinHypercube):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("seed", np.random.randint(0, 2**31 - 1))
+            super().__init__(*args, **kwargs)
+
+    bayes_opt.LatinHypercube = SeededLatinHypercube
+
+    def is_valid(self, observation):
+        return observation is not None and np.isfinite(observation) and observation < 1e19
+
+    bayes_opt.BayesianOptimization.is_valid = is_valid
+    _patched = True
+
+
+_plain = {}  # cache path -> (plain JSON path, parsed cache)
+
+
+def plain_cache(data, rel):
+    if rel not in _plain:
+        d = load_named(data, rel)
+        fd, path = tempfile.mkstemp(suffix=".json", prefix="kt_cache_")
+        with os.fdopen(fd, "w") as f:
+            json.dump(d, f)
+        _plain[rel] = (path, d)
+    return _plain[rel]
+
+
+def kt_one(task):
+    """One (cache, strategy, seed): the improvement points [(trial, best_time_ms), ...]."""
+    data, rel, strategy, seed, budget = task
+    import numpy as np
+    import kernel_tuner
+
+    patch_kernel_tuner()
+    path, d = plain_cache(data, rel)
+    keys = d["tune_params_keys"]
+    tune_params = {k: d["tune_params"][k] for k in keys}
+    present = set(d["cache"].keys())
+
+    def in_cache(p):
+        return ",".join(str(p[k]) for k in keys) in present
+
+    seen = set()
+    best = None
+    points = []
+    restarts = 0
+    idle = 0
+    start = time.time()
+    while len(seen) < budget and idle < 10:
+        run_seed = seed + 1000 * restarts
+        random.seed(run_seed)
+        np.random.seed(run_seed)
+        before = len(seen)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with open(os.devnull, "w") as null:
+                old = sys.stdout
+                sys.stdout = null
+                try:
+                    results, _ = kernel_tuner.tune_kernel(
+                        d["kernel_name"], "/* simulated */", d["problem_size"], [], tune_params,
+                        restrictions=in_cache, strategy=strategy,
+                        strategy_options={"max_fevals": budget}, cache=path,
+                        simulation_mode=True, quiet=True, verbose=False)
+                finally:
+                    sys.stdout = old
+        for r in results:
+            key = ",".join(str(r[k]) for k in keys)
+            if key in seen:
+                continue
+            if len(seen) >= budget:
+                break
+            seen.add(key)
+            t = d["cache"][key].get("time")
+            if isinstance(t, (int, float)) and (best is None or t < best):
+                best = t
+                points.append((len(seen), t))
+        restarts += 1
+        idle = idle + 1 if len(seen) == before else 0
+    return {"cache": rel, "tuner": "kt:" + strategy, "seed": seed, "trials": len(seen),
+            "restarts": restarts - 1, "points": points, "seconds": round(time.time() - start, 2)}
+
+
+def done_keys(path):
+    out = set()
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                out.add((r["cache"], r["tuner"], r["seed"]))
+    return out
+
+
+def cmd_kt(args):
+    out_path = os.path.join(RESULTS, "kt_runs.jsonl")
+    done = done_keys(out_path)
+    strategies = args.strategies.split(",") if args.strategies else STRATEGIES
+    tasks = []
+    # Seeds outermost, so that a partial run has every (cache, strategy) at a few seeds.
+    caches = find_caches(args.data, args.only)
+    if args.needle:
+        caches = ["needle:" + c for c in caches]
+    for seed in range(args.seeds):
+        for rel in caches:
+            for s in strategies:
+                if (rel, "kt:" + s, seed) not in done:
+                    tasks.append((args.data, rel, s, seed, args.budget))
+    print(f"{len(tasks)} Kernel Tuner runs to do ({len(done)} done)", flush=True)
+    n = 0
+    with mp.Pool(args.jobs) as pool, open(out_path, "a") as out:
+        for r in pool.imap_unordered(kt_one, tasks):
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+            n += 1
+            print(f"[{n}/{len(tasks)}] {r['cache']} {r['tuner']} seed {r['seed']}: "
+                  f"{r['trials']} trials, {r['restarts']} restarts, {r['seconds']} s", flush=True)
+
+
+# --- cutune side ------------------------------------------------------------------------
+
+def cmd_cutune(args):
+    """cutune's tuners through bench/replay_efficiency --curves; replaces their earlier lines."""
+    out_path = os.path.join(RESULTS, "cutune_runs.jsonl")
+    tmp = out_path + ".new"
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    cmd = [args.replay_efficiency, "--data", args.data, "--seeds", str(args.seeds), "--trials",
+           str(args.budget), "--batch", str(args.batch), "--threads", str(args.jobs),
+           "--tuners", args.tuners, "--curves", tmp] + (["--only", args.only] if args.only else []) \
+        + (["--needle"] if args.needle else [])
+    print(" ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+    fresh = [json.loads(l) for l in open(tmp)]
+    names = {(r["cache"], r["tuner"]) for r in fresh}
+    kept = []
+    if os.path.exists(out_path):
+        kept = [json.loads(l) for l in open(out_path)]
+        kept = [r for r in kept if (r["cache"], r["tuner"]) not in names]
+    with open(out_path, "w") as out:
+        for r in kept + fresh:
+            out.write(json.dumps(r) + "\n")
+    os.remove(tmp)
+
+
+# --- report -----------------------------------------------------------------------------
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    if n == 0:
+        return float("nan")
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def optimum_and_random(data, rel):
+    d = load_named(data, rel)
+    times = [e["time"] for e in d["cache"].values() if isinstance(e.get("time"), (int, float))]
+    opt = min(times)
+    k = sum(1 for t in times if opt / t >= 0.95)
+    return opt, (len(d["cache"]) + 1) / (k + 1)
+
+
+def ratio_at(points, t, opt):
+    best = 0.0
+    for trial, ms in points:
+        if trial <= t:
+            best = opt / ms
+    return best
+
+
+def trials_to(points, opt, fraction=0.95):
+    for trial, ms in points:
+        if opt / ms >= fraction:
+            return trial
+    return float("inf")
+
+
+def cmd_report(args):
+    runs = {}
+    for name in ("kt_runs.jsonl", "cutune_runs.jsonl"):
+        p = os.path.join(RESULTS, name)
+        if os.path.exists(p):
+            with open(p) as f:
+                for line in f:
+                    r = json.loads(line)
+                    runs.setdefault((r["cache"], r["tuner"]), {})[r["seed"]] = r
+    caches = sorted({c for c, _ in runs})
+    md = ["# cutune against Kernel Tuner 1.5 (simulation mode), replayed caches", "",
+          "Generated by `bench/peer_compare/run.sh report`. Median over seeds; a trial is a "
+          "unique configuration, failed ones included; `-`: the median seed never reached 95%.",
+          ""]
+    summary = []
+    fmt_t = lambda t: "-" if t == float("inf") else (f"{t:.1f}" if t % 1 else f"{t:.0f}")
+    for rel in caches:
+        opt, rnd = optimum_and_random(args.data, rel)
+        rows = []
+        for (c, tuner), by_seed in sorted(runs.items()):
+            if c != rel:
+                continue
+            seeds = [by_seed[s] for s in sorted(by_seed)]
+            row = {"tuner": tuner, "seeds": len(seeds),
+                   "trials_to_95": median([trials_to(r["points"], opt) for r in seeds]),
+                   "at": {b: median([ratio_at(r["points"], b, opt) for r in seeds])
+                          for b in BUDGETS},
+                   "short": sum(1 for r in seeds if r["trials"] < args.budget)}
+            rows.append(row)
+        md += [f"## {rel} (random expects {rnd:.0f} trials to 95%)", "",
+               "| tuner | seeds | " + " | ".join(f"@{b}" for b in BUDGETS) +
+               " | trials to 95% | runs short of budget |",
+               "|---|---|" + "---|" * len(BUDGETS) + "---|---|"]
+        for row in rows:
+            md.append(f"| {row['tuner']} | {row['seeds']} | " +
+                      " | ".join(f"{row['at'][b]:.3f}" for b in BUDGETS) +
+                      f" | {fmt_t(row['trials_to_95'])} | {row['short']} |")
+        md.append("")
+        kt = [r for r in rows if r["tuner"].startswith("kt:")]
+        mine = [r for r in rows if r["tuner"] == "cutune:" + args.default]
+        early = [r for r in rows if r["tuner"] == "cutune:" + args.default + "-early"]
+        if kt and mine:
+            best = min(kt, key=lambda r: (r["trials_to_95"], [-r["at"][b] for b in (200, 100, 50)]))
+            summary.append({"cache": rel, "random_trials_to_95": rnd, "cutune": mine[0],
+                            "cutune_early": early[0] if early else None, "best_kt": best,
+                            "kt_seeds": min(r["seeds"] for r in kt),
+                            "best_kt_at": {b: max(r["at"][b] for r in kt) for b in BUDGETS}})
+    head = ["## Summary: cutune's default against the best Kernel Tuner strategy of each cache", "",
+            "`best KT` is the strategy with the fewest median trials to 95% on that cache; "
+            "`best KT @b` the best median of any strategy at budget b.", "",
+            "| cache | random | seeds cutune / KT | cutune trials to 95% | --early | best KT (trials to 95%) | " +
+            " | ".join(f"cutune @{b} | best KT @{b}" for b in (25, 50, 100, 200)) + " |",
+            "|---|---|---|---|---|---|" + "---|---|" * 4]
+    for s in summary:
+        c, k, e = s["cutune"], s["best_kt"], s["cutune_early"]
+        head.append(f"| {s['cache']} | {s['random_trials_to_95']:.0f} | {c['seeds']} / {s['kt_seeds']} | "
+                    f"{fmt_t(c['trials_to_95'])} | {fmt_t(e['trials_to_95']) if e else '-'} | "
+                    f"{k['tuner'][3:]} ({fmt_t(k['trials_to_95'])}) | " +
+                    " | ".join(f"{c['at'][b]:.3f} | {s['best_kt_at'][b]:.3f}" for b in (25, 50, 100, 200)) + " |")
+    head.append("")
+    with open(os.path.join(RESULTS, "summary.md"), "w") as f:
+        f.write("\n".join(head + md) + "\n")
+    with open(os.path.join(RESULTS, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, default=str)
+    print("\n".join(head))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["kt", "cutune", "report"])
+    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--budget", type=int, default=400)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--strategies", default="")
+    p.add_argument("--tuners", default="xgb")
+    p.add_argument("--default", default="xgb")
+    p.add_argument("--only", default="")
+    p.add_argument("--needle", action="store_true",
+                   help="kt, cutune: the needle variants of the caches (make_needle_cache)")
+    p.add_argument("--replay-efficiency", dest="replay_efficiency",
+                   default=os.path.join(ROOT, "build", "bench", "replay_efficiency"))
+    args = p.parse_args()
+    if not os.path.isdir(args.data):
+        print(f"error: no data folder {args.data}", file=sys.stderr)
+        sys.exit(2)
+    os.makedirs(RESULTS, exist_ok=True)
+    {"kt": cmd_kt, "cutune": cmd_cutune, "report": cmd_report}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+// The model policy's early trials (space-filling design, small rounds), its adaptive
+// exploration weight and its local search around the best measured configurations; and the
+// needle test space on a real cache.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "cost_model/features.h"
+#include "src/tune/policies.h"
+#include "src/tune/replay_measurer_adapter.h"
+#include "src/tune/replay_study.h"
+#include "tests/tune/tune_fixtures.h"
+
+using namespace cutune;
+
+namespace {
+
+ModelPolicyOptions small_model() {
+  ModelPolicyOptions o;
+  o.plan_size = 32;
+  o.model.rounds = 30;
+  o.annealing.chains = 32;
+  o.annealing.max_steps = 100;
+  return o;
+}
+
+int knob_changes(const Config& a, const Config& b) {
+  int d = 0;
+  for (size_t k = 0; k < a.entities().size(); ++k) d += a.entities()[k] != b.entities()[k];
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the first proposals are a space-filling design, then rounds grow from 8") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model().early();
+  o.initial_design = 16;
+  ModelPolicy p(task.space(), features, o);
+  p.reset(3);
+  std::vector<Config> first = p.propose(32);
+  REQUIRE(first.size() == 16);
+  std::set<uint64_t> distinct;
+  std::map<int, std::set<int32_t>> values;  // knob -> entities seen
+  for (const Config& c : first) {
+    CHECK(task.space().is_valid(c));
+    distinct.insert(c.index());
+    for (int k = 0; k < 3; ++k) values[k].insert(c.entities()[k]);
+  }
+  CHECK(distinct.size() == 16);
+  // z is unconstrained: the hypercube's strata put each of its 8 values in the design (16
+  // random draws miss at least one value 65% of the time).
+  CHECK(values[2].size() == 8);
+
+  p.observe(first, m.measure(first));
+  std::vector<int> sizes;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<Config> b = p.propose(32);
+    sizes.push_back(static_cast<int>(b.size()));
+    p.observe(b, m.measure(b));
+  }
+  // clamp(n / 2, 8, 32) after n = 16, 24, 36, 54, 81, 113 records.
+  CHECK(sizes == std::vector<int>{8, 12, 18, 27, 32, 32});
+}
+
+TEST_CASE("after a fit, part of every round is one or two knob changes from the best measured") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model().early();
+  o.epsilon = 0;
+  o.initial_design = 16;
+  o.local_share = 0.25;
+  ModelPolicy p(task.space(), features, o);
+  p.reset(5);
+  std::vector<Config> measured, batch = p.propose(32);
+  std::vector<MeasureResult> results = m.measure(batch);
+  p.observe(batch, results);
+  // The three best of the design.
+  std::vector<size_t> order(batch.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return throughput_of(results[a]) > throughput_of(results[b]);
+  });
+  std::vector<Config> top = {batch[order[0]], batch[order[1]], batch[order[2]]};
+  std::vector<Config> next = p.propose(32);
+  REQUIRE(next.size() == 8);
+  int near = 0;
+  for (const Config& c : next) {
+    int d = 99;
+    for (const Config& t : top) d = std::min(d, knob_changes(c, t));
+    near += d <= 2;
+  }
+  CHECK(near >= 2);  // local_share 0.25 of 8
+
+  // Without local search the round still has 8, from annealing alone.
+  o.local_share = 0;
+  ModelPolicy plain(task.space(), features, o);
+  plain.reset(5);
+  std::vector<Config> b = plain.propose(32);
+  plain.observe(b, m.measure(b));
+  CHECK(plain.propose(32).size() == 8);
+}
+
+TEST_CASE("the exploration weight falls with the budget left and stays within kappa") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  // Rounds of 32 (the design), 16 and 24: the fits at 32 and 48 records see the same
+  // budget factor (1) under both budgets, so the fit at 72 sees the same records.
+  auto kappa_after = [&](int budget) {
+    ModelPolicy p(task.space(), features, small_model().early());
+    p.reset(2);
+    p.set_budget(budget);
+    for (int round = 0; round < 3; ++round) {
+      std::vector<Config> b = p.propose(32);
+      p.observe(b, m.measure(b));
+    }
+    p.refit_and_plan();  // 72 records
+    CHECK(p.last_agreement() <= 1.0 + 1e-9);
+    return p.last_kappa();
+  };
+  double wide = kappa_after(4000), tight = kappa_after(80);
+  INFO("kappa with 4000 trials budgeted " << wide << ", with 80: " << tight);
+  CHECK(wide <= 3.0);
+  CHECK(wide >= 1.5);  // at least half of kappa while budget is left
+  // In the last quarter of the budget the weight falls linearly: 4 * (1 - 72 / 80) = 0.4.
+  CHECK(tight == Approx(0.4 * wide).margin(1e-9));
+}
+
+// The needle space (make_needle_cache) of a real convolution cache: the optimum alone within
+// 95%, two knob changes from a plateau at 0.89, its one-knob neighbours slowed to 0.8. Random
+// search needs (N + 1) / 2 trials in expectation (about 2,600). Seeds 0-4, batch 32, as
+// bench/replay_efficiency --needle: the default xgb tuner's median run reaches the plateau
+// within 100 trials and the needle within 400 (the ensemble's spread gets it measured; the
+// bar of 200 trials is not met, see bench/README.md section 7).
+TEST_CASE("needle space: the needle is two knob changes from the plateau, xgb finds it") {
+  const char* name = "convolution_old/RTX_3090.json.gz";
+  if (!test::have_dataset(name)) return;
+  NeedleInfo info;
+  replay::ReplayTask task = replay::ReplayTask::from_cache(
+      make_needle_cache(replay::load_kt_cache(test::kDatasets + "/" + name), 0.89, 0.8, &info));
+  CHECK(info.distance == 2);
+  CHECK(info.plateau >= 20);
+  CHECK(expected_random_trials_to(task, 0.95) > 2000);
+  CHECK(expected_random_ratio(task, 400) < 0.95);
+  auto features = cost_model::make_knob_features(task.space());
+  StudyOptions so;
+  so.trials = 400;
+  so.seeds = 5;
+  so.batch = 32;
+  so.threads = 2;
+  ModelPolicyOptions mo;
+  mo.plan_size = 32;
+  StudyResult r = run_replay_study(
+      task, [&] { return make_search_policy(TunerKind::xgb, task.space(), features.get(), mo); },
+      so);
+  INFO("median best at 100: " << r.median_ratio_at(100) << ", at 400: " << r.median_ratio_at(400));
+  CHECK(r.median_ratio_at(100) >= 0.889);
+  CHECK(r.median_trials_to(0.95).has_value());
+}
