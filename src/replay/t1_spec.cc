@@ -43,6 +43,11 @@ T1Spec parse_t1_spec(const nlohmann::json& j) {
       throw ConfigError(fmt::format("T1 parameter '{}' has Values that are not integers",
                                     param.name));
     }
+    if (auto d = p.find("Default"); d != p.end()) {
+      if (d->is_number_integer()) param.default_value = d->get<int64_t>();
+      else if (d->is_array() && d->size() == 1 && (*d)[0].is_number_integer())
+        param.default_value = (*d)[0].get<int64_t>();
+    }
     if (spec.parameter_position(param.name) >= 0)
       throw ConfigError(fmt::format("T1 parameter '{}' is listed twice", param.name));
     spec.parameters.push_back(std::move(param));
