@@ -266,7 +266,8 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
     throw SpecError("not a T1 kernel spec: no \"KernelSpecification\" object");
   const json& ks = *ks_it;
   const std::string where = "KernelSpecification";
-  if (auto lang = ks.find("Language"); lang != ks.end() && *lang != "CUDA")
+  // Only compiling needs CUDA; the space of an OpenCL kernel's spec is still readable.
+  if (auto lang = ks.find("Language"); require_kernel_file && lang != ks.end() && *lang != "CUDA")
     throw SpecError(fmt::format("{}.Language is {} (only \"CUDA\" is supported)", where, lang->dump()));
   spec.benchmark_name = ks.value("BenchmarkName", std::string());
   spec.kernel_name = field_string(ks, "KernelName", where);

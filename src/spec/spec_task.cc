@@ -99,17 +99,17 @@ SpecInstance SpecTask::instantiate(const std::vector<int64_t>& params) const {
 std::optional<std::string> SpecTask::launch_violation(const SpecInstance& in, const DeviceInfo& device) {
   const Dim3& b = in.launch.block;
   const Dim3& g = in.launch.grid;
-  if (b.x == 0 || b.y == 0 || b.z == 0) return fmt::format("block size ({},{},{}) has a zero", b.x, b.y, b.z);
-  if (g.x == 0 || g.y == 0 || g.z == 0) return fmt::format("grid size ({},{},{}) has a zero", g.x, g.y, g.z);
+  if (b.x == 0 || b.y == 0 || b.z == 0) return fmt::format("LocalSize: block size ({},{},{}) has a zero", b.x, b.y, b.z);
+  if (g.x == 0 || g.y == 0 || g.z == 0) return fmt::format("GlobalSize: grid size ({},{},{}) has a zero", g.x, g.y, g.z);
   if (b.x > 1024 || b.y > 1024 || b.z > 64)
-    return fmt::format("block size ({},{},{}) exceeds the per-dimension limit (1024,1024,64)", b.x, b.y, b.z);
+    return fmt::format("LocalSize: block size ({},{},{}) exceeds the per-dimension limit (1024,1024,64)", b.x, b.y, b.z);
   if (b.volume() > static_cast<uint64_t>(device.max_threads_per_block))
-    return fmt::format("block of {} threads exceeds the device's {}", b.volume(), device.max_threads_per_block);
+    return fmt::format("LocalSize: a block of {} threads exceeds the device's {}", b.volume(), device.max_threads_per_block);
   if (g.x > 2147483647u || g.y > 65535 || g.z > 65535)
-    return fmt::format("grid size ({},{},{}) exceeds the limit (2^31-1,65535,65535)", g.x, g.y, g.z);
+    return fmt::format("GlobalSize: grid size ({},{},{}) exceeds the limit (2^31-1,65535,65535)", g.x, g.y, g.z);
   const int smem_limit = std::max(device.max_shared_per_block_optin, device.max_shared_per_block);
   if (in.launch.dynamic_smem_bytes > static_cast<uint32_t>(smem_limit))
-    return fmt::format("{} bytes of shared memory exceed the device's {}", in.launch.dynamic_smem_bytes, smem_limit);
+    return fmt::format("SharedMemory: {} bytes exceed the device's {}", in.launch.dynamic_smem_bytes, smem_limit);
   return std::nullopt;
 }
 
