@@ -100,7 +100,7 @@ void run_space(const SpecOptions& opts) {
     nlohmann::json conds = nlohmann::json::array();
     for (const auto& c : s.space.conditions) conds.push_back(c.expression);
     print_json({{"spec", opts.spec_path}, {"kernel", s.kernel_name},
-                {"kernel_file", s.kernel_file.string()}, {"kernel_file_exists", s.kernel_file_exists},
+                {"kernel_file", s.kernel_file.string()}, {"kernel_file_exists", s.kernel_file_exists}, {"kernel_error", s.kernel_error},
                 {"problem_size", s.problem_size}, {"parameters", params}, {"conditions", conds},
                 {"size", space.size()},
                 {"valid", valid ? nlohmann::json(*valid) : nlohmann::json(nullptr)}});
@@ -108,6 +108,7 @@ void run_space(const SpecOptions& opts) {
   }
   fmt::print("kernel {} in {}{}\n", s.kernel_name, s.kernel_file.string(),
              s.kernel_file_exists ? "" : " (file absent)");
+  if (!s.kernel_error.empty()) fmt::print("kernel specification unusable: {}\n", s.kernel_error);
   fmt::print("problem size [{}]\n", fmt::join(s.problem_size, ", "));
   for (const auto& p : s.space.parameters)
     fmt::print("  {:<24} {:>4} values  [{}]\n", p.name, p.values.size(), fmt::join(p.values, ", "));

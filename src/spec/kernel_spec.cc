@@ -253,6 +253,8 @@ std::string KernelSpec::read_kernel_source() const {
   return s.str();
 }
 
+void parse_kernel_part(const json& ks, KernelSpec& spec, const fs::path& folder);
+
 KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_kernel_file) {
   KernelSpec spec;
   spec.path = path;
@@ -293,6 +295,18 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
     spec.names.push_back(fmt::format("min({})", p.name));
   }
 
+  try {
+    parse_kernel_part(ks, spec, folder);
+  } catch (const SpecError& e) {
+    // The space stays readable (`cutune space`); compiling reports the error.
+    if (require_kernel_file) throw;
+    spec.kernel_error = e.what();
+  }
+  return spec;
+}
+
+void parse_kernel_part(const json& ks, KernelSpec& spec, const fs::path& folder) {
+  const std::string where = "KernelSpecification";
   static constexpr const char* kAxes[] = {"X", "Y", "Z"};
   auto dims = [&](const char* key, SpecExpr (&out)[3]) {
     auto it = ks.find(key);
@@ -344,7 +358,6 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
                                        [](const SpecArgument& a) { return a.is_output; });
     if (outputs != 1) throw SpecError(where + ".Reference.OutputFile needs exactly one output argument");
   }
-  return spec;
 }
 
 KernelSpec load_kernel_spec(const fs::path& path, bool require_kernel_file) {

@@ -98,6 +98,8 @@ struct KernelSpec {
   SpecReference reference;
   std::optional<double> tolerance;
 
+  std::string kernel_error;       // loaded without require_kernel_file: what was wrong with
+                                  // the kernel part (sizes, arguments), else empty
   replay::T1Spec space;           // parameters and conditions
   std::vector<std::string> names;  // what expressions may read, in value-vector order
 

@@ -32,10 +32,11 @@ std::string kernel_expression(const KernelSpec& spec, const std::string& name,
 
 SpecTask::SpecTask(KernelSpec spec) : spec_(std::move(spec)), space_(std::make_unique<ConfigSpace>()) {
   replay::define_t1_space(spec_.space, *space_);
-  if (spec_.kernel_file_exists) source_ = spec_.read_kernel_source();
+  if (spec_.kernel_file_exists && spec_.kernel_error.empty()) source_ = spec_.read_kernel_source();
 }
 
 const std::string& SpecTask::source() const {
+  if (!spec_.kernel_error.empty()) throw SpecError(spec_.kernel_error);
   if (source_.empty()) spec_.read_kernel_source();  // throws the one-line "no file" error
   return source_;
 }
@@ -114,6 +115,9 @@ std::optional<std::string> SpecTask::launch_violation(const SpecInstance& in, co
 }
 
 CudaSource SpecTask::nvrtc_source(const SpecInstance& in) const {
+  if (!spec_.template_arguments.empty())
+    throw SpecError("KernelSpecification.TemplateArguments: NVRTC compiles of template kernels are "
+                    "not supported yet (they need NVRTC name expressions); the emulator runs them");
   CudaSource src;
   src.kernel_name = in.kernel_expression;
   src.code = in.defines + fmt::format("#line 1 \"{}\"\n", spec_.kernel_file.filename().string()) + source();

@@ -1,6 +1,7 @@
 #include "src/spec/spec_verify.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -24,7 +25,11 @@ std::string first_line(const std::string& s) {
 
 }  // namespace
 
-std::string not_emulated_reason(const std::string& log) {
+std::string not_emulated_reason(const std::string& raw_log) {
+  // In a UTF-8 locale g++ quotes names with U+2018 / U+2019.
+  std::string log = raw_log;
+  for (const char* quote : {"\u2018", "\u2019"})
+    for (size_t at; (at = log.find(quote)) != std::string::npos;) log.replace(at, std::strlen(quote), "'");
   // g++'s wording; the location is "file:line:col: error: ...".
   static const std::regex kUndeclared(R"(([^\s:]+):(\d+):\d+: error: '([^']+)' was not declared in this scope)");
   static const std::regex kNoHeader(R"(fatal error: ([^:]+): No such file or directory)");

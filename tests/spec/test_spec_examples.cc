@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include <fmt/format.h>
@@ -48,4 +50,58 @@ TEST_CASE("conv2d example: sampled configurations match the reference in the emu
 
 TEST_CASE("reduction example: sampled configurations match the reference in the emulator") {
   verify_sample(load_example("reduction/reduce.json", {10003}), 20, 2);
+}
+
+TEST_CASE("a planted indexing bug is a mismatch, an unknown intrinsic is 'not emulated'") {
+  SpecTask good = load_example("reduction/reduce.json", {4099});
+  const std::string src = good.source();
+  auto with_source = [&](const std::string& from, const std::string& to) {
+    const auto dir = std::filesystem::temp_directory_path() / "cutune_test_spec_planted";
+    std::filesystem::create_directories(dir);
+    std::string edited = src;
+    const size_t at = edited.find(from);
+    REQUIRE(at != std::string::npos);
+    edited.replace(at, from.size(), to);
+    std::ofstream(dir / "reduce.cu") << edited;
+    std::filesystem::copy_file(kExamples + "/reduction/reduce.json", dir / "reduce.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    KernelSpec spec = load_kernel_spec(dir / "reduce.json");
+    spec.problem_size = {4099};
+    spec.reference.configuration = good.spec().reference.configuration;
+    return std::make_unique<SpecTask>(std::move(spec));
+  };
+  emu::EmulatorOptions options;
+  options.host_threads = 2;
+  emu::Emulator emulator(options);
+  // Drops the tail loop's elements: only configurations whose vectors leave a tail differ, and
+  // the default (vector_width 1) reference has none, so compare a vector_width 4 candidate.
+  auto bad = with_source("i < n; i += stride) sum += in[i];", "i < n; i += stride) sum += 0.0f;");
+  SpecVerifier verifier(*bad, emulator, target_limits("sm_90"));
+  SpecCheck r = verifier.check(bad->config_of({128, 64, 4, 1}));
+  CHECK(r.status == "mismatch");
+  CHECK_FALSE(r.passed);
+  auto unknown = with_source("if (tid == 0) atomicAdd(out, sum);",
+                             "if (tid == 0) atomicAdd(out, __fsqrt_rz(sum * sum));");
+  SpecVerifier verifier2(*unknown, emulator, target_limits("sm_90"));
+  SpecCheck n = verifier2.check(unknown->config_of({128, 64, 1, 1}));
+  INFO(n.message);
+  CHECK(n.status == "reference_failed");
+  CHECK_THAT(n.message, Catch::Matchers::Contains("not emulated: '__fsqrt_rz'"));
+}
+
+TEST_CASE("sampled configurations of both examples compile with NVRTC for sm_90") {
+  for (const char* file : {"conv2d/conv2d.json", "reduction/reduce.json"}) {
+    SpecTask task(load_kernel_spec(kExamples + "/" + file));
+    BuildOptions build;
+    build.arch = "sm_90";
+    build.extra_flags = task.spec().compiler_options;
+    NvrtcBuilder builder(build, 2);
+    std::mt19937_64 rng(7);
+    std::vector<CudaSource> sources;
+    for (int i = 0; i < 4; ++i) sources.push_back(task.nvrtc_source(task.instantiate(*task.space().sample_valid(rng))));
+    for (const CompileResult& r : builder.compile_batch(sources)) {
+      INFO(file << ": " << r.log);
+      CHECK(r.ok());
+    }
+  }
 }
