@@ -328,6 +328,11 @@ int run_t4_export(int argc, char** argv) {
 int run_spec_command(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "export") return run_t4_export(argc, argv);
+  if (command == "tune" || command == "bench")
+    throw UsageError(fmt::format(
+        "{} --spec is not implemented yet: measuring a user kernel on a GPU needs scalar and "
+        "constant-memory arguments in the worker protocol (available: space, show, compile, "
+        "verify --spec)", command));
   CLI::App app{fmt::format("cutune {} --spec: a user kernel described by a T1 file", command)};
   SpecOptions opts;
   opts.add_to(app);
@@ -352,12 +357,7 @@ int run_spec_command(int argc, char** argv) {
   if (command == "space") run_space(opts);
   else if (command == "show") run_show(opts, config);
   else if (command == "compile") run_compile(opts, sample, jobs, seed);
-  else if (command == "verify") run_verify(opts, sample, seed, config);
-  else
-    throw UsageError(fmt::format(
-        "{} --spec is not implemented yet: measuring a user kernel on a GPU needs scalar and "
-        "constant-memory arguments in the worker protocol (use space, show, compile, verify)",
-        command));
+  else run_verify(opts, sample, seed, config);
   return 0;
 }
 
