@@ -9,6 +9,7 @@
 #include "kernels/template.h"
 #include "src/base/errors.h"
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_spec.h"
 #include "src/records/record.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/dynamic_library.h"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   cutune::cli::add_suite_commands(app);
   cutune::cli::add_report_command(app);
   cutune::cli::add_doctor_command(app);
+  cutune::cli::add_interop_commands(app);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (cutune::cli::spec_requested(argc, argv)) return cutune::cli::run_spec_command(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -198,6 +198,19 @@ Value eval(const std::vector<Node>& nodes, int32_t index, std::span<const int64_
       Value l = eval(nodes, n.lhs, values);
       return l.truthy() ? l : eval(nodes, n.rhs, values);
     }
+    case Op::min_: case Op::max_: {
+      Value l = eval(nodes, n.lhs, values), r = eval(nodes, n.rhs, values);
+      const bool less = compare(Op::lt, r, l);
+      return (n.op == Op::min_) == less ? r : l;  // Python returns the first of equals
+    }
+    case Op::int_: case Op::ceil_: case Op::floor_: {
+      Value v = eval(nodes, n.lhs, values);
+      if (!v.is_float) return v;
+      if (std::isnan(v.f) || std::isinf(v.f)) return v;  // Python raises; NaN rejects
+      const double r = n.op == Op::int_ ? std::trunc(v.f) : n.op == Op::ceil_ ? std::ceil(v.f)
+                                                                               : std::floor(v.f);
+      return Value::of_int(static_cast<int64_t>(r));
+    }
     case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge:
       return Value::of_int(compare(n.op, eval(nodes, n.lhs, values), eval(nodes, n.rhs, values)) ? 1 : 0);
     default:
@@ -228,7 +241,7 @@ class ExprParser {
     fail(text_, t.pos, fmt::format("{}, found '{}'", what, t.text));
   }
   size_t cursor() const { return at_; }
-  const Token& token(size_t i) const { return tokens_[i]; }
+  const Token& token(size_t i) const { return tokens_[std::min(i, tokens_.size() - 1)]; }
 
   // Parses one expression starting at the current token; it ends at the first token that
   // cannot continue it.
@@ -352,14 +365,20 @@ class ExprParser {
       }
       static constexpr std::string_view kKeywords[] = {"and", "or", "not", "for", "in", "if", "else"};
       if (std::find(std::begin(kKeywords), std::end(kKeywords), t.text) == std::end(kKeywords)) {
-        for (size_t i = 0; i < names_.size(); ++i) {
-          if (names_[i] == t.text) {
-            next();
-            out_->used_.push_back(static_cast<int>(i));
-            return add(Op::name, -1, -1, static_cast<int64_t>(i));
-          }
+        const Token& after = token(at_ + 1);
+        const bool call = after.kind == Tok::punct && after.text == "(";
+        const bool subscript = after.kind == Tok::punct && after.text == "[";
+        if (call && (t.text == "min" || t.text == "max") && token(at_ + 2).kind == Tok::name &&
+            token(at_ + 3).kind == Tok::punct && token(at_ + 3).text == ")") {
+          // `max(NAME)`: a value the caller binds (e.g. the largest of a parameter's values).
+          return bound_name(t, fmt::format("{}({})", t.text, token(at_ + 2).text), 4);
         }
-        fail(text_, t.pos, fmt::format("unknown name '{}'", t.text));
+        if (call && is_function(t.text)) return call_of(t);
+        if (subscript && token(at_ + 2).kind == Tok::integer && token(at_ + 3).kind == Tok::punct &&
+            token(at_ + 3).text == "]") {
+          return bound_name(t, fmt::format("{}[{}]", t.text, token(at_ + 2).value), 4);
+        }
+        return bound_name(t, std::string(t.text), 1);
       }
     }
     if (peek_is("(")) {
@@ -369,6 +388,43 @@ class ExprParser {
       return inner;
     }
     fail_here("expected a number, a name or '('");
+  }
+
+  static bool is_function(std::string_view name) {
+    return name == "min" || name == "max" || name == "int" || name == "ceil" || name == "floor";
+  }
+
+  // The name `spelled` (its tokens start at `t` and span `tokens` tokens), bound to its
+  // position in names_.
+  int32_t bound_name(const Token& t, const std::string& spelled, size_t tokens) {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == spelled) {
+        for (size_t k = 0; k < tokens; ++k) next();
+        out_->used_.push_back(static_cast<int>(i));
+        return add(Op::name, -1, -1, static_cast<int64_t>(i));
+      }
+    }
+    fail(text_, t.pos, fmt::format("unknown name '{}'", spelled));
+  }
+
+  int32_t call_of(const Token& t) {
+    const std::string_view fn = t.text;
+    next();
+    expect("(");
+    std::vector<int32_t> args{or_test()};
+    while (peek_is(",")) {
+      next();
+      args.push_back(or_test());
+    }
+    expect(")");
+    if (fn == "min" || fn == "max") {
+      if (args.size() < 2) fail(text_, t.pos, fmt::format("{}() of one value needs a name", fn));
+      int32_t folded = args[0];
+      for (size_t i = 1; i < args.size(); ++i) folded = add(fn == "min" ? Op::min_ : Op::max_, folded, args[i]);
+      return folded;
+    }
+    if (args.size() != 1) fail(text_, t.pos, fmt::format("{}() takes one argument", fn));
+    return add(fn == "int" ? Op::int_ : fn == "ceil" ? Op::ceil_ : Op::floor_, args[0]);
   }
 
   std::string_view text_;

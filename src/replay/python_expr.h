@@ -32,6 +32,12 @@ class PythonExpr {
  public:
   // `names[i]` is the parameter read from values[i] at evaluation. Unknown names, stray
   // characters and unbalanced brackets are ExprErrors.
+  //
+  // Besides plain names, a name may be written as a subscript `NAME[INT]` or as a call with one
+  // name `max(NAME)` / `min(NAME)`; either is looked up in `names` as that exact text with no
+  // spaces ("ProblemSize[0]", "max(filter_width)"), so a caller binds them like any other
+  // value. Calls with two or more arguments `min(a, b, ...)`, `max(a, b, ...)` and the one-
+  // argument `int(x)` (truncation), `ceil(x)`, `floor(x)` (ints) are computed.
   static PythonExpr parse(std::string_view text, std::span<const std::string> names);
 
   // Python truthiness of the value. `values` must hold one entry per name given to parse.
@@ -47,7 +53,7 @@ class PythonExpr {
 
   enum class Op : uint8_t {
     constant, name, neg, pos, not_, add, sub, mul, truediv, floordiv, mod, pow,
-    eq, ne, lt, le, gt, ge, and_, or_
+    eq, ne, lt, le, gt, ge, and_, or_, min_, max_, int_, ceil_, floor_
   };
   struct Node {
     Op op = Op::constant;

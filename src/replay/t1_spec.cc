@@ -43,6 +43,11 @@ T1Spec parse_t1_spec(const nlohmann::json& j) {
       throw ConfigError(fmt::format("T1 parameter '{}' has Values that are not integers",
                                     param.name));
     }
+    if (auto d = p.find("Default"); d != p.end()) {
+      if (d->is_number_integer()) param.default_value = d->get<int64_t>();
+      else if (d->is_array() && d->size() == 1 && (*d)[0].is_number_integer())
+        param.default_value = (*d)[0].get<int64_t>();
+    }
     if (spec.parameter_position(param.name) >= 0)
       throw ConfigError(fmt::format("T1 parameter '{}' is listed twice", param.name));
     spec.parameters.push_back(std::move(param));
@@ -52,12 +57,17 @@ T1Spec parse_t1_spec(const nlohmann::json& j) {
   for (const auto& p : spec.parameters) names.push_back(p.name);
   if (auto cond_it = cs.find("Conditions"); cond_it != cs.end()) {
     if (!cond_it->is_array()) throw ConfigError("T1 \"Conditions\" must be an array");
-    for (const auto& c : *cond_it) {
+    for (size_t i = 0; i < cond_it->size(); ++i) {
+      const auto& c = (*cond_it)[i];
       if (!c.is_object() || !c.contains("Expression") || !c["Expression"].is_string())
         throw ConfigError("T1 condition needs an \"Expression\" string");
       T1Condition cond;
       cond.expression = c["Expression"].get<std::string>();
-      cond.parsed = std::make_shared<const PythonExpr>(PythonExpr::parse(cond.expression, names));
+      try {
+        cond.parsed = std::make_shared<const PythonExpr>(PythonExpr::parse(cond.expression, names));
+      } catch (const ExprError& e) {
+        throw ExprError(fmt::format("ConfigurationSpace.Conditions[{}].Expression: {}", i, e.what()));
+      }
       spec.conditions.push_back(std::move(cond));
     }
   }

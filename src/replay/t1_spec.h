@@ -7,6 +7,7 @@
 // ConfigurationSpace.Conditions (Expression, Parameters). Everything else is ignored.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,8 @@ namespace cutune::replay {
 
 struct T1Parameter {
   std::string name;
-  std::vector<int64_t> values;  // in the order listed; no repeats
+  std::vector<int64_t> values;          // in the order listed; no repeats
+  std::optional<int64_t> default_value;  // "Default" (an int, or a list of one int), if given
 };
 
 struct T1Condition {

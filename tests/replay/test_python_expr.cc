@@ -171,3 +171,19 @@ TEST_CASE("hotspot values") {
   CHECK(values["loop_unroll_factor_t"].back() == 10);
   CHECK(values["sh_power"] == std::vector<int64_t>{0, 1});
 }
+
+TEST_CASE("subscripts, extrema of a parameter and calls, as T1 size expressions write them") {
+  std::vector<std::string> names = {"block_size_x", "ProblemSize[0]", "max(filter_width)"};
+  std::vector<int64_t> values = {32, 4096, 15};
+  CHECK(PythonExpr::parse("(ProblemSize[0] + max(filter_width) - 1) * 2", names)
+            .evaluate_int(values) == (4096 + 15 - 1) * 2);
+  CHECK(PythonExpr::parse("max(block_size_x, 64, 48)", names).evaluate_int(values) == 64);
+  CHECK(PythonExpr::parse("min(block_size_x, 64)", names).evaluate_int(values) == 32);
+  CHECK(PythonExpr::parse("int(ceil(ProblemSize[0] / 3))", names).evaluate_int(values) == 1366);
+  CHECK(PythonExpr::parse("int(7 / 2)", {}).evaluate_int({}) == 3);
+  CHECK(PythonExpr::parse("floor(-7 / 2)", {}).evaluate_int({}) == -4);
+  CHECK_THAT(error_of("ProblemSize[3]", names), Contains("unknown name 'ProblemSize[3]'"));
+  CHECK_THAT(error_of("max(tile)", names), Contains("unknown name 'max(tile)'"));
+  CHECK_THAT(error_of("int(1, 2)", names), Contains("takes one argument"));
+  CHECK_THAT(error_of("min(3)", names), Contains("needs a name"));
+}

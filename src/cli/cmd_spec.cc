@@ -1,0 +1,364 @@
+// `--spec SPEC.json` on space / show / compile / verify / tune / bench: the same commands for a
+// user's own CUDA kernel described by a T1 file (src/spec). main.cc hands the command line
+// here when it names --spec, so the operator commands' files need no change.
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "src/cli/cli_common.h"
+#include "src/cli/cmd_spec.h"
+#include "src/runtime/device.h"
+#include "src/runtime/nvrtc_builder.h"
+#include "src/records/tuning_log.h"
+#include "src/spec/interop.h"
+#include "src/spec/spec_verify.h"
+
+namespace cutune::cli {
+
+namespace {
+
+struct SpecOptions {
+  std::string spec_path;
+  std::string problem_size;  // overrides the spec's ProblemSize
+  std::string arch;
+  bool json = false;
+
+  void add_to(CLI::App& cmd) {
+    cmd.add_option("--spec", spec_path, "T1 kernel specification (JSON)")->required();
+    cmd.add_option("--problem-size", problem_size, "replace the spec's ProblemSize, e.g. 256,256");
+    cmd.add_option("--arch", arch, "target architecture (default: detected GPU, else sm_90)");
+    cmd.add_flag("--json", json, "machine-readable output");
+  }
+
+  spec::KernelSpec load(bool require_kernel_file) const {
+    spec::KernelSpec s = spec::load_kernel_spec(spec_path, require_kernel_file);
+    if (!problem_size.empty()) {
+      std::vector<int64_t> sizes = parse_shape(problem_size);
+      if (sizes.size() != s.problem_size.size())
+        throw UsageError(fmt::format("--problem-size has {} values; the spec's ProblemSize has {}",
+                                     sizes.size(), s.problem_size.size()));
+      s.problem_size = sizes;
+    }
+    return s;
+  }
+
+  std::string resolved_arch() const { return arch.empty() ? default_arch() : arch; }
+
+  DeviceInfo device() const {
+    const std::string a = resolved_arch();
+    for (const DeviceInfo& d : list_devices())
+      if (d.arch() == a) return d;
+    try {
+      return target_limits(a);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+};
+
+// `count` distinct valid configurations: all of them when there are no more, else a sample.
+std::vector<Config> pick_configs(const ConfigSpace& space, int count, uint64_t seed) {
+  std::vector<Config> out;
+  std::optional<uint64_t> valid = space.count_valid(2'000'000);
+  if (valid && *valid <= static_cast<uint64_t>(count)) {
+    for (uint64_t i = 0; i < space.size(); ++i) {
+      Config c = space.get(i);
+      if (space.is_valid(c)) out.push_back(c);
+    }
+    return out;
+  }
+  std::mt19937_64 rng(seed);
+  std::set<uint64_t> seen;
+  for (int misses = 0; static_cast<int>(out.size()) < count && misses < 100 * count;) {
+    std::optional<Config> c = space.sample_valid(rng);
+    if (!c) break;
+    if (!seen.insert(c->index()).second) {
+      ++misses;
+      continue;
+    }
+    out.push_back(*c);
+  }
+  if (out.empty()) throw UsageError("the spec's space has no valid configuration");
+  return out;
+}
+
+void run_space(const SpecOptions& opts) {
+  spec::SpecTask task(opts.load(false));
+  const spec::KernelSpec& s = task.spec();
+  const ConfigSpace& space = task.space();
+  std::optional<uint64_t> valid = space.count_valid();
+  if (opts.json) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& p : s.space.parameters) params.push_back({{"name", p.name}, {"values", p.values}});
+    nlohmann::json conds = nlohmann::json::array();
+    for (const auto& c : s.space.conditions) conds.push_back(c.expression);
+    print_json({{"spec", opts.spec_path}, {"kernel", s.kernel_name},
+                {"kernel_file", s.kernel_file.string()}, {"kernel_file_exists", s.kernel_file_exists}, {"kernel_error", s.kernel_error},
+                {"problem_size", s.problem_size}, {"parameters", params}, {"conditions", conds},
+                {"size", space.size()},
+                {"valid", valid ? nlohmann::json(*valid) : nlohmann::json(nullptr)}});
+    return;
+  }
+  fmt::print("kernel {} in {}{}\n", s.kernel_name, s.kernel_file.string(),
+             s.kernel_file_exists ? "" : " (file absent)");
+  if (!s.kernel_error.empty()) fmt::print("kernel specification unusable: {}\n", s.kernel_error);
+  fmt::print("problem size [{}]\n", fmt::join(s.problem_size, ", "));
+  for (const auto& p : s.space.parameters)
+    fmt::print("  {:<24} {:>4} values  [{}]\n", p.name, p.values.size(), fmt::join(p.values, ", "));
+  for (const auto& c : s.space.conditions) fmt::print("  condition: {}\n", c.expression);
+  fmt::print("space size {}, valid {}\n", space.size(), valid ? std::to_string(*valid) : "(too large to count)");
+}
+
+void run_show(const SpecOptions& opts, const std::string& config_text) {
+  spec::SpecTask task(opts.load(true));
+  Config c = parse_config(task.space(), config_text);
+  if (auto why = task.space().violation(c)) throw UsageError("configuration violates " + *why);
+  spec::SpecInstance in = task.instantiate(c);
+  CudaSource src = task.nvrtc_source(in);
+  const auto& l = in.launch;
+  if (opts.json) {
+    print_json({{"config", c.to_json()}, {"grid", {l.grid.x, l.grid.y, l.grid.z}},
+                {"block", {l.block.x, l.block.y, l.block.z}}, {"dynamic_smem_bytes", l.dynamic_smem_bytes},
+                {"elements", in.elements}, {"kernel", src.kernel_name}, {"source", src.code}});
+    return;
+  }
+  fmt::print("config {}: {}\n", c.index(), c.to_string());
+  fmt::print("launch grid ({},{},{}) block ({},{},{}) dynamic shared {} bytes\n", l.grid.x, l.grid.y,
+             l.grid.z, l.block.x, l.block.y, l.block.z, l.dynamic_smem_bytes);
+  if (auto why = spec::SpecTask::launch_violation(in, opts.device())) fmt::print("cannot launch: {}\n", *why);
+  for (size_t i = 0; i < task.spec().arguments.size(); ++i) {
+    const auto& a = task.spec().arguments[i];
+    fmt::print("  arg {} {} {}{} x {}\n", i, a.name, spec::elem_name(a.type),
+               a.is_scalar ? " (scalar)" : a.is_constant ? " (constant memory)" : "", in.elements[i]);
+  }
+  fmt::print("---- {} ----\n{}", src.kernel_name, in.defines);
+}
+
+void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
+  if (sample < 1) throw UsageError("--sample must be >= 1");
+  if (jobs < 1) throw UsageError("--jobs must be >= 1");
+  spec::SpecTask task(opts.load(true));
+  const DeviceInfo device = opts.device();
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Config> configs = pick_configs(task.space(), sample, seed);
+  std::vector<Config> built;
+  std::vector<CudaSource> sources;
+  int rejected = 0;
+  nlohmann::json rejections = nlohmann::json::array();
+  for (const Config& c : configs) {
+    spec::SpecInstance in = task.instantiate(c);
+    if (auto why = spec::SpecTask::launch_violation(in, device)) {
+      ++rejected;
+      rejections.push_back({{"config", c.index()}, {"reason", *why}});
+      continue;
+    }
+    built.push_back(c);
+    sources.push_back(task.nvrtc_source(in));
+  }
+  if (sources.empty())
+    throw UsageError(fmt::format("no configuration of {} can launch on {}: {}", opts.spec_path,
+                                 device.arch(), rejections[0]["reason"].get<std::string>()));
+  BuildOptions build;
+  build.arch = opts.resolved_arch();
+  build.extra_flags = task.spec().compiler_options;
+  NvrtcBuilder builder(build, jobs);
+  std::vector<CompileResult> results = builder.compile_batch(sources);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int compiled = 0, failed = 0, spilled = 0;
+  std::vector<double> registers;
+  nlohmann::json failures = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) {
+      ++failed;
+      failures.push_back({{"config", built[i].index()}, {"log", results[i].log.substr(0, 2000)}});
+      continue;
+    }
+    ++compiled;
+    if (results[i].ptxas.parsed) {
+      registers.push_back(results[i].ptxas.registers);
+      spilled += results[i].ptxas.spills();
+    }
+  }
+  if (opts.json) {
+    print_json({{"spec", opts.spec_path}, {"arch", build.arch}, {"configs", configs.size()},
+                {"rejected", rejected}, {"compiled", compiled}, {"failed", failed}, {"spilled", spilled},
+                {"registers", {{"min", percentile(registers, 0)}, {"median", percentile(registers, 0.5)},
+                               {"max", percentile(registers, 1)}}},
+                {"seconds", seconds}, {"failures", failures}, {"rejections", rejections}});
+    return;
+  }
+  fmt::print("{} configurations for {}: {} compiled, {} failed, {} rejected (device limits), {} spill\n",
+             configs.size(), build.arch, compiled, failed, rejected, spilled);
+  if (!registers.empty())
+    fmt::print("registers min {} median {} max {}\n", percentile(registers, 0), percentile(registers, 0.5),
+               percentile(registers, 1));
+  for (const auto& f : failures)
+    fmt::print("config {} failed:\n{}\n", f["config"].get<uint64_t>(), f["log"].get<std::string>());
+  fmt::print("{:.1f} s ({:.1f} configs/s, {} jobs)\n", seconds, seconds > 0 ? configs.size() / seconds : 0.0, jobs);
+}
+
+void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::string& config_text) {
+  if (sample < 1) throw UsageError("--sample must be >= 1");
+  spec::SpecTask task(opts.load(true));
+  std::vector<Config> configs;
+  if (!config_text.empty()) configs.push_back(parse_config(task.space(), config_text));
+  else configs = pick_configs(task.space(), sample, seed);
+  emu::Emulator emulator;
+  spec::SpecVerifier verifier(task, emulator, opts.device());
+  if (!verifier.reference()) throw UsageError(verifier.reference_error());
+  int passed = 0, rejected = 0;
+  std::string last_rejection;
+  nlohmann::json results = nlohmann::json::array();
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < configs.size(); ++i) {
+    spec::SpecCheck r = verifier.check(configs[i]);
+    passed += r.passed;
+    if (r.status == "rejected") {
+      ++rejected;
+      last_rejection = r.message;
+    }
+    const bool finite = std::isfinite(r.max_rel_error);
+    results.push_back({{"config", configs[i].to_json()}, {"passed", r.passed}, {"status", r.status},
+                       {"max_rel_error", finite ? nlohmann::json(r.max_rel_error) : nlohmann::json(nullptr)},
+                       {"message", r.message}});
+    if (!opts.json)
+      fmt::print("[{}/{}] config {:>8}  {:<13} max rel error {:<9} {}\n", i + 1, configs.size(),
+                 configs[i].index(), r.passed ? "passed" : r.status,
+                 finite ? fmt::format("{:.2e}", r.max_rel_error) : "-", r.message);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (rejected == static_cast<int>(configs.size()))
+    throw UsageError(fmt::format("no configuration of {} can run: {}", opts.spec_path, last_rejection));
+  if (opts.json) {
+    print_json({{"spec", opts.spec_path}, {"passed", passed}, {"total", configs.size()},
+                {"seconds", seconds}, {"results", results}});
+    return;
+  }
+  fmt::print("{} of {} passed in {:.1f} s\n", passed, configs.size(), seconds);
+}
+
+// Writes beside the target and renames, so a reader never sees half a file.
+void write_json_file(const std::string& path, const nlohmann::ordered_json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw UsageError(fmt::format("cannot write '{}'", path));
+    out << j.dump(1) << "\n";
+    if (!out) throw UsageError(fmt::format("cannot write '{}'", path));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::vector<Record> log_records(const std::string& log, const std::string& task_filter) {
+  std::vector<Record> records = read_log(log).records;
+  auto groups = group_by_task(records);
+  if (groups.empty()) throw UsageError(fmt::format("log '{}' has no records", log));
+  if (groups.size() == 1 && task_filter.empty()) return records;
+  std::vector<std::string> names;
+  for (const auto& [key, recs] : groups) {
+    if (key.to_string() == task_filter || key.template_name == task_filter || key.op == task_filter)
+      return recs;
+    names.push_back(key.to_string());
+  }
+  throw UsageError(fmt::format("log '{}' holds {} tasks; choose one with --task (one of: {})", log,
+                               groups.size(), fmt::join(names, "; ")));
+}
+
+}  // namespace
+
+void add_interop_commands(CLI::App& app) {
+  auto* cache = app.add_subcommand("cache", "write a log's measurements as a Kernel Tuner cache (for replay and Kernel Tuner's simulation mode)");
+  auto log = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto task = std::make_shared<std::string>();
+  cache->add_option("log", *log, "tuning log (JSON lines)")->required();
+  cache->add_option("--out", *out, "the cache file to write (JSON)")->required();
+  cache->add_option("--task", *task, "the task, when the log holds several");
+  cache->callback([log, out, task] {
+    replay::KtCache c = spec::records_to_kt_cache(log_records(*log, *task));
+    write_json_file(*out, spec::kt_cache_to_json(c));
+    fmt::print("wrote {} configurations ({} valid) to {}\n", c.entries.size(), c.valid_count(), *out);
+  });
+}
+
+bool spec_requested(int argc, char** argv) {
+  if (argc < 3) return false;
+  if (std::string(argv[1]) == "export") {
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--t4") return true;
+    return false;
+  }
+  static const std::set<std::string> kCommands = {"space", "show", "compile", "verify", "tune", "bench"};
+  if (!kCommands.count(argv[1])) return false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--spec" || a.rfind("--spec=", 0) == 0) return true;
+  }
+  return false;
+}
+
+int run_t4_export(int argc, char** argv) {
+  CLI::App app{"cutune export LOG --t4 --out FILE: a log's measurements in the T4 results format"};
+  std::string log, out, task;
+  bool t4 = false;
+  app.add_option("log", log, "tuning log (JSON lines)")->required();
+  app.add_flag("--t4", t4, "write T4 results (JSON)");
+  app.add_option("--out", out, "the T4 file to write")->required();
+  app.add_option("--task", task, "the task, when the log holds several");
+  try {
+    app.parse(argc - 1, argv + 1);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + " (see cutune export --t4 --help)");
+  }
+  std::vector<Record> records = log_records(log, task);
+  write_json_file(out, spec::records_to_t4(records));
+  fmt::print("wrote {} results to {}\n", records.size(), out);
+  return 0;
+}
+
+int run_spec_command(int argc, char** argv) {
+  const std::string command = argv[1];
+  if (command == "export") return run_t4_export(argc, argv);
+  if (command == "tune" || command == "bench")
+    throw UsageError(fmt::format(
+        "{} --spec is not implemented yet: measuring a user kernel on a GPU needs scalar and "
+        "constant-memory arguments in the worker protocol (available: space, show, compile, "
+        "verify --spec)", command));
+  CLI::App app{fmt::format("cutune {} --spec: a user kernel described by a T1 file", command)};
+  SpecOptions opts;
+  opts.add_to(app);
+  int sample = command == "compile" ? 200 : 20;
+  int jobs = 1;
+  uint64_t seed = 0;
+  std::string config;
+  if (command == "compile" || command == "verify") {
+    app.add_option("--sample", sample, "configurations (all valid ones when there are no more)")->capture_default_str();
+    app.add_option("--seed", seed, "sampling seed")->capture_default_str();
+  }
+  if (command == "compile") app.add_option("--jobs", jobs, "NVRTC threads")->capture_default_str();
+  if (command == "verify") app.add_option("--config", config, "check this one configuration (index or JSON)");
+  if (command == "show") app.add_option("--config", config, "configuration index or JSON")->required();
+  try {
+    app.parse(argc - 1, argv + 1);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + fmt::format(" (see cutune {} --spec FILE --help)", command));
+  }
+  if (command == "space") run_space(opts);
+  else if (command == "show") run_show(opts, config);
+  else if (command == "compile") run_compile(opts, sample, jobs, seed);
+  else run_verify(opts, sample, seed, config);
+  return 0;
+}
+
+}  // namespace cutune::cli

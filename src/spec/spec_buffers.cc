@@ -1,0 +1,159 @@
+#include "src/spec/spec_buffers.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "src/measure/correctness.h"
+#include "src/measure/emulated_check.h"
+
+namespace cutune::spec {
+
+namespace {
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// `f` is already a binary16 value (round_to_storage made it one), so this only re-encodes.
+uint16_t exact_f16_bits(float f) {
+  const uint32_t sign = (float_bits(f) >> 16) & 0x8000u;
+  const float a = std::fabs(f);
+  if (std::isnan(a)) return 0x7fff;
+  if (std::isinf(a)) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (a < 0x1p-14f) return static_cast<uint16_t>(sign | static_cast<uint32_t>(a * 0x1p24f));
+  const uint32_t u = float_bits(a);
+  return static_cast<uint16_t>(sign | (((u >> 23) - 112) << 10) | ((u >> 13) & 0x3ffu));
+}
+
+float f16_value(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
+  if (e == 0) return bits_float(sign | float_bits(float(m) * 0x1p-24f));
+  return bits_float(sign | ((e + 112) << 23) | (m << 13));
+}
+
+template <class T>
+void put(std::vector<std::byte>& bytes, int64_t i, T v) {
+  std::memcpy(bytes.data() + i * int64_t(sizeof(T)), &v, sizeof(T));
+}
+
+template <class T>
+T get(const std::vector<std::byte>& bytes, int64_t i) {
+  T v;
+  std::memcpy(&v, bytes.data() + i * int64_t(sizeof(T)), sizeof(T));
+  return v;
+}
+
+void store(ArgData& d, int64_t i, double v) {
+  switch (d.type) {
+    case ElemType::f16: put(d.bytes, i, exact_f16_bits(round_to_storage(float(v), ir::DType::Float16))); break;
+    case ElemType::bf16:
+      put(d.bytes, i, uint16_t(float_bits(round_to_storage(float(v), ir::DType::BFloat16)) >> 16));
+      break;
+    case ElemType::f32: put(d.bytes, i, float(v)); break;
+    case ElemType::f64: put(d.bytes, i, v); break;
+    case ElemType::i8: put(d.bytes, i, int8_t(v)); break;
+    case ElemType::i16: put(d.bytes, i, int16_t(v)); break;
+    case ElemType::i32: put(d.bytes, i, int32_t(v)); break;
+    case ElemType::i64: put(d.bytes, i, int64_t(v)); break;
+    case ElemType::u8: put(d.bytes, i, uint8_t(v)); break;
+    case ElemType::u16: put(d.bytes, i, uint16_t(v)); break;
+    case ElemType::u32: put(d.bytes, i, uint32_t(v)); break;
+    case ElemType::u64: put(d.bytes, i, uint64_t(v)); break;
+  }
+}
+
+double load(const ArgData& d, int64_t i) {
+  switch (d.type) {
+    case ElemType::f16: return f16_value(get<uint16_t>(d.bytes, i));
+    case ElemType::bf16: return bits_float(uint32_t(get<uint16_t>(d.bytes, i)) << 16);
+    case ElemType::f32: return get<float>(d.bytes, i);
+    case ElemType::f64: return get<double>(d.bytes, i);
+    case ElemType::i8: return get<int8_t>(d.bytes, i);
+    case ElemType::i16: return get<int16_t>(d.bytes, i);
+    case ElemType::i32: return get<int32_t>(d.bytes, i);
+    case ElemType::i64: return double(get<int64_t>(d.bytes, i));
+    case ElemType::u8: return get<uint8_t>(d.bytes, i);
+    case ElemType::u16: return get<uint16_t>(d.bytes, i);
+    case ElemType::u32: return get<uint32_t>(d.bytes, i);
+    case ElemType::u64: return double(get<uint64_t>(d.bytes, i));
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<float> ArgData::to_floats() const {
+  std::vector<float> out(static_cast<size_t>(elements()));
+  for (int64_t i = 0; i < elements(); ++i) out[size_t(i)] = float(load(*this, i));
+  return out;
+}
+
+ir::Type storage_type(ElemType t) {
+  switch (elem_bytes(t)) {
+    case 1: return ir::Type::boolean();
+    case 2: return t == ElemType::bf16 ? ir::Type::bf16() : ir::Type::f16();
+    case 4: return t == ElemType::f32 ? ir::Type::f32() : t == ElemType::i32 ? ir::Type::i32() : ir::Type::u32();
+    default: return ir::Type::i64();
+  }
+}
+
+KernelParam kernel_param(const SpecArgument& a, int64_t elements) {
+  KernelParam p;
+  p.name = a.name;
+  p.type = storage_type(a.type);
+  p.is_pointer = !a.is_scalar;
+  p.is_const = a.read_only && !a.is_scalar;
+  p.elements = a.is_scalar ? 0 : elements;
+  return p;
+}
+
+ArgData read_raw(const std::filesystem::path& path, ElemType type, int64_t elements,
+                 const std::string& field) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecError(fmt::format("{}: cannot open '{}'", field, path.string()));
+  ArgData d;
+  d.type = type;
+  d.bytes.resize(static_cast<size_t>(elements * elem_bytes(type)));
+  in.read(reinterpret_cast<char*>(d.bytes.data()), static_cast<std::streamsize>(d.bytes.size()));
+  const bool short_read = in.gcount() != static_cast<std::streamsize>(d.bytes.size());
+  const bool long_file = !short_read && in.peek() != std::ifstream::traits_type::eof();
+  if (short_read || long_file)
+    throw SpecError(fmt::format("{}: '{}' does not hold exactly {} {} elements ({} bytes)", field,
+                                path.string(), elements, elem_name(type), d.bytes.size()));
+  return d;
+}
+
+ArgData make_argument(const SpecArgument& a, int index, int64_t elements, double fill_value,
+                      uint64_t seed) {
+  if (a.fill == FillType::binary_raw)
+    return read_raw(a.data_source, a.type, elements, fmt::format("argument '{}' DataSource", a.name));
+  ArgData d;
+  d.type = a.type;
+  d.bytes.resize(static_cast<size_t>(elements * elem_bytes(a.type)));
+  if (a.fill == FillType::constant) {
+    for (int64_t i = 0; i < elements; ++i) store(d, i, fill_value);
+    return d;
+  }
+  const std::vector<float> u = fill_input(seed, index, elements);
+  for (int64_t i = 0; i < elements; ++i) {
+    double v = (double(u[size_t(i)]) + 1.0) * 0.5 * fill_value;
+    if (!elem_is_float(a.type)) v = std::floor(v);
+    store(d, i, v);
+  }
+  return d;
+}
+
+}  // namespace cutune::spec
