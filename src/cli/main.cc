@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
                   kExitUsage);
     }
   }
+  cutune::cli::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
