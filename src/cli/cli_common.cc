@@ -62,7 +62,7 @@ CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& d
             return text.starts_with('-') ? std::string("must be an integer >= 0")
                                          : std::string();
           },
-          "UINT"));
+          ""));
 }
 
 void require_readable_file(const std::string& path, const std::string& flag) {

@@ -22,6 +22,12 @@ class UsageError : public UserError {
   using UserError::UserError;
 };
 
+// Thrown by a command whose outcome (already printed) asks for a nonzero exit code without a
+// message, e.g. verify when a configuration failed.
+struct ExitStatus {
+  int code = 1;
+};
+
 // `OP --shape M,N,K [--template NAME] [--arch sm_XX]`, shared by space/show/compile/verify/tune.
 struct TaskOptions {
   std::string op;

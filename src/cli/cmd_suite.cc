@@ -227,6 +227,7 @@ void run_tune_suite(const SuiteArgs& args) {
   if (interrupt.flag()->load()) {
     fmt::print(stderr, "interrupted after {} of {} layers; resume with\n  {}\n", rows.size(),
                layers.size(), resume_command(""));
+    throw ExitStatus{130};
   }
 }
 

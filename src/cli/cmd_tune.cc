@@ -192,6 +192,7 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
   if (s.interrupted) {
     fmt::print(stderr, "interrupted: the batch in flight was measured and logged; resume with\n  {}\n",
                resume_command(args.log.empty() ? log : ""));
+    throw ExitStatus{130};  // as a shell reports a command ended by SIGINT
   }
 }
 

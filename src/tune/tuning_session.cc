@@ -163,7 +163,8 @@ std::optional<std::string> log_problem(const std::filesystem::path& log, LogMode
   if (fs::is_directory(log, ec)) {
     return fmt::format("log {} is a directory; name a file", name);
   }
-  if (!fs::exists(log, ec) || fs::file_size(log, ec) == 0) return std::nullopt;
+  // Not a regular file (a device such as /dev/null): nothing to read, so nothing to refuse.
+  if (!fs::is_regular_file(log, ec) || fs::file_size(log, ec) == 0) return std::nullopt;
   LogReadResult read;
   try {
     read = read_log(log);
