@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (argc > 4 || argv[i][0] == '-') {
       std::fprintf(stderr, "core_emulator: unexpected argument '%s' (usage: core_emulator "
-                           "[M,N,K] [gemm_nn|gemm_nt] [RUNS])\n", argv[i]);
+                           "[M,N,K] [gemm_nn|gemm_nt] [RUNS])\n", argc > 4 ? argv[4] : argv[i]);
       return 2;
     }
   }
