@@ -16,6 +16,15 @@
 using namespace cutune;
 
 int main(int argc, char** argv) {
+  // Positional only: a flag (or a fourth argument) would otherwise be read as a shape or
+  // silently ignored.
+  for (int i = 1; i < argc; ++i) {
+    if (argc > 4 || argv[i][0] == '-') {
+      std::fprintf(stderr, "core_emulator: unexpected argument '%s' (usage: core_emulator "
+                           "[M,N,K] [gemm_nn|gemm_nt] [RUNS])\n", argc > 4 ? argv[4] : argv[i]);
+      return 2;
+    }
+  }
   std::string shape_text = argc > 1 ? argv[1] : "256,256,256";
   std::string layout = argc > 2 ? argv[2] : "gemm_nn";
   int runs = argc > 3 ? std::stoi(argv[3]) : 3;

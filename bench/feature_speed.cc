@@ -49,6 +49,13 @@ Rate rate(const std::vector<cutune::Config>& configs, double seconds, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (argc > 4 || argv[i][0] == '-') {
+      std::fprintf(stderr, "feature_speed: unexpected argument '%s' (usage: feature_speed "
+                           "[CONFIGS] [SECONDS] [ONLY])\n", argc > 4 ? argv[4] : argv[i]);
+      return 2;
+    }
+  }
   int n_configs = argc > 1 ? std::atoi(argv[1]) : 2000;
   double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
   std::string only = argc > 3 ? argv[3] : "";

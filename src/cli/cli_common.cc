@@ -1,7 +1,11 @@
 #include "src/cli/cli_common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -23,7 +27,9 @@ void TaskOptions::add_to(CLI::App& cmd, bool with_arch) {
 }
 
 std::unique_ptr<Template> TaskOptions::make() const {
-  return make_template(op, parse_shape(shape), template_name);
+  std::unique_ptr<Template> t = make_template(op, parse_shape(shape), template_name);
+  if (!arch.empty()) require_arch_supports(*t, arch);
+  return t;
 }
 
 std::string TaskOptions::resolved_arch() const { return arch.empty() ? default_arch() : arch; }
@@ -44,6 +50,120 @@ ir::TargetLimits TaskOptions::limits() const {
   ir::TargetLimits l = verifier_limits(d);
   l.arch = resolved_arch();
   return l;
+}
+
+CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& description,
+                             const std::string& name) {
+  // CLI11 would wrap "-1" around to 2^64 - 1 on some versions; a seed is never negative.
+  return cmd.add_option(name, seed, description)
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.starts_with('-') ? std::string("must be an integer >= 0")
+                                         : std::string();
+          },
+          ""));
+}
+
+void require_readable_file(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError(fmt::format("{}: no such file: {}", flag, path));
+  if (fs::is_directory(path, ec)) {
+    throw UsageError(fmt::format("{}: {} is a directory; expected a file", flag, path));
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    throw UsageError(fmt::format("{}: cannot read {}: permission denied", flag, path));
+  }
+}
+
+void require_writable_file(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw UsageError(fmt::format("{}: {} is a directory; expected a file", flag, path));
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw UsageError(fmt::format("{}: folder {} does not exist", flag, parent.string()));
+  }
+  if (fs::exists(path, ec) ? ::access(path.c_str(), W_OK) != 0
+                           : ::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("{}: cannot write {}: permission denied", flag, path));
+  }
+}
+
+void require_arch_supports(const Template& tmpl, const std::string& arch) {
+  bool tensor_cores = false;
+  for (const TensorSpec& t : tmpl.tensors()) {
+    tensor_cores = tensor_cores || t.type.dtype == ir::DType::Float16 ||
+                   t.type.dtype == ir::DType::BFloat16;
+  }
+  if (!tensor_cores) return;
+  int sm = 0;
+  if (arch.starts_with("sm_")) {
+    std::from_chars(arch.data() + 3, arch.data() + arch.size(), sm);
+  }
+  if (sm < 80) {
+    throw UsageError(fmt::format("{} cannot run on {}: its tensor-core mma.sync m16n8k16 on "
+                                 "16-bit inputs needs sm_80 or newer",
+                                 tmpl.name(), arch));
+  }
+}
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+struct sigaction g_previous_sigint {};
+std::vector<std::string> g_command_line;
+
+extern "C" void on_sigint(int) {
+  if (g_interrupted.exchange(true)) {
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+  static const char kMessage[] =
+      "\ncutune: interrupted; finishing the batch in flight (Ctrl-C again to stop at once)\n";
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+}
+
+// Quoted for a POSIX shell where it needs to be.
+std::string shell_word(const std::string& w) {
+  if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=,:+@%") == std::string::npos) {
+    return w;
+  }
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+  g_interrupted = false;
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &g_previous_sigint);
+}
+
+InterruptGuard::~InterruptGuard() { sigaction(SIGINT, &g_previous_sigint, nullptr); }
+
+const std::atomic<bool>* InterruptGuard::flag() const { return &g_interrupted; }
+
+void set_command_line(int argc, char** argv) { g_command_line.assign(argv, argv + argc); }
+
+std::string resume_command(const std::string& log) {
+  std::string out = "cutune";
+  bool has_resume = false;
+  for (size_t i = 1; i < g_command_line.size(); ++i) {
+    has_resume = has_resume || g_command_line[i] == "--resume";
+    out += " " + shell_word(g_command_line[i]);
+  }
+  if (!log.empty()) out += " --log " + shell_word(log);
+  if (!has_resume) out += " --resume";
+  return out;
 }
 
 Config parse_config(const ConfigSpace& space, const std::string& text) {

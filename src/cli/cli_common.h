@@ -2,6 +2,7 @@
 // Shared pieces of the cutune commands: the task options every command takes, choosing the
 // target, and printing. Errors meant for the user are `UsageError`s (exit code 2).
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +22,12 @@ class UsageError : public UserError {
   using UserError::UserError;
 };
 
+// Thrown by a command whose outcome (already printed) asks for a nonzero exit code without a
+// message, e.g. verify when a configuration failed.
+struct ExitStatus {
+  int code = 1;
+};
+
 // `OP --shape M,N,K [--template NAME] [--arch sm_XX]`, shared by space/show/compile/verify/tune.
 struct TaskOptions {
   std::string op;
@@ -34,6 +41,37 @@ struct TaskOptions {
   std::string resolved_arch() const;
   ir::TargetLimits limits() const;
 };
+
+// A `--seed`-like option: an unsigned 64-bit integer; a negative value is a UsageError.
+CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& description,
+                             const std::string& name = "--seed");
+
+// UsageError (one line, naming `flag`) unless `path` is a regular file this process can read.
+void require_readable_file(const std::string& path, const std::string& flag);
+// UsageError unless `path` is a file that can be created or appended to: not a directory, in
+// an existing folder.
+void require_writable_file(const std::string& path, const std::string& flag);
+
+// UsageError when `tmpl` cannot run on `arch` at all (the tensor-core templates' mma.sync
+// m16n8k16 needs sm_80 or newer), with the reason.
+void require_arch_supports(const Template& tmpl, const std::string& arch);
+
+// While alive, SIGINT (Ctrl-C) sets flag() instead of ending the process, so that a tuning run
+// can finish the batch in flight, log it and print its summary; a second Ctrl-C ends the
+// process at once. The previous handler is restored on destruction.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  const std::atomic<bool>* flag() const;
+};
+
+// The command line main() received, kept to print "resume with: ..." after an interruption.
+void set_command_line(int argc, char** argv);
+// That command line with --resume added (and `--log LOG` when `log` is not empty).
+std::string resume_command(const std::string& log);
 
 // A configuration named on the command line: an index or a JSON object.
 Config parse_config(const ConfigSpace& space, const std::string& text);

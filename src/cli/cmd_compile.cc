@@ -101,6 +101,7 @@ void run_compile(const CompileArgs& args) {
                 {"configs_per_second", rate},
                 {"rejections", rejected},
                 {"failures", failures}});
+    if (failed > 0) throw ExitStatus{1};
     return;
   }
   fmt::print("{} {} for {}: {} sampled, {} rejected by the verifier, {} compiled, {} failed\n",
@@ -120,6 +121,8 @@ void run_compile(const CompileArgs& args) {
     fmt::print("failed config {}: {}\n", f["config"].get<uint64_t>(), log.substr(0, log.find('\n')));
   }
   fmt::print("{:.1f} s with {} job(s): {:.2f} configs/s\n", seconds, args.jobs, rate);
+  // A configuration the verifier accepted must compile: a failure is a bug scripts must see.
+  if (failed > 0) throw ExitStatus{1};
 }
 
 }  // namespace
@@ -130,7 +133,7 @@ void add_compile_command(CLI::App& app) {
   args->task.add_to(*cmd);
   cmd->add_option("--sample", args->sample, "configurations to sample")->capture_default_str();
   cmd->add_option("--jobs,-j", args->jobs, "compiler threads")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "sampling seed")->capture_default_str();
+  add_seed_option(*cmd, args->seed, "sampling seed");
   cmd->add_option("--cache-dir", args->cache_dir, "on-disk cubin cache (default: none)");
   cmd->callback([args] { run_compile(*args); });
 }

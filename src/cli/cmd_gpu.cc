@@ -33,6 +33,8 @@ struct ExportArgs {
 
 void run_export(const ExportArgs& args) {
   if (!std::filesystem::exists(args.log)) throw UsageError(fmt::format("no such log: {}", args.log));
+  if (std::filesystem::exists(args.out) && !std::filesystem::is_directory(args.out))
+    throw UsageError(fmt::format("--out {} exists and is not a folder", args.out));
   const ExportSummary s = export_log(args.log, args.out);
   if (args.json) {
     print_json({{"out", args.out}, {"written", s.written}, {"skipped", s.skipped}});

@@ -22,9 +22,7 @@
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/measure/gpu_measurer.h"
-#include "src/tune/policies.h"
-#include "src/tune/transfer_model.h"
-#include "src/tune/tuner.h"
+#include "src/tune/tuning_session.h"
 
 namespace cutune::cli {
 
@@ -79,24 +77,6 @@ std::vector<Record> log_records(const std::string& path) {
   return read_log(path, {.lenient = true}).records;
 }
 
-// The global model from the log's records of other tasks of this layer's template, or null
-// when there are none to learn from.
-std::shared_ptr<const TransferModel> transfer_model(const std::vector<Record>& records,
-                                                    const TaskKey& key,
-                                                    const cost_model::FeatureExtractor& features,
-                                                    const ir::TargetLimits& limits,
-                                                    int* tasks) {
-  try {
-    auto model = std::make_shared<TransferModel>(
-        TransferModel::train(records, key, template_featurizer(key, features, limits),
-                             features.size(), features.schema()));
-    *tasks = model->tasks();
-    return model;
-  } catch (const std::invalid_argument&) {
-    return nullptr;  // nothing to learn from yet (the first layer of a template)
-  }
-}
-
 // The cuDNN baseline and the reference recorded with this task's results: the median of the
 // baseline_s values (one per worker start), and the reference of the last ok record.
 void read_baseline(const std::vector<Record>& records, LayerOutcome& out) {
@@ -134,12 +114,24 @@ void print_table(const std::string& suite, const std::vector<LayerOutcome>& rows
 }
 
 void run_tune_suite(const SuiteArgs& args) {
-  if (args.trials < 1) throw UsageError("--trials must be >= 1");
-  if (args.batch < 1) throw UsageError("--batch must be >= 1");
+  SearchOptions search;
+  try {
+    search.tuner = parse_tuner_kind(args.tuner);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  search.trials = args.trials;
+  search.batch = args.batch;
+  search.seed = args.seed;
+  search.validate();
   if (args.batch_size != 1 && args.batch_size != 16)
     throw UsageError(fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
-  const TunerKind kind = parse_tuner_kind(args.tuner);
   const std::vector<SuiteLayer> layers = chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
+  require_writable_file(args.log, "--log");
+  // One log for the whole suite: new, or continued with --resume (its layers' records count).
+  if (std::optional<std::string> why =
+          log_problem(args.log, args.resume ? LogMode::shared : LogMode::fresh, TaskKey{}))
+    throw UsageError(*why);
 
   // Before the log is touched: without a GPU this ends the command with one line, exit 1.
   require_driver();
@@ -151,7 +143,9 @@ void run_tune_suite(const SuiteArgs& args) {
   std::vector<LayerOutcome> rows;
   const double start = monotonic_seconds();
   int layer_index = 0;
+  InterruptGuard interrupt;
   for (const SuiteLayer& layer : layers) {
+    if (interrupt.flag()->load()) break;
     ++layer_index;
     auto tmpl = make_template(layer.op, layer.shape);
     GpuMeasureOptions gpu;
@@ -166,24 +160,22 @@ void run_tune_suite(const SuiteArgs& args) {
     out.key.device_name = measurer->device_name();
     out.key.template_name = tmpl->name();
 
-    ModelPolicyOptions model;
-    model.plan_size = args.batch;
-    if (!args.no_transfer && kind == TunerKind::xgb)
-      model.transfer = transfer_model(log_records(args.log), out.key, *features, limits, &out.transfer_tasks);
-    auto policy = make_search_policy(kind, tmpl->space(), features.get(), model);
-
-    TuneOptions options;
-    options.trials = args.trials;
-    options.batch = args.batch;
-    options.log = args.log;
-    options.resume = args.resume;
-    options.seed = args.seed;
-    options.progress = !args.quiet;
-    options.flops = tmpl->flops();
+    // Transfer from the layers of the same template already in the log (none for the first).
+    TransferSources transfer;
+    if (!args.no_transfer && search.tuner == TunerKind::xgb) {
+      transfer.records = log_records(args.log);
+      transfer.featurize = template_featurizer(out.key, *features, limits);
+      transfer.required = false;
+    }
+    TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, search,
+                          std::move(transfer));
+    out.transfer_tasks = session.transfer_tasks();
     fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
                tmpl->name(), layer.description,
                out.transfer_tasks > 0 ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks) : "");
-    out.summary = Tuner(tmpl->space(), *measurer, *policy, out.key, options).run();
+    out.summary = session.run(*measurer, {args.log, LogMode::shared},
+                              {.progress = !args.quiet, .stop = interrupt.flag()})
+                      .summary;
     measurer.reset();
 
     if (out.summary.best) out.tuned_s = out.summary.best_s;
@@ -230,6 +222,11 @@ void run_tune_suite(const SuiteArgs& args) {
   }
   print_table(args.suite, rows, geomean);
   fmt::print("log: {}\n", args.log);
+  if (interrupt.flag()->load()) {
+    fmt::print(stderr, "interrupted after {} of {} layers; resume with\n  {}\n", rows.size(),
+               layers.size(), resume_command(""));
+    throw ExitStatus{130};
+  }
 }
 
 }  // namespace
@@ -243,7 +240,7 @@ void add_suite_commands(CLI::App& app) {
   cmd->add_option("--batch-size", args->batch_size, "network batch size: 1 or 16")->capture_default_str();
   cmd->add_option("--tuner", args->tuner, "search policy: xgb, ga, random or grid")->capture_default_str();
   cmd->add_option("--batch", args->batch, "configurations per measured batch")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "search seed")->capture_default_str();
+  add_seed_option(*cmd, args->seed, "search seed");
   cmd->add_option("--layers", args->layers, "only these layers, e.g. C2,C6,C9 (default: all)");
   cmd->add_flag("--no-transfer", args->no_transfer, "do not learn from the layers already tuned");
   cmd->add_flag("--resume", args->resume, "count the log's records of each layer, measure only the rest");

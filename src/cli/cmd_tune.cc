@@ -1,21 +1,24 @@
-// cutune tune | replay: the tuning engine's commands.
+// cutune tune | replay: the tuning engine's commands. Both build a TuningSession
+// (src/tune/tuning_session.h) and hand it a measurer: the GPU, or a replayed cache.
 
+#include <cctype>
+#include <chrono>
 #include <cmath>
-#include <fstream>
+#include <functional>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "cost_model/features.h"
 #include "src/cli/cli_common.h"
+#include "src/measure/gpu_measurer.h"
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
-#include "src/measure/gpu_measurer.h"
-#include "src/tune/policies.h"
+#include "src/runtime/driver_api.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
-#include "src/tune/tuner.h"
+#include "src/tune/tuning_session.h"
 
 namespace cutune::cli {
 
@@ -34,12 +37,13 @@ struct SearchArgs {
   double kappa = ModelPolicyOptions{}.kappa;
   bool json = false;
 
+  // The defaults shown by --help are the values held when this is called.
   void add_to(CLI::App& cmd) {
     cmd.add_option("--tuner", tuner, "search policy: xgb, ga, random or grid")->capture_default_str();
     cmd.add_option("--trials", trials, "configurations to measure")->capture_default_str();
     cmd.add_option("--batch", batch, "configurations per batch (and per model refit)")
         ->capture_default_str();
-    cmd.add_option("--seed", seed, "search seed")->capture_default_str();
+    add_seed_option(cmd, seed, "search seed");
     cmd.add_option("--objective", objective, "xgb model objective: pairwise or regression")
         ->capture_default_str();
     cmd.add_flag("--diversity", diversity, "xgb: diversity-aware choice of each batch");
@@ -56,35 +60,30 @@ struct SearchArgs {
     cmd.add_flag("--json", json, "machine-readable output");
   }
 
-  ModelPolicyOptions model_options() const {
-    ModelPolicyOptions o;
-    o.plan_size = batch;
-    o.diversity = diversity;
-    o.epsilon = epsilon;
-    o.ensemble = ensemble;
-    o.kappa = kappa;
+  // UsageError for an unknown name or an out-of-range value.
+  SearchOptions options() const {
+    SearchOptions o;
     try {
-      o.acquisition = parse_acquisition(acquisition);
+      o.tuner = parse_tuner_kind(tuner);
+      o.model.acquisition = parse_acquisition(acquisition);
     } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("--acquisition: {}", e.what()));
+      throw UsageError(e.what());
     }
+    o.trials = trials;
+    o.batch = batch;
+    o.seed = seed;
+    o.model.diversity = diversity;
+    o.model.epsilon = epsilon;
+    o.model.ensemble = ensemble;
+    o.model.kappa = kappa;
     if (objective == "regression") {
-      o.model.objective = cost_model::RankObjective::regression;
+      o.model.model.objective = cost_model::RankObjective::regression;
     } else if (objective != "pairwise") {
       throw UsageError(fmt::format("unknown --objective '{}' (expected pairwise or regression)",
                                    objective));
     }
+    o.validate();
     return o;
-  }
-
-  void check() const {
-    if (trials < 1) throw UsageError("--trials must be >= 1");
-    if (batch < 1) throw UsageError("--batch must be >= 1");
-    if (!(epsilon >= 0 && epsilon <= 1)) throw UsageError("--epsilon must be in [0, 1]");
-    if (ensemble < 2 || ensemble > 32) throw UsageError("--ensemble must be in [2, 32]");
-    if (!(kappa >= 0)) throw UsageError("--kappa must be >= 0");
-    parse_tuner_kind(tuner);
-    model_options();
   }
 };
 
@@ -92,8 +91,11 @@ struct ReplaySource {
   std::string cache;
   std::string spec;
   bool noise = false;
+  std::string flag = "--cache";  // the option that names the cache, for messages
 
   replay::ReplayTask load() const {
+    require_readable_file(cache, flag);
+    if (!spec.empty()) require_readable_file(spec, "--spec");
     replay::KtCache c = replay::load_kt_cache(cache);
     if (spec.empty()) return replay::ReplayTask::from_cache(std::move(c));
     return replay::ReplayTask::from_spec(std::move(c), replay::load_t1_spec(spec));
@@ -110,58 +112,8 @@ struct TuneArgs {
   bool quiet = false;
 };
 
-// A Kernel Tuner cache (gzip, or one JSON document whose first line is not a record) rather
-// than a tuning log (JSON lines, each with a "task").
-bool is_kt_cache(const std::string& path) {
-  if (path.ends_with(".gz")) return true;
-  std::ifstream in(path);
-  std::string first;
-  if (!in || !std::getline(in, first)) return false;  // read_log reports the problem
-  nlohmann::json j = nlohmann::json::parse(first, nullptr, /*allow_exceptions=*/false);
-  return !(j.is_object() && j.contains("task"));
-}
-
-// The records of tuning logs, and of Kernel Tuner caches (every entry a record of the cache's
-// task: a cache is a complete log of it).
-std::vector<Record> read_transfer_sources(const std::vector<std::string>& paths) {
-  std::vector<Record> all;
-  for (const std::string& p : paths) {
-    if (is_kt_cache(p)) {
-      std::vector<Record> r =
-          cache_records(replay::ReplayTask::from_cache(replay::load_kt_cache(p)));
-      all.insert(all.end(), r.begin(), r.end());
-      continue;
-    }
-    LogReadResult r = read_log(p);
-    for (const std::string& w : r.warnings) fmt::print(stderr, "cutune: warning: {}\n", w);
-    all.insert(all.end(), r.records.begin(), r.records.end());
-  }
-  return all;
-}
-
-// Places a record of another task in a replayed space by its knob values; records with a
-// knob or value the space lacks are skipped.
-RecordFeaturizer replay_featurizer(const ConfigSpace& space,
-                                   const cost_model::FeatureExtractor& features) {
-  return [&space, &features](const Record& r, std::span<float> out) {
-    try {
-      features.extract(space.from_json(nlohmann::json{{"knobs", r.knobs}}), out);
-      return true;
-    } catch (const ConfigError&) {
-      return false;
-    }
-  };
-}
-
-std::shared_ptr<const TransferModel> train_transfer(const std::vector<Record>& records,
-                                                    const TaskKey& own,
-                                                    const cost_model::FeatureExtractor& features,
-                                                    const RecordFeaturizer& featurize) {
-  auto t = std::make_shared<TransferModel>(TransferModel::train(
-      records, own, featurize, features.size(), features.schema()));
-  fmt::print(stderr, "transfer: global model on {} records of {} other task(s)\n", t->rows(),
-             t->tasks());
-  return t;
+std::vector<std::filesystem::path> as_paths(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
 }
 
 nlohmann::json summary_json(const TaskKey& task, const TuneSummary& s, const std::string& log,
@@ -173,65 +125,102 @@ nlohmann::json summary_json(const TaskKey& task, const TuneSummary& s, const std
   }
   return {{"task", task.to_string()}, {"trials", s.total()},   {"resumed", s.resumed},
           {"measured", s.measured},   {"valid", s.valid},      {"exhausted", s.exhausted},
-          {"best", best},             {"seconds", s.seconds},  {"log", log}};
+          {"interrupted", s.interrupted}, {"best", best},      {"seconds", s.seconds},
+          {"log", log}};
 }
 
 void print_summary(const TaskKey& task, const TuneSummary& s, const std::string& log,
                    std::optional<double> flops) {
-  fmt::print("{}: {} trials ({} resumed, {} measured), {} valid, {:.1f} s{}\n", task.to_string(),
+  fmt::print("{}: {} trials ({} resumed, {} measured), {} valid, {:.1f} s{}{}\n", task.to_string(),
              s.total(), s.resumed, s.measured, s.valid, s.seconds,
-             s.exhausted ? " (space exhausted)" : "");
+             s.exhausted ? " (space exhausted)" : "", s.interrupted ? " (interrupted)" : "");
   if (!s.best) {
     fmt::print("no valid configuration found\n");
-    return;
+  } else {
+    std::string rate = flops ? fmt::format(" ({:.0f} GFLOP/s)", *flops / s.best_s * 1e-9) : "";
+    fmt::print("best: {:.4g} ms{}  config {}: {}\n", s.best_s * 1e3, rate, s.best->index(),
+               s.best->to_string());
   }
-  std::string rate = flops ? fmt::format(" ({:.0f} GFLOP/s)", *flops / s.best_s * 1e-9) : "";
-  fmt::print("best: {:.4g} ms{}  config {}: {}\n", s.best_s * 1e3, rate, s.best->index(),
-             s.best->to_string());
   if (!log.empty()) fmt::print("log: {}\n", log);
 }
 
+// With no --log, the records still go to a file, named after the task, in the working folder.
+std::string default_log(const TaskKey& key) {
+  std::string shape;
+  for (int64_t v : key.shape) shape += (shape.empty() ? "" : "x") + std::to_string(v);
+  std::string name = fmt::format("cutune-{}-{}-{}.jsonl", key.template_name, shape,
+                                 key.target_arch);
+  for (char& c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) c = '_';
+  }
+  return name;
+}
+
+// Runs the session on the measurer with Ctrl-C ending the run after the batch in flight, and
+// prints the summary (and, when interrupted, the command that resumes).
+void tune_and_report(const TuningSession& session, Measurer& measurer, const TuneArgs& args,
+                     const std::function<void(nlohmann::json&, const TuneSummary&)>& extra) {
+  const TaskKey& key = session.task().key;
+  std::string log = args.log;
+  if (log.empty()) log = default_log(key);
+  const LogMode mode = args.resume ? LogMode::resume : LogMode::fresh;
+  if (std::optional<std::string> why = log_problem(log, mode, key)) throw UsageError(*why);
+  if (args.log.empty()) {
+    fmt::print(stderr, "records go to {} (name another file with --log)\n", log);
+  }
+  if (session.transfer_tasks() > 0) {
+    fmt::print(stderr, "transfer: global model on {} records of {} other task(s)\n",
+               session.transfer_rows(), session.transfer_tasks());
+  }
+  InterruptGuard interrupt;
+  TuningOutcome out =
+      session.run(measurer, {log, mode},
+                  {.progress = !args.quiet, .stop = interrupt.flag()});
+  const TuneSummary& s = out.summary;
+  if (args.search.json) {
+    nlohmann::json j = summary_json(key, s, log, session.task().flops);
+    if (extra) extra(j, s);
+    print_json(j);
+  } else {
+    print_summary(key, s, log, session.task().flops);
+    if (extra) {
+      nlohmann::json j;
+      extra(j, s);
+      if (j.contains("line")) fmt::print("{}\n", j["line"].get<std::string>());
+    }
+  }
+  if (s.interrupted) {
+    fmt::print(stderr, "interrupted: the batch in flight was measured and logged; resume with\n  {}\n",
+               resume_command(args.log.empty() ? log : ""));
+    throw ExitStatus{130};  // as a shell reports a command ended by SIGINT
+  }
+}
+
 void run_tune(const TuneArgs& args) {
-  args.search.check();
-  if (args.resume && args.log.empty()) throw UsageError("--resume needs --log FILE");
-  TunerKind kind = parse_tuner_kind(args.search.tuner);
-  ModelPolicyOptions model = args.search.model_options();
-  TuneOptions options;
-  options.trials = args.search.trials;
-  options.batch = args.search.batch;
-  options.log = args.log;
-  options.resume = args.resume;
-  options.seed = args.search.seed;
-  options.progress = !args.quiet;
-  std::vector<Record> transfer_records = read_transfer_sources(args.transfer_from);
+  const SearchOptions search = args.search.options();
+  if (!args.log.empty()) require_writable_file(args.log, "--log");
 
   if (!args.replay.cache.empty()) {
     if (!args.op.empty() || !args.shape.empty()) {
       throw UsageError("--replay takes the operator and shape from the cache; drop OP/--shape");
     }
     replay::ReplayTask task = args.replay.load();
-    const ConfigSpace& space = task.space();
-    TaskKey key = replay_task_key(task);
-    auto features = cost_model::make_knob_features(space);
-    if (!transfer_records.empty()) {
-      model.transfer = train_transfer(transfer_records, key, *features,
-                                      replay_featurizer(space, *features));
-    }
-    ReplayMeasurerAdapter measurer(task, args.replay.noise, args.search.seed);
-    auto policy = make_search_policy(kind, space, features.get(), model);
-    TuneSummary s = Tuner(space, measurer, *policy, key, options).run();
-    if (args.search.json) {
-      nlohmann::json j = summary_json(key, s, args.log, std::nullopt);
-      j["optimum_ms"] = task.summary().best_time_ms;
-      print_json(j);
-    } else {
-      print_summary(key, s, args.log, std::nullopt);
+    auto features = cost_model::make_knob_features(task.space());
+    TuningSession session({replay_task_key(task), task.space(), *features, std::nullopt}, search,
+                          {.paths = as_paths(args.transfer_from),
+                           .featurize = knob_featurizer(task.space(), *features)});
+    ReplayMeasurerAdapter measurer(task, args.replay.noise, search.seed);
+    const double optimum_ms = task.summary().best_time_ms;
+    tune_and_report(session, measurer, args, [&](nlohmann::json& j, const TuneSummary& s) {
+      j["optimum_ms"] = optimum_ms;
       if (s.best) {
-        fmt::print("optimum of the cache: {:.4g} ms; best found is {:.1f}% of it\n",
-                   task.summary().best_time_ms,
-                   100.0 * task.summary().best_time_ms / task.find(*s.best)->time_ms);
+        const double ratio = optimum_ms / task.find(*s.best)->time_ms;
+        j["optimum_over_best"] = ratio;
+        j["line"] = fmt::format(
+            "optimum of the cache: {:.4g} ms; the best found runs at {:.1f}% of its speed",
+            optimum_ms, 100.0 * ratio);
       }
-    }
+    });
     return;
   }
 
@@ -244,30 +233,31 @@ void run_tune(const TuneArgs& args) {
   task_options.template_name = args.template_name;
   task_options.arch = args.arch;
   auto tmpl = task_options.make();
-  ir::TargetLimits limits = task_options.limits();
-  auto features = cost_model::make_ir_features(*tmpl, limits);
   GpuMeasureOptions gpu;
   gpu.arch = args.arch;
   // Before the log is touched: without a GPU this ends the command, leaving no file behind.
-  std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
+  std::unique_ptr<Measurer> measurer;
+  try {
+    measurer = make_gpu_measurer(*tmpl, gpu);
+  } catch (const NoDeviceError& e) {
+    throw NoDeviceError(fmt::format(
+        "{}; to try the tuner without a GPU: cutune tune --replay CACHE (a Kernel Tuner cache)",
+        e.what()));
+  }
+  require_arch_supports(*tmpl, measurer->target_arch());
+  task_options.arch = measurer->target_arch();
+  ir::TargetLimits limits = task_options.limits();
+  auto features = cost_model::make_ir_features(*tmpl, limits);
   TaskKey key;
   key.op = tmpl->op();
   key.shape = tmpl->shape();
   key.target_arch = measurer->target_arch();
   key.device_name = measurer->device_name();
   key.template_name = tmpl->name();
-  if (!transfer_records.empty()) {
-    model.transfer = train_transfer(transfer_records, key, *features,
-                                    template_featurizer(key, *features, limits));
-  }
-  options.flops = tmpl->flops();
-  auto policy = make_search_policy(kind, tmpl->space(), features.get(), model);
-  TuneSummary s = Tuner(tmpl->space(), *measurer, *policy, key, options).run();
-  if (args.search.json) {
-    print_json(summary_json(key, s, args.log, options.flops));
-  } else {
-    print_summary(key, s, args.log, options.flops);
-  }
+  TuningSession session({key, tmpl->space(), *features, tmpl->flops()}, search,
+                        {.paths = as_paths(args.transfer_from),
+                         .featurize = template_featurizer(key, *features, limits)});
+  tune_and_report(session, *measurer, args, {});
 }
 
 struct ReplayArgs {
@@ -279,28 +269,35 @@ struct ReplayArgs {
 };
 
 void run_replay(const ReplayArgs& args) {
-  args.search.check();
-  if (args.seeds < 1) throw UsageError("--seeds must be >= 1");
-  if (args.threads < 1) throw UsageError("--threads must be >= 1");
-  TunerKind kind = parse_tuner_kind(args.search.tuner);
-  ModelPolicyOptions model = args.search.model_options();
+  const SearchOptions search = args.search.options();
+  if (args.seeds < 1) throw UsageError(fmt::format("--seeds must be >= 1 (got {})", args.seeds));
+  if (args.threads < 1) {
+    throw UsageError(fmt::format("--threads must be >= 1 (got {})", args.threads));
+  }
   replay::ReplayTask task = args.source.load();
   auto features = cost_model::make_knob_features(task.space());
-  if (!args.transfer_from.empty()) {
-    model.transfer = train_transfer(read_transfer_sources(args.transfer_from),
-                                    replay_task_key(task), *features,
-                                    replay_featurizer(task.space(), *features));
+  TuningSession session({replay_task_key(task), task.space(), *features, std::nullopt}, search,
+                        {.paths = as_paths(args.transfer_from),
+                         .featurize = knob_featurizer(task.space(), *features)});
+  if (session.transfer_tasks() > 0) {
+    fmt::print(stderr, "transfer: global model on {} records of {} other task(s)\n",
+               session.transfer_rows(), session.transfer_tasks());
   }
   StudyOptions o;
-  o.trials = args.search.trials;
+  o.trials = search.trials;
   o.seeds = args.seeds;
-  o.batch = args.search.batch;
+  o.batch = search.batch;
   o.noise = args.source.noise;
   o.threads = args.threads;
-  o.first_seed = args.search.seed;
+  o.first_seed = search.seed;
+  const auto start = std::chrono::steady_clock::now();
   StudyResult r = run_replay_study(
-      task, [&] { return make_search_policy(kind, task.space(), features.get(), model); }, o,
-      [](int done, int total) { fmt::print(stderr, "seed {}/{}\n", done, total); });
+      task, [&] { return session.make_policy(); }, o, [&](int done, int total) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        fmt::print(stderr, "[seed {}/{}] {:.1f} s, ETA {:.0f} s\n", done, total, elapsed,
+                   elapsed / done * (total - done));
+      });
 
   std::vector<int> budgets;
   for (int b : {25, 50, 100, 200, 400}) {
@@ -313,11 +310,12 @@ void run_replay(const ReplayArgs& args) {
     j["cache"] = args.source.cache;
     j["tuner"] = args.search.tuner;
     j["seeds"] = o.seeds;
+    j["batch"] = o.batch;
     j["optimum_ms"] = r.optimum_ms;
     j["budgets"] = nlohmann::json::array();
     for (int b : budgets) {
       j["budgets"].push_back({{"trials", b},
-                              {"median_best_over_optimum", r.median_ratio_at(b)},
+                              {"median_optimum_over_best", r.median_ratio_at(b)},
                               {"random_expected", expected_random_ratio(task, b)}});
     }
     for (double f : thresholds) {
@@ -332,14 +330,16 @@ void run_replay(const ReplayArgs& args) {
   }
   fmt::print("{} on {} ({}), optimum {:.4g} ms; {} seeds, batch {}\n", args.search.tuner,
              task.cache().kernel_name, task.cache().device_name, r.optimum_ms, o.seeds, o.batch);
-  fmt::print("{:>8}  {:>14}  {:>16}\n", "trials", "median best/opt", "random expected");
+  fmt::print("columns: optimum time / time of the best found so far (1 = the optimum); median "
+             "over seeds, and random search's expectation\n");
+  fmt::print("{:>8}  {:>22}  {:>16}\n", "trials", "median optimum/best", "random expected");
   for (int b : budgets) {
-    fmt::print("{:>8}  {:>14.3f}  {:>16.3f}\n", b, r.median_ratio_at(b),
+    fmt::print("{:>8}  {:>22.3f}  {:>16.3f}\n", b, r.median_ratio_at(b),
                expected_random_ratio(task, b));
   }
   for (double f : thresholds) {
     std::optional<double> t = r.median_trials_to(f);
-    fmt::print("median trials to {:.0f}%: {} (random expects {:.0f})\n", f * 100,
+    fmt::print("median trials to {:.0f}% of the optimum: {} (random expects {:.0f})\n", f * 100,
                t ? fmt::format("{:.0f}", *t) : std::string("not reached"),
                expected_random_trials_to(task, f));
   }
@@ -350,12 +350,15 @@ void run_replay(const ReplayArgs& args) {
 void add_tune_commands(CLI::App& app) {
   auto* tune = app.add_subcommand("tune", "tune an operator on the GPU, or replay a cache");
   auto targs = std::make_shared<TuneArgs>();
+  targs->replay.flag = "--replay";
   tune->add_option("op", targs->op, "operator (see `cutune ops`); omitted with --replay");
   tune->add_option("--shape", targs->shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K");
   tune->add_option("--template", targs->template_name, "schedule template (default: the first)");
   tune->add_option("--arch", targs->arch, "target architecture (default: the GPU's)");
   targs->search.add_to(*tune);
-  tune->add_option("--log", targs->log, "tuning log to append every record to");
+  tune->add_option("--log", targs->log,
+                   "tuning log every record is appended to (default: cutune-TEMPLATE-SHAPE-ARCH"
+                   ".jsonl in the working folder); must be new unless --resume");
   tune->add_flag("--resume", targs->resume, "continue the log without re-measuring");
   tune->add_option("--transfer-from", targs->transfer_from,
                    "logs of other tasks of the same template (with --replay, also Kernel "
@@ -373,8 +376,8 @@ void add_tune_commands(CLI::App& app) {
       ->required();
   rep->add_option("--spec", rargs->source.spec, "T1 space specification");
   rep->add_flag("--noise", rargs->source.noise, "answer with one drawn repetition");
+  rargs->search.batch = StudyOptions{}.batch;
   rargs->search.add_to(*rep);
-  rargs->search.batch = 32;
   rep->add_option("--transfer-from", rargs->transfer_from,
                   "xgb: Kernel Tuner caches or tuning logs of the same space on other GPUs "
                   "(or other tasks), to train the global model of transfer learning")

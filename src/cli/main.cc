@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   CLI::App app{"cutune: an auto-tuner that writes fast CUDA kernels"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
+  app.set_version_flag("--version", std::string("cutune ") + CUTUNE_VERSION);
   cutune::cli::add_inspect_commands(app);
   cutune::cli::add_compile_command(app);
   cutune::cli::add_verify_command(app);
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
                   kExitUsage);
     }
   }
+  cutune::cli::set_command_line(argc, argv);
   try {
     if (cutune::cli::spec_requested(argc, argv)) return cutune::cli::run_spec_command(argc, argv);
     app.parse(argc, argv);
@@ -60,13 +63,21 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = "bad command line";
     return fail(what + " (see cutune --help)", kExitUsage);
+  } catch (const cutune::cli::ExitStatus& e) {
+    std::cout.flush();
+    return e.code;
   } catch (const cutune::UserError& e) {
     return fail(e.what(), kExitUsage);
   } catch (const std::invalid_argument& e) {
+    return fail(e.what(), kExitUsage);
+  } catch (const std::system_error& e) {
+    // The OS refused a file operation (a full disk, a vanished folder): one line, the path in it.
     return fail(e.what(), kExitUsage);
   } catch (const cutune::NoDeviceError& e) {
     return fail(e.what(), 1);

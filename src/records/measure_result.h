@@ -4,7 +4,7 @@
 // failed and `error` says why in one line.
 //
 // Invariants (checked when a result is encoded into a record):
-//   - every entry of times_s is finite and >= 0, in seconds, in the order measured;
+//   - every entry of times_s is finite and > 0, in seconds, in the order measured;
 //   - compile_s is finite and >= 0, in seconds (0 when nothing was compiled);
 //   - max_rel_error is -1 when the output was not checked, else finite and >= 0;
 //   - extra is null or a JSON object.

@@ -135,7 +135,14 @@ MeasureResult result_from_json(const json& value) {
       fail(fmt::format("field 'result.times[{}]' must be a number, got {}", i,
                        type_name(times[i])));
     }
-    result.times_s.push_back(times[i].get<double>());
+    const double t = times[i].get<double>();
+    // A kernel never runs in zero or negative time: such a value is a corrupt or forged log,
+    // and would win every ranking it entered.
+    if (!(std::isfinite(t) && t > 0)) {
+      fail(fmt::format("field 'result.times[{}]' must be a positive number of seconds, got {}",
+                       i, times[i].dump()));
+    }
+    result.times_s.push_back(t);
   }
   result.compile_s = f.number_or("compile_s", 0.0);
   const std::string timer = f.string_or("timer", "none");
@@ -225,7 +232,7 @@ Record record_from_json(const json& value) {
 std::string encode_record(const Record& record) {
   const MeasureResult& r = record.result;
   check_internal(record.version == kRecordVersion, "only the current version can be written");
-  for (double t : r.times_s) check_internal(std::isfinite(t) && t >= 0, "time not finite or < 0");
+  for (double t : r.times_s) check_internal(std::isfinite(t) && t > 0, "time not finite or <= 0");
   check_internal(std::isfinite(r.compile_s) && r.compile_s >= 0, "compile_s not finite or < 0");
   check_internal(r.max_rel_error == -1 || (std::isfinite(r.max_rel_error) && r.max_rel_error >= 0),
                  "max_rel_error must be -1 or finite and >= 0");

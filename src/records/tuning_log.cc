@@ -73,17 +73,28 @@ std::string timestamp_sort_key(const std::string& timestamp) {
 
 LogWriter::LogWriter(std::filesystem::path path, LogWriterOptions options)
     : path_(std::move(path)), options_(options) {
+  if (std::filesystem::is_directory(path_)) {
+    throw RecordError(fmt::format("log '{}' is a directory, not a file", path_.string()));
+  }
   fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw RecordError(
         fmt::format("cannot open log '{}' for append: {}", path_.string(), errno_text()));
   }
+  const auto busy = [this] {
+    return RecordError(fmt::format(
+        "log '{}' is being written by another cutune run; wait for it or name another log",
+        path_.string()));
+  };
   try {
     if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
       repair_partial_last_line();
-      ::flock(fd_, LOCK_SH);
+      // An exclusive writer keeps the lock it has; the others share theirs.
+      if (!options_.exclusive) ::flock(fd_, LOCK_SH);
     } else if (errno == EWOULDBLOCK) {
-      ::flock(fd_, LOCK_SH);
+      if (options_.exclusive) throw busy();
+      // Shared writers never wait on an exclusive one: that one is a tuning run in progress.
+      if (::flock(fd_, LOCK_SH | LOCK_NB) != 0) throw busy();
       struct stat st {};
       char last = '\n';
       if (::fstat(fd_, &st) == 0 && st.st_size > 0 && ::pread(fd_, &last, 1, st.st_size - 1) != 1) {

@@ -31,6 +31,10 @@ struct LogWriterOptions {
   int fsync_every = 0;
   // fsync(2) when the writer is closed or destroyed.
   bool fsync_on_close = true;
+  // Hold an exclusive flock(2) while open, so that a second writer (LogWriter, exclusive or
+  // not) is refused with a RecordError instead of interleaving its run with this one: what a
+  // tuning run wants, since two runs of one task would measure the same configurations.
+  bool exclusive = false;
 };
 
 // Appends records to a log file. Move-only; the file is closed (and synced, if asked) on
@@ -41,7 +45,8 @@ class LogWriter {
   // line, it is repaired: a line that decodes as a record gets its missing newline; anything
   // else is cut off (the file is truncated after its last complete line). Each repair leaves a
   // message in warnings(). A partial line that does not even start like a record is never cut:
-  // RecordError, as when the file cannot be opened or repaired.
+  // RecordError, as when the file cannot be opened or repaired, is a directory, or is held
+  // by an exclusive writer (or, with options.exclusive, by any other writer).
   explicit LogWriter(std::filesystem::path path, LogWriterOptions options = {});
   ~LogWriter();
   LogWriter(LogWriter&& other) noexcept;

@@ -38,7 +38,15 @@ TuneSummary Tuner::run() {
     }
   };
 
-  if (options_.resume && !options_.log.empty() && std::filesystem::exists(options_.log)) {
+  // The writer first: with exclusive_log, a second run on this log stops here, before it has
+  // read or measured anything.
+  std::optional<LogWriter> log;
+  if (!options_.log.empty()) {
+    log.emplace(options_.log, LogWriterOptions{.exclusive = options_.exclusive_log});
+    for (const std::string& w : log->warnings()) fmt::print(stderr, "cutune: warning: {}\n", w);
+  }
+
+  if (options_.resume && log) {
     LogReadResult old = read_log(options_.log);
     for (const std::string& w : old.warnings) fmt::print(stderr, "cutune: warning: {}\n", w);
     std::vector<Config> configs;
@@ -59,14 +67,14 @@ TuneSummary Tuner::run() {
     policy_.observe(configs, results);
   }
 
-  std::optional<LogWriter> log;
-  if (!options_.log.empty()) {
-    log.emplace(options_.log);
-    for (const std::string& w : log->warnings()) fmt::print(stderr, "cutune: warning: {}\n", w);
-  }
   ProgressLine progress(options_.progress ? stderr : nullptr, options_.trials, options_.flops);
 
+  records_.clear();
   while (s.total() < options_.trials) {
+    if (options_.stop != nullptr && options_.stop->load()) {
+      s.interrupted = true;
+      break;
+    }
     int want = std::min(options_.batch, options_.trials - s.total());
     std::vector<Config> batch = policy_.propose(want);
     if (batch.empty()) {
@@ -79,14 +87,14 @@ TuneSummary Tuner::run() {
                                          results.size(), batch.size()));
     }
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (log) {
-        Record r;
-        r.task = task_;
-        r.config_index = batch[i].index();
-        r.knobs = batch[i].to_json()["knobs"];
-        r.result = results[i];
-        log->append(std::move(r));
-      }
+      Record r;
+      r.task = task_;
+      r.config_index = batch[i].index();
+      r.knobs = batch[i].to_json()["knobs"];
+      r.result = results[i];
+      r.timestamp = utc_timestamp_now();
+      if (log) log->append(r);
+      records_.push_back(std::move(r));
       account(batch[i], results[i]);
     }
     s.measured += static_cast<int>(batch.size());

@@ -9,7 +9,11 @@
 //
 // Resume: with options.resume, the log's records of this task (same TaskKey) count towards
 // `trials` and are observed by the policy first; they are never measured again.
+//
+// Commands do not drive this loop directly: they go through TuningSession (tuning_session.h),
+// which checks the log, trains the transfer model and builds the policy.
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -27,9 +31,13 @@ struct TuneOptions {
   int batch = 64;    // configurations per measure() call
   std::filesystem::path log;  // empty: no log
   bool resume = false;
+  bool exclusive_log = false;  // hold the log exclusively (LogWriterOptions::exclusive)
   uint64_t seed = 0;
   bool progress = true;        // the live line on stderr
   std::optional<double> flops;  // work of one kernel run, for GFLOP/s in progress and summary
+  // Read before each batch: once true, the run stops after the batch in flight (which is
+  // measured and logged in full) and the summary says `interrupted`. Null: never.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct TuneSummary {
@@ -37,6 +45,7 @@ struct TuneSummary {
   int measured = 0;  // configurations measured by this run
   int valid = 0;     // ok results among resumed + measured
   bool exhausted = false;  // the policy had nothing left to propose
+  bool interrupted = false;  // options.stop ended the run before `trials`
   std::optional<Config> best;
   double best_s = 0;         // mean time of `best`, seconds
   double seconds = 0;        // wall time of run()
@@ -54,12 +63,16 @@ class Tuner {
   // space; std::invalid_argument for trials < 1 or batch < 1.
   TuneSummary run();
 
+  // The records run() appended (with a log) or would have appended (without), in order.
+  const std::vector<Record>& records() const { return records_; }
+
  private:
   const ConfigSpace& space_;
   Measurer& measurer_;
   SearchPolicy& policy_;
   TaskKey task_;
   TuneOptions options_;
+  std::vector<Record> records_;
 };
 
 }  // namespace cutune

@@ -31,16 +31,17 @@ inline std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-inline CliRun run_cutune(const std::string& args) {
+// `cwd`: the folder to run in (default: the test's own).
+inline CliRun run_cutune(const std::string& args, const std::filesystem::path& cwd = {}) {
   namespace fs = std::filesystem;
-  static const fs::path dir = [] {
+  static const fs::path dir = [] {  // holds the captured output
     std::string templ = (fs::temp_directory_path() / "cutune-cli-test-XXXXXX").string();
     return fs::path(mkdtemp(templ.data()));
   }();
   CliRun r;
   r.command = std::string(CUTUNE_BINARY_DIR) + "/src/cli/cutune " + args;
   const fs::path out = dir / "stdout", err = dir / "stderr";
-  std::string shell = r.command + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  std::string shell = (cwd.empty() ? "" : "cd '" + cwd.string() + "' && ") + r.command + " >" + out.string() + " 2>" + err.string() + " </dev/null";
   int raw = std::system(shell.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   r.out = slurp(out);

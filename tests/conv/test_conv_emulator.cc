@@ -6,8 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/lower/lower.h"
+#include "src/measure/correctness.h"
 #include "src/measure/emulated_check.h"
 #include "tests/conv/conv_test_util.h"
+#include "tests/kernels/stratified_sample.h"
 
 using namespace cutune;
 
@@ -33,7 +36,35 @@ void check_sampled(const std::string& op, const std::string& name,
   }
 }
 
+// Every value of every knob (stratified, tests/kernels/stratified_sample.h) on a shape with tails
+// in every tiled dimension and room for several blocks each way.
+void check_stratified(const std::string& op, const std::string& name,
+                      const std::vector<int64_t>& shape, uint64_t seed) {
+  auto tmpl = make_template(op, shape, name);
+  std::vector<std::string> missing;
+  const auto lowers = [&](const Config& c) { return lower(*tmpl, c, ir::TargetLimits{}).ok(); };
+  std::vector<Config> configs = test::stratified_configs(*tmpl, seed, lowers, &missing);
+  for (const std::string& m : missing) UNSCOPED_INFO("never emulated: " << m);
+  CHECK(missing.empty());
+  const double tolerance = error_tolerance("float32", tmpl->reduction_length());
+  for (const Config& c : configs) {
+    EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator(), tolerance);
+    INFO(tmpl->name() << " config " << c.to_string() << "\n" << r.status << ": " << r.message);
+    CHECK(r.passed);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("conv2d_nchw: every knob value, large tiles included", "[conv][emulator]") {
+  check_stratified("conv2d", "conv2d_nchw", {1, 40, 30, 34, 36, 3, 3, 1, 1}, 31);
+}
+TEST_CASE("conv2d_nhwc: every knob value, several block columns", "[conv][emulator]") {
+  check_stratified("conv2d", "conv2d_nhwc", {1, 12, 13, 11, 72, 3, 3, 1, 1}, 32);
+}
+TEST_CASE("depthwise: every knob value, inner_x=4 included", "[conv][emulator]") {
+  check_stratified("depthwise_conv2d", "", {1, 5, 19, 37, 3, 3, 1, 1}, 33);
+}
 
 TEST_CASE("conv2d_nchw: 3x3, pad 1, batch 2, 3 -> 5 channels", "[conv][emulator]") {
   check_sampled("conv2d", "conv2d_nchw", {2, 3, 9, 11, 5, 3, 3, 1, 1}, 5, 1);

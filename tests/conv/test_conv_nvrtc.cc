@@ -26,6 +26,10 @@ int compile_sampled(const std::string& op, const std::string& name,
   std::vector<std::string> labels;
   for (const Config& c : configs) {
     Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+    // A sampled configuration satisfies the space's constraints, so the template must build
+    // it: only the verifier (resource limits) may turn it down.
+    INFO(tmpl->name() << " " << c.to_string() << ": " << l.build_error);
+    CHECK(l.build_error.empty());
     if (!l.ok()) continue;
     sources.push_back(*l.source);
     labels.push_back(c.to_string());

@@ -1,13 +1,17 @@
 #pragma once
 // Deterministic samples of valid GEMM configurations for the kernel tests.
 
+#include <functional>
 #include <random>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "kernels/template.h"
+#include "tests/kernels/stratified_sample.h"
 
 namespace cutune::test {
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/lower/lower.h"
+#include "src/measure/correctness.h"
 #include "src/measure/emulated_check.h"
 #include "kernels/template.h"
 #include "src/codegen/codegen_cuda.h"
@@ -124,6 +125,33 @@ TEST_CASE("6 gemm_nt configurations on 127x255x63 match the reference", "[gemm][
 
 TEST_CASE("6 gemm_nt configurations on 70x9x36 match the reference", "[gemm][emulator]") {
   emulate_sample("gemm_nt", {70, 9, 36}, 6, 205);
+}
+
+// Every value of every knob, on shapes with tails in M, N and K (vector loads against a K or
+// N tail, smem_pad=1, every unroll and double-buffer choice), each run in the emulator.
+void emulate_stratified(const std::string& layout, std::vector<int64_t> shape, uint64_t seed) {
+  auto tmpl = make_template("gemm", shape, layout);
+  emu::Emulator emulator;
+  std::vector<std::string> missing;
+  const auto lowers = [&](const Config& c) { return lower(*tmpl, c, ir::TargetLimits{}).ok(); };
+  std::vector<Config> configs = test::stratified_configs(*tmpl, seed, lowers, &missing);
+  INFO("knob values no usable configuration had: " << missing.size());
+  for (const std::string& m : missing) UNSCOPED_INFO(m);
+  CHECK(missing.empty());
+  const double tolerance = error_tolerance("float32", tmpl->reduction_length());
+  for (const Config& c : configs) {
+    EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator, tolerance);
+    INFO(test::describe(*tmpl, c) << "\nstatus " << r.status << ": " << r.message);
+    CHECK(r.passed);
+  }
+}
+
+TEST_CASE("every gemm_nn knob value runs on 127x260x68 in the emulator", "[gemm][emulator]") {
+  emulate_stratified("gemm_nn", {127, 260, 68}, 301);
+}
+
+TEST_CASE("every gemm_nt knob value runs on 70x132x36 in the emulator", "[gemm][emulator]") {
+  emulate_stratified("gemm_nt", {70, 132, 36}, 302);
 }
 
 TEST_CASE("the reference configurations pass on 256x256x256", "[gemm][emulator]") {

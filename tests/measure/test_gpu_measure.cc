@@ -19,6 +19,7 @@
 #include "src/export/export_log.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "src/measure/worker_process.h"
+#include "src/measure/correctness.h"
 #include "src/measure/gpu_measurer.h"
 
 using namespace cutune;
@@ -118,7 +119,9 @@ TEST_CASE("a wrong kernel is caught and a right one passes", "[gpu]") {
   const MeasureReply right = s.measure(handwritten(1, "naive", kNaiveGemm, {4, 4, 1}, {16, 16, 1}));
   INFO(right.result.error);
   CHECK(right.result.ok());
+  // Checked (not -1, "unchecked") and within the float32 rule for a 64-long reduction.
   CHECK(right.result.max_rel_error >= 0);
+  CHECK(right.result.max_rel_error <= error_tolerance("float32", 64));
   const MeasureReply wrong = s.measure(handwritten(
       2, "off_by_one",
       "  int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -173,14 +176,20 @@ TEST_CASE("the GPU measurer measures GEMM candidates end to end", "[gpu]") {
   for (int i = 0; i < 6; ++i) batch.push_back(*tmpl->space().sample_valid(rng));
   const std::vector<MeasureResult> results = measurer->measure(batch);
   REQUIRE(results.size() == batch.size());
-  CHECK(results[0].ok());
-  for (const MeasureResult& r : results) {
-    INFO(to_string(r.status) << " " << r.error);
-    CHECK((r.ok() || r.status == MeasureStatus::invalid || r.status == MeasureStatus::launch_error));
+  const size_t references = tmpl->reference_configs().size();
+  REQUIRE(references > 0);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const MeasureResult& r = results[i];
+    INFO("config " << batch[i].index() << ": " << to_string(r.status) << " " << r.error);
+    // The hand-tuned configurations must all run; a sampled one may only be turned down by the
+    // verifier (the device's limits) before it runs, never fail on the GPU.
+    if (i < references) CHECK(r.ok());
+    CHECK((r.ok() || r.status == MeasureStatus::invalid));
     if (r.ok()) {
       CHECK(r.timer == TimerKind::cupti);
       CHECK(r.median_s() > 0);
       CHECK(r.max_rel_error >= 0);
+      CHECK(r.max_rel_error <= error_tolerance("float32", 512));
       CHECK(r.extra.contains("gpu_before"));
     }
   }

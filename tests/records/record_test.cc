@@ -111,6 +111,10 @@ TEST_CASE("malformed lines are RecordErrors with a one-line reason", "[records]"
         "record: field 'result' must be an object, got string");
   CHECK(damaged([](auto& j) { j["result"]["times"][0] = "fast"; }) ==
         "record: field 'result.times[0]' must be a number, got string");
+  CHECK(damaged([](auto& j) { j["result"]["times"][0] = 0; }) ==
+        "record: field 'result.times[0]' must be a positive number of seconds, got 0");
+  CHECK(damaged([](auto& j) { j["result"]["times"][0] = -1e-3; }) ==
+        "record: field 'result.times[0]' must be a positive number of seconds, got -0.001");
   CHECK_THAT(damaged([](auto& j) { j["time"] = "yesterday"; }),
              Contains("field 'time' must be an ISO 8601 UTC time"));
   for (const std::string& message :

@@ -139,6 +139,43 @@ TEST_CASE("a last record without its newline still counts", "[records]") {
   CHECK(indices_of(read_log(path).records) == std::vector<uint64_t>{1, 2});
 }
 
+TEST_CASE("a record with a zero time is refused at load with its line number", "[records]") {
+  ScratchDir dir;
+  const auto path = dir / "log.jsonl";
+  const std::string good = encode_record(make_record(gemm_task(), 1, {1e-3})) + "\n";
+  std::string zero = good;
+  zero.replace(zero.find("0.001"), 5, "0.0");
+  write_file(path, good + zero);
+  try {
+    read_log(path);
+    FAIL("read_log accepted a zero time");
+  } catch (const RecordError& e) {
+    CHECK_THAT(e.what(), Contains("log.jsonl:2: record: field 'result.times[0]' must be a "
+                                  "positive number of seconds"));
+  }
+}
+
+TEST_CASE("an exclusive writer keeps every other writer out", "[records]") {
+  ScratchDir dir;
+  const auto path = dir / "log.jsonl";
+  LogWriter first(path, {.exclusive = true});
+  for (bool exclusive : {true, false}) {
+    try {
+      LogWriter second(path, {.exclusive = exclusive});
+      FAIL("a second writer opened a log held exclusively");
+    } catch (const RecordError& e) {
+      CHECK_THAT(e.what(), Contains("is being written by another cutune run"));
+    }
+  }
+  first.close();
+  LogWriter after(path, {.exclusive = true});  // free again once the first is closed
+  CHECK(after.is_open());
+  // And an exclusive writer is refused while a shared one has the log open.
+  after.close();
+  LogWriter shared(path);
+  CHECK_THROWS_AS(LogWriter(path, {.exclusive = true}), RecordError);
+}
+
 TEST_CASE("a malformed line in the middle names the file and line", "[records]") {
   ScratchDir dir;
   const auto path = dir / "log.jsonl";

@@ -7,6 +7,7 @@
 
 #include <zlib.h>
 
+#include "tests/dataset_skip.h"
 #include "src/replay/kt_cache.h"
 
 using namespace cutune::replay;
@@ -110,10 +111,7 @@ namespace {
 
 void check_dataset(const char* file, size_t entries, size_t valid) {
   const std::string path = kData + "/" + file;
-  if (!std::filesystem::exists(path)) {
-    WARN("dataset absent: " << path);
-    return;
-  }
+  cutune::test::require_dataset_path(path);
   auto t0 = std::chrono::steady_clock::now();
   KtCache cache = load_kt_cache(path);
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

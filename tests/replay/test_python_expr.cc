@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/dataset_skip.h"
 #include "src/replay/python_expr.h"
 
 using namespace cutune::replay;
@@ -122,10 +123,7 @@ TEST_CASE("values strings") {
 }
 
 TEST_CASE("every T1 condition and value list in the datasets parses") {
-  if (!std::filesystem::exists(kSpaces)) {
-    WARN("dataset absent: " << kSpaces);
-    return;
-  }
+  cutune::test::require_dataset_path(kSpaces);
   int conditions = 0;
   for (const auto& file : std::filesystem::directory_iterator(kSpaces)) {
     if (file.path().extension() != ".json") continue;
@@ -155,10 +153,7 @@ TEST_CASE("every T1 condition and value list in the datasets parses") {
 
 TEST_CASE("hotspot values") {
   const std::string path = kSpaces + "/hotspot_milo.json";
-  if (!std::filesystem::exists(path)) {
-    WARN("dataset absent: " << path);
-    return;
-  }
+  cutune::test::require_dataset_path(path);
   std::ifstream in(path);
   auto j = nlohmann::json::parse(in);
   std::map<std::string, std::vector<int64_t>> values;

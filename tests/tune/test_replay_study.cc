@@ -69,8 +69,9 @@ TEST_CASE("study curves: monotone, median and trials-to thresholds") {
 // median stays within a few per cent of the expectation), so it catches a model that stops
 // helping. The benchmark (20 seeds, 400 trials) has the full picture.
 TEST_CASE("on real GEMM and convolution caches, the xgb tuner beats random clearly") {
-  for (const char* name : {"gemm/RTX_2080_Ti.json.gz", "convolution_milo/A4000.json.gz"}) {
-    if (!test::have_dataset(name)) continue;
+  const auto names = {"gemm/RTX_2080_Ti.json.gz", "convolution_milo/A4000.json.gz"};
+  for (const char* name : names) test::require_dataset(name);
+  for (const char* name : names) {
     replay::ReplayTask task = replay::ReplayTask::from_cache(
         replay::load_kt_cache(test::kDatasets + "/" + name));
     auto features = cost_model::make_knob_features(task.space());

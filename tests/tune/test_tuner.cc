@@ -1,15 +1,21 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <csignal>
+#include <functional>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "src/records/tuning_log.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/tuner.h"
+#include "src/tune/tuning_session.h"
 #include "tests/tune/tune_fixtures.h"
 
 using namespace cutune;
@@ -65,9 +71,20 @@ TEST_CASE("a tuning run logs every measurement and resumes without re-measuring"
   TuneSummary second = Tuner(task.space(), measurer, *policy, synthetic_key(), o).run();
   CHECK(second.resumed == 50);
   CHECK(second.measured == 70);
-  CHECK(second.best_s <= first.best_s);
   std::vector<Record> records = read_log(log).records;
   REQUIRE(records.size() == 120);
+  // The best of the resumed run is the best of all 120 records, found independently here.
+  double best_in_log = std::numeric_limits<double>::infinity();
+  uint64_t best_index = 0;
+  for (const Record& r : records) {
+    if (r.result.ok() && r.result.mean_s() < best_in_log) {
+      best_in_log = r.result.mean_s();
+      best_index = r.config_index;
+    }
+  }
+  REQUIRE(second.best.has_value());
+  CHECK(second.best_s == best_in_log);
+  CHECK(second.best->index() == best_index);
   std::set<uint64_t> distinct;
   for (const Record& r : records) distinct.insert(r.config_index);
   CHECK(distinct.size() == 120);
@@ -151,4 +168,139 @@ TEST_CASE("resuming refuses a log whose records lie outside the space") {
   o.resume = true;
   o.progress = false;
   CHECK_THROWS_AS(Tuner(task.space(), measurer, *policy, synthetic_key(), o).run(), RecordError);
+}
+
+namespace {
+
+// Sets `stop` once it has measured `after` configurations, as Ctrl-C would mid-run.
+class StoppingMeasurer : public Measurer {
+ public:
+  StoppingMeasurer(Measurer& inner, std::atomic<bool>& stop, size_t after)
+      : inner_(inner), stop_(stop), after_(after) {}
+  std::vector<MeasureResult> measure(const std::vector<Config>& batch) override {
+    measured_ += batch.size();
+    if (measured_ >= after_) stop_ = true;
+    return inner_.measure(batch);
+  }
+  std::string device_name() const override { return inner_.device_name(); }
+  std::string target_arch() const override { return inner_.target_arch(); }
+
+ private:
+  Measurer& inner_;
+  std::atomic<bool>& stop_;
+  size_t after_;
+  size_t measured_ = 0;
+};
+
+std::string user_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no UserError)";
+}
+
+}  // namespace
+
+TEST_CASE("the tuning session returns the records it logged") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features(task.space());
+  ReplayMeasurerAdapter measurer(task);
+  SearchOptions search{.tuner = TunerKind::random, .trials = 30, .batch = 8, .seed = 3};
+  TuningSession session({synthetic_key(), task.space(), features, std::nullopt}, search);
+  auto log = fresh_log("session");
+  TuningOutcome out = session.run(measurer, {log, LogMode::fresh}, {.progress = false});
+  CHECK(out.summary.measured == 30);
+  CHECK_FALSE(out.summary.interrupted);
+  std::vector<Record> logged = read_log(log).records;
+  REQUIRE(logged.size() == 30);
+  REQUIRE(out.records.size() == 30);
+  for (size_t i = 0; i < logged.size(); ++i) CHECK(out.records[i] == logged[i]);
+}
+
+TEST_CASE("a stop request ends the run after the batch in flight, which is logged") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features(task.space());
+  ReplayMeasurerAdapter inner(task);
+  std::atomic<bool> stop{false};
+  StoppingMeasurer measurer(inner, stop, 12);  // set during the second batch of 8
+  SearchOptions search{.tuner = TunerKind::random, .trials = 100, .batch = 8};
+  TuningSession session({synthetic_key(), task.space(), features, std::nullopt}, search);
+  auto log = fresh_log("stop");
+  TuningOutcome out =
+      session.run(measurer, {log, LogMode::fresh}, {.progress = false, .stop = &stop});
+  CHECK(out.summary.interrupted);
+  CHECK(out.summary.measured == 16);
+  CHECK(read_log(log).records.size() == 16);
+
+  // Resuming measures the rest, and only the rest.
+  stop = false;
+  ReplayMeasurerAdapter plain(task);
+  TuningOutcome rest = session.run(plain, {log, LogMode::resume}, {.progress = false});
+  CHECK(rest.summary.resumed == 16);
+  CHECK(rest.summary.measured == 84);
+  CHECK_FALSE(rest.summary.interrupted);
+}
+
+TEST_CASE("the session refuses logs it must not write") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features(task.space());
+  ReplayMeasurerAdapter measurer(task);
+  SearchOptions search{.tuner = TunerKind::random, .trials = 10, .batch = 5};
+  TuningSession session({synthetic_key(), task.space(), features, std::nullopt}, search);
+  auto log = fresh_log("refuse");
+  session.run(measurer, {log, LogMode::fresh}, {.progress = false});
+
+  SECTION("an existing log without resume") {
+    CHECK_THAT(user_error_of([&] { session.run(measurer, {log, LogMode::fresh}); }),
+               Catch::Contains("exists (10 records); add --resume"));
+    CHECK(read_log(log).records.size() == 10);
+  }
+  SECTION("resuming a log of another device names what differs") {
+    TaskKey other = synthetic_key();
+    other.device_name = "Other GPU";
+    TuningSession elsewhere({other, task.space(), features, std::nullopt}, search);
+    CHECK(user_error_of([&] { elsewhere.run(measurer, {log, LogMode::resume}); }) ==
+          fmt::format("--resume: {} holds no records of this task; its closest task differs in "
+                      "device 'Synthetic GPU' (this run: 'Other GPU')",
+                      log.string()));
+  }
+  SECTION("a file that is not a cutune log, even with resume") {
+    auto text = fresh_log("not-a-log");
+    std::ofstream(text) << "hello\n";
+    CHECK_THAT(user_error_of([&] { session.run(measurer, {text, LogMode::resume}); }),
+               Catch::Contains("is not a cutune tuning log"));
+  }
+  SECTION("a log another run is writing") {
+    LogWriter other_run(log, {.exclusive = true});
+    CHECK_THAT(user_error_of([&] { session.run(measurer, {log, LogMode::resume}); }),
+               Catch::Contains("is being written by another cutune run"));
+  }
+  SECTION("a directory") {
+    CHECK_THAT(user_error_of([&] { session.run(measurer, {log.parent_path(), LogMode::fresh}); }),
+               Catch::Contains("is a directory"));
+  }
+}
+
+TEST_CASE("search options out of range, and transfer without xgb, are user errors") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features(task.space());
+  const auto make = [&](SearchOptions o, TransferSources t = {}) {
+    return user_error_of(
+        [&] { TuningSession({synthetic_key(), task.space(), features, std::nullopt}, o, t); });
+  };
+  CHECK(make({.trials = 0}) == "--trials must be >= 1 (got 0)");
+  CHECK(make({.batch = -3}) == "--batch must be >= 1 (got -3)");
+  SearchOptions nan_kappa;
+  nan_kappa.model.kappa = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THAT(make(nan_kappa), Catch::StartsWith("--kappa must be a finite number >= 0"));
+  SearchOptions bad_epsilon;
+  bad_epsilon.model.epsilon = -0.1;
+  CHECK_THAT(make(bad_epsilon), Catch::StartsWith("--epsilon must be in [0, 1]"));
+  CHECK(make({.tuner = TunerKind::random}, {.paths = {"x.jsonl"}}) ==
+        "--transfer-from needs --tuner xgb (got random)");
+  CHECK(make({}, {.paths = {"/nonexistent/x.jsonl"},
+                  .featurize = knob_featurizer(task.space(), features)}) ==
+        "no such file: /nonexistent/x.jsonl");
 }

@@ -17,15 +17,15 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/replay_space.h"
 #include "src/measure/measurer.h"
+#include "tests/dataset_skip.h"
 
 namespace cutune::test {
 
 inline const std::string kDatasets = CUTUNE_SOURCE_DIR "/../shared/datasets";
 
-inline bool have_dataset(const std::string& relative) {
-  if (std::filesystem::exists(kDatasets + "/" + relative)) return true;
-  WARN("dataset absent, skipped: " << kDatasets << "/" << relative);
-  return false;
+// Skips the test case (exit 77) when the dataset is absent; see tests/dataset_skip.h.
+inline void require_dataset(const std::string& relative) {
+  require_dataset_path(kDatasets + "/" + relative);
 }
 
 // 8 x 8 x 8 = 512 points, of which those with x * y > 1024 are absent (invalid in the space);
