@@ -141,7 +141,7 @@ TEST_CASE("the exploration weight falls with the budget left and stays within ka
 // bar of 200 trials is not met, see bench/README.md section 7).
 TEST_CASE("needle space: the needle is two knob changes from the plateau, xgb finds it") {
   const char* name = "convolution_old/RTX_3090.json.gz";
-  if (!test::have_dataset(name)) return;
+  test::require_dataset(name);
   NeedleInfo info;
   replay::ReplayTask task = replay::ReplayTask::from_cache(
       make_needle_cache(replay::load_kt_cache(test::kDatasets + "/" + name), 0.89, 0.8, &info));
