@@ -11,6 +11,7 @@
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
+#include "src/measure/device_selection.h"
 #include "src/measure/gpu_measurer.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
@@ -108,6 +109,7 @@ struct TuneArgs {
   std::vector<std::string> transfer_from;
   ReplaySource replay;
   bool quiet = false;
+  std::string devices;  // --devices: all, or GPU ordinals (src/measure/device_selection.h)
 };
 
 // A Kernel Tuner cache (gzip, or one JSON document whose first line is not a record) rather
@@ -248,6 +250,7 @@ void run_tune(const TuneArgs& args) {
   auto features = cost_model::make_ir_features(*tmpl, limits);
   GpuMeasureOptions gpu;
   gpu.arch = args.arch;
+  gpu.devices = select_devices(args.devices, list_devices(), args.arch);
   // Before the log is touched: without a GPU this ends the command, leaving no file behind.
   std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
   TaskKey key;
@@ -365,6 +368,9 @@ void add_tune_commands(CLI::App& app) {
   tune->add_option("--spec", targs->replay.spec, "with --replay: the T1 space specification");
   tune->add_flag("--noise", targs->replay.noise, "with --replay: answer with one drawn repetition");
   tune->add_flag("--quiet", targs->quiet, "no progress line");
+  tune->add_option("--devices", targs->devices,
+                   "GPUs to measure on, one worker each: all (default: every GPU of the task's "
+                   "kind) or ordinals, e.g. 0,2");
   tune->callback([targs] { run_tune(*targs); });
 
   auto* rep = app.add_subcommand("replay", "measure a tuner's efficiency on a replayed cache");

@@ -22,6 +22,7 @@ class FakeBackend final : public WorkerBackend {
     for (const WorkerTensor& t : task.tensors)
       if (t.name == "fail_setup") throw std::runtime_error("fake setup failure requested");
     ++setups_;
+    device_ = task.device;
   }
 
   MeasureReply measure(const MeasureRequest& r) override {
@@ -44,7 +45,10 @@ class FakeBackend final : public WorkerBackend {
     }
     if (what == "fake_slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MeasureResult& result = reply.result;
-    result.extra = {{"pid", getpid()}, {"setups", setups_}, {"cubin_bytes", r.cubin.size()}};
+    result.extra = {{"pid", getpid()},
+                    {"setups", setups_},
+                    {"device", device_},
+                    {"cubin_bytes", r.cubin.size()}};
     if (what == "fake_ok" || what == "fake_slow") {
       result.status = MeasureStatus::ok;
       result.times_s = {1e-3 * double(1 + r.id % 3)};
@@ -67,6 +71,7 @@ class FakeBackend final : public WorkerBackend {
  private:
   int fd_;
   int setups_ = 0;
+  int device_ = -1;
 };
 
 }  // namespace
