@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libxgboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
   libboost-context-dev zlib1g-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()
