@@ -129,31 +129,31 @@ void serve_rank(LocalLane& lane) {
   const int kill_after = kill_after_for_this_rank();
   int measured = 0;
   for (;;) {
+    // Not MPI_Probe: Open MPI's blocking calls spin, and an idle rank must leave the cores to
+    // the ranks that work (several ranks may share a core; rank 0 searches while they wait).
     MPI_Status status;
-    MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+    for (int flag = 0;;) {
+      MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+      if (flag) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
     if (status.MPI_TAG == kStop) {
       recv_json(status);
       return;
     }
-    // Everything rank 0 has sent so far is measured together (a GPU rank compiles it ahead).
-    std::vector<WorkItem> items;
-    for (int flag = 1; flag;) {
-      const nlohmann::json j = recv_json(status);
-      items.push_back({j.at("id").get<uint64_t>(), j.at("task").get<int>(),
-                       j.at("config").get<uint64_t>()});
-      MPI_Iprobe(0, kWork, MPI_COMM_WORLD, &flag, &status);
-    }
-    std::vector<MeasureResult> results = lane.measure(items);
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (kill_after >= 0 && measured >= kill_after) raise(SIGKILL);
-      ++measured;
-      const nlohmann::json& extra = results[i].extra;
-      std::string device = std::to_string(g_rank);
-      if (extra.is_object() && extra.contains("device") && extra["device"].is_number_integer())
-        device += ":" + std::to_string(extra["device"].get<int>());
-      send_json({{"id", items[i].id}, {"device", device}, {"result", to_json(results[i])}}, 0,
-                kResult);
-    }
+    // One candidate at a time, its answer sent at once: rank 0 keeps a few more queued here,
+    // so the rank never waits for a round trip between measurements.
+    const nlohmann::json j = recv_json(status);
+    const WorkItem item{j.at("id").get<uint64_t>(), j.at("task").get<int>(),
+                        j.at("config").get<uint64_t>()};
+    MeasureResult result = std::move(lane.measure({item})[0]);
+    if (kill_after >= 0 && measured >= kill_after) raise(SIGKILL);
+    ++measured;
+    std::string device = std::to_string(g_rank);
+    if (result.extra.is_object() && result.extra.contains("device") &&
+        result.extra["device"].is_number_integer())
+      device += ":" + std::to_string(result.extra["device"].get<int>());
+    send_json({{"id", item.id}, {"device", device}, {"result", to_json(result)}}, 0, kResult);
   }
 }
 

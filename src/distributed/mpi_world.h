@@ -38,7 +38,7 @@ void abort_job(int code);
 // and then tells every rank to stop.
 class RemoteLanes {
  public:
-  RemoteLanes(MeasureQueue& queue, int inflight = 2);
+  RemoteLanes(MeasureQueue& queue, int inflight = 3);
   ~RemoteLanes();  // joins; close the queue first
 
  private:
