@@ -433,6 +433,11 @@ void add_tune_commands(CLI::App& app) {
                    "GPUs to measure on, one worker each: all (default: every GPU of the task's "
                    "kind) or ordinals, e.g. 0,2");
   tune->callback([targs] {
+    if (!(targs->replay_cost_ms >= 0 && targs->replay_cost_ms < 1e6))
+      throw UsageError("--replay-cost-ms must be in [0, 1e6)");
+    if (targs->replay_cost_ms > 0 && targs->replays.empty())
+      throw UsageError("--replay-cost-ms needs --replay CACHE");
+    if (targs->concurrent_tasks < 0) throw UsageError("--concurrent-tasks must be >= 0");
     if (targs->replays.size() > 1 || distributed::process_count() > 1 || targs->coordinator_only)
       return run_tune_scaled(*targs);
     if (!targs->replays.empty()) targs->replay.cache = targs->replays.front();
