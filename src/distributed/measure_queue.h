@@ -99,7 +99,10 @@ class LocalLanes {
 class TaskMeasurer final : public Measurer {
  public:
   TaskMeasurer(MeasureQueue& queue, int task, std::string device_name, std::string target_arch)
-      : queue_(queue), task_(task), device_(std::move(device_name)), arch_(std::move(target_arch)) {}
+      : queue_(queue),
+        task_(task),
+        device_(std::move(device_name)),
+        arch_(std::move(target_arch)) {}
   std::vector<MeasureResult> measure(const std::vector<Config>& batch) override {
     return queue_.measure(task_, batch);
   }

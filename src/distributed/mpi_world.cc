@@ -110,8 +110,8 @@ void RemoteLanes::loop(MeasureQueue& queue, int inflight) {
       const nlohmann::json j = recv_json(status);
       const uint64_t id = j.at("id").get<uint64_t>();
       auto it = sent.find(id);
-      CUTUNE_CHECK(it != sent.end(), fmt::format("rank {} answered unknown item {}",
-                                                 status.MPI_SOURCE, id));
+      CUTUNE_CHECK(it != sent.end(),
+                   fmt::format("rank {} answered unknown item {}", status.MPI_SOURCE, id));
       MeasureResult result = measure_result_from_json(j.at("result"));
       queue.complete(it->second, std::move(result), j.at("device").get<std::string>());
       sent.erase(it);

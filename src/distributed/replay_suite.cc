@@ -38,7 +38,8 @@ std::vector<SuiteTaskResult> run_replay_suite(const ReplaySuiteOptions& o) {
   const int rank = process_rank();
   const int ranks = process_count();
   if (o.coordinator_only && ranks < 2)
-    throw UserError("--coordinator-only needs other ranks to measure (run under mpirun -n 2 or more)");
+    throw UserError(
+        "--coordinator-only needs other ranks to measure (run under mpirun -n 2 or more)");
   // Every rank loads every task: candidates travel as configuration indices.
   std::vector<std::shared_ptr<const replay::ReplayTask>> tasks;
   for (const std::string& path : o.caches)
@@ -97,8 +98,8 @@ std::vector<SuiteTaskResult> run_replay_suite(const ReplaySuiteOptions& o) {
             std::lock_guard<std::mutex> lock(mutex);
             if (progress)
               fmt::print(stderr, "[{}/{}] {}: {} trials, best {:.4g} ms ({:.1f}% of the optimum)\n",
-                         ++finished, tasks.size(), r.key.to_string(), r.summary.total(),
-                         r.best_ms, r.best_ms > 0 ? 100.0 * r.optimum_ms / r.best_ms : 0.0);
+                         ++finished, tasks.size(), r.key.to_string(), r.summary.total(), r.best_ms,
+                         r.best_ms > 0 ? 100.0 * r.optimum_ms / r.best_ms : 0.0);
           } catch (...) {
             std::lock_guard<std::mutex> lock(mutex);
             if (!error) error = std::current_exception();

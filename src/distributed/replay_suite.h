@@ -37,9 +37,9 @@ struct ReplaySuiteOptions {
                                     // line per finished task
   PolicyFactory make_policy;
   bool noise = false;
-  double cost_ms = 0;               // --replay-cost-ms, slept by the measuring rank
-  bool coordinator_only = false;    // rank 0 does not measure (needs other ranks)
-  int concurrent_tasks = 0;         // tuning loops at once; 0: every task
+  double cost_ms = 0;             // --replay-cost-ms, slept by the measuring rank
+  bool coordinator_only = false;  // rank 0 does not measure (needs other ranks)
+  int concurrent_tasks = 0;       // tuning loops at once; 0: every task
 };
 
 struct SuiteTaskResult {

@@ -40,8 +40,8 @@ std::vector<int> select_devices(const std::string& spec, const std::vector<Devic
       return arch.empty() || d.arch() == arch;
     });
     if (first == present.end())
-      throw UserError(fmt::format("no GPU of architecture {} among the {} present", arch,
-                                  present.size()));
+      throw UserError(
+          fmt::format("no GPU of architecture {} among the {} present", arch, present.size()));
     for (const DeviceInfo& d : present)
       if (d.name == first->name) chosen.push_back(d.ordinal);
     return chosen;
@@ -53,13 +53,14 @@ std::vector<int> select_devices(const std::string& spec, const std::vector<Devic
     auto it = std::find_if(present.begin(), present.end(),
                            [&](const DeviceInfo& d) { return d.ordinal == ordinal; });
     if (it == present.end())
-      throw UserError(fmt::format("--devices: there is no GPU {} ({} present)", ordinal,
-                                  present.size()));
+      throw UserError(
+          fmt::format("--devices: there is no GPU {} ({} present)", ordinal, present.size()));
     if (kind == nullptr) kind = &*it;
     if (it->name != kind->name)
-      throw UserError(fmt::format("--devices: GPU {} is a {} and GPU {} a {}; one task measures "
-                                  "on GPUs of one kind",
-                                  kind->ordinal, kind->name, ordinal, it->name));
+      throw UserError(
+          fmt::format("--devices: GPU {} is a {} and GPU {} a {}; one task measures "
+                      "on GPUs of one kind",
+                      kind->ordinal, kind->name, ordinal, it->name));
   }
   return chosen;
 }

@@ -54,15 +54,17 @@ std::vector<std::vector<MeasureResult>> run(int lanes, const std::string& device
   MeasureQueue queue;
   std::vector<std::vector<MeasureResult>> per_task(2);
   {
-    LocalLanes local(queue, lanes, [](int task) { return std::make_unique<FakeMeasurer>(task); },
-                     {&space, &space}, device);
+    LocalLanes local(
+        queue, lanes, [](int task) { return std::make_unique<FakeMeasurer>(task); },
+        {&space, &space}, device);
     std::vector<std::thread> producers;
     for (int t = 0; t < 2; ++t) {
       producers.emplace_back([&, t] {
         TaskMeasurer m(queue, t, "fake", "fake");
         for (int b = 0; b < 3; ++b) {
           std::vector<Config> batch;
-          for (uint64_t i = 0; i < 9; ++i) batch.push_back(space.get((uint64_t(b) * 9 + i * 5 + t) % space.size()));
+          for (uint64_t i = 0; i < 9; ++i)
+            batch.push_back(space.get((uint64_t(b) * 9 + i * 5 + t) % space.size()));
           for (MeasureResult& r : m.measure(batch)) per_task[size_t(t)].push_back(std::move(r));
         }
       });

@@ -54,9 +54,8 @@ TEST_CASE("a batch spreads over four workers and survives one of them dying", "[
   for (int i = 0; i < 16; ++i) behaviours.push_back(i % 2 ? "fake_ok" : "fake_slow");
   behaviours[5] = "fake_crash";
   behaviours[11] = "fake_wrong";
-  const std::vector<PoolResult> results = pool.run(behaviours.size(), [&](size_t i) {
-    return WorkerPool::Prepared{request(behaviours[i])};
-  });
+  const std::vector<PoolResult> results = pool.run(
+      behaviours.size(), [&](size_t i) { return WorkerPool::Prepared{request(behaviours[i])}; });
   REQUIRE(results.size() == behaviours.size());
 
   std::map<int, std::set<int>> pids_by_device;
@@ -89,9 +88,8 @@ TEST_CASE("a batch spreads over four workers and survives one of them dying", "[
   CHECK(pool.restarts() == 1);
 
   // The pool goes on after the failure: the replaced worker is set up again on its GPU.
-  const std::vector<PoolResult> again = pool.run(8, [&](size_t) {
-    return WorkerPool::Prepared{request("fake_slow")};
-  });
+  const std::vector<PoolResult> again =
+      pool.run(8, [&](size_t) { return WorkerPool::Prepared{request("fake_slow")}; });
   std::set<int> devices;
   for (const PoolResult& r : again) {
     INFO(r.device << ": " << r.result.error);
@@ -102,7 +100,8 @@ TEST_CASE("a batch spreads over four workers and survives one of them dying", "[
   CHECK(devices.size() == 4);
 }
 
-TEST_CASE("candidates finished before measuring keep their result and no device", "[worker][pool]") {
+TEST_CASE("candidates finished before measuring keep their result and no device",
+          "[worker][pool]") {
   WorkerPool pool(fake_worker(), {3, 4});
   pool.set_task(small_task(), {});
   const std::vector<PoolResult> results = pool.run(6, [](size_t i) -> WorkerPool::Prepared {
@@ -145,7 +144,7 @@ DeviceInfo gpu(int ordinal, const std::string& name, int cc_major) {
 
 }  // namespace
 
-TEST_CASE("--devices picks GPUs of one kind", "[pool][devices]") {
+TEST_CASE("device selection picks GPUs of one kind", "[pool][devices]") {
   const std::vector<DeviceInfo> host = {gpu(0, "NVIDIA A100", 8), gpu(1, "NVIDIA H200", 9),
                                         gpu(2, "NVIDIA A100", 8), gpu(3, "NVIDIA H200", 9)};
   CHECK(select_devices("all", host) == std::vector<int>{0, 2});
