@@ -9,6 +9,7 @@ packages=(
   libboost-context-dev zlib1g-dev
   gnuplot-nox  # the plots of `cutune report`
   chromium     # tests/report renders the report page headless (~350 MB, 14 s to install here)
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

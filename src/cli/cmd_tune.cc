@@ -11,11 +11,14 @@
 
 #include "cost_model/features.h"
 #include "src/cli/cli_common.h"
+#include "src/distributed/replay_suite.h"
+#include "src/measure/device_selection.h"
 #include "src/measure/gpu_measurer.h"
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/runtime/driver_api.h"
+#include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
 #include "src/tune/tuning_session.h"
@@ -110,6 +113,11 @@ struct TuneArgs {
   std::vector<std::string> transfer_from;
   ReplaySource replay;
   bool quiet = false;
+  std::string devices;  // --devices: all, or GPU ordinals (src/measure/device_selection.h)
+  std::vector<std::string> replays;  // --replay: one cache, or several (a replay suite)
+  double replay_cost_ms = 0;
+  bool coordinator_only = false;
+  int concurrent_tasks = 0;
 };
 
 std::vector<std::filesystem::path> as_paths(const std::vector<std::string>& v) {
@@ -209,7 +217,7 @@ void run_tune(const TuneArgs& args) {
     TuningSession session({replay_task_key(task), task.space(), *features, std::nullopt}, search,
                           {.paths = as_paths(args.transfer_from),
                            .featurize = knob_featurizer(task.space(), *features)});
-    ReplayMeasurerAdapter measurer(task, args.replay.noise, search.seed);
+    ReplayMeasurerAdapter measurer(task, args.replay.noise, search.seed, args.replay_cost_ms);
     const double optimum_ms = task.summary().best_time_ms;
     tune_and_report(session, measurer, args, [&](nlohmann::json& j, const TuneSummary& s) {
       j["optimum_ms"] = optimum_ms;
@@ -227,6 +235,8 @@ void run_tune(const TuneArgs& args) {
   if (args.op.empty() || args.shape.empty()) {
     throw UsageError("tune needs OP and --shape (or --replay CACHE)");
   }
+  if (distributed::process_count() > 1)
+    throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
   TaskOptions task_options;
   task_options.op = args.op;
   task_options.shape = args.shape;
@@ -235,6 +245,7 @@ void run_tune(const TuneArgs& args) {
   auto tmpl = task_options.make();
   GpuMeasureOptions gpu;
   gpu.arch = args.arch;
+  gpu.devices = select_devices(args.devices, list_devices(), args.arch);
   // Before the log is touched: without a GPU this ends the command, leaving no file behind.
   std::unique_ptr<Measurer> measurer;
   try {
@@ -258,6 +269,50 @@ void run_tune(const TuneArgs& args) {
                         {.paths = as_paths(args.transfer_from),
                          .featurize = template_featurizer(key, *features, limits)});
   tune_and_report(session, *measurer, args, {});
+}
+
+// Several caches, or an MPI job: src/distributed/replay_suite.h. Every rank runs this; only
+// rank 0 prints.
+void run_tune_scaled(const TuneArgs& args) {
+  const SearchOptions search = args.search.options();
+  if (args.resume && args.log.empty()) throw UsageError("--resume needs --log FILE");
+  if (!args.op.empty() || !args.shape.empty() || !args.replay.spec.empty())
+    throw UsageError("a replay suite takes operators and shapes from its caches; drop OP/--shape/--spec");
+  if (!args.transfer_from.empty())
+    throw UsageError("--transfer-from is not supported for replay suites yet");
+  if (args.replays.empty()) throw UsageError("under mpirun, tune needs --replay CACHE...");
+  const TunerKind kind = search.tuner;
+  ModelPolicyOptions model = search.model;
+  model.plan_size = search.batch;
+  distributed::ReplaySuiteOptions o;
+  o.caches = args.replays;
+  o.tune.trials = args.search.trials;
+  o.tune.batch = args.search.batch;
+  o.tune.log = args.log;
+  o.tune.resume = args.resume;
+  o.tune.seed = args.search.seed;
+  o.tune.progress = !args.quiet;
+  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f) {
+    return make_search_policy(kind, space, f, model);
+  };
+  o.noise = args.replay.noise;
+  o.cost_ms = args.replay_cost_ms;
+  o.coordinator_only = args.coordinator_only;
+  o.concurrent_tasks = args.concurrent_tasks;
+  const std::vector<distributed::SuiteTaskResult> results = distributed::run_replay_suite(o);
+  if (distributed::process_rank() != 0) return;
+  nlohmann::json all = nlohmann::json::array();
+  for (const distributed::SuiteTaskResult& r : results) {
+    if (args.search.json) {
+      nlohmann::json j = summary_json(r.key, r.summary, args.log, std::nullopt);
+      j["optimum_ms"] = r.optimum_ms;
+      all.push_back(std::move(j));
+    } else {
+      print_summary(r.key, r.summary, args.log, std::nullopt);
+    }
+  }
+  if (args.search.json)
+    print_json({{"tasks", all}, {"ranks", distributed::process_count()}});
 }
 
 struct ReplayArgs {
@@ -364,11 +419,34 @@ void add_tune_commands(CLI::App& app) {
                    "logs of other tasks of the same template (with --replay, also Kernel "
                    "Tuner caches of the same space), for transfer learning")
       ->expected(1, -1);
-  tune->add_option("--replay", targs->replay.cache, "measure from a Kernel Tuner cache instead");
+  tune->add_option("--replay", targs->replays,
+                   "measure from a Kernel Tuner cache instead; several caches tune a replay "
+                   "suite (tasks searched at once, one log)")
+      ->expected(1, -1);
+  tune->add_option("--replay-cost-ms", targs->replay_cost_ms,
+                   "with --replay: each answer takes this long on the measuring rank (a sleep), "
+                   "to study scaling without GPUs");
+  tune->add_flag("--coordinator-only", targs->coordinator_only,
+                 "under mpirun: rank 0 searches and logs but does not measure");
+  tune->add_option("--concurrent-tasks", targs->concurrent_tasks,
+                   "replay suite: tasks searched at once (default: all)");
   tune->add_option("--spec", targs->replay.spec, "with --replay: the T1 space specification");
   tune->add_flag("--noise", targs->replay.noise, "with --replay: answer with one drawn repetition");
   tune->add_flag("--quiet", targs->quiet, "no progress line");
-  tune->callback([targs] { run_tune(*targs); });
+  tune->add_option("--devices", targs->devices,
+                   "GPUs to measure on, one worker each: all (default: every GPU of the task's "
+                   "kind) or ordinals, e.g. 0,2");
+  tune->callback([targs] {
+    if (!(targs->replay_cost_ms >= 0 && targs->replay_cost_ms < 1e6))
+      throw UsageError("--replay-cost-ms must be in [0, 1e6)");
+    if (targs->replay_cost_ms > 0 && targs->replays.empty())
+      throw UsageError("--replay-cost-ms needs --replay CACHE");
+    if (targs->concurrent_tasks < 0) throw UsageError("--concurrent-tasks must be >= 0");
+    if (targs->replays.size() > 1 || distributed::process_count() > 1 || targs->coordinator_only)
+      return run_tune_scaled(*targs);
+    if (!targs->replays.empty()) targs->replay.cache = targs->replays.front();
+    run_tune(*targs);
+  });
 
   auto* rep = app.add_subcommand("replay", "measure a tuner's efficiency on a replayed cache");
   auto rargs = std::make_shared<ReplayArgs>();

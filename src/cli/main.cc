@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <system_error>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -15,6 +16,11 @@
 #include "src/runtime/driver_api.h"
 #include "src/runtime/dynamic_library.h"
 #include "src/space/config_space.h"
+#ifdef CUTUNE_WITH_MPI
+#include <cstring>
+
+#include "src/distributed/mpi_world.h"
+#endif
 
 namespace {
 
@@ -23,12 +29,21 @@ constexpr int kExitUsage = 2;
 int fail(const std::string& message, int code) {
   std::cout.flush();
   std::cerr << "cutune: " << message << std::endl;
+#ifdef CUTUNE_WITH_MPI
+  cutune::distributed::abort_job(code);  // the other ranks would wait for this one forever
+#endif
   return code;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef CUTUNE_WITH_MPI
+  // Under mpirun/srun only, and never in a measuring worker (it inherits the rank's
+  // environment but is not a rank).
+  std::optional<cutune::distributed::MpiSession> mpi;
+  if (!(argc > 1 && std::strcmp(argv[1], "__worker") == 0)) mpi.emplace(&argc, &argv);
+#endif
   CLI::App app{"cutune: an auto-tuner that writes fast CUDA kernels"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");

@@ -14,7 +14,7 @@
 #include "src/runtime/driver_api.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "src/measure/correctness.h"
-#include "src/measure/worker_process.h"
+#include "src/measure/worker_pool.h"
 
 namespace cutune {
 
@@ -73,7 +73,8 @@ class GpuMeasurer final : public Measurer {
         builder_(make_build_options(options, device_), std::max(options.compile_jobs, 1),
                  options.cache_dir.empty() ? std::nullopt
                                            : std::optional<std::filesystem::path>(options.cache_dir)),
-        worker_(make_worker_options(options)) {
+        worker_(make_worker_options(options),
+                options.devices.empty() ? std::vector<int>{options.device} : options.devices) {
     if (!options.arch.empty()) limits_.arch = options.arch;
     std::vector<char> expected;
     WorkerTask task = worker_task(tmpl, options, &expected);
@@ -103,17 +104,28 @@ class GpuMeasurer final : public Measurer {
     }
     const std::vector<CudaSource> kept = sources;
     CompilePipeline pipeline(builder_, std::move(sources), options_.compile_jobs);
+    std::vector<MeasureResult> compiled_info(kept.size());  // compile time and ptxas extras
+    std::vector<PoolResult> measured = worker_.run(kept.size(), [&](size_t j) {
+      WorkerPool::Prepared prepared;
+      try {
+        prepared = prepare_compiled(kept[j], pipeline.get(j), compiled_info[j]);
+      } catch (const std::exception& e) {
+        MeasureResult failed;
+        failed.status = MeasureStatus::compile_error;
+        failed.error = first_line(e.what());
+        prepared = std::move(failed);
+      }
+      return prepared;
+    });
     for (size_t j = 0; j < kept.size(); ++j) {
       MeasureResult& result = results[slot[j]];
-      CompileResult compiled;
-      try {
-        compiled = pipeline.get(j);
-      } catch (const std::exception& e) {
-        result.status = MeasureStatus::compile_error;
-        result.error = first_line(e.what());
-        continue;
-      }
-      result = measure_compiled(kept[j], compiled);
+      result = std::move(measured[j].result);
+      if (measured[j].device < 0) continue;
+      result.compile_s = compiled_info[j].compile_s;
+      nlohmann::json extra = std::move(compiled_info[j].extra);
+      if (result.extra.is_object()) extra.update(result.extra);
+      extra["device"] = measured[j].device;
+      result.extra = std::move(extra);
     }
     return results;
   }
@@ -136,8 +148,11 @@ class GpuMeasurer final : public Measurer {
     return w;
   }
 
-  MeasureResult measure_compiled(const CudaSource& source, const CompileResult& compiled) {
-    MeasureResult result;
+  // The request for a compiled candidate, or its result when it cannot run; `info` gets the
+  // compile time and ptxas extras either way. Runs on the pool's threads, one per candidate.
+  WorkerPool::Prepared prepare_compiled(const CudaSource& source, const CompileResult& compiled,
+                                        MeasureResult& info) const {
+    MeasureResult& result = info;
     result.compile_s = compiled.seconds;
     if (!compiled.ok()) {
       result.status = MeasureStatus::compile_error;
@@ -163,11 +178,9 @@ class GpuMeasurer final : public Measurer {
       return result;
     }
     MeasureRequest request;
-    request.id = next_id_++;
     request.kernel_name = source.kernel_name;
     request.launch = source.launch;
     request.check = options_.check;
-    request.best_so_far_s = best_s_;
     request.cubin = compiled.cubin;
     const std::vector<TensorSpec> tensors = tmpl_.tensors();
     for (const KernelParam& param : source.params) {
@@ -180,14 +193,7 @@ class GpuMeasurer final : public Measurer {
       }
       request.args.push_back(int(it - tensors.begin()));
     }
-    MeasureReply reply = worker_.measure(std::move(request));
-    nlohmann::json extra = std::move(result.extra);
-    result = std::move(reply.result);
-    result.compile_s = compiled.seconds;
-    if (result.extra.is_object()) extra.update(result.extra);
-    result.extra = std::move(extra);
-    if (result.ok() && !result.times_s.empty()) best_s_ = std::min(best_s_, result.median_s());
-    return result;
+    return request;
   }
 
   const Template& tmpl_;
@@ -195,9 +201,7 @@ class GpuMeasurer final : public Measurer {
   DeviceInfo device_;
   ir::TargetLimits limits_;
   NvrtcBuilder builder_;
-  WorkerSupervisor worker_;
-  double best_s_ = std::numeric_limits<double>::infinity();
-  uint64_t next_id_ = 0;
+  WorkerPool worker_;  // one worker per GPU; it keeps the best time for early stopping
 };
 
 }  // namespace
@@ -255,10 +259,14 @@ std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
                                             const GpuMeasureOptions& options) {
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
-  if (options.device < 0 || size_t(options.device) >= devices.size())
-    throw NoDeviceError(fmt::format("no CUDA device found: device {} requested, {} present",
-                                    options.device, devices.size()));
-  return std::make_unique<GpuMeasurer>(tmpl, options, devices[size_t(options.device)]);
+  const std::vector<int> wanted =
+      options.devices.empty() ? std::vector<int>{options.device} : options.devices;
+  for (int d : wanted)
+    if (d < 0 || size_t(d) >= devices.size())
+      throw NoDeviceError(fmt::format("no CUDA device found: device {} requested, {} present", d,
+                                      devices.size()));
+  // The GPUs are of one kind (device_selection.h): the first one describes them all.
+  return std::make_unique<GpuMeasurer>(tmpl, options, devices[size_t(wanted.front())]);
 }
 
 }  // namespace cutune

@@ -20,6 +20,9 @@ namespace cutune {
 struct GpuMeasureOptions {
   std::string arch;          // empty: the device's
   int device = 0;
+  // GPUs to measure on, one worker each (src/measure/worker_pool.h); empty: {device}. Each
+  // result's extra says which one measured it ("device": ordinal).
+  std::vector<int> devices;
   int compile_jobs = 2;
   bool flush_l2 = true;      // --no-flush turns it off
   double min_repeat_seconds = 0.01;  // kernel time summed before a stable median may stop
@@ -49,7 +52,8 @@ TimingOptions timing_options(const GpuMeasureOptions& options);
 WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
                        std::vector<char>* expected, bool allow_baseline = true);
 
-// Throws NoDeviceError ("no CUDA device found") where there is no usable GPU.
+// Throws NoDeviceError ("no CUDA device found") where there is no usable GPU. The GPUs of
+// options.devices must be of one kind (src/measure/device_selection.h chooses them).
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options);
 
 }  // namespace cutune

@@ -30,6 +30,7 @@ class FakeBackend final : public WorkerBackend {
       zero_init_.push_back(t.zero_init);
     }
     baseline_ = task.baseline.to_json();
+    device_ = task.device;
   }
 
   MeasureReply measure(const MeasureRequest& r) override {
@@ -53,8 +54,9 @@ class FakeBackend final : public WorkerBackend {
     if (what == "fake_slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MeasureResult& result = reply.result;
     result.extra = {{"pid", getpid()},          {"setups", setups_},
-                    {"cubin_bytes", r.cubin.size()}, {"tensor_bytes", tensor_bytes_},
-                    {"zero_init", zero_init_},      {"baseline", baseline_}};
+                    {"device", device_},           {"cubin_bytes", r.cubin.size()},
+                    {"tensor_bytes", tensor_bytes_}, {"zero_init", zero_init_},
+                    {"baseline", baseline_}};
     if (what == "fake_ok" || what == "fake_slow") {
       result.status = MeasureStatus::ok;
       result.times_s = {1e-3 * double(1 + r.id % 3)};
@@ -78,6 +80,7 @@ class FakeBackend final : public WorkerBackend {
   int fd_;
   int setups_ = 0;
   nlohmann::json tensor_bytes_, zero_init_, baseline_;
+  int device_ = -1;
 };
 
 }  // namespace

@@ -23,8 +23,8 @@ class WorkerBackend {
 };
 
 // The fake backend picks its behaviour from the request's kernel name:
-//   fake_ok       answers ok, one time of (1 + id % 3) ms, extra {pid, setups, cubin_bytes,
-//                 tensor_bytes and zero_init per task tensor, the task's baseline as JSON}
+//   fake_ok       answers ok, one time of (1 + id % 3) ms, extra {pid, setups, device,
+//                 cubin_bytes, tensor_bytes and zero_init per task tensor, the task's baseline}
 //   fake_slow     sleeps 0.3 s, then answers like fake_ok
 //   fake_wrong    answers wrong_answer
 //   fake_poison   answers runtime_error with context_poisoned

@@ -1,5 +1,8 @@
 #include "src/tune/replay_measurer_adapter.h"
 
+#include <chrono>
+#include <thread>
+
 namespace cutune {
 
 MeasureResult to_measure_result(const replay::ReplayMeasurement& measurement) {
@@ -46,13 +49,17 @@ std::vector<Record> cache_records(const replay::ReplayTask& task) {
 }
 
 ReplayMeasurerAdapter::ReplayMeasurerAdapter(const replay::ReplayTask& task, bool noise,
-                                             uint64_t seed)
-    : task_(task), measurer_(task, noise, seed) {}
+                                             uint64_t seed, double cost_ms)
+    : task_(task), measurer_(task, noise, seed), cost_ms_(cost_ms) {}
 
 std::vector<MeasureResult> ReplayMeasurerAdapter::measure(const std::vector<Config>& batch) {
   std::vector<MeasureResult> out;
   out.reserve(batch.size());
-  for (const Config& c : batch) out.push_back(to_measure_result(measurer_.measure(c)));
+  for (const Config& c : batch) {
+    if (cost_ms_ > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cost_ms_));
+    out.push_back(to_measure_result(measurer_.measure(c)));
+  }
   return out;
 }
 

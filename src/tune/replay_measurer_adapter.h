@@ -31,9 +31,11 @@ std::vector<Record> cache_records(const replay::ReplayTask& task);
 
 class ReplayMeasurerAdapter : public Measurer {
  public:
-  // The task must outlive the adapter.
+  // The task must outlive the adapter. With cost_ms > 0 every configuration answered takes
+  // that many milliseconds of wall time (a sleep, not work), so that scaling over many
+  // measuring processes can be studied on one machine (--replay-cost-ms).
   explicit ReplayMeasurerAdapter(const replay::ReplayTask& task, bool noise = false,
-                                 uint64_t seed = 0);
+                                 uint64_t seed = 0, double cost_ms = 0);
 
   std::vector<MeasureResult> measure(const std::vector<Config>& batch) override;
   std::string device_name() const override;
@@ -42,6 +44,7 @@ class ReplayMeasurerAdapter : public Measurer {
  private:
   const replay::ReplayTask& task_;
   replay::ReplayMeasurer measurer_;
+  double cost_ms_;
 };
 
 }  // namespace cutune

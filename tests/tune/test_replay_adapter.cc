@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include "src/tune/replay_measurer_adapter.h"
 #include "tests/tune/tune_fixtures.h"
 
@@ -37,4 +39,19 @@ TEST_CASE("replay adapter: ok results carry the time in seconds, failures are in
   ReplayMeasurerAdapter noisy(task, /*noise=*/true, /*seed=*/3);
   double t = noisy.measure({at(16, 1)})[0].mean_s();
   CHECK((t == Approx(1.5e-3) || t == Approx(2.5e-3)));
+}
+
+TEST_CASE("replay adapter: --replay-cost-ms makes every answer take that long") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(replay::parse_kt_cache(R"({
+    "device_name": "Tiny GPU", "kernel_name": "k", "problem_size": [64],
+    "tune_params_keys": ["bx"], "tune_params": {"bx": [16, 32]},
+    "cache": {"16": {"bx": 16, "time": 2.0}, "32": {"bx": 32, "time": 1.0}}})"));
+  ReplayMeasurerAdapter slow(task, false, 0, /*cost_ms=*/20);
+  ReplayMeasurerAdapter fast(task);
+  const std::vector<Config> batch = {task.space().get(0), task.space().get(1), task.space().get(0)};
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<MeasureResult> r = slow.measure(batch);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(elapsed >= 3 * 0.020);  // a lower bound: the sleep happened for each configuration
+  CHECK(r == fast.measure(batch));  // and the answers are those of the free adapter
 }

@@ -1,0 +1,131 @@
+// Tuning a replay suite of the shared caches under mpirun: the records do not depend on the
+// number of ranks, and a job that loses a rank is continued by --resume with another number of
+// ranks to the exact trial count. Needs MPI (this file is built only with it) and
+// ../shared/datasets (each case exits 77, skipped, where it is absent).
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "src/records/tuning_log.h"
+
+using namespace cutune;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kData = CUTUNE_SOURCE_DIR "/../shared/datasets";
+const std::vector<std::string> kCaches = {
+    "gemm/RTX_3090.json.gz", "convolution_old/RTX_3090.json.gz", "dedispersion_milo/A4000.json.gz"};
+
+std::string suite_args(int trials) {
+  for (const std::string& c : kCaches) {
+    if (!fs::exists(kData + "/" + c)) {
+      std::cout << "skipped: dataset absent: " << kData << "/" << c << std::endl;
+      std::exit(77);
+    }
+  }
+  std::string args = "tune --quiet --tuner xgb --batch 16 --seed 5 --trials " +
+                     std::to_string(trials) + " --replay";
+  for (const std::string& c : kCaches) args += " " + kData + "/" + c;
+  return args;
+}
+
+fs::path scratch(const std::string& name) {
+  static const fs::path dir = [] {
+    std::string templ = (fs::temp_directory_path() / "cutune-mpi-test-XXXXXX").string();
+    return fs::path(mkdtemp(templ.data()));
+  }();
+  fs::remove(dir / name);
+  return dir / name;
+}
+
+// Exit status of a shell command (-1 when it did not exit normally).
+int shell(const std::string& command) {
+  INFO("$ " << command);
+  const int raw = std::system(command.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+std::string cutune_binary() { return CUTUNE_BINARY_DIR "/src/cli/cutune"; }
+
+std::string mpirun(int ranks) {
+  // Ranks sleep more than they compute, so oversubscribing two cores is fine; root in CI.
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+         "OMPI_MCA_rmaps_base_oversubscribe=1 " +
+         std::string(MPIEXEC) + " -n " + std::to_string(ranks) + " --oversubscribe " +
+         cutune_binary();
+}
+
+// Each task's records in log order, without what legitimately differs between runs: the
+// timestamp and which rank measured ("device" in the result's extra).
+std::map<TaskKey, std::vector<Record>> comparable(const fs::path& log) {
+  std::vector<Record> records = read_log(log).records;
+  for (Record& r : records) {
+    r.timestamp.clear();
+    if (r.result.extra.is_object()) {
+      r.result.extra.erase("device");
+      if (r.result.extra.empty()) r.result.extra = nullptr;
+    }
+  }
+  return group_by_task(records);
+}
+
+}  // namespace
+
+TEST_CASE("mpirun -n 3 gives exactly the records of a single-process run", "[mpi]") {
+  const std::string args = suite_args(48);
+  const fs::path single = scratch("single.jsonl"), three = scratch("three.jsonl");
+  REQUIRE(shell(cutune_binary() + " " + args + " --log " + single.string() + " >/dev/null") == 0);
+  // Rank 0 only searches, so ranks 1 and 2 measure everything (with rank 0 measuring too, a
+  // loaded machine may let it answer all before the others have started).
+  REQUIRE(shell(mpirun(3) + " " + args + " --coordinator-only --log " + three.string() +
+                " >/dev/null") == 0);
+  const auto a = comparable(single), b = comparable(three);
+  REQUIRE(a.size() == kCaches.size());
+  REQUIRE(b.size() == a.size());
+  for (const auto& [task, records] : a) {
+    INFO(task.to_string());
+    REQUIRE(b.count(task) == 1);
+    CHECK(records.size() == 48);
+    CHECK(b.at(task) == records);  // configurations, order of proposal and results
+  }
+  // Both measuring ranks took part, and each record names its rank.
+  std::set<std::string> devices;
+  for (const Record& r : read_log(three).records)
+    devices.insert(r.result.extra.at("device").get<std::string>());
+  CHECK(devices == std::set<std::string>{"1", "2"});
+}
+
+TEST_CASE("a killed rank aborts the job and --resume with 2 ranks completes it", "[mpi]") {
+  // Answers that take 10 ms spread the work over every rank (free answers would mostly be taken
+  // by rank 0's own lane).
+  const std::string args = suite_args(64) + " --replay-cost-ms 10";
+  const fs::path log = scratch("resumed.jsonl");
+  // Rank 1 dies after measuring 5 candidates: mpirun takes the job down.
+  const int aborted = shell("CUTUNE_TEST_KILL_RANK=1:5 " + mpirun(3) + " " + args + " --log " +
+                            log.string() + " >/dev/null 2>&1");
+  CHECK(aborted != 0);
+  const size_t survived = fs::exists(log) ? read_log(log).records.size() : 0;
+  CHECK(survived < 64 * kCaches.size());
+
+  REQUIRE(shell(mpirun(2) + " " + args + " --resume --log " + log.string() + " >/dev/null") == 0);
+  const std::vector<Record> records = read_log(log).records;
+  const auto by_task = group_by_task(records);
+  REQUIRE(by_task.size() == kCaches.size());
+  for (const auto& [task, rs] : by_task) {
+    INFO(task.to_string());
+    CHECK(rs.size() == 64);  // the exact trial count
+    std::set<uint64_t> configs;
+    for (const Record& r : rs) configs.insert(r.config_index);
+    CHECK(configs.size() == rs.size());  // no configuration measured twice
+  }
+}
