@@ -14,23 +14,31 @@ namespace {
 
 // Function-local, so that registrars in other files find it constructed whatever the order of
 // static initialisation.
-std::map<std::string, TemplateEntry>& registry() {
-  static std::map<std::string, TemplateEntry> entries;  // by template name
+// In registration order (a file's registrars run in order), so an operator's templates are
+// listed as their file declares them.
+std::vector<TemplateEntry>& registry() {
+  static std::vector<TemplateEntry> entries;
   return entries;
+}
+
+const TemplateEntry* find_entry(const std::string& name) {
+  for (const TemplateEntry& e : registry())
+    if (e.name == name) return &e;
+  return nullptr;
 }
 
 }  // namespace
 
 TemplateRegistrar::TemplateRegistrar(TemplateEntry entry) {
   CUTUNE_CHECK(!entry.op.empty() && !entry.name.empty() && entry.make, entry.name);
-  const std::string name = entry.name;
-  const bool fresh = registry().emplace(name, std::move(entry)).second;
-  CUTUNE_CHECK(fresh, "template " + name + " registered twice");
+  CUTUNE_CHECK(find_entry(entry.name) == nullptr, "template " + entry.name + " registered twice");
+  registry().push_back(std::move(entry));
 }
 
 std::vector<OpInfo> list_ops() {
   std::map<std::string, OpInfo> ops;
-  for (const auto& [name, e] : registry()) {
+  for (const TemplateEntry& e : registry()) {
+    const std::string& name = e.name;
     OpInfo& o = ops[e.op];
     o.op = e.op;
     if (e.op_default) {
@@ -58,7 +66,7 @@ std::unique_ptr<Template> make_template(const std::string& op, const std::vector
       throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", template_name, op,
                                   fmt::join(o.templates, ", ")));
     }
-    return registry().at(name).make(shape);
+    return find_entry(name)->make(shape);
   }
   std::string known;
   for (const OpInfo& o : list_ops()) known += (known.empty() ? "" : ", ") + o.op;

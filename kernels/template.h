@@ -90,7 +90,7 @@ struct TemplateRegistrar {
 
 struct OpInfo {
   std::string op;
-  std::vector<std::string> templates;  // the default first, then by name
+  std::vector<std::string> templates;  // the default first, then as registered
   std::string shape_help;  // e.g. "M,N,K"
   std::string description;
 };
