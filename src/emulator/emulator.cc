@@ -12,6 +12,7 @@
 #include "src/emulator/guarded_buffers.h"
 #include "src/emulator/kernel_object.h"
 #include "src/emulator/kernel_process.h"
+#include "src/emulator/sanitizer.h"
 
 namespace cutune::emu {
 
@@ -25,6 +26,9 @@ std::string to_string(EmuStatus status) {
     case EmuStatus::barrier_divergence: return "barrier_divergence";
     case EmuStatus::crashed: return "crashed";
     case EmuStatus::timeout: return "timeout";
+    case EmuStatus::race: return "race";
+    case EmuStatus::shared_out_of_bounds: return "shared_out_of_bounds";
+    case EmuStatus::uninitialized_read: return "uninitialized_read";
   }
   return "?";
 }
@@ -65,7 +69,8 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
     return result;
   }
 
-  CompiledObject object = compile_kernel_object(src, work_dir_, options_.cxx_flags);
+  const bool sanitize = options_.racecheck || options_.memcheck;
+  CompiledObject object = compile_kernel_object(src, work_dir_, options_.cxx_flags, sanitize);
   result.compile_seconds = object.seconds;
   result.compile_cached = object.cached;
   if (!object.ok) {
@@ -84,6 +89,20 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
   run.host_threads = options_.host_threads;
   run.timeout_seconds = options_.timeout_seconds;
   run.poison_shared = options_.poison_shared;
+  SharedLayout layout;
+  if (sanitize) {
+    CUTUNE_EMU_ASSERT(kernel.access_hook() != nullptr, "an instrumented object lacks its hook");
+    *kernel.access_hook() = sanitizer_access_hook();
+    layout = read_shared_layout(object.path, kernel.shared_arrays());
+    run.sanitizer.racecheck = options_.racecheck;
+    run.sanitizer.memcheck = options_.memcheck;
+    run.sanitizer.kernel_name = src.kernel_name;
+    run.sanitizer.launch = launch;
+    run.sanitizer.buffers = &guarded;
+    run.sanitizer.object_base = kernel.load_address();
+    run.sanitizer.layout = &layout;
+    run.sanitize = true;
+  }
   size_t next_buffer = 0;
   size_t next_scalar = 0;
   for (const KernelParam& p : src.params) {
@@ -100,7 +119,7 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
 
   EmuResult ran = run_in_child_process(run);
   result.status = ran.status;
-  result.message = std::move(ran.message);
+  result.message = sanitize ? resolve_source_lines(ran.message, object.path) : std::move(ran.message);
   result.run_seconds = ran.run_seconds;
   if (result.status == EmuStatus::ok) guarded.copy_out(buffers);
   return result;

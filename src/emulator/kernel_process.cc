@@ -165,7 +165,7 @@ void install_fault_handlers() {
 void run_blocks(const KernelLaunch& launch, std::atomic<uint64_t>& next_block) {
   use_alternate_signal_stack();
   BlockRunner runner(launch.launch, launch.kernel->thread_main(), launch.args.data(),
-                     launch.poison_shared ? launch.kernel->tls_touch() : nullptr);
+                     launch.kernel->tls_touch(), launch.poison_shared, launch.sanitize);
   const Dim3& g = launch.launch.grid;
   for (uint64_t i; (i = next_block.fetch_add(1)) < g.volume();) {
     cutune_emu_abi::Dim3 block{static_cast<unsigned>(i % g.x), static_cast<unsigned>(i / g.x % g.y),
@@ -185,6 +185,11 @@ void run_blocks(const KernelLaunch& launch, std::atomic<uint64_t>& next_block) {
   try {
     install_fault_handlers();
     launch.buffers->protect_read_only();
+    if (launch.sanitize) {
+      SanitizerRun run = launch.sanitizer;
+      run.report = &report_and_exit;
+      begin_sanitized_run(run);
+    }
     std::atomic<uint64_t> next_block{0};
     int threads = static_cast<int>(
         std::min<uint64_t>(std::max(launch.host_threads, 1), launch.launch.grid.volume()));

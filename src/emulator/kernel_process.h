@@ -17,6 +17,7 @@
 #include "src/emulator/emulator.h"
 #include "src/emulator/guarded_buffers.h"
 #include "src/emulator/kernel_object.h"
+#include "src/emulator/sanitizer.h"
 
 namespace cutune::emu {
 
@@ -29,6 +30,8 @@ struct KernelLaunch {
   int host_threads = 1;
   double timeout_seconds = 60;
   bool poison_shared = true;
+  bool sanitize = false;  // the kernel is instrumented; `sanitizer` says what to check
+  SanitizerRun sanitizer;
 };
 
 // Fills status, message and run_seconds.

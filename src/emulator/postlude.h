@@ -16,6 +16,15 @@ struct Postlude {
 };
 
 // `kernel_file` is the name, relative to the postlude's own file, of the kernel source.
-Postlude make_postlude(const CudaSource& src, const std::string& kernel_file);
+// With `sanitize`, the postlude also puts a red zone after the dynamic shared array and
+// exports the table of shared arrays (device_abi.h's SharedArrayInfo).
+Postlude make_postlude(const CudaSource& src, const std::string& kernel_file,
+                       bool sanitize = false);
+
+// The kernel source as the sanitizer compiles it: after each static `__shared__` declaration,
+// on the same line (so every line number stays), a 128-byte thread-local red zone that no
+// code touches; an access that runs off the end of an array (or off the start of the next)
+// lands there and is reported as out of bounds.
+std::string with_shared_red_zones(const std::string& code);
 
 }  // namespace cutune::emu
