@@ -81,6 +81,12 @@ CUTUNE_EMU_UNCHECKED void __asan_after_dynamic_init() {}
   cutune_emu_access_hook((unsigned long)(address), bytes,                                     \
                          (flags) | cutune_emu_abi::kAccessWhereIsLine, (unsigned long)(line))
 #define CUTUNE_EMU_ATOMIC __attribute__((noinline, no_sanitize_address))
+// The sanitized kernel source reaches each shared array through this (postlude.h).
+template <class T>
+static inline T* cutune_emu_opaque(T* p) {
+  __asm__("" : "+r"(p));
+  return p;
+}
 #else
 #define CUTUNE_EMU_UNCHECKED
 #define CUTUNE_EMU_NOTE(address, bytes, flags, line) ((void)0)

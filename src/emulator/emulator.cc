@@ -13,6 +13,7 @@
 #include "src/emulator/kernel_object.h"
 #include "src/emulator/kernel_process.h"
 #include "src/emulator/sanitizer.h"
+#include "src/emulator/temp_dirs.h"
 
 namespace cutune::emu {
 
@@ -44,6 +45,7 @@ Emulator::Emulator(EmulatorOptions options) : options_(std::move(options)) {
     }
     work_dir_ = pattern;
     owns_work_dir_ = true;
+    register_temp_dir(work_dir_);
   } else {
     work_dir_ = options_.work_dir;
     fs::create_directories(work_dir_);
@@ -52,6 +54,7 @@ Emulator::Emulator(EmulatorOptions options) : options_(std::move(options)) {
 
 Emulator::~Emulator() {
   if (owns_work_dir_) {
+    unregister_temp_dir(work_dir_);
     std::error_code ignored;
     fs::remove_all(work_dir_, ignored);
   }

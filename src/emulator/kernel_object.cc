@@ -129,7 +129,7 @@ CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work
   // Each compile gets its own folder, so the postlude names the kernel file the same way
   // every time and the hash covers everything the object depends on.
   Postlude postlude = make_postlude(src, "kernel.cu", sanitize);
-  const std::string code = sanitize ? with_shared_red_zones(src.code) : src.code;
+  const std::string code = sanitize ? sanitized_kernel_source(src.code) : src.code;
   if (!postlude.error.empty()) {
     out.log = postlude.error;
     out.seconds = elapsed();

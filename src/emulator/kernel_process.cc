@@ -1,6 +1,7 @@
 #include "src/emulator/kernel_process.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <ucontext.h>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "src/emulator/block_runner.h"
+#include "src/emulator/temp_dirs.h"
 
 namespace cutune::emu {
 
@@ -178,7 +180,12 @@ void run_blocks(const KernelLaunch& launch, std::atomic<uint64_t>& next_block) {
   }
 }
 
-[[noreturn]] void child_main(const KernelLaunch& launch, Report* report) {
+[[noreturn]] void child_main(const KernelLaunch& launch, Report* report, pid_t parent) {
+  // The child dies with the thread that forked it (which waits for it), so that a parent
+  // killed by any signal leaves no emulator running; and a parent already gone ends it now.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(kReportedExit + 1);
+  forget_temp_dirs_in_child();
   g_report = report;
   g_buffers = launch.buffers;
   g_kernel_name = launch.kernel_name.c_str();
@@ -219,12 +226,13 @@ EmuResult run_in_child_process(const KernelLaunch& launch) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     munmap(page, sizeof(Report));
     throw std::runtime_error(fmt::format("emulator: fork failed: {}", std::strerror(errno)));
   }
-  if (pid == 0) child_main(launch, report);
+  if (pid == 0) child_main(launch, report, parent);
 
   int status = 0;
   bool timed_out = false;

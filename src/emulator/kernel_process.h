@@ -7,8 +7,10 @@
 // shared counter, each block through a BlockRunner. A fault inside a guarded buffer becomes
 // out_of_bounds (kernel, buffer, element index, block and thread); any other fatal signal
 // becomes crashed; a barrier divergence reported by a BlockRunner ends the child at once.
-// The parent waits up to `timeout_seconds`, then kills the child. After a clean exit it
-// checks the buffers' canaries, which catch writes just past the end that did not fault.
+// The child is killed when the thread that forked it dies (PR_SET_PDEATHSIG), so a run never
+// outlives its process. The parent waits up to `timeout_seconds`, then kills the child. After
+// a clean exit it checks the buffers' canaries, which catch writes just past the end that did
+// not fault.
 
 #include <string>
 #include <vector>

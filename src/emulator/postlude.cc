@@ -56,23 +56,29 @@ std::vector<ExternShared> extern_shared_arrays(const std::string& code) {
   return found;
 }
 
+// A `[extern] __shared__ [__align__(n)] TYPE NAME[...];` declaration.
 struct SharedDecl {
-  size_t end;  // just past the declaration's ';'
+  size_t name_at;  // where NAME starts
+  size_t end;      // just past the ';'
   std::string type;
   std::string name;
+  bool is_extern = false;
+  bool in_function = false;  // inside braces: a block-scope declaration
 };
 
-// Finds the static `__shared__ [__align__(n)] TYPE NAME[...];` declarations (not the extern
-// ones, which extern_shared_arrays handles).
-std::vector<SharedDecl> static_shared_arrays(const std::string& code) {
+std::vector<SharedDecl> shared_declarations(const std::string& code) {
   std::vector<SharedDecl> found;
   const std::string key = "__shared__";
+  int depth = 0;
+  size_t scanned = 0;
   for (size_t at = code.find(key); at != std::string::npos; at = code.find(key, at + 1)) {
+    for (; scanned < at; ++scanned) depth += code[scanned] == '{' ? 1 : code[scanned] == '}' ? -1 : 0;
     if (at > 0 && is_ident(code[at - 1])) continue;
     if (at + key.size() < code.size() && is_ident(code[at + key.size()])) continue;
     size_t before = at;
     while (before > 0 && std::isspace(static_cast<unsigned char>(code[before - 1]))) --before;
-    if (before >= 6 && code.compare(before - 6, 6, "extern") == 0) continue;
+    bool is_extern = before >= 6 && code.compare(before - 6, 6, "extern") == 0 &&
+                     (before == 6 || !is_ident(code[before - 7]));
     size_t end = code.find(';', at);
     if (end == std::string::npos) continue;
     std::string decl = trim(without_align(code.substr(at + key.size(), end - at - key.size())));
@@ -81,23 +87,60 @@ std::vector<SharedDecl> static_shared_arrays(const std::string& code) {
     std::string head = trim(decl.substr(0, bracket));
     size_t name_begin = head.size();
     while (name_begin > 0 && is_ident(head[name_begin - 1])) --name_begin;
-    found.push_back({end + 1, trim(head.substr(0, name_begin)), head.substr(name_begin)});
+    SharedDecl d;
+    d.type = trim(head.substr(0, name_begin));
+    d.name = head.substr(name_begin);
+    d.end = end + 1;
+    d.is_extern = is_extern;
+    d.in_function = depth > 0;
+    // NAME followed (after spaces) by '[', searched for from the declaration's start.
+    for (size_t n = code.find(d.name, at); n != std::string::npos && n < end;
+         n = code.find(d.name, n + 1)) {
+      size_t after = n + d.name.size();
+      while (after < end && std::isspace(static_cast<unsigned char>(code[after]))) ++after;
+      if ((n == 0 || !is_ident(code[n - 1])) && after < end && code[after] == '[') {
+        d.name_at = n;
+        found.push_back(d);
+        break;
+      }
+    }
   }
   return found;
 }
 
-constexpr const char* kRedZone = "static thread_local char cutune_emu_redzone_{}[128] __attribute__((used));";
+// The extern declarations are renamed (and the array defined under the new name) only when all
+// are block-scope: a namespace-scope name cannot be a per-thread pointer.
+bool rename_extern(const std::vector<SharedDecl>& decls) {
+  bool any = false;
+  for (const SharedDecl& d : decls) {
+    if (!d.is_extern) continue;
+    if (!d.in_function) return false;
+    any = true;
+  }
+  return any;
+}
+
+constexpr const char* kRedZone =
+    "static thread_local char cutune_emu_redzone_{}[128] __attribute__((used));";
 
 }  // namespace
 
-std::string with_shared_red_zones(const std::string& code) {
+std::string sanitized_kernel_source(const std::string& code) {
+  std::vector<SharedDecl> decls = shared_declarations(code);
+  const bool extern_renamed = rename_extern(decls);
   std::string out;
   size_t copied = 0;
   int n = 0;
-  for (const SharedDecl& d : static_shared_arrays(code)) {
-    out.append(code, copied, d.end - copied);
-    out += " ";
-    out += fmt::format(kRedZone, n++);
+  for (const SharedDecl& d : decls) {
+    bool rename = d.is_extern ? extern_renamed : d.in_function;
+    out.append(code, copied, d.name_at - copied);
+    if (rename) out += kSharedStoragePrefix;
+    out.append(code, d.name_at, d.end - d.name_at);
+    if (!d.is_extern) out += " " + fmt::format(kRedZone, n++);
+    if (rename) {
+      out += fmt::format(" auto* const {0} = cutune_emu_opaque({1}{0});", d.name,
+                         kSharedStoragePrefix);
+    }
     copied = d.end;
   }
   out.append(code, copied, std::string::npos);
@@ -111,6 +154,8 @@ Postlude make_postlude(const CudaSource& src, const std::string& kernel_file, bo
   t += fmt::format("#include \"{}\"\n\n", kernel_file);
 
   std::vector<ExternShared> dynamic = extern_shared_arrays(src.code);
+  const std::string dynamic_prefix =
+      sanitize && rename_extern(shared_declarations(src.code)) ? kSharedStoragePrefix : "";
   std::set<std::string> names;
   for (const ExternShared& d : dynamic) names.insert(d.name);
   if (names.size() > 1) {
@@ -124,7 +169,7 @@ Postlude make_postlude(const CudaSource& src, const std::string& kernel_file, bo
     t += fmt::format(
         "thread_local __attribute__((aligned(16))) {0} {1}[({2}u + sizeof({0}) - 1) / "
         "sizeof({0}) > 0 ? ({2}u + sizeof({0}) - 1) / sizeof({0}) : 1];\n\n",
-        d.type, d.name, src.launch.dynamic_smem_bytes);
+        d.type, dynamic_prefix + d.name, src.launch.dynamic_smem_bytes);
     if (sanitize) t += fmt::format("{}\n\n", fmt::format(kRedZone, "dynamic"));
   }
   if (sanitize) {
@@ -132,8 +177,8 @@ Postlude make_postlude(const CudaSource& src, const std::string& kernel_file, bo
         "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "cutune_emu_abi::SharedArrayInfo {}[] = {{\n",
         cutune_emu_abi::kSharedArraysSymbol);
-    for (const SharedDecl& s : static_shared_arrays(src.code)) {
-      t += fmt::format("    {{\"{}\", sizeof({}), 0}},\n", s.name, s.type);
+    for (const SharedDecl& s : shared_declarations(src.code)) {
+      if (!s.is_extern) t += fmt::format("    {{\"{}\", sizeof({}), 0}},\n", s.name, s.type);
     }
     if (!dynamic.empty()) {
       t += fmt::format("    {{\"{}\", sizeof({}), {}}},\n", dynamic.front().name,

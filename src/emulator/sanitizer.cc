@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "src/emulator/emu_assert.h"
+#include "src/emulator/postlude.h"
 
 extern char** environ;
 
@@ -78,6 +79,7 @@ std::string variable_name(const char* mangled) {
   std::string name = status == 0 && demangled != nullptr ? demangled : mangled;
   std::free(demangled);
   if (size_t colons = name.rfind("::"); colons != std::string::npos) name = name.substr(colons + 2);
+  if (name.rfind(kSharedStoragePrefix, 0) == 0) name = name.substr(std::strlen(kSharedStoragePrefix));
   return name;
 }
 
