@@ -18,6 +18,7 @@ struct VerifyArgs {
   uint64_t seed = 0;
   std::string config;
   double tolerance = kDefaultTolerance;
+  bool no_racecheck = false;
 };
 
 void run_verify(const VerifyArgs& args) {
@@ -36,7 +37,9 @@ void run_verify(const VerifyArgs& args) {
       configs.push_back(*c);
     }
   }
-  emu::Emulator emulator;
+  emu::EmulatorOptions emulator_options;
+  emulator_options.racecheck = !args.no_racecheck;
+  emu::Emulator emulator(emulator_options);
   nlohmann::json results = nlohmann::json::array();
   int passed = 0, rejected = 0;
   auto start = std::chrono::steady_clock::now();
@@ -81,6 +84,8 @@ void add_verify_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "sampling seed")->capture_default_str();
   cmd->add_option("--config", args->config, "check this one configuration (index or JSON)");
   cmd->add_option("--tolerance", args->tolerance, "largest accepted error")->capture_default_str();
+  cmd->add_flag("--no-racecheck", args->no_racecheck,
+                "skip the emulator's data-race check (bounds and uninitialised reads stay)");
   cmd->callback([args] { run_verify(*args); });
 }
 
