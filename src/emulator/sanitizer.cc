@@ -132,6 +132,7 @@ SharedLayout read_shared_layout(const fs::path& object,
       a.name = name;
       a.offset = syms[s].st_value;
       a.bytes = it->second->bytes != 0 ? it->second->bytes : syms[s].st_size;
+      a.dynamic = it->second->bytes != 0;
       a.element_bytes = std::max(1u, it->second->element_bytes);
       layout.arrays.push_back(std::move(a));
     }
@@ -192,7 +193,23 @@ BlockSanitizer::BlockSanitizer(std::byte* tls_block, size_t tls_bytes, unsigned 
       for (size_t i = offset; i < std::min(tls_bytes_, offset + bytes); ++i) kind_[i] = kIgnored;
     }
   }
-  shadow_bytes_ = std::max<size_t>(tls_bytes_, 1) * sizeof(ByteShadow);
+  size_t entries = 1;
+  if (layout != nullptr && layout->known) {
+    for (const SharedLayout::Array& arr : layout->arrays) {
+      ArrayShadow a;
+      a.offset = arr.offset;
+      a.bytes = arr.bytes;
+      unsigned granule = std::min(arr.element_bytes, 16u);
+      bool natural = (granule & (granule - 1)) == 0 && arr.offset % granule == 0;
+      if (natural && !arr.dynamic) {
+        while ((1u << a.shift) < granule) ++a.shift;
+      }
+      a.base = entries;
+      entries += (arr.bytes >> a.shift) + 1;
+      arrays_.push_back(a);
+    }
+  }
+  shadow_bytes_ = entries * sizeof(ByteShadow);
   void* m = mmap(nullptr, shadow_bytes_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) throw std::bad_alloc();
@@ -260,8 +277,9 @@ bool BlockSanitizer::shared_in_bounds(size_t offset, unsigned bytes) const {
 void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags, uint32_t where) {
   const bool write = (flags & cutune_emu_abi::kAccessWrite) != 0;
   const bool atomic = (flags & cutune_emu_abi::kAccessAtomic) != 0;
-  if (g_run.memcheck && !shared_in_bounds(offset, bytes)) {
-    report_shared_bounds(offset, bytes, flags, where);
+  if (!shared_in_bounds(offset, bytes)) {
+    if (g_run.memcheck) report_shared_bounds(offset, bytes, flags, where);
+    return;
   }
   const auto t = static_cast<uint16_t>(current_);
   const uint16_t warp = t / 32;
@@ -271,8 +289,12 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
   auto conflicts = [&](uint32_t interval, uint16_t thread, uint32_t their_epoch) {
     return interval == now && thread != t && !(thread / 32 == warp && their_epoch != epoch);
   };
-  for (size_t i = offset; i < offset + bytes; ++i) {
-    ByteShadow& b = shadow_[i];
+  const ArrayShadow& a = arrays_[kind_[offset] - 1];
+  const size_t first = (offset - a.offset) >> a.shift;
+  const size_t last = (offset + bytes - 1 - a.offset) >> a.shift;
+  for (size_t g = first; g <= last; ++g) {
+    ByteShadow& b = shadow_[a.base + g];
+    const size_t i = a.offset + (g << a.shift);
     if (!write || atomic) {
       if (race && conflicts(b.w_interval, b.w_thread, b.w_epoch)) {
         report_race(i, false, where, b.w_thread, true, false, b.w_where, false);
@@ -430,8 +452,13 @@ void BlockSanitizer::async_write(unsigned thread, const void* dst, int bytes, ui
     if (interval < issued || interval > now || other == t) return false;
     return !(interval == now && other / 32 == warp && their_epoch != epoch);
   };
-  for (size_t i = offset; i < offset + static_cast<size_t>(bytes); ++i) {
-    ByteShadow& b = shadow_[i];
+  if (!shared_in_bounds(offset, static_cast<unsigned>(bytes))) return;
+  const ArrayShadow& a = arrays_[kind_[offset] - 1];
+  const size_t first = (offset - a.offset) >> a.shift;
+  const size_t last = (offset + bytes - 1 - a.offset) >> a.shift;
+  for (size_t g = first; g <= last; ++g) {
+    ByteShadow& b = shadow_[a.base + g];
+    const size_t i = a.offset + (g << a.shift);
     if (g_run.racecheck) {
       if (since(b.w_interval, b.w_thread, b.w_epoch)) {
         report_race(i, true, where, b.w_thread, true, false, b.w_where, true);

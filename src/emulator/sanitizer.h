@@ -12,7 +12,8 @@
 //    block wrote it. Reported at the end of the barrier interval, so that when another thread
 //    writes the byte later in the same interval it is reported as the race it is.
 //  - Races (racecheck), per block: time is cut into barrier intervals (a __syncthreads ends
-//    one) and, per warp, into __syncwarp epochs. Per shared byte the shadow keeps the last
+//    one) and, per warp, into __syncwarp epochs. Per shared element (per byte in the dynamic
+//    array; an access of part of an element counts as one of all of it) the shadow keeps the last
 //    writer (thread, interval, epoch, location) and the readers of the latest interval (one
 //    thread, or "several" with the warp when they share one). A write and another access of
 //    the same byte by a different thread in the same interval, not ordered by a __syncwarp of
@@ -48,6 +49,7 @@ struct SharedLayout {
     size_t offset = 0;
     size_t bytes = 0;
     unsigned element_bytes = 1;
+    bool dynamic = false;  // the extern __shared__ array
   };
   std::vector<Array> arrays;
   std::vector<std::pair<size_t, size_t>> ignored;  // offset, bytes
@@ -128,6 +130,14 @@ class BlockSanitizer {
   std::byte* tls_block_;
   size_t tls_bytes_;
   unsigned threads_;
+  // Per array: its shadow, one entry per granule of 2^shift bytes (the element size, up to 16;
+  // single bytes for the dynamic array, which holds arrays of several types).
+  struct ArrayShadow {
+    size_t offset = 0, bytes = 0;
+    unsigned shift = 0;
+    size_t base = 0;  // index of its first entry in shadow_
+  };
+  std::vector<ArrayShadow> arrays_;
   std::vector<uint16_t> kind_;  // per byte: 0 gap or red zone, 1 + array index, or kIgnored
   ByteShadow* shadow_ = nullptr;
   size_t shadow_bytes_ = 0;
