@@ -29,7 +29,13 @@ typedef __SIZE_TYPE__ size_t;
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ thread_local
+// CUTUNE_EMU_KEEP_ORDER (sanitized objects): see below.
+#if defined(CUTUNE_EMU_SANITIZE)
+#define CUTUNE_EMU_KEEP_ORDER __attribute__((no_reorder))
+#else
+#define CUTUNE_EMU_KEEP_ORDER
+#endif
+#define __shared__ thread_local CUTUNE_EMU_KEEP_ORDER
 
 #define INFINITY __builtin_inff()
 #define NAN __builtin_nanf("")
@@ -38,17 +44,18 @@ typedef __SIZE_TYPE__ size_t;
 typedef cutune_emu_abi::Dim3 uint3;
 typedef cutune_emu_abi::Dim3 dim3;
 
-static thread_local cutune_emu_abi::Thread* cutune_emu_self = nullptr;
+static thread_local cutune_emu_abi::Thread* cutune_emu_self CUTUNE_EMU_KEEP_ORDER = nullptr;
 
 // The sanitizer (sanitizer.h). With CUTUNE_EMU_SANITIZE the object is compiled with
 // -fsanitize=kernel-address, which calls __asan_{load,store}N_noabort before every memory
-// access; these forward each one to the host's hook. The object is also compiled with
-// -fno-toplevel-reorder, so thread-local (shared) variables lie in declaration order, and the
-// emulator puts a red zone after each __shared__ array: this one keeps the first array off
-// cutune_emu_self. Code the sanitizer must not see as the calling thread's own accesses (the
+// access; these forward each one to the host's hook. Thread-local (shared) variables are
+// CUTUNE_EMU_KEEP_ORDER (no_reorder), so they lie in declaration order, and the emulator puts a
+// red zone after each __shared__ array: this one keeps the first array off cutune_emu_self.
+// (-fno-toplevel-reorder would do the same for every symbol, but it also makes the compiler
+// emit every unused inline function of this prelude, which tripled the compile time.) Code the sanitizer must not see as the calling thread's own accesses (the
 // warp-collective operations run by the scheduler, atomics) is CUTUNE_EMU_UNCHECKED.
 #if defined(CUTUNE_EMU_SANITIZE)
-static thread_local char cutune_emu_redzone_self[128] __attribute__((used));
+static thread_local char cutune_emu_redzone_self[128] __attribute__((used, no_reorder));
 #define CUTUNE_EMU_UNCHECKED __attribute__((no_sanitize_address))
 extern "C" {
 __attribute__((visibility("default"))) cutune_emu_abi::AccessHook cutune_emu_access_hook = nullptr;

@@ -33,15 +33,14 @@ namespace fs = std::filesystem;
 // The sanitizer's instrumentation (sanitizer.h): kernel-address makes every load and store a
 // call to the prelude's __asan_*_noabort, which needs no run-time library; stack and global
 // red zones stay off (the emulator places its own around shared arrays, and the guard pages
-// around global buffers); -fno-toplevel-reorder keeps thread-local variables, so shared arrays
-// and their red zones, in declaration order; -g1 gives the line tables that turn an access's
+// around global buffers; the prelude keeps them in declaration order); -g1 gives the line tables that turn an access's
 // return address into a kernel source line.
 const std::vector<std::string> kSanitizeFlags = {
     "-DCUTUNE_EMU_SANITIZE", "-fsanitize=kernel-address",
     "--param", "asan-instrumentation-with-call-threshold=0",
     "--param", "asan-stack=0",
     "--param", "asan-globals=0",
-    "-fno-toplevel-reorder", "-g1"};
+    "-g1"};
 
 const std::vector<std::string> kBaseFlags = {
     "-std=c++17",      "-O2",           "-fPIC",           "-shared",

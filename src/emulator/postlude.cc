@@ -121,7 +121,7 @@ bool rename_extern(const std::vector<SharedDecl>& decls) {
 }
 
 constexpr const char* kRedZone =
-    "static thread_local char cutune_emu_redzone_{}[128] __attribute__((used));";
+    "static thread_local char cutune_emu_redzone_{}[128] __attribute__((used, no_reorder));";
 
 }  // namespace
 
@@ -167,7 +167,7 @@ Postlude make_postlude(const CudaSource& src, const std::string& kernel_file, bo
   if (!dynamic.empty()) {
     const ExternShared& d = dynamic.front();
     t += fmt::format(
-        "thread_local __attribute__((aligned(16))) {0} {1}[({2}u + sizeof({0}) - 1) / "
+        "thread_local CUTUNE_EMU_KEEP_ORDER __attribute__((aligned(16))) {0} {1}[({2}u + sizeof({0}) - 1) / "
         "sizeof({0}) > 0 ? ({2}u + sizeof({0}) - 1) / sizeof({0}) : 1];\n\n",
         d.type, dynamic_prefix + d.name, src.launch.dynamic_smem_bytes);
     if (sanitize) t += fmt::format("{}\n\n", fmt::format(kRedZone, "dynamic"));
