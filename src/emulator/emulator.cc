@@ -2,6 +2,9 @@
 
 #include <stdlib.h>
 
+#include <chrono>
+#include <future>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -73,15 +76,32 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
   }
 
   const bool sanitize = options_.racecheck || options_.memcheck;
+  std::vector<uint64_t> checked;
+  if (sanitize && !options_.sanitize_all_blocks) checked = sampled_blocks(launch.grid);
+  // A sample of more than half the grid saves less run time than the second compile costs.
+  const bool sample = !checked.empty() && checked.size() * 2 <= launch.grid.volume();
+  // The plain object, when some blocks run from it, compiles alongside the instrumented one.
+  const auto compile_start = std::chrono::steady_clock::now();
+  std::future<CompiledObject> plain_compile;
+  if (sample) {
+    plain_compile = std::async(std::launch::async, [&] {
+      return compile_kernel_object(src, work_dir_, options_.cxx_flags, false);
+    });
+  }
   CompiledObject object = compile_kernel_object(src, work_dir_, options_.cxx_flags, sanitize);
-  result.compile_seconds = object.seconds;
-  result.compile_cached = object.cached;
-  if (!object.ok) {
+  CompiledObject plain_object;
+  if (sample) plain_object = plain_compile.get();
+  result.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  result.compile_cached = object.cached && (!sample || plain_object.cached);
+  if (!object.ok || (sample && !plain_object.ok)) {
     result.status = EmuStatus::compile_error;
-    result.message = object.log;
+    result.message = object.ok ? plain_object.log : object.log;
     return result;
   }
   LoadedKernel kernel(object.path);
+  std::optional<LoadedKernel> plain_kernel;
+  if (sample) plain_kernel.emplace(plain_object.path);
   GuardedBuffers guarded(src, buffers);
 
   KernelLaunch run;
@@ -105,6 +125,10 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
     run.sanitizer.object_base = kernel.load_address();
     run.sanitizer.layout = &layout;
     run.sanitize = true;
+    if (sample) {
+      run.plain_kernel = &*plain_kernel;
+      run.checked_blocks = std::move(checked);
+    }
   }
   size_t next_buffer = 0;
   size_t next_scalar = 0;

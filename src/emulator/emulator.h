@@ -60,6 +60,11 @@ struct EmulatorOptions {
   // Off, a kernel runs uninstrumented (faster), caught only by guard pages and canaries.
   bool racecheck = true;
   bool memcheck = true;
+  // With the sanitizer on: false runs only a sample of the blocks instrumented (the corners of
+  // the grid, their neighbours, the middle block: sanitizer.h) and the rest from a plain object,
+  // which keeps a check's cost near the plain emulator's (where the sample is more than half
+  // the grid, every block is instrumented all the same); true instruments every block.
+  bool sanitize_all_blocks = false;
 };
 
 class Emulator {

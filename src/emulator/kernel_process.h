@@ -4,7 +4,8 @@
 //
 // The child installs fault handlers on an alternate signal stack, makes the const buffers
 // read-only, and runs the grid's blocks on `host_threads` threads that take blocks from a
-// shared counter, each block through a BlockRunner. A fault inside a guarded buffer becomes
+// shared counter, each block through a BlockRunner (with a plain object besides the
+// instrumented one: the sampled blocks first, then, once all of them are done, the others). A fault inside a guarded buffer becomes
 // out_of_bounds (kernel, buffer, element index, block and thread); any other fatal signal
 // becomes crashed; a barrier divergence reported by a BlockRunner ends the child at once.
 // The child is killed when the thread that forked it dies (PR_SET_PDEATHSIG), so a run never
@@ -34,6 +35,11 @@ struct KernelLaunch {
   bool poison_shared = true;
   bool sanitize = false;  // the kernel is instrumented; `sanitizer` says what to check
   SanitizerRun sanitizer;
+  // With `sanitize`, when set: only `checked_blocks` (linear indices, ascending) run from the
+  // instrumented `kernel`, all of them first; then the others from this uninstrumented object
+  // of the same kernel (sanitizer.h, sampled blocks).
+  const LoadedKernel* plain_kernel = nullptr;
+  std::vector<uint64_t> checked_blocks;
 };
 
 // Fills status, message and run_seconds.

@@ -47,6 +47,7 @@ struct GlobalRegion {
 
 SanitizerRun g_run;
 std::vector<GlobalRegion> g_regions;
+std::vector<std::vector<std::byte>> g_before_unchecked;  // per region: its bytes, writable ones
 uintptr_t g_lo = 0, g_span = 0;
 thread_local BlockSanitizer* t_sanitizer = nullptr;
 
@@ -174,6 +175,69 @@ void begin_sanitized_run(const SanitizerRun& run) {
 }
 
 cutune_emu_abi::AccessHook sanitizer_access_hook() { return &hook; }
+
+std::vector<uint64_t> sampled_blocks(const Dim3& grid) {
+  const uint64_t extent[3] = {grid.x, grid.y, grid.z};
+  auto linear = [&](const uint64_t (&i)[3]) { return i[0] + extent[0] * (i[1] + extent[1] * i[2]); };
+  std::vector<uint64_t> out;
+  for (unsigned corner = 0; corner < 8; ++corner) {
+    uint64_t i[3];
+    for (int d = 0; d < 3; ++d) i[d] = (corner >> d & 1u) != 0 ? extent[d] - 1 : 0;
+    out.push_back(linear(i));
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (extent[d] < 2) continue;
+    uint64_t first[3] = {0, 0, 0};
+    first[d] = 1;
+    uint64_t last[3] = {extent[0] - 1, extent[1] - 1, extent[2] - 1};
+    last[d] -= 1;
+    out.push_back(linear(first));
+    out.push_back(linear(last));
+  }
+  uint64_t middle[3] = {extent[0] / 2, extent[1] / 2, extent[2] / 2};
+  out.push_back(linear(middle));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void begin_unchecked_blocks() {
+  g_before_unchecked.assign(g_regions.size(), {});
+  for (size_t i = 0; i < g_regions.size(); ++i) {
+    const GlobalRegion& r = g_regions[i];
+    if (r.writer == nullptr) continue;
+    const auto* data = reinterpret_cast<const std::byte*>(r.data);
+    g_before_unchecked[i].assign(data, data + (r.data_end - r.data));
+  }
+}
+
+void end_unchecked_blocks() {
+  for (size_t i = 0; i < g_regions.size(); ++i) {
+    const GlobalRegion& r = g_regions[i];
+    if (r.writer == nullptr || g_before_unchecked[i].empty()) continue;
+    const std::byte* before = g_before_unchecked[i].data();
+    const auto* now = reinterpret_cast<const std::byte*>(r.data);
+    for (int64_t e = 0; e < r.elements; ++e) {
+      const size_t at = static_cast<size_t>(e) * r.element_bytes;
+      if (std::memcmp(before + at, now + at, r.element_bytes) == 0) continue;
+      uint64_t wr = r.writer[e].load(), rd = r.reader[e].load();
+      if (wr == 0 && rd == 0) continue;
+      bool written = wr != 0;
+      uint64_t them = written ? wr : rd;
+      std::string who = them == kSeveralBlocks
+                            ? std::string("several blocks")
+                            : fmt::format("block {} at {}", dim_text(block_of((them >> 32) - 1)),
+                                          where_text(static_cast<uint32_t>(them)));
+      g_run.report(EmuStatus::race,
+                   fmt::format("{}: data race on global memory {}[{}]: {} by {}, and written by "
+                               "one of the blocks the sanitizer did not instrument (its value "
+                               "changed after they ran), with no atomics",
+                               g_run.kernel_name, g_run.buffers->name(r.index), e,
+                               written ? "written" : "read", who)
+                       .c_str());
+    }
+  }
+}
 
 BlockSanitizer::BlockSanitizer(std::byte* tls_block, size_t tls_bytes, unsigned threads)
     : tls_block_(tls_block),

@@ -22,6 +22,13 @@
 //  - Races between blocks (racecheck): per element of each writable global buffer, the last
 //    writing block and the reading block(s); two blocks writing the same element, or one
 //    reading what another writes, without atomics, is a race.
+//  - Sampled blocks: unless EmulatorOptions::sanitize_all_blocks, only the blocks of
+//    sampled_blocks run instrumented (first, before the others); the rest run from the plain
+//    object, caught only by guard pages, canaries and poisoned shared memory. Between blocks,
+//    the checks above then cover the sampled blocks against each other; against the others,
+//    end_unchecked_blocks finds an element a sampled block wrote or read whose value the others
+//    then changed (a write of the value already there goes unseen, and so do races among the
+//    unsampled blocks themselves).
 // The first finding ends the run (through `report`) with its status and a message naming the
 // kernel, the buffer, the element, both threads or blocks and the source locations. Locations
 // are kernel source lines, or the object's code offsets written "@pc:HEX@", which the caller
@@ -74,6 +81,18 @@ struct SanitizerRun {
 
 // Sets up the run-wide state (the global buffers' shadows) in the child.
 void begin_sanitized_run(const SanitizerRun& run);
+
+// The blocks checked when not all are (linear indices, ascending, each once): every corner of
+// the grid (each dimension at its first or last index, where the tails of the bounds checks
+// meet), the neighbour of the first corner and of the last one along each dimension (adjacent
+// blocks, whose tiles are where overlapping writes would be), and the middle block.
+std::vector<uint64_t> sampled_blocks(const Dim3& grid);
+
+// Around the blocks that run uninstrumented, after the sampled ones (see the file comment):
+// begin notes the writable buffers' contents, end reports (through `report`) the first element
+// that a sampled block wrote or read and the others changed.
+void begin_unchecked_blocks();
+void end_unchecked_blocks();
 // The hook to store into the object's cutune_emu_access_hook.
 cutune_emu_abi::AccessHook sanitizer_access_hook();
 
