@@ -28,6 +28,7 @@ struct VerifyArgs {
   std::string config;
   std::string tolerance = "dtype";
   bool shrink = false;
+  bool no_racecheck = false;
 };
 
 // The tolerance asked for, or by the correctness rule from the output's dtype and the
@@ -122,7 +123,9 @@ void run_verify(const VerifyArgs& args) {
   if (!args.task.json) {
     fmt::print("tolerance {:.3g} ({})\n", tolerance, tolerance_source);
   }
-  emu::Emulator emulator;
+  emu::EmulatorOptions emulator_options;
+  emulator_options.racecheck = !args.no_racecheck;
+  emu::Emulator emulator(emulator_options);
   nlohmann::json results = nlohmann::json::array();
   int passed = 0, rejected = 0;
   auto start = std::chrono::steady_clock::now();
@@ -176,6 +179,8 @@ void add_verify_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--shrink", args->shrink,
                 "a GEMM too large to emulate is checked at a smaller shape with the same tails");
+  cmd->add_flag("--no-racecheck", args->no_racecheck,
+                "skip the emulator's data-race check (bounds and uninitialised reads stay)");
   cmd->callback([args] { run_verify(*args); });
 }
 

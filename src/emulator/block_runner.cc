@@ -65,8 +65,13 @@ std::string dim(const cutune_emu_abi::Dim3& d) { return fmt::format("({},{},{})"
 const cutune_emu_abi::Thread* current_emulated_thread() { return t_current; }
 
 BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain entry,
-                         void* const* args, cutune_emu_abi::TlsTouch tls_touch)
-    : launch_(launch), entry_(entry), args_(args), slots_(launch.block.volume()) {
+                         void* const* args, cutune_emu_abi::TlsTouch tls_touch,
+                         bool poison_shared, bool sanitize)
+    : launch_(launch),
+      entry_(entry),
+      args_(args),
+      slots_(launch.block.volume()),
+      poison_shared_(poison_shared) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t per_thread = kStackBytes + page;
   stacks_bytes_ = per_thread * slots_.size();
@@ -88,13 +93,19 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.thread.cp_async_wait = &BlockRunner::cp_async_wait;
     s.thread.fail = &BlockRunner::fail;
     s.thread.host = &s;
+    s.runner = this;
+    s.linear = static_cast<unsigned>(&s - slots_.data());
   }
-  if (tls_touch != nullptr) {
+  if (tls_touch != nullptr && (poison_shared || sanitize)) {
     tls_touch();
     TlsSearch search{reinterpret_cast<uintptr_t>(tls_touch)};
     dl_iterate_phdr(find_tls, &search);
     tls_block_ = search.block;
     tls_bytes_ = search.bytes;
+  }
+  if (sanitize) {
+    sanitizer_ = std::make_unique<BlockSanitizer>(tls_block_, tls_bytes_,
+                                                  static_cast<unsigned>(slots_.size()));
   }
 }
 
@@ -134,8 +145,13 @@ void BlockRunner::fail(cutune_emu_abi::Thread* self, const char* what) {
 }
 
 void BlockRunner::cp_async(cutune_emu_abi::Thread* self, void* dst, const void* src, int bytes,
-                           int src_bytes) {
+                           int src_bytes, int line) {
   Slot* s = static_cast<Slot*>(self->host);
+  BlockSanitizer* san = s->runner->sanitizer_.get();
+  uint32_t interval = 0;
+  if (san != nullptr && src_bytes >= 0 && src_bytes <= bytes) {
+    interval = san->async_issue(dst, src, bytes, src_bytes, line);
+  }
   if (src_bytes < 0 || src_bytes > bytes) fail(self, "cp.async: src_bytes outside 0..size");
   auto misaligned = [&](const void* p) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; };
   if (misaligned(dst)) fail(self, "cp.async: shared destination not aligned to the copy size");
@@ -146,6 +162,8 @@ void BlockRunner::cp_async(cutune_emu_abi::Thread* self, void* dst, const void* 
   c.dst = dst;
   c.group = s->commits;
   c.bytes = bytes;
+  c.line = line;
+  c.interval = interval;
   // A source beyond its buffer faults here, in the issuing thread, as it would on a GPU.
   if (src_bytes > 0) std::memcpy(c.data, src, static_cast<size_t>(src_bytes));
   std::memset(c.data + src_bytes, 0, static_cast<size_t>(bytes - src_bytes));
@@ -160,8 +178,10 @@ void BlockRunner::cp_async_wait(cutune_emu_abi::Thread* self, int pending) {
   uint64_t keep = static_cast<uint64_t>(pending);
   uint64_t complete_below = s->commits > keep ? s->commits - keep : 0;
   size_t kept = 0;
+  BlockSanitizer* san = s->runner->sanitizer_.get();
   for (PendingCopy& c : s->copies) {
     if (c.group < complete_below) {
+      if (san != nullptr) san->async_write(s->linear, c.dst, c.bytes, c.interval, c.line);
       std::memcpy(c.dst, c.data, static_cast<size_t>(c.bytes));
     } else {
       s->copies[kept++] = c;
@@ -229,6 +249,9 @@ BlockRunner::Failure BlockRunner::release_warp(size_t first, bool& released) {
     for (size_t j = 0; j < lanes; ++j) {
       if ((mask >> j & 1u) != 0) slots_[first + j].state = State::ready;
     }
+    if (sanitizer_ != nullptr && std::strcmp(lead.collective_name, "__syncwarp") == 0) {
+      sanitizer_->warp_sync(static_cast<unsigned>(first / kWarp));
+    }
     released = true;
   }
   return {};
@@ -256,13 +279,16 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
           return std::move(s.scheduler);
         });
   }
-  if (tls_block_ != nullptr) std::memset(tls_block_, 0xff, tls_bytes_);
+  if (tls_block_ != nullptr && poison_shared_) std::memset(tls_block_, 0xff, tls_bytes_);
+  if (sanitizer_ != nullptr) sanitizer_->begin_block(block_idx);
 
   for (;;) {
     for (Slot& s : slots_) {
       if (s.state != State::ready) continue;
       t_current = &s.thread;
+      if (sanitizer_ != nullptr) sanitizer_->enter_thread(s.linear);
       s.fiber = std::move(s.fiber).resume();
+      if (sanitizer_ != nullptr) sanitizer_->leave_thread();
       t_current = nullptr;
       if (s.state == State::failed) {
         return {EmuStatus::crashed, fmt::format("block {} thread {}: {}", dim(block_idx),
@@ -288,8 +314,12 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
         return {EmuStatus::barrier_divergence, divergence(*waiting, s)};
       }
     }
-    if (waiting == nullptr) return {};
+    if (waiting == nullptr) {
+      if (sanitizer_ != nullptr) sanitizer_->end_block();
+      return {};
+    }
     if (exited != nullptr) return {EmuStatus::barrier_divergence, divergence(*waiting, *exited)};
+    if (sanitizer_ != nullptr) sanitizer_->barrier();
     for (Slot& s : slots_) s.state = State::ready;
   }
 }

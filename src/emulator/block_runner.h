@@ -17,12 +17,14 @@
 #include <boost/context/fiber.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "src/codegen/cuda_source.h"
 #include "src/emulator/device_abi.h"
 #include "src/emulator/emulator.h"
+#include "src/emulator/sanitizer.h"
 
 namespace cutune::emu {
 
@@ -30,11 +32,12 @@ class BlockRunner {
  public:
   static constexpr size_t kStackBytes = 256 * 1024;
 
-  // `tls_touch`, when given, is used to find the kernel object's thread-local block (its
-  // shared memory), which is then filled with 0xFF bytes before each block so that reads of
-  // shared memory no thread wrote show up as NaN (or -1).
+  // `tls_touch` is used to find the kernel object's thread-local block (its shared memory).
+  // With `poison_shared` that is filled with 0xFF bytes before each block so that reads of
+  // shared memory no thread wrote show up as NaN (or -1). With `sanitize` (an instrumented
+  // object, begin_sanitized_run done) the runner drives a BlockSanitizer for this host thread.
   BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain entry, void* const* args,
-              cutune_emu_abi::TlsTouch tls_touch);
+              cutune_emu_abi::TlsTouch tls_touch, bool poison_shared, bool sanitize);
   ~BlockRunner();
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
@@ -56,6 +59,8 @@ class BlockRunner {
     void* dst;
     uint64_t group;  // the commit group the copy joins: commits made before its issue
     int bytes;
+    int line;           // of the cp.async
+    uint32_t interval;  // the sanitizer's, at issue
     unsigned char data[16];
   };
   struct Slot {
@@ -72,6 +77,8 @@ class BlockRunner {
     const char* failure = "";  // failed: what the device code misused
     std::vector<PendingCopy> copies;  // issued, not yet completed, in issue order
     uint64_t commits = 0;
+    BlockRunner* runner = nullptr;
+    unsigned linear = 0;  // index in the block
   };
 
   static void suspend(Slot* s, State state);
@@ -79,7 +86,7 @@ class BlockRunner {
   static void warp_collective(cutune_emu_abi::Thread* self, cutune_emu_abi::WarpCollective fn,
                               const char* name, void* args, unsigned mask, int line);
   static void cp_async(cutune_emu_abi::Thread* self, void* dst, const void* src, int bytes,
-                       int src_bytes);
+                       int src_bytes, int line);
   static void cp_async_commit(cutune_emu_abi::Thread* self);
   static void cp_async_wait(cutune_emu_abi::Thread* self, int pending);
   static void fail(cutune_emu_abi::Thread* self, const char* what);
@@ -97,6 +104,8 @@ class BlockRunner {
   size_t stacks_bytes_ = 0;
   std::byte* tls_block_ = nullptr;
   size_t tls_bytes_ = 0;
+  bool poison_shared_ = false;
+  std::unique_ptr<BlockSanitizer> sanitizer_;
 };
 
 // The emulated thread that the calling host thread is running, or null between threads.

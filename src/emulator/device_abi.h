@@ -34,7 +34,8 @@ struct Thread {
   // cp.async: records a copy of `bytes` bytes (4, 8 or 16) to `dst` whose first `src_bytes`
   // come from `src`, read now, and the rest are zero; the destination is written only when a
   // cp_async_wait completes the copy's commit group.
-  void (*cp_async)(Thread* self, void* dst, const void* src, int bytes, int src_bytes);
+  // `line`: of the cp.async call in the kernel source, for the sanitizer's reports.
+  void (*cp_async)(Thread* self, void* dst, const void* src, int bytes, int src_bytes, int line);
   void (*cp_async_commit)(Thread* self);
   // Completes, in issue order, the copies of all committed groups but the `pending` most recent.
   void (*cp_async_wait)(Thread* self, int pending);
@@ -43,6 +44,29 @@ struct Thread {
   void (*fail)(Thread* self, const char* what);
   void* host;  // the scheduler's record of this thread; opaque to device code
 };
+
+// The sanitizer's view of one memory access (sanitizer.h). An instrumented kernel object
+// (compiled with -fsanitize=kernel-address, whose callbacks the prelude defines) calls the
+// host's hook, through the object's `cutune_emu_access_hook`, before each load and store:
+// `bytes` from `address`, `flags` a set of kAccess* bits, `where` the return address of the
+// instrumentation call, or with kAccessWhereIsLine the kernel source line.
+using AccessHook = void (*)(unsigned long address, unsigned bytes, unsigned flags,
+                            unsigned long where);
+inline constexpr unsigned kAccessWrite = 1;
+inline constexpr unsigned kAccessWhereIsLine = 2;
+inline constexpr unsigned kAccessAtomic = 4;        // read-modify-write, never a race
+inline constexpr unsigned kAccessMustBeShared = 8;  // ldmatrix: outside shared memory is a bug
+inline constexpr const char* kAccessHookSymbol = "cutune_emu_access_hook";
+
+// A __shared__ array of an instrumented object: its name, element size, and size in bytes
+// where that differs from its symbol's (the dynamic array; 0 otherwise). The object exports a
+// table of them, ended by a null name; addresses come from its symbol table.
+struct SharedArrayInfo {
+  const char* name;
+  unsigned element_bytes;
+  unsigned long bytes;
+};
+inline constexpr const char* kSharedArraysSymbol = "cutune_emu_shared_arrays";
 
 // Runs one CUDA thread of the kernel to completion. `args` holds, in parameter order, the
 // device pointer itself for a pointer parameter and the address of the value for a scalar.

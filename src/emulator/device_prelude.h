@@ -29,7 +29,13 @@ typedef __SIZE_TYPE__ size_t;
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ thread_local
+// CUTUNE_EMU_KEEP_ORDER (sanitized objects): see below.
+#if defined(CUTUNE_EMU_SANITIZE)
+#define CUTUNE_EMU_KEEP_ORDER __attribute__((no_reorder))
+#else
+#define CUTUNE_EMU_KEEP_ORDER
+#endif
+#define __shared__ thread_local CUTUNE_EMU_KEEP_ORDER
 
 #define INFINITY __builtin_inff()
 #define NAN __builtin_nanf("")
@@ -38,7 +44,61 @@ typedef __SIZE_TYPE__ size_t;
 typedef cutune_emu_abi::Dim3 uint3;
 typedef cutune_emu_abi::Dim3 dim3;
 
-static thread_local cutune_emu_abi::Thread* cutune_emu_self = nullptr;
+static thread_local cutune_emu_abi::Thread* cutune_emu_self CUTUNE_EMU_KEEP_ORDER = nullptr;
+
+// The sanitizer (sanitizer.h). With CUTUNE_EMU_SANITIZE the object is compiled with
+// -fsanitize=kernel-address, which calls __asan_{load,store}N_noabort before every memory
+// access; these forward each one to the host's hook. Thread-local (shared) variables are
+// CUTUNE_EMU_KEEP_ORDER (no_reorder), so they lie in declaration order, and the emulator puts a
+// red zone after each __shared__ array: this one keeps the first array off cutune_emu_self.
+// (-fno-toplevel-reorder would do the same for every symbol, but it also makes the compiler
+// emit every unused inline function of this prelude, which tripled the compile time.) Code the sanitizer must not see as the calling thread's own accesses (the
+// warp-collective operations run by the scheduler, atomics) is CUTUNE_EMU_UNCHECKED.
+#if defined(CUTUNE_EMU_SANITIZE)
+static thread_local char cutune_emu_redzone_self[128] __attribute__((used, no_reorder));
+#define CUTUNE_EMU_UNCHECKED __attribute__((no_sanitize_address))
+extern "C" {
+__attribute__((visibility("default"))) cutune_emu_abi::AccessHook cutune_emu_access_hook = nullptr;
+#define CUTUNE_EMU_ACCESS_CALLBACKS(n)                                                        \
+  CUTUNE_EMU_UNCHECKED void __asan_load##n##_noabort(unsigned long a) {                       \
+    cutune_emu_access_hook(a, n, 0, (unsigned long)__builtin_return_address(0));              \
+  }                                                                                           \
+  CUTUNE_EMU_UNCHECKED void __asan_store##n##_noabort(unsigned long a) {                      \
+    cutune_emu_access_hook(a, n, cutune_emu_abi::kAccessWrite,                                \
+                           (unsigned long)__builtin_return_address(0));                       \
+  }
+CUTUNE_EMU_ACCESS_CALLBACKS(1)
+CUTUNE_EMU_ACCESS_CALLBACKS(2)
+CUTUNE_EMU_ACCESS_CALLBACKS(4)
+CUTUNE_EMU_ACCESS_CALLBACKS(8)
+CUTUNE_EMU_ACCESS_CALLBACKS(16)
+#undef CUTUNE_EMU_ACCESS_CALLBACKS
+CUTUNE_EMU_UNCHECKED void __asan_loadN_noabort(unsigned long a, unsigned long n) {
+  cutune_emu_access_hook(a, (unsigned)n, 0, (unsigned long)__builtin_return_address(0));
+}
+CUTUNE_EMU_UNCHECKED void __asan_storeN_noabort(unsigned long a, unsigned long n) {
+  cutune_emu_access_hook(a, (unsigned)n, cutune_emu_abi::kAccessWrite,
+                         (unsigned long)__builtin_return_address(0));
+}
+CUTUNE_EMU_UNCHECKED void __asan_handle_no_return() {}
+CUTUNE_EMU_UNCHECKED void __asan_before_dynamic_init(const char*) {}
+CUTUNE_EMU_UNCHECKED void __asan_after_dynamic_init() {}
+}
+#define CUTUNE_EMU_NOTE(address, bytes, flags, line)                                          \
+  cutune_emu_access_hook((unsigned long)(address), bytes,                                     \
+                         (flags) | cutune_emu_abi::kAccessWhereIsLine, (unsigned long)(line))
+#define CUTUNE_EMU_ATOMIC __attribute__((noinline, no_sanitize_address))
+// The sanitized kernel source reaches each shared array through this (postlude.h).
+template <class T>
+static inline T* cutune_emu_opaque(T* p) {
+  __asm__("" : "+r"(p));
+  return p;
+}
+#else
+#define CUTUNE_EMU_UNCHECKED
+#define CUTUNE_EMU_NOTE(address, bytes, flags, line) ((void)0)
+#define CUTUNE_EMU_ATOMIC
+#endif
 
 #define threadIdx (cutune_emu_self->thread_idx)
 #define blockIdx (cutune_emu_self->block_idx)
@@ -128,26 +188,34 @@ static inline unsigned __float_as_uint(float f) { unsigned u; __builtin_memcpy(&
 static inline float __int_as_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
 
-// Blocks run concurrently on several host threads, so these must be real atomics.
-static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static inline unsigned atomicAdd(unsigned* p, unsigned v) {
+// Blocks run concurrently on several host threads, so these must be real atomics. The
+// sanitizer sees each as one atomic access (bounds checked, never a race) at the caller's line.
+static CUTUNE_EMU_ATOMIC int atomicAdd(int* p, int v, int line = __builtin_LINE()) {
+  CUTUNE_EMU_NOTE(p, 4, cutune_emu_abi::kAccessAtomic | cutune_emu_abi::kAccessWrite, line);
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
-static inline float atomicAdd(float* p, float v) {
+static CUTUNE_EMU_ATOMIC unsigned atomicAdd(unsigned* p, unsigned v, int line = __builtin_LINE()) {
+  CUTUNE_EMU_NOTE(p, 4, cutune_emu_abi::kAccessAtomic | cutune_emu_abi::kAccessWrite, line);
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+static CUTUNE_EMU_ATOMIC float atomicAdd(float* p, float v, int line = __builtin_LINE()) {
+  CUTUNE_EMU_NOTE(p, 4, cutune_emu_abi::kAccessAtomic | cutune_emu_abi::kAccessWrite, line);
   float old = *p, next;
   do {
     next = old + v;
   } while (!__atomic_compare_exchange(p, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   return old;
 }
-static inline int atomicMax(int* p, int v) {
+static CUTUNE_EMU_ATOMIC int atomicMax(int* p, int v, int line = __builtin_LINE()) {
+  CUTUNE_EMU_NOTE(p, 4, cutune_emu_abi::kAccessAtomic | cutune_emu_abi::kAccessWrite, line);
   int old = *p;
   while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,
                                                   __ATOMIC_RELAXED)) {
   }
   return old;
 }
-static inline int atomicMin(int* p, int v) {
+static CUTUNE_EMU_ATOMIC int atomicMin(int* p, int v, int line = __builtin_LINE()) {
+  CUTUNE_EMU_NOTE(p, 4, cutune_emu_abi::kAccessAtomic | cutune_emu_abi::kAccessWrite, line);
   int old = *p;
   while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,
                                                   __ATOMIC_RELAXED)) {
@@ -242,7 +310,7 @@ struct cutune_emu_mma_lane {
 };
 
 template <bool kBf16>
-static const char* cutune_emu_mma_run(void* const* lane_args, unsigned) {
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_mma_run(void* const* lane_args, unsigned) {
   float a[16][16], b[16][8], c[16][8];
   for (unsigned lane = 0; lane < 32; ++lane) {
     const cutune_emu_mma_lane* l = (const cutune_emu_mma_lane*)lane_args[lane];
@@ -298,7 +366,7 @@ struct cutune_emu_ldmatrix_lane {
 };
 
 template <unsigned kMatrices, bool kTrans>
-static const char* cutune_emu_ldmatrix_run(void* const* lane_args, unsigned) {
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_ldmatrix_run(void* const* lane_args, unsigned) {
   for (unsigned lane = 0; lane < 8 * kMatrices; ++lane) {
     unsigned long long at =
         (unsigned long long)((const cutune_emu_ldmatrix_lane*)lane_args[lane])->row;
@@ -322,10 +390,26 @@ static const char* cutune_emu_ldmatrix_run(void* const* lane_args, unsigned) {
   return nullptr;
 }
 
+// The sanitizer sees each row read by the lane that gives its address, which must lie in
+// shared memory.
+static inline void cutune_emu_ldmatrix_note(const void* row_address, unsigned matrices, int line) {
+#if defined(CUTUNE_EMU_SANITIZE)
+  const cutune_emu_abi::Thread* t = cutune_emu_self;
+  unsigned linear = t->thread_idx.x +
+                    t->block_dim.x * (t->thread_idx.y + t->block_dim.y * t->thread_idx.z);
+  if ((linear & 31u) < 8 * matrices) {
+    CUTUNE_EMU_NOTE(row_address, 16, cutune_emu_abi::kAccessMustBeShared, line);
+  }
+#else
+  (void)row_address, (void)matrices, (void)line;
+#endif
+}
+
 #define CUTUNE_EMU_LDMATRIX(suffix, matrices, trans)                                         \
   static __forceinline__ void cutune_ldmatrix_##suffix(unsigned r[matrices],                 \
                                                        const void* row_address,              \
                                                        int line = __builtin_LINE()) {        \
+    cutune_emu_ldmatrix_note(row_address, matrices, line);                                   \
     cutune_emu_ldmatrix_lane args{r, row_address};                                           \
     cutune_emu_warp_collective(&cutune_emu_ldmatrix_run<matrices, trans>,                    \
                                "cutune_ldmatrix_" #suffix, &args, 0xffffffffu, line);        \
@@ -340,14 +424,17 @@ CUTUNE_EMU_LDMATRIX(x4_trans, 4, true)
 
 // cp.async: see Thread::cp_async. The copy lands only at a wait that completes its group, so
 // shared memory read before the wait still holds the poison pattern (or older data).
-static inline void cutune_cp_async_16(void* shared_dst, const void* global_src, int src_bytes) {
-  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 16, src_bytes);
+static inline void cutune_cp_async_16(void* shared_dst, const void* global_src, int src_bytes,
+                                      int line = __builtin_LINE()) {
+  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 16, src_bytes, line);
 }
-static inline void cutune_cp_async_8(void* shared_dst, const void* global_src, int src_bytes) {
-  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 8, src_bytes);
+static inline void cutune_cp_async_8(void* shared_dst, const void* global_src, int src_bytes,
+                                      int line = __builtin_LINE()) {
+  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 8, src_bytes, line);
 }
-static inline void cutune_cp_async_4(void* shared_dst, const void* global_src, int src_bytes) {
-  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 4, src_bytes);
+static inline void cutune_cp_async_4(void* shared_dst, const void* global_src, int src_bytes,
+                                      int line = __builtin_LINE()) {
+  cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 4, src_bytes, line);
 }
 static inline void cutune_cp_async_commit() { cutune_emu_self->cp_async_commit(cutune_emu_self); }
 static inline void cutune_emu_cp_async_wait(int pending) {
@@ -364,7 +451,7 @@ static inline void cutune_cp_async_wait_4() { cutune_emu_cp_async_wait(4); }
 // __syncwarp and the shuffles of CUDA's warp-level primitives, for the lanes in `mask`.
 // Shuffles follow PTX shfl.sync: lanes form segments of `width`; a source lane outside the
 // caller's segment (above it, for down and xor) gives the caller its own value.
-static const char* cutune_emu_syncwarp_run(void* const*, unsigned) { return nullptr; }
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_syncwarp_run(void* const*, unsigned) { return nullptr; }
 static inline void __syncwarp(unsigned mask = 0xffffffffu, int line = __builtin_LINE()) {
   cutune_emu_warp_collective(&cutune_emu_syncwarp_run, "__syncwarp", nullptr, mask, line);
 }
@@ -379,7 +466,7 @@ struct cutune_emu_shfl_lane {
 };
 
 template <class T, cutune_emu_shfl_mode kMode>
-static const char* cutune_emu_shfl_run(void* const* lane_args, unsigned mask) {
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_shfl_run(void* const* lane_args, unsigned mask) {
   T in[32];
   for (unsigned lane = 0; lane < 32; ++lane) {
     if (lane_args[lane] != nullptr) in[lane] = ((cutune_emu_shfl_lane<T>*)lane_args[lane])->value;

@@ -2,6 +2,9 @@
 
 #include <stdlib.h>
 
+#include <chrono>
+#include <future>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -12,6 +15,8 @@
 #include "src/emulator/guarded_buffers.h"
 #include "src/emulator/kernel_object.h"
 #include "src/emulator/kernel_process.h"
+#include "src/emulator/sanitizer.h"
+#include "src/emulator/temp_dirs.h"
 
 namespace cutune::emu {
 
@@ -25,6 +30,9 @@ std::string to_string(EmuStatus status) {
     case EmuStatus::barrier_divergence: return "barrier_divergence";
     case EmuStatus::crashed: return "crashed";
     case EmuStatus::timeout: return "timeout";
+    case EmuStatus::race: return "race";
+    case EmuStatus::shared_out_of_bounds: return "shared_out_of_bounds";
+    case EmuStatus::uninitialized_read: return "uninitialized_read";
   }
   return "?";
 }
@@ -40,6 +48,7 @@ Emulator::Emulator(EmulatorOptions options) : options_(std::move(options)) {
     }
     work_dir_ = pattern;
     owns_work_dir_ = true;
+    register_temp_dir(work_dir_);
   } else {
     work_dir_ = options_.work_dir;
     fs::create_directories(work_dir_);
@@ -48,6 +57,7 @@ Emulator::Emulator(EmulatorOptions options) : options_(std::move(options)) {
 
 Emulator::~Emulator() {
   if (owns_work_dir_) {
+    unregister_temp_dir(work_dir_);
     std::error_code ignored;
     fs::remove_all(work_dir_, ignored);
   }
@@ -65,15 +75,33 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
     return result;
   }
 
-  CompiledObject object = compile_kernel_object(src, work_dir_, options_.cxx_flags);
-  result.compile_seconds = object.seconds;
-  result.compile_cached = object.cached;
-  if (!object.ok) {
+  const bool sanitize = options_.racecheck || options_.memcheck;
+  std::vector<uint64_t> checked;
+  if (sanitize && !options_.sanitize_all_blocks) checked = sampled_blocks(launch.grid);
+  // A sample of more than half the grid saves less run time than the second compile costs.
+  const bool sample = !checked.empty() && checked.size() * 2 <= launch.grid.volume();
+  // The plain object, when some blocks run from it, compiles alongside the instrumented one.
+  const auto compile_start = std::chrono::steady_clock::now();
+  std::future<CompiledObject> plain_compile;
+  if (sample) {
+    plain_compile = std::async(std::launch::async, [&] {
+      return compile_kernel_object(src, work_dir_, options_.cxx_flags, false);
+    });
+  }
+  CompiledObject object = compile_kernel_object(src, work_dir_, options_.cxx_flags, sanitize);
+  CompiledObject plain_object;
+  if (sample) plain_object = plain_compile.get();
+  result.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  result.compile_cached = object.cached && (!sample || plain_object.cached);
+  if (!object.ok || (sample && !plain_object.ok)) {
     result.status = EmuStatus::compile_error;
-    result.message = object.log;
+    result.message = object.ok ? plain_object.log : object.log;
     return result;
   }
   LoadedKernel kernel(object.path);
+  std::optional<LoadedKernel> plain_kernel;
+  if (sample) plain_kernel.emplace(plain_object.path);
   GuardedBuffers guarded(src, buffers);
 
   KernelLaunch run;
@@ -84,6 +112,24 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
   run.host_threads = options_.host_threads;
   run.timeout_seconds = options_.timeout_seconds;
   run.poison_shared = options_.poison_shared;
+  SharedLayout layout;
+  if (sanitize) {
+    CUTUNE_EMU_ASSERT(kernel.access_hook() != nullptr, "an instrumented object lacks its hook");
+    *kernel.access_hook() = sanitizer_access_hook();
+    layout = read_shared_layout(object.path, kernel.shared_arrays());
+    run.sanitizer.racecheck = options_.racecheck;
+    run.sanitizer.memcheck = options_.memcheck;
+    run.sanitizer.kernel_name = src.kernel_name;
+    run.sanitizer.launch = launch;
+    run.sanitizer.buffers = &guarded;
+    run.sanitizer.object_base = kernel.load_address();
+    run.sanitizer.layout = &layout;
+    run.sanitize = true;
+    if (sample) {
+      run.plain_kernel = &*plain_kernel;
+      run.checked_blocks = std::move(checked);
+    }
+  }
   size_t next_buffer = 0;
   size_t next_scalar = 0;
   for (const KernelParam& p : src.params) {
@@ -100,7 +146,7 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
 
   EmuResult ran = run_in_child_process(run);
   result.status = ran.status;
-  result.message = std::move(ran.message);
+  result.message = sanitize ? resolve_source_lines(ran.message, object.path) : std::move(ran.message);
   result.run_seconds = ran.run_seconds;
   if (result.status == EmuStatus::ok) guarded.copy_out(buffers);
   return result;

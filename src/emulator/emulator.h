@@ -10,8 +10,10 @@
 // Each run happens in a forked child process (kernel_process.h): blocks are spread over
 // `host_threads` host threads, the threads of a block run as fibers that switch at
 // __syncthreads and at warp-collective intrinsics such as mma and ldmatrix (block_runner.h), and every global buffer sits between inaccessible guard
-// pages (guarded_buffers.h). A kernel that goes out of bounds, diverges at a barrier, crashes
-// or runs too long therefore comes back as a status with a message; it never ends the caller.
+// pages (guarded_buffers.h). Unless turned off, the sanitizer checks every memory access
+// (sanitizer.h): races, out-of-bounds shared and global accesses, uninitialised shared reads.
+// A kernel that goes out of bounds, races, diverges at a barrier, crashes or runs too long
+// therefore comes back as a status with a message; it never ends the caller.
 
 #include <filesystem>
 #include <string>
@@ -29,6 +31,10 @@ enum class EmuStatus {
   barrier_divergence,  // message: kernel, block, the threads that disagree
   crashed,             // message: kernel, signal, block and thread when known
   timeout,             // the run took longer than EmulatorOptions::timeout_seconds
+  // The sanitizer's findings (EmulatorOptions::racecheck, memcheck; see sanitizer.h):
+  race,                  // message: kernel, buffer and element, both threads (or blocks) and lines
+  shared_out_of_bounds,  // message: kernel, shared array and element index, thread, line
+  uninitialized_read,    // message: kernel, shared array and element, thread, line
 };
 
 std::string to_string(EmuStatus status);
@@ -47,6 +53,18 @@ struct EmulatorOptions {
   std::filesystem::path work_dir;  // sources, logs and cached objects; empty: a fresh temp dir
   std::vector<std::string> cxx_flags;  // appended to the compile command
   bool poison_shared = true;       // fill shared memory with 0xFF (NaN) bytes before each block
+  // The sanitizer (sanitizer.h): the kernel is compiled with every memory access instrumented
+  // when either is on. racecheck: data races on shared memory within a block (and between
+  // blocks on global memory). memcheck: shared accesses outside their array, global accesses
+  // before a buffer's start (or anywhere outside it), reads of shared memory never written.
+  // Off, a kernel runs uninstrumented (faster), caught only by guard pages and canaries.
+  bool racecheck = true;
+  bool memcheck = true;
+  // With the sanitizer on: false runs only a sample of the blocks instrumented (the corners of
+  // the grid, their neighbours, the middle block: sanitizer.h) and the rest from a plain object,
+  // which keeps a check's cost near the plain emulator's (where the sample is more than half
+  // the grid, every block is instrumented all the same); true instruments every block.
+  bool sanitize_all_blocks = false;
 };
 
 class Emulator {

@@ -33,6 +33,18 @@ class GuardedBuffers {
   const std::string& name(size_t i) const { return regions_[i].name; }
   int64_t elements(size_t i) const { return regions_[i].elements; }
 
+  // The whole mapping of buffer i, guard pages included, and what the sanitizer needs of it.
+  struct Extent {
+    const std::byte* map_begin;
+    size_t map_bytes;
+    bool is_const;
+    int element_bytes;
+  };
+  Extent extent(size_t i) const {
+    const Region& r = regions_[i];
+    return {r.base, r.map_bytes, r.is_const, r.element_bytes};
+  }
+
   // Makes the buffers of const parameters read-only in the calling process (the child), so a
   // write through a cast-away const faults too.
   void protect_read_only() const;

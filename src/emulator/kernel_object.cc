@@ -30,6 +30,18 @@ namespace fs = std::filesystem;
 // -fno-math-errno: lets sqrtf and friends become single instructions; results are the same.
 // -fstack-clash-protection: a frame larger than a page (big local arrays) still touches the
 // guard page below its fiber's stack instead of jumping over it into another fiber's.
+// The sanitizer's instrumentation (sanitizer.h): kernel-address makes every load and store a
+// call to the prelude's __asan_*_noabort, which needs no run-time library; stack and global
+// red zones stay off (the emulator places its own around shared arrays, and the guard pages
+// around global buffers; the prelude keeps them in declaration order); -g1 gives the line tables that turn an access's
+// return address into a kernel source line.
+const std::vector<std::string> kSanitizeFlags = {
+    "-DCUTUNE_EMU_SANITIZE", "-fsanitize=kernel-address",
+    "--param", "asan-instrumentation-with-call-threshold=0",
+    "--param", "asan-stack=0",
+    "--param", "asan-globals=0",
+    "-g1"};
+
 const std::vector<std::string> kBaseFlags = {
     "-std=c++17",      "-O2",           "-fPIC",           "-shared",
     "-w",              "-fno-strict-aliasing", "-fno-math-errno", "-fno-exceptions",
@@ -99,7 +111,8 @@ std::vector<std::string> host_compiler_command() {
 }
 
 CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work_dir,
-                                     const std::vector<std::string>& extra_flags) {
+                                     const std::vector<std::string>& extra_flags,
+                                     bool sanitize) {
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -109,18 +122,20 @@ CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work
   std::string_view prelude = device_prelude_text();
   std::vector<std::string> cmd = host_compiler_command();
   cmd.insert(cmd.end(), kBaseFlags.begin(), kBaseFlags.end());
+  if (sanitize) cmd.insert(cmd.end(), kSanitizeFlags.begin(), kSanitizeFlags.end());
   cmd.insert(cmd.end(), extra_flags.begin(), extra_flags.end());
 
   // Each compile gets its own folder, so the postlude names the kernel file the same way
   // every time and the hash covers everything the object depends on.
-  Postlude postlude = make_postlude(src, "kernel.cu");
+  Postlude postlude = make_postlude(src, "kernel.cu", sanitize);
+  const std::string code = sanitize ? sanitized_kernel_source(src.code) : src.code;
   if (!postlude.error.empty()) {
     out.log = postlude.error;
     out.seconds = elapsed();
     return out;
   }
   uint64_t h = fnv1a(1469598103934665603ull, prelude);
-  h = fnv1a(h, src.code);
+  h = fnv1a(h, code);
   h = fnv1a(h, postlude.text);
   for (const std::string& c : cmd) h = fnv1a(h, c);
   std::string stem = fmt::format("k{:016x}", h);
@@ -138,7 +153,7 @@ CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work
   fs::path prelude_path = dir / "prelude.h";
   fs::path main_path = dir / "main.cc";
   write_file_atomically(prelude_path, prelude);
-  write_file_atomically(dir / "kernel.cu", src.code);
+  write_file_atomically(dir / "kernel.cu", code);
   write_file_atomically(main_path, postlude.text);
 
   fs::path tmp_object = out.path;
@@ -173,6 +188,14 @@ LoadedKernel::LoadedKernel(const fs::path& object) {
       dlsym(handle_, cutune_emu_abi::kThreadMainSymbol));
   tls_touch_ = reinterpret_cast<cutune_emu_abi::TlsTouch>(
       dlsym(handle_, cutune_emu_abi::kTlsTouchSymbol));
+  access_hook_ = reinterpret_cast<cutune_emu_abi::AccessHook*>(
+      dlsym(handle_, cutune_emu_abi::kAccessHookSymbol));
+  shared_arrays_ = reinterpret_cast<const cutune_emu_abi::SharedArrayInfo*>(
+      dlsym(handle_, cutune_emu_abi::kSharedArraysSymbol));
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(thread_main_), &info) != 0) {
+    load_address_ = reinterpret_cast<uintptr_t>(info.dli_fbase);
+  }
   if (thread_main_ == nullptr || tls_touch_ == nullptr) {
     dlclose(handle_);
     throw std::runtime_error(

@@ -1,6 +1,7 @@
 #include "src/emulator/kernel_process.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <ucontext.h>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "src/emulator/block_runner.h"
+#include "src/emulator/temp_dirs.h"
 
 namespace cutune::emu {
 
@@ -162,12 +164,16 @@ void install_fault_handlers() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(sig, &sa, nullptr);
 }
 
-void run_blocks(const KernelLaunch& launch, std::atomic<uint64_t>& next_block) {
+// Runs, from `kernel`, the blocks `order(i)` for the i < count taken from `next`.
+template <class Order>
+void run_blocks(const KernelLaunch& launch, const LoadedKernel& kernel, bool sanitize,
+                Order order, uint64_t count, std::atomic<uint64_t>& next) {
   use_alternate_signal_stack();
-  BlockRunner runner(launch.launch, launch.kernel->thread_main(), launch.args.data(),
-                     launch.poison_shared ? launch.kernel->tls_touch() : nullptr);
+  BlockRunner runner(launch.launch, kernel.thread_main(), launch.args.data(), kernel.tls_touch(),
+                     launch.poison_shared, sanitize);
   const Dim3& g = launch.launch.grid;
-  for (uint64_t i; (i = next_block.fetch_add(1)) < g.volume();) {
+  for (uint64_t n; (n = next.fetch_add(1)) < count;) {
+    uint64_t i = order(n);
     cutune_emu_abi::Dim3 block{static_cast<unsigned>(i % g.x), static_cast<unsigned>(i / g.x % g.y),
                                static_cast<unsigned>(i / (uint64_t{g.x} * g.y))};
     BlockRunner::Failure failure = runner.run(block);
@@ -178,22 +184,59 @@ void run_blocks(const KernelLaunch& launch, std::atomic<uint64_t>& next_block) {
   }
 }
 
-[[noreturn]] void child_main(const KernelLaunch& launch, Report* report) {
+// Runs `count` blocks on up to host_threads threads and waits for all of them.
+template <class Order>
+void run_phase(const KernelLaunch& launch, const LoadedKernel& kernel, bool sanitize,
+               Order order, uint64_t count) {
+  std::atomic<uint64_t> next{0};
+  int threads = static_cast<int>(std::min<uint64_t>(std::max(launch.host_threads, 1), count));
+  std::vector<std::thread> workers;
+  for (int i = 1; i < threads; ++i) {
+    workers.emplace_back([&] { run_blocks(launch, kernel, sanitize, order, count, next); });
+  }
+  run_blocks(launch, kernel, sanitize, order, count, next);
+  for (std::thread& w : workers) w.join();
+}
+
+[[noreturn]] void child_main(const KernelLaunch& launch, Report* report, pid_t parent) {
+  // The child dies with the thread that forked it (which waits for it), so that a parent
+  // killed by any signal leaves no emulator running; and a parent already gone ends it now.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(kReportedExit + 1);
+  forget_temp_dirs_in_child();
   g_report = report;
   g_buffers = launch.buffers;
   g_kernel_name = launch.kernel_name.c_str();
   try {
     install_fault_handlers();
     launch.buffers->protect_read_only();
-    std::atomic<uint64_t> next_block{0};
-    int threads = static_cast<int>(
-        std::min<uint64_t>(std::max(launch.host_threads, 1), launch.launch.grid.volume()));
-    std::vector<std::thread> workers;
-    for (int i = 1; i < threads; ++i) {
-      workers.emplace_back([&] { run_blocks(launch, next_block); });
+    if (launch.sanitize) {
+      SanitizerRun run = launch.sanitizer;
+      run.report = &report_and_exit;
+      begin_sanitized_run(run);
     }
-    run_blocks(launch, next_block);
-    for (std::thread& w : workers) w.join();
+    const uint64_t blocks = launch.launch.grid.volume();
+    if (launch.sanitize && launch.plain_kernel != nullptr) {
+      const std::vector<uint64_t>& checked = launch.checked_blocks;
+      run_phase(launch, *launch.kernel, true, [&](uint64_t n) { return checked[n]; },
+                checked.size());
+      // Then the others, in order.
+      std::vector<uint64_t> unchecked;
+      unchecked.reserve(blocks - checked.size());
+      for (uint64_t i = 0, c = 0; i < blocks; ++i) {
+        if (c < checked.size() && checked[c] == i) {
+          ++c;
+        } else {
+          unchecked.push_back(i);
+        }
+      }
+      if (launch.sanitizer.racecheck) begin_unchecked_blocks();
+      run_phase(launch, *launch.plain_kernel, false, [&](uint64_t n) { return unchecked[n]; },
+                unchecked.size());
+      if (launch.sanitizer.racecheck) end_unchecked_blocks();
+    } else {
+      run_phase(launch, *launch.kernel, launch.sanitize, [](uint64_t n) { return n; }, blocks);
+    }
   } catch (const std::exception& e) {
     report_and_exit(EmuStatus::crashed,
                     fmt::format("{}: the emulator failed: {}", launch.kernel_name, e.what()).c_str());
@@ -214,12 +257,13 @@ EmuResult run_in_child_process(const KernelLaunch& launch) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     munmap(page, sizeof(Report));
     throw std::runtime_error(fmt::format("emulator: fork failed: {}", std::strerror(errno)));
   }
-  if (pid == 0) child_main(launch, report);
+  if (pid == 0) child_main(launch, report, parent);
 
   int status = 0;
   bool timed_out = false;

@@ -225,6 +225,15 @@ TEST_CASE("shared memory nobody wrote reads as NaN", "[emulator]") {
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 128)};
   EmulatorOptions options;
   options.host_threads = 1;  // the second block reuses the first one's shared memory
+  // The sanitizer reports the first such read.
+  EmuResult checked = Emulator(options).run(src, bufs);
+  REQUIRE(checked.status == EmuStatus::uninitialized_read);
+  REQUIRE_THAT(checked.message, Catch::Matchers::Contains(
+                                    "read of uninitialised shared s[32] by block (0,0,0) thread "
+                                    "(32,0,0) at line 7"));
+  // Without it, the poison shows.
+  options.racecheck = false;
+  options.memcheck = false;
   Emulator emu(options);
   require_ok(emu.run(src, bufs));
   std::vector<float> out = bufs[0].to_floats();

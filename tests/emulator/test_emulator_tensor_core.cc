@@ -49,6 +49,20 @@ EmuResult run(const CudaSource& src, std::vector<HostBuffer>& bufs,
   return r;
 }
 
+// Without the sanitizer: for the tests that look at what racy or too-early reads see.
+EmuResult run_unchecked(const CudaSource& src, std::vector<HostBuffer>& bufs,
+                        const std::vector<ScalarArg>& scalars = {}) {
+  static Emulator emu([] {
+    EmulatorOptions o;
+    o.racecheck = false;
+    o.memcheck = false;
+    return o;
+  }());
+  EmuResult r = emu.run(src, bufs, scalars);
+  INFO(r.message);
+  return r;
+}
+
 // ---- 16-bit floats, decoded from the format definitions and rounded by exhaustive search ----
 
 double decode_f16(uint16_t h) {
@@ -446,7 +460,12 @@ TEST_CASE("cp.async zero-fills past src_bytes and lands only when its group is w
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 36),
                                   HostBuffer::zeros(ir::Type::i32(), 36),
                                   HostBuffer::zeros(ir::Type::i32(), 16), words(in)};
-  REQUIRE(run(src, bufs).status == EmuStatus::ok);
+  // The reads before each wait are of shared memory no copy has landed in yet: the sanitizer
+  // says so; without it they see the poison.
+  EmuResult checked = run(src, bufs);
+  REQUIRE(checked.status == EmuStatus::uninitialized_read);
+  REQUIRE_THAT(checked.message, Contains("slot[0]") && Contains("thread (0,0,0) at line 12"));
+  REQUIRE(run_unchecked(src, bufs).status == EmuStatus::ok);
   std::vector<uint32_t> before = to_words(bufs[0]), after = to_words(bufs[1]);
   auto byte_of = [](const std::vector<uint32_t>& v, int i) {
     return static_cast<uint8_t>(v[i / 4] >> (8 * (i % 4)));
@@ -489,6 +508,11 @@ TEST_CASE("cp.async misuse: too many source bytes, a source past its buffer, mis
                                     HostBuffer::zeros(ir::Type::i32(), 16)};
     return run(src, bufs, {ScalarArg::i32(mode)});
   };
+  auto run_mode_unchecked = [&](int mode) {
+    std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 32),
+                                    HostBuffer::zeros(ir::Type::i32(), 16)};
+    return run_unchecked(src, bufs, {ScalarArg::i32(mode)});
+  };
   EmuResult r0 = run_mode(0);
   REQUIRE(r0.status == EmuStatus::crashed);
   REQUIRE_THAT(r0.message, Contains("src_bytes") && Contains("thread (0,0,0)"));
@@ -496,7 +520,14 @@ TEST_CASE("cp.async misuse: too many source bytes, a source past its buffer, mis
   INFO(r1.message);
   REQUIRE(r1.status == EmuStatus::out_of_bounds);
   REQUIRE_THAT(r1.message, Contains("in[16]"));
-  REQUIRE(run_mode(2).status == EmuStatus::ok);  // a partial source that stays inside
+  // A partial source that stays inside; every thread copies into the same slot, which the
+  // sanitizer reports as the race it is.
+  REQUIRE(run_mode_unchecked(2).status == EmuStatus::ok);
+  EmuResult r2 = run_mode(2);
+  REQUIRE(r2.status == EmuStatus::race);
+  REQUIRE_THAT(r2.message, Contains("slot[0]") && Contains("written by the cp.async") &&
+                               Contains("thread (1,0,0) at line 5") &&
+                               Contains("thread (0,0,0) at line 5"));
   EmuResult r3 = run_mode(3);
   REQUIRE(r3.status == EmuStatus::crashed);
   REQUIRE_THAT(r3.message, Contains("not aligned"));
@@ -546,11 +577,22 @@ TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads; shuffles m
   auto run_mode = [&](int mode) {
     std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 64 * 8),
                                     HostBuffer::zeros(ir::Type::f32(), 64 * 8)};
-    REQUIRE(run(src, bufs, {ScalarArg::i32(mode)}).status == EmuStatus::ok);
+    EmuResult r = mode == 0 ? run_unchecked(src, bufs, {ScalarArg::i32(mode)})
+                            : run(src, bufs, {ScalarArg::i32(mode)});
+    REQUIRE(r.status == EmuStatus::ok);
     return std::pair(bufs[0].to_ints(), bufs[1].to_floats());
   };
-  // Without __syncwarp lane 0 runs to its read before lane 1 has written: the poison shows.
+  // Without __syncwarp lane 0 runs to its read before lane 1 has written: the poison shows,
+  // and the sanitizer reports the race (lane 1's write comes after lane 0's read).
   REQUIRE(run_mode(0).first[0] == -1);
+  {
+    std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 64 * 8),
+                                    HostBuffer::zeros(ir::Type::f32(), 64 * 8)};
+    EmuResult r = run(src, bufs, {ScalarArg::i32(0)});
+    REQUIRE(r.status == EmuStatus::race);
+    REQUIRE_THAT(r.message, Contains("seen[1]") && Contains("written by thread (1,0,0) at line 7") &&
+                                Contains("read by thread (0,0,0) at line 9"));
+  }
   std::vector<int32_t> synced = run_mode(1).first;
   std::vector<int32_t> halves = run_mode(2).first;
   for (int t = 0; t < 64; ++t) {

@@ -1,0 +1,180 @@
+#pragma once
+// The emulator's sanitizer: checks every memory access of an instrumented kernel object
+// (compile_kernel_object with sanitize) as the block runs.
+//
+// The object calls the access hook before each load and store (device_prelude.h). The hook
+// classifies the address: the running host thread's shared memory (the object's thread-local
+// block), a global buffer (GuardedBuffers), or anything else (stacks, arguments: ignored).
+//  - Bounds (memcheck): a shared access must lie in one __shared__ array, not in the red zones
+//    and gaps between them; a global access in its buffer's data, before its start too.
+//    ldmatrix rows and cp.async destinations must be shared, cp.async sources global.
+//  - Uninitialised shared reads (memcheck): a byte read in a block before any thread of that
+//    block wrote it. Reported at the end of the barrier interval, so that when another thread
+//    writes the byte later in the same interval it is reported as the race it is.
+//  - Races (racecheck), per block: time is cut into barrier intervals (a __syncthreads ends
+//    one) and, per warp, into __syncwarp epochs. Per shared element (per byte in the dynamic
+//    array; an access of part of an element counts as one of all of it) the shadow keeps the last
+//    writer (thread, interval, epoch, location) and the readers of the latest interval (one
+//    thread, or "several" with the warp when they share one). A write and another access of
+//    the same byte by a different thread in the same interval, not ordered by a __syncwarp of
+//    their warp, is a race. cp.async copies write at the wait that completes them, and race
+//    with any access by another thread since their issue. Atomics never race.
+//  - Races between blocks (racecheck): per element of each writable global buffer, the last
+//    writing block and the reading block(s); two blocks writing the same element, or one
+//    reading what another writes, without atomics, is a race.
+//  - Sampled blocks: unless EmulatorOptions::sanitize_all_blocks, only the blocks of
+//    sampled_blocks run instrumented (first, before the others); the rest run from the plain
+//    object, caught only by guard pages, canaries and poisoned shared memory. Between blocks,
+//    the checks above then cover the sampled blocks against each other; against the others,
+//    end_unchecked_blocks finds an element a sampled block wrote or read whose value the others
+//    then changed (a write of the value already there goes unseen, and so do races among the
+//    unsampled blocks themselves).
+// The first finding ends the run (through `report`) with its status and a message naming the
+// kernel, the buffer, the element, both threads or blocks and the source locations. Locations
+// are kernel source lines, or the object's code offsets written "@pc:HEX@", which the caller
+// turns into lines afterwards (resolve_source_lines) since that needs the object's line tables.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "src/codegen/cuda_source.h"
+#include "src/emulator/device_abi.h"
+#include "src/emulator/emulator.h"
+#include "src/emulator/guarded_buffers.h"
+
+namespace cutune::emu {
+
+// Where the shared arrays lie in an object's thread-local block (offsets from its start), read
+// from the object's symbol table; the object's own thread-local variables are `ignored`.
+struct SharedLayout {
+  struct Array {
+    std::string name;
+    size_t offset = 0;
+    size_t bytes = 0;
+    unsigned element_bytes = 1;
+    bool dynamic = false;  // the extern __shared__ array
+  };
+  std::vector<Array> arrays;
+  std::vector<std::pair<size_t, size_t>> ignored;  // offset, bytes
+  size_t tls_bytes = 0;
+  bool known = false;  // false: the object has no symbol table; shared memory goes unchecked
+};
+
+SharedLayout read_shared_layout(const std::filesystem::path& object,
+                                const cutune_emu_abi::SharedArrayInfo* table);
+
+// What the sanitizer needs for one run; set in the child before any block runs.
+struct SanitizerRun {
+  bool racecheck = true;
+  bool memcheck = true;
+  std::string kernel_name;
+  LaunchSpec launch;
+  const GuardedBuffers* buffers = nullptr;
+  uintptr_t object_base = 0;
+  const SharedLayout* layout = nullptr;
+  [[noreturn]] void (*report)(EmuStatus status, const char* message) = nullptr;
+};
+
+// Sets up the run-wide state (the global buffers' shadows) in the child.
+void begin_sanitized_run(const SanitizerRun& run);
+
+// The blocks checked when not all are (linear indices, ascending, each once): every corner of
+// the grid (each dimension at its first or last index, where the tails of the bounds checks
+// meet), the neighbour of the first corner and of the last one along each dimension (adjacent
+// blocks, whose tiles are where overlapping writes would be), and the middle block.
+std::vector<uint64_t> sampled_blocks(const Dim3& grid);
+
+// Around the blocks that run uninstrumented, after the sampled ones (see the file comment):
+// begin notes the writable buffers' contents, end reports (through `report`) the first element
+// that a sampled block wrote or read and the others changed.
+void begin_unchecked_blocks();
+void end_unchecked_blocks();
+// The hook to store into the object's cutune_emu_access_hook.
+cutune_emu_abi::AccessHook sanitizer_access_hook();
+
+// The per-host-thread part: the shadow of that thread's shared memory, and the position of the
+// block it runs. A BlockRunner drives it.
+class BlockSanitizer {
+ public:
+  BlockSanitizer(std::byte* tls_block, size_t tls_bytes, unsigned threads);
+  ~BlockSanitizer();
+  BlockSanitizer(const BlockSanitizer&) = delete;
+  BlockSanitizer& operator=(const BlockSanitizer&) = delete;
+
+  void begin_block(cutune_emu_abi::Dim3 block_idx);
+  void end_block();
+  // The thread that runs from now on (linear index in the block), or none (the scheduler).
+  void enter_thread(unsigned linear) { current_ = static_cast<int>(linear); }
+  void leave_thread() { current_ = -1; }
+  // Every thread passed a __syncthreads: a new interval.
+  void barrier();
+  // The lanes of warp `warp` passed a __syncwarp.
+  void warp_sync(unsigned warp) { ++warp_epoch_[warp]; }
+  // cp.async by the current thread: checks the addresses, notes the global read; returns the
+  // interval to pass to async_write when the copy completes.
+  uint32_t async_issue(const void* dst, const void* src, int bytes, int src_bytes, int line);
+  void async_write(unsigned thread, const void* dst, int bytes, uint32_t issued, int line);
+
+  void access(uintptr_t address, unsigned bytes, unsigned flags, uintptr_t where);
+
+ private:
+  struct ByteShadow {
+    uint32_t w_interval, r_interval;
+    uint32_t w_where, r_where;
+    uint32_t w_epoch, r_epoch;
+    uint16_t w_thread, r_thread;  // r_thread kSeveral: more than one reader
+    uint16_t r_warp, r_first;     // r_warp kSeveral: readers in several warps
+  };
+  static constexpr uint16_t kSeveral = 0xffff;
+  static constexpr uint16_t kIgnored = 0xffff;  // in kind_: a variable of the prelude
+
+  void shared_access(size_t offset, unsigned bytes, unsigned flags, uint32_t where);
+  void global_access(uintptr_t address, unsigned bytes, unsigned flags, uint32_t where);
+  bool shared_in_bounds(size_t offset, unsigned bytes) const;
+  [[noreturn]] void report_shared_bounds(size_t offset, unsigned bytes, unsigned flags,
+                                         uint32_t where) const;
+  [[noreturn]] void report_race(size_t offset, bool write, uint32_t where, uint16_t other,
+                                bool other_write, bool several, uint32_t other_where,
+                                bool async) const;
+  [[noreturn]] void report_uninitialised() const;
+  std::string thread_text(unsigned linear) const;
+  std::string block_text() const;
+  std::string shared_element(size_t offset) const;
+  uint32_t where_of(unsigned flags, uintptr_t where) const;
+
+  std::byte* tls_block_;
+  size_t tls_bytes_;
+  unsigned threads_;
+  // Per array: its shadow, one entry per granule of 2^shift bytes (the element size, up to 16;
+  // single bytes for the dynamic array, which holds arrays of several types).
+  struct ArrayShadow {
+    size_t offset = 0, bytes = 0;
+    unsigned shift = 0;
+    size_t base = 0;  // index of its first entry in shadow_
+  };
+  std::vector<ArrayShadow> arrays_;
+  std::vector<uint16_t> kind_;  // per byte: 0 gap or red zone, 1 + array index, or kIgnored
+  ByteShadow* shadow_ = nullptr;
+  size_t shadow_bytes_ = 0;
+  std::vector<uint32_t> warp_epoch_;
+  uint32_t interval_ = 0;
+  uint32_t block_start_ = 0;
+  uint64_t block_linear_ = 0;
+  cutune_emu_abi::Dim3 block_idx_{};
+  int current_ = -1;
+  // The first read of a byte no thread of the block had written, this interval.
+  bool suspect_ = false;
+  size_t suspect_offset_ = 0;
+  unsigned suspect_thread_ = 0;
+  uint32_t suspect_where_ = 0;
+};
+
+// Replaces each "@pc:HEX@" in `message` with the kernel source line of that code offset in
+// `object` (through addr2line), or with "an unknown line" when it cannot be found.
+std::string resolve_source_lines(const std::string& message, const std::filesystem::path& object);
+
+}  // namespace cutune::emu
