@@ -15,7 +15,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "kernels/emulated_check.h"
+#include "src/lower/lower.h"
+#include "src/measure/emulated_check.h"
 #include "kernels/template.h"
 
 using namespace cutune;

@@ -212,7 +212,7 @@ void add_gpu_commands(CLI::App& app) {
   bench->add_option("--seconds", bench_args->seconds, "time cap per kernel")->capture_default_str();
   bench->callback([bench_args] { run_bench(*bench_args); });
 
-  // The measuring worker (see src/runtime/worker_process.h); not for people.
+  // The measuring worker (see src/measure/worker_process.h); not for people.
   auto* worker = app.add_subcommand("__worker", "");
   worker->group("");
   worker->allow_extras();

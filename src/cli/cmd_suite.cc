@@ -6,7 +6,7 @@
 // of the xgb tuner (src/tune/transfer_model.h).
 //
 // The cuDNN time of a layer is the `baseline_s` the worker attaches to every result of a
-// convolution task (src/runtime/worker_gpu.h), read back from the layer's records in the log;
+// convolution task (src/measure/worker_gpu.h), read back from the layer's records in the log;
 // so a resumed or re-printed suite needs no GPU time for it.
 
 #include <algorithm>

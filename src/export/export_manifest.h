@@ -1,7 +1,7 @@
 #pragma once
 // What `cutune export` writes for one tuned kernel, and reads back: <name>.cubin, <name>.cu and
 // an entry of manifest.json describing how to launch it. The manifest is plain JSON so that
-// any host program can use the kernel; src/runtime/cubin_loader.h is a header-only reader.
+// any host program can use the kernel; src/export/cubin_loader.h is a header-only reader.
 //
 //   {"version": 1, "kernels": [{
 //     "name": "gemm_nn_1024x1024x1024_sm_90", "kernel": "<extern C name>",

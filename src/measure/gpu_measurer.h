@@ -1,7 +1,7 @@
 #pragma once
 // The GPU measurer: lowers each configuration of a template, compiles it with NVRTC (on
 // compile_jobs threads, ahead of the candidate being measured), rejects what cannot launch,
-// and runs the rest in a worker process on the GPU (src/runtime/worker_process.h), which checks
+// and runs the rest in a worker process on the GPU (src/measure/worker_process.h), which checks
 // the output against a reference computed once per task and times the kernel. Every failure is
 // a result with its status; a worker that crashes or hangs is replaced and the batch goes on.
 

@@ -12,7 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/emulated_check.h"
+#include "src/lower/lower.h"
+#include "src/measure/emulated_check.h"
 
 using namespace cutune;
 using Catch::Matchers::Contains;
