@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
   // silently ignored.
   for (int i = 1; i < argc; ++i) {
     if (argc > 4 || argv[i][0] == '-') {
-      std::fprintf(stderr, "core_emulator: unexpected argument '%s' (usage: core_emulator "
-                           "[M,N,K] [gemm_nn|gemm_nt] [RUNS])\n", argc > 4 ? argv[4] : argv[i]);
+      std::fprintf(stderr,
+                   "core_emulator: unexpected argument '%s' (usage: core_emulator "
+                   "[M,N,K] [gemm_nn|gemm_nt] [RUNS])\n",
+                   argc > 4 ? argv[4] : argv[i]);
       return 2;
     }
   }
@@ -43,10 +45,11 @@ int main(int argc, char** argv) {
       auto start = std::chrono::steady_clock::now();
       EmulatedCheck r = check_in_emulator(*tmpl, config, ir::TargetLimits{}, emulator);
       double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      fmt::print("run {}: {} max rel error {:.2e}; host compile {:.2f} s, emulated run {:.2f} s, "
-                 "wall {:.2f} s (lowering, inputs, reference included){}\n",
-                 i + 1, r.passed ? "passed" : r.status, r.max_rel_error, r.compile_seconds,
-                 r.run_seconds, wall, r.compile_seconds == 0 ? " [compile cached]" : "");
+      fmt::print(
+          "run {}: {} max rel error {:.2e}; host compile {:.2f} s, emulated run {:.2f} s, "
+          "wall {:.2f} s (lowering, inputs, reference included){}\n",
+          i + 1, r.passed ? "passed" : r.status, r.max_rel_error, r.compile_seconds, r.run_seconds,
+          wall, r.compile_seconds == 0 ? " [compile cached]" : "");
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "core_emulator: {}\n", e.what());

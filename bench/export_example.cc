@@ -72,9 +72,11 @@ int main(int argc, char** argv) {
     for (float w : want) rms += double(w) * w;
     rms = std::sqrt(rms / double(want.size()));
     for (size_t i = 0; i < got.size(); ++i)
-      worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max<double>(std::abs(want[i]), rms));
+      worst = std::max(
+          worst, std::abs(double(got[i]) - want[i]) / std::max<double>(std::abs(want[i]), rms));
     const bool ok = std::isfinite(worst) && worst < 64 * 0x1p-24 * std::sqrt(double(K)) + 1e-6;
-    std::printf("%s: %s (max rel error %.3g)\n", m.name.c_str(), ok ? "matches cuBLAS" : "WRONG", worst);
+    std::printf("%s: %s (max rel error %.3g)\n", m.name.c_str(), ok ? "matches cuBLAS" : "WRONG",
+                worst);
     failures += !ok;
     for (CUdeviceptr d : buffers) cuMemFree(d);
   }

@@ -51,8 +51,10 @@ Rate rate(const std::vector<cutune::Config>& configs, double seconds, F&& f) {
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (argc > 4 || argv[i][0] == '-') {
-      std::fprintf(stderr, "feature_speed: unexpected argument '%s' (usage: feature_speed "
-                           "[CONFIGS] [SECONDS] [ONLY])\n", argc > 4 ? argv[4] : argv[i]);
+      std::fprintf(stderr,
+                   "feature_speed: unexpected argument '%s' (usage: feature_speed "
+                   "[CONFIGS] [SECONDS] [ONLY])\n",
+                   argc > 4 ? argv[4] : argv[i]);
       return 2;
     }
   }

@@ -73,8 +73,11 @@ void append_curves(const std::string& path, const std::string& cache, const std:
         points.push_back({t + 1, r.optimum_ms / last});
       }
     }
-    nlohmann::json line = {{"cache", cache}, {"tuner", "cutune:" + tuner}, {"seed", s},
-                           {"trials", r.curves[s].size()}, {"points", points}};
+    nlohmann::json line = {{"cache", cache},
+                           {"tuner", "cutune:" + tuner},
+                           {"seed", s},
+                           {"trials", r.curves[s].size()},
+                           {"points", points}};
     fmt::print(f, "{}\n", line.dump());
   }
   std::fclose(f);
@@ -150,24 +153,43 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--seeds") args.seeds = std::stoi(value());
-    else if (a == "--trials") args.trials = std::stoi(value());
-    else if (a == "--batch") args.batch = std::stoi(value());
-    else if (a == "--threads") args.threads = std::stoi(value());
-    else if (a == "--data") args.data = value();
-    else if (a == "--tuners") args.tuners = split(value());
-    else if (a == "--only") args.only = value();
-    else if (a == "--quick") { args.seeds = 5; args.trials = 200; }
-    else if (a == "--transfer") args.transfer = true;
-    else if (a == "--curves") args.curves = value();
-    else if (a == "--needle") args.needle = true;
-    else if (a == "--needle-neighbour") args.needle_neighbour = std::stod(value());
-    else if (a == "--early") args.model = args.model.early();
-    else if (a == "--design") args.model.initial_design = std::stoi(value());
-    else if (a == "--min-batch") args.model.min_batch = std::stoi(value());
-    else if (a == "--local-share") args.model.local_share = std::stod(value());
-    else if (a == "--adaptive-kappa") args.model.adaptive_kappa = true;
-    else if (a == "--kappa") args.model.kappa = std::stod(value());
+    if (a == "--seeds")
+      args.seeds = std::stoi(value());
+    else if (a == "--trials")
+      args.trials = std::stoi(value());
+    else if (a == "--batch")
+      args.batch = std::stoi(value());
+    else if (a == "--threads")
+      args.threads = std::stoi(value());
+    else if (a == "--data")
+      args.data = value();
+    else if (a == "--tuners")
+      args.tuners = split(value());
+    else if (a == "--only")
+      args.only = value();
+    else if (a == "--quick") {
+      args.seeds = 5;
+      args.trials = 200;
+    } else if (a == "--transfer")
+      args.transfer = true;
+    else if (a == "--curves")
+      args.curves = value();
+    else if (a == "--needle")
+      args.needle = true;
+    else if (a == "--needle-neighbour")
+      args.needle_neighbour = std::stod(value());
+    else if (a == "--early")
+      args.model = args.model.early();
+    else if (a == "--design")
+      args.model.initial_design = std::stoi(value());
+    else if (a == "--min-batch")
+      args.model.min_batch = std::stoi(value());
+    else if (a == "--local-share")
+      args.model.local_share = std::stod(value());
+    else if (a == "--adaptive-kappa")
+      args.model.adaptive_kappa = true;
+    else if (a == "--kappa")
+      args.model.kappa = std::stod(value());
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;
@@ -182,7 +204,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> caches;
   for (const auto& e : std::filesystem::recursive_directory_iterator(args.data)) {
     std::string p = e.path().string();
-    if (p.ends_with(".json.gz") || (p.ends_with(".json") && p.find("/spaces/") == std::string::npos)) {
+    if (p.ends_with(".json.gz") ||
+        (p.ends_with(".json") && p.find("/spaces/") == std::string::npos)) {
       if (args.only.empty() || p.find(args.only) != std::string::npos) caches.push_back(p);
     }
   }
@@ -198,11 +221,13 @@ int main(int argc, char** argv) {
       loaded.emplace(std::filesystem::relative(path, args.data).string(),
                      replay::ReplayTask::from_cache(replay::load_kt_cache(path)));
     }
-    fmt::print("xgb, seeds {}, trials {}, batch {}, threads {}; global model on the whole "
-               "source cache\n\n",
-               args.seeds, args.trials, args.batch, args.threads);
-    fmt::print("| source | target | @25 | @50 | @100 | @25 transfer | @50 transfer | "
-               "@100 transfer | trials to 95% | with transfer |\n");
+    fmt::print(
+        "xgb, seeds {}, trials {}, batch {}, threads {}; global model on the whole "
+        "source cache\n\n",
+        args.seeds, args.trials, args.batch, args.threads);
+    fmt::print(
+        "| source | target | @25 | @50 | @100 | @25 transfer | @50 transfer | "
+        "@100 transfer | trials to 95% | with transfer |\n");
     fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& [target_name, target] : loaded) {
       for (const auto& [source_name, source] : loaded) {
@@ -228,12 +253,14 @@ int main(int argc, char** argv) {
     replay::KtCache cache = replay::load_kt_cache(path);
     if (args.needle) {
       NeedleInfo info;
-      cache = make_needle_cache(std::move(cache), args.needle_plateau, args.needle_neighbour,
-                                &info);
+      cache =
+          make_needle_cache(std::move(cache), args.needle_plateau, args.needle_neighbour, &info);
       name = "needle:" + name;
-      fmt::print(stderr, "{}: plateau of {} at {}, {} knob changes from the optimum; {} "
-                 "one-knob neighbours slowed to {}\n", name, info.plateau, args.needle_plateau,
-                 info.distance, info.slowed_neighbours, args.needle_neighbour);
+      fmt::print(stderr,
+                 "{}: plateau of {} at {}, {} knob changes from the optimum; {} "
+                 "one-knob neighbours slowed to {}\n",
+                 name, info.plateau, args.needle_plateau, info.distance, info.slowed_neighbours,
+                 args.needle_neighbour);
     }
     replay::ReplayTask& task =
         tasks.emplace(name, replay::ReplayTask::from_cache(std::move(cache))).first->second;

@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
       cases.push_back({"gemm_fp16_nn 256^3 (cp.async, ldmatrix, mma)", std::move(t), c});
     }
     // "on": the default, a sample of the blocks instrumented; "all": every block.
-    fmt::print("{:<46} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}\n", "kernel",
-               "compile", "off", "on", "run", "off", "on", "all", "e2e on");
+    fmt::print("{:<46} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}\n", "kernel", "compile",
+               "off", "on", "run", "off", "on", "all", "e2e on");
     for (const Case& c : cases) {
       // Alternated, so that the machine's load changes hit both alike.
       std::vector<Timing> off, on, all;
@@ -110,9 +110,9 @@ int main(int argc, char** argv) {
       double c_off = med(off, &Timing::compile), c_on = med(on, &Timing::compile);
       double r_off = med(off, &Timing::run), r_on = med(on, &Timing::run);
       double r_all = med(all, &Timing::run);
-      fmt::print("{:<46} {:>9} {:>7.3f} s {:>7.3f} s {:>9} {:>7.3f} s {:>7.3f} s {:>7.3f} s {:>6.2f}x\n",
-                 c.label, "", c_off, c_on, "", r_off, r_on, r_all,
-                 (c_on + r_on) / (c_off + r_off));
+      fmt::print(
+          "{:<46} {:>9} {:>7.3f} s {:>7.3f} s {:>9} {:>7.3f} s {:>7.3f} s {:>7.3f} s {:>6.2f}x\n",
+          c.label, "", c_off, c_on, "", r_off, r_on, r_all, (c_on + r_on) / (c_off + r_off));
       fmt::print("{:<46} {:>9} {:>9} {:>8.2f}x {:>9} {:>9} {:>8.2f}x {:>8.2f}x\n", "  ratios", "",
                  "", c_on / c_off, "", "", r_on / r_off, r_all / r_off);
       for (const auto* v : {&off, &on, &all}) {

@@ -75,12 +75,18 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::string v = argv[++i];
-    if (a == "--cache") cache = v;
-    else if (a == "--features") kind = v;
-    else if (a == "--shape") shape = v;
-    else if (a == "--records") records = std::stoi(v);
-    else if (a == "--repeats") repeats = std::stoi(v);
-    else if (a == "--acquisition") acquisition = v;
+    if (a == "--cache")
+      cache = v;
+    else if (a == "--features")
+      kind = v;
+    else if (a == "--shape")
+      shape = v;
+    else if (a == "--records")
+      records = std::stoi(v);
+    else if (a == "--repeats")
+      repeats = std::stoi(v);
+    else if (a == "--acquisition")
+      acquisition = v;
     else {
       fmt::print(stderr, "tune_round: unknown option {}\n", a);
       return 2;
@@ -146,10 +152,11 @@ int main(int argc, char** argv) {
       double t1 = cpu_now();
       std::vector<Config> batch = policy.propose(64);
       double t2 = cpu_now();
-      fmt::print("repeat {} {}: fit + anneal ({} chains x {} steps) + local search {:.3f} s, "
-                 "batch of {} {:.3f} s, round {:.3f} s\n",
-                 r, phase, o.annealing.chains, policy.last_annealing_steps(), t1 - t0,
-                 batch.size(), t2 - t1, t2 - t0);
+      fmt::print(
+          "repeat {} {}: fit + anneal ({} chains x {} steps) + local search {:.3f} s, "
+          "batch of {} {:.3f} s, round {:.3f} s\n",
+          r, phase, o.annealing.chains, policy.last_annealing_steps(), t1 - t0, batch.size(),
+          t2 - t1, t2 - t0);
       policy.observe(batch, measure(batch));
     }
   }

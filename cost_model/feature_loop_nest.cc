@@ -75,7 +75,7 @@ struct Scope {
 struct OpCount {
   double float_ops = 0, int_ops = 0;
   double mma = 0, async_bytes = 0, commits = 0;  // tensor-core intrinsics, per thread
-  int wait_pending = -1;                          // the largest cp.async wait_group N
+  int wait_pending = -1;                         // the largest cp.async wait_group N
 };
 
 // One mma.m16n8k16 is 16·8·16 multiply-adds for the warp: 2·2048 / 32 flops per lane.

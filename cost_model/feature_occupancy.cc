@@ -14,7 +14,6 @@ namespace {
 // registers in the kernels cutune generates, on top of the arrays.
 constexpr int kBaseRegisters = 24;
 
-
 }  // namespace
 
 SmResources sm_resources(std::string_view arch) {

@@ -68,8 +68,7 @@ inline constexpr std::array<std::string_view, 20> kBufferFeatures = {
 };
 
 inline constexpr std::array<std::string_view, 22> kKernelFeatures = {
-    "threads_per_block",
-    "blocks",
+    "threads_per_block", "blocks",
     "shared_bytes",     // per block
     "local_bytes",      // per thread
     "registers",        // estimated per thread
@@ -80,8 +79,7 @@ inline constexpr std::array<std::string_view, 22> kKernelFeatures = {
     "float_ops",        // per launch
     "int_ops",
     "global_bytes",  // touched in global memory, per launch
-    "global_distinct_bytes",
-    "shared_bytes_touched",
+    "global_distinct_bytes", "shared_bytes_touched",
     "arithmetic_intensity",  // float_ops / global_bytes
     "compulsory_intensity",  // float_ops / global_distinct_bytes
     "syncs_per_thread",

@@ -76,8 +76,10 @@ class DMatrix {
 
 const char* objective_name(RankObjective objective) {
   switch (objective) {
-    case RankObjective::pairwise: return "rank:pairwise";
-    case RankObjective::regression: return "reg:squarederror";
+    case RankObjective::pairwise:
+      return "rank:pairwise";
+    case RankObjective::regression:
+      return "reg:squarederror";
   }
   throw std::logic_error("objective_name: unknown RankObjective");
 }

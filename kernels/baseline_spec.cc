@@ -11,10 +11,14 @@ namespace {
 
 const char* type_name(ir::DType t) {
   switch (t) {
-    case ir::DType::Float32: return "float32";
-    case ir::DType::Float16: return "float16";
-    case ir::DType::BFloat16: return "bfloat16";
-    default: break;
+    case ir::DType::Float32:
+      return "float32";
+    case ir::DType::Float16:
+      return "float16";
+    case ir::DType::BFloat16:
+      return "bfloat16";
+    default:
+      break;
   }
   throw std::invalid_argument("a baseline's tensors are float32, float16 or bfloat16");
 }
@@ -24,16 +28,20 @@ ir::DType parse_type(const nlohmann::json& j, const char* key) {
   if (name == "float32") return ir::DType::Float32;
   if (name == "float16") return ir::DType::Float16;
   if (name == "bfloat16") return ir::DType::BFloat16;
-  throw std::invalid_argument(fmt::format("baseline: unknown {} '{}' (known: float32, float16, bfloat16)", key, name));
+  throw std::invalid_argument(
+      fmt::format("baseline: unknown {} '{}' (known: float32, float16, bfloat16)", key, name));
 }
 
 }  // namespace
 
 std::string BaselineSpec::library() const {
   switch (kind) {
-    case Kind::gemm: return "cuBLAS";
-    case Kind::conv: return "cuDNN";
-    case Kind::none: break;
+    case Kind::gemm:
+      return "cuBLAS";
+    case Kind::conv:
+      return "cuDNN";
+    case Kind::none:
+      break;
   }
   return "";
 }
@@ -41,18 +49,38 @@ std::string BaselineSpec::library() const {
 nlohmann::json BaselineSpec::to_json() const {
   if (kind == Kind::gemm) {
     const GemmBaseline& g = gemm;
-    return {{"kind", "gemm"}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"b_transposed", g.b_transposed},
-            {"input", type_name(g.input)}, {"output", type_name(g.output)},
-            {"c", g.c}, {"a", g.a}, {"b", g.b}};
+    return {{"kind", "gemm"},
+            {"m", g.m},
+            {"n", g.n},
+            {"k", g.k},
+            {"b_transposed", g.b_transposed},
+            {"input", type_name(g.input)},
+            {"output", type_name(g.output)},
+            {"c", g.c},
+            {"a", g.a},
+            {"b", g.b}};
   }
   if (kind == Kind::conv) {
     const ConvShape& s = conv.shape;
-    return {{"kind", "conv"}, {"n", s.n}, {"c", s.c}, {"h", s.h}, {"w", s.w}, {"k", s.k},
-            {"r", s.r}, {"s", s.s}, {"stride", s.stride}, {"pad", s.pad},
-            {"dilation", s.dilation}, {"p", s.p}, {"q", s.q}, {"depthwise", s.depthwise},
+    return {{"kind", "conv"},
+            {"n", s.n},
+            {"c", s.c},
+            {"h", s.h},
+            {"w", s.w},
+            {"k", s.k},
+            {"r", s.r},
+            {"s", s.s},
+            {"stride", s.stride},
+            {"pad", s.pad},
+            {"dilation", s.dilation},
+            {"p", s.p},
+            {"q", s.q},
+            {"depthwise", s.depthwise},
             {"layout", conv.layout == ConvLayout::nchw ? "nchw" : "nhwc"},
-            {"input", type_name(conv.input)}, {"output", type_name(conv.output)},
-            {"output_tensor", conv.output_tensor}, {"input_tensor", conv.input_tensor},
+            {"input", type_name(conv.input)},
+            {"output", type_name(conv.output)},
+            {"output_tensor", conv.output_tensor},
+            {"input_tensor", conv.input_tensor},
             {"filter_tensor", conv.filter_tensor}};
   }
   return {{"kind", "none"}};
@@ -93,7 +121,8 @@ BaselineSpec BaselineSpec::from_json(const nlohmann::json& j) {
       s.depthwise = j.at("depthwise").get<bool>();
       const std::string layout = j.at("layout").get<std::string>();
       if (layout != "nchw" && layout != "nhwc")
-        throw std::invalid_argument(fmt::format("baseline: unknown layout '{}' (known: nchw, nhwc)", layout));
+        throw std::invalid_argument(
+            fmt::format("baseline: unknown layout '{}' (known: nchw, nhwc)", layout));
       c.layout = layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc;
       c.input = parse_type(j, "input");
       c.output = parse_type(j, "output");
@@ -102,7 +131,8 @@ BaselineSpec BaselineSpec::from_json(const nlohmann::json& j) {
       c.filter_tensor = j.at("filter_tensor").get<int>();
       return of(c);
     }
-    throw std::invalid_argument(fmt::format("baseline: unknown kind '{}' (known: none, gemm, conv)", kind));
+    throw std::invalid_argument(
+        fmt::format("baseline: unknown kind '{}' (known: none, gemm, conv)", kind));
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(fmt::format("baseline: {}", e.what()));
   }

@@ -30,7 +30,7 @@ struct GemmBaseline {
 struct ConvBaseline {
   ConvShape shape;
   ConvLayout layout = ConvLayout::nchw;
-  ir::DType input = ir::DType::Float32;   // input and filter
+  ir::DType input = ir::DType::Float32;  // input and filter
   ir::DType output = ir::DType::Float32;
   int output_tensor = 0, input_tensor = 1, filter_tensor = 2;
 };

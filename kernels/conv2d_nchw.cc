@@ -80,8 +80,7 @@ void Conv2dNchwTemplate::define_space() {
 
   space_.add_constraint("each block tile is less than twice its extent", [s](const Config& c) {
     NchwParams p = params_of(c);
-    return p.f.tile() < 2 * s.k && p.y.tile() < 2 * s.p && p.x.tile() < 2 * s.q &&
-           p.rc < 2 * s.c;
+    return p.f.tile() < 2 * s.k && p.y.tile() < 2 * s.p && p.x.tile() < 2 * s.q && p.rc < 2 * s.c;
   });
   const int64_t min_threads =
       std::min<int64_t>(32, max_threads_along(kThreadsF, s.k) * max_threads_along(kThreadsYX, s.p) *
@@ -91,10 +90,9 @@ void Conv2dNchwTemplate::define_space() {
                           int64_t t = params_of(c).threads();
                           return t >= min_threads && t <= 1024;
                         });
-  space_.add_constraint(fmt::format("at most {} accumulators per thread", kMaxAccumulators),
-                        [](const Config& c) {
-                          return params_of(c).accumulators() <= kMaxAccumulators;
-                        });
+  space_.add_constraint(
+      fmt::format("at most {} accumulators per thread", kMaxAccumulators),
+      [](const Config& c) { return params_of(c).accumulators() <= kMaxAccumulators; });
   space_.add_constraint("input patch and filter tile fit 48 KiB of shared memory",
                         [s](const Config& c) {
                           NchwParams p = params_of(c);
@@ -113,16 +111,40 @@ std::vector<Config> Conv2dNchwTemplate::reference_configs() const {
     add_if_valid(space_, std::move(knobs), out);
   };
   // 32 channels × 8×8 outputs a block, 128 threads with 4×2×2 outputs each.
-  add({{"vthread_f", 1}, {"thread_f", 8}, {"inner_f", 4}, {"vthread_y", 1}, {"thread_y", 4},
-       {"inner_y", 2}, {"vthread_x", 1}, {"thread_x", 4}, {"inner_x", 2}, {"rc_inner", 8},
+  add({{"vthread_f", 1},
+       {"thread_f", 8},
+       {"inner_f", 4},
+       {"vthread_y", 1},
+       {"thread_y", 4},
+       {"inner_y", 2},
+       {"vthread_x", 1},
+       {"thread_x", 4},
+       {"inner_x", 2},
+       {"rc_inner", 8},
        {"auto_unroll_max_step", 512}});
   // For the 7·2^k feature maps of ImageNet networks: 7×7 threads, two channel groups.
-  add({{"vthread_f", 2}, {"thread_f", 4}, {"inner_f", 2}, {"vthread_y", 1}, {"thread_y", 7},
-       {"inner_y", 1}, {"vthread_x", 1}, {"thread_x", 7}, {"inner_x", 2}, {"rc_inner", 4},
+  add({{"vthread_f", 2},
+       {"thread_f", 4},
+       {"inner_f", 2},
+       {"vthread_y", 1},
+       {"thread_y", 7},
+       {"inner_y", 1},
+       {"vthread_x", 1},
+       {"thread_x", 7},
+       {"inner_x", 2},
+       {"rc_inner", 4},
        {"auto_unroll_max_step", 512}});
   // Small problems: 8 channels × 4×4 outputs, 128 threads of one output each.
-  add({{"vthread_f", 1}, {"thread_f", 8}, {"inner_f", 1}, {"vthread_y", 1}, {"thread_y", 4},
-       {"inner_y", 1}, {"vthread_x", 1}, {"thread_x", 4}, {"inner_x", 1}, {"rc_inner", 4},
+  add({{"vthread_f", 1},
+       {"thread_f", 8},
+       {"inner_f", 1},
+       {"vthread_y", 1},
+       {"thread_y", 4},
+       {"inner_y", 1},
+       {"vthread_x", 1},
+       {"thread_x", 4},
+       {"inner_x", 1},
+       {"rc_inner", 4},
        {"auto_unroll_max_step", 64}});
   return out;
 }
@@ -164,8 +186,8 @@ Kernel Conv2dNchwTemplate::build(const Config& config) const {
   Stmt load_input = cooperative("in_ld", in_elems, threads, t, [&](Expr v) {
     Expr cc = v / (patch_h * patch_w), yy = v / patch_w % patch_h, xx = v % patch_w;
     Expr ic = c0 + cc, iy = iy0 + yy, ix = ix0 + xx;
-    Stmt copy = Store::make(in_shared, v,
-                            Load::make(input, ((n * s.c + ic) * s.h + iy) * s.w + ix));
+    Stmt copy =
+        Store::make(in_shared, v, Load::make(input, ((n * s.c + ic) * s.h + iy) * s.w + ix));
     Stmt zero = Store::make(in_shared, v, f32(0.0));
     return IfThenElse::make(ic < s.c && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w, copy, zero);
   });
@@ -177,8 +199,8 @@ Kernel Conv2dNchwTemplate::build(const Config& config) const {
     Expr kf = f0 + ff, ic = c0 + cc;
     Expr gry = ryo * p.ry_inner + ry, grx = rxo * p.rx_inner + rx;
     Expr slot = ((cc * p.ry_inner + ry) * p.rx_inner + rx) * tile_f + ff;
-    Stmt copy = Store::make(w_shared, slot,
-                            Load::make(filter, ((kf * s.c + ic) * s.r + gry) * s.s + grx));
+    Stmt copy =
+        Store::make(w_shared, slot, Load::make(filter, ((kf * s.c + ic) * s.r + gry) * s.s + grx));
     Stmt zero = Store::make(w_shared, slot, f32(0.0));
     return IfThenElse::make(kf < s.k && ic < s.c, copy, zero);
   });
@@ -194,17 +216,17 @@ Kernel Conv2dNchwTemplate::build(const Config& config) const {
   Expr patch_col = p.x.local(t_x, jx) * s.stride + rxi * s.dilation;
   Stmt fetch_in = For::make(
       "jy", 0, ny, ForKind::unrolled,
-      For::make("jx", 0, nx, ForKind::unrolled,
-                Store::make(in_reg, jy * nx + jx,
-                            Load::make(in_shared, (rci * patch_h + patch_row) * patch_w +
-                                                      patch_col))));
+      For::make(
+          "jx", 0, nx, ForKind::unrolled,
+          Store::make(in_reg, jy * nx + jx,
+                      Load::make(in_shared, (rci * patch_h + patch_row) * patch_w + patch_col))));
   Expr slot = (jf * ny + jy) * nx + jx;
   Expr product = Load::make(w_reg, jf) * Load::make(in_reg, jy * nx + jx);
-  Stmt fma = For::make(
-      "jf", 0, nf, ForKind::unrolled,
-      For::make("jy", 0, ny, ForKind::unrolled,
-                For::make("jx", 0, nx, ForKind::unrolled,
-                          Store::make(acc, slot, Load::make(acc, slot) + product))));
+  Stmt fma =
+      For::make("jf", 0, nf, ForKind::unrolled,
+                For::make("jy", 0, ny, ForKind::unrolled,
+                          For::make("jx", 0, nx, ForKind::unrolled,
+                                    Store::make(acc, slot, Load::make(acc, slot) + product))));
 
   // auto_unroll_max_step: unroll from the innermost reduction loop outwards while the product
   // of the unrolled trip counts stays within the knob.
@@ -217,17 +239,16 @@ Kernel Conv2dNchwTemplate::build(const Config& config) const {
     kinds[i] = still ? ForKind::unrolled : ForKind::serial;
     if (still) unrolled *= extents[i];
   }
-  Stmt compute = For::make(
-      "rc_inner", 0, p.rc, kinds[2],
-      For::make("ry_inner", 0, p.ry_inner, kinds[1],
-                For::make("rx_inner", 0, p.rx_inner, kinds[0],
-                          Block::make({fetch_w, fetch_in, fma}))));
+  Stmt compute = For::make("rc_inner", 0, p.rc, kinds[2],
+                           For::make("ry_inner", 0, p.ry_inner, kinds[1],
+                                     For::make("rx_inner", 0, p.rx_inner, kinds[0],
+                                               Block::make({fetch_w, fetch_in, fma}))));
 
   Stmt step = Block::make({load_input, load_filter, Sync::make(), compute, Sync::make()});
-  Stmt reduction = For::make(
-      "rc_outer", 0, ceil_div(s.c, p.rc), ForKind::serial,
-      For::make("ry_outer", 0, p.ry_outer, ForKind::serial,
-                For::make("rx_outer", 0, p.rx_outer, ForKind::serial, step)));
+  Stmt reduction =
+      For::make("rc_outer", 0, ceil_div(s.c, p.rc), ForKind::serial,
+                For::make("ry_outer", 0, p.ry_outer, ForKind::serial,
+                          For::make("rx_outer", 0, p.rx_outer, ForKind::serial, step)));
 
   Expr z = int_var("i");
   Stmt init = For::make("i", 0, nf * ny * nx, ForKind::unrolled, Store::make(acc, z, f32(0.0)));
@@ -266,11 +287,13 @@ Kernel Conv2dNchwTemplate::build(const Config& config) const {
 }
 
 std::vector<std::string> Conv2dNchwTemplate::loop_names() const {
-  return {"bz", "by", "bx", "tx", "rc_outer", "ry_outer", "rx_outer", "in_ld", "w_ld", "rc_inner", "ry_inner", "rx_inner", "jf", "jy", "jx", "i"};
+  return {"bz",   "by",       "bx",       "tx",       "rc_outer", "ry_outer", "rx_outer", "in_ld",
+          "w_ld", "rc_inner", "ry_inner", "rx_inner", "jf",       "jy",       "jx",       "i"};
 }
 
 std::vector<std::string> Conv2dNchwTemplate::buffer_names() const {
-  return {"Output", "Input", "Filter", "Input_shared", "Filter_shared", "Output_local", "Input_reg", "Filter_reg"};
+  return {"Output",        "Input",        "Filter",    "Input_shared",
+          "Filter_shared", "Output_local", "Input_reg", "Filter_reg"};
 }
 
 namespace {

@@ -82,12 +82,11 @@ void Conv2dNhwcTemplate::define_space() {
     NhwcParams p = params_of(cf);
     return p.tm * p.tn <= 128;
   });
-  space_.add_constraint("load vectors divide the tiles, the input channels and K",
-                        [c, k](const Config& cf) {
-                          NhwcParams p = params_of(cf);
-                          return p.bk % p.vec == 0 && p.bn % p.vec == 0 && c % p.vec == 0 &&
-                                 k % p.vec == 0;
-                        });
+  space_.add_constraint(
+      "load vectors divide the tiles, the input channels and K", [c, k](const Config& cf) {
+        NhwcParams p = params_of(cf);
+        return p.bk % p.vec == 0 && p.bn % p.vec == 0 && c % p.vec == 0 && k % p.vec == 0;
+      });
   space_.add_constraint("padded shared rows keep vector alignment", [](const Config& cf) {
     NhwcParams p = params_of(cf);
     return (p.bm + p.pad) % p.fm == 0 && (p.bn + p.pad) % std::max(p.fn, p.vec) == 0;
@@ -101,18 +100,32 @@ void Conv2dNhwcTemplate::define_space() {
 
 std::vector<Config> Conv2dNhwcTemplate::reference_configs() const {
   std::vector<Config> out;
-  auto add = [&](nlohmann::json knobs) {
-    add_if_valid(space_, std::move(knobs), out);
-  };
+  auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   for (int vec : {4, 1}) {
     // The SGEMM-like tile: 128×64 per block, 8×4 per thread, double buffered.
-    add({{"block_m", 128}, {"block_n", 64}, {"block_k", 8}, {"thread_m", 8}, {"thread_n", 4},
-         {"frag_m", 4}, {"frag_n", 4}, {"vec_load", vec}, {"smem_pad", 4},
-         {"double_buffer", 1}, {"unroll_k", 1}});
+    add({{"block_m", 128},
+         {"block_n", 64},
+         {"block_k", 8},
+         {"thread_m", 8},
+         {"thread_n", 4},
+         {"frag_m", 4},
+         {"frag_n", 4},
+         {"vec_load", vec},
+         {"smem_pad", 4},
+         {"double_buffer", 1},
+         {"unroll_k", 1}});
     // Smaller tiles for layers with few output pixels.
-    add({{"block_m", 32}, {"block_n", 64}, {"block_k", 16}, {"thread_m", 4}, {"thread_n", 4},
-         {"frag_m", 4}, {"frag_n", 4}, {"vec_load", vec}, {"smem_pad", 4},
-         {"double_buffer", 1}, {"unroll_k", 1}});
+    add({{"block_m", 32},
+         {"block_n", 64},
+         {"block_k", 16},
+         {"thread_m", 4},
+         {"thread_n", 4},
+         {"frag_m", 4},
+         {"frag_n", 4},
+         {"vec_load", vec},
+         {"smem_pad", 4},
+         {"double_buffer", 1},
+         {"unroll_k", 1}});
   }
   return out;
 }
@@ -175,14 +188,13 @@ Kernel Conv2dNhwcTemplate::build(const Config& config) const {
   };
   // Registers -> shared stage; A is transposed to [k][m].
   auto store_tiles = [&](const Expr& stage) {
-    return Block::make({a_tile.store(t, stage * (p.bk * lda_s)),
-                        b_tile.store(t, stage * (p.bk * ldb_s))});
+    return Block::make(
+        {a_tile.store(t, stage * (p.bk * lda_s)), b_tile.store(t, stage * (p.bk * ldb_s))});
   };
 
-  const RegisterTile tile{p.bm,     p.bn,       p.bk,       p.tm,       p.tn,
-                          p.fm,     p.fn,       tm_threads, tn_threads, lda_s,
-                          ldb_s,    p.unroll_k, a_shared,   b_shared,   acc,
-                          a_frag,   b_frag,     thread_row, thread_col};
+  const RegisterTile tile{
+      p.bm,  p.bn,       p.bk,     p.tm,     p.tn, p.fm,   p.fn,   tm_threads, tn_threads, lda_s,
+      ldb_s, p.unroll_k, a_shared, b_shared, acc,  a_frag, b_frag, thread_row, thread_col};
   Stmt main_loop = tile.main_loop(k_steps, p.double_buffer, load_tiles, store_tiles);
   // The output is the GEMM's row-major C.
   Stmt epilogue = tile.epilogue(output, bx * p.bm, by * p.bn, m, s.k);
@@ -204,11 +216,13 @@ Kernel Conv2dNhwcTemplate::build(const Config& config) const {
 }
 
 std::vector<std::string> Conv2dNhwcTemplate::loop_names() const {
-  return {"by", "bx", "tx", "k_outer", "a", "a_z", "a_e", "a_ld", "b", "b_z", "b_e", "b_ld", "k", "i_frag", "j_frag", "i", "j"};
+  return {"by",  "bx",  "tx",   "k_outer", "a",      "a_z",    "a_e", "a_ld", "b",
+          "b_z", "b_e", "b_ld", "k",       "i_frag", "j_frag", "i",   "j"};
 }
 
 std::vector<std::string> Conv2dNhwcTemplate::buffer_names() const {
-  return {"Output", "Input", "Filter", "A_shared", "B_shared", "Output_local", "A_frag", "B_frag", "A_ld", "B_ld"};
+  return {"Output",       "Input",  "Filter", "A_shared", "B_shared",
+          "Output_local", "A_frag", "B_frag", "A_ld",     "B_ld"};
 }
 
 namespace {

@@ -50,13 +50,11 @@ void Conv2dTcTemplate::define_space() {
   const int widest = std::max(widest_copy(shape_.c), widest_copy(shape_.k));
   space_.add_constraint("copies no wider than the channels C or K allow",
                         [widest](const Config& c) { return c.get("copy_bytes") / 2 <= widest; });
-  space_.add_constraint("block tile less than twice the extent, or the smallest",
-                        [m, n, k](const Config& c) {
-                          int64_t bm = c.get("block_m"), bn = c.get("block_n"),
-                                  bk = c.get("block_k");
-                          return (bm == 32 || bm < 2 * m) && (bn == 32 || bn < 2 * n) &&
-                                 (bk == 16 || bk < 2 * k);
-                        });
+  space_.add_constraint(
+      "block tile less than twice the extent, or the smallest", [m, n, k](const Config& c) {
+        int64_t bm = c.get("block_m"), bn = c.get("block_n"), bk = c.get("block_k");
+        return (bm == 32 || bm < 2 * m) && (bn == 32 || bn < 2 * n) && (bk == 16 || bk < 2 * k);
+      });
   tc::add_tc_shape_constraints(space_, true, n, k, out16_);
 }
 
@@ -65,19 +63,55 @@ std::vector<Config> Conv2dTcTemplate::reference_configs() const {
   auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The GEMM's Ampere-style kernel: 128x128x32 blocks of 4 warps of 64x64, a 4-stage ring of
   // swizzled 16-byte chunks, ldmatrix fragments, grouped blocks.
-  add({{"block_m", 128}, {"block_n", 128}, {"block_k", 32}, {"warp_m", 64}, {"warp_n", 64},
-       {"stages", 4}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
-       {"raster_group", 8}, {"split_k", 1}, {"epilogue_vec", 2}});
+  add({{"block_m", 128},
+       {"block_n", 128},
+       {"block_k", 32},
+       {"warp_m", 64},
+       {"warp_n", 64},
+       {"stages", 4},
+       {"smem_layout", 2},
+       {"copy_bytes", 16},
+       {"ldmatrix", 1},
+       {"raster_group", 8},
+       {"split_k", 1},
+       {"epilogue_vec", 2}});
   // Layers with few output channels (K = 64) or few pixels.
-  add({{"block_m", 128}, {"block_n", 64}, {"block_k", 32}, {"warp_m", 64}, {"warp_n", 32},
-       {"stages", 4}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
-       {"raster_group", 8}, {"split_k", 1}, {"epilogue_vec", 2}});
-  add({{"block_m", 64}, {"block_n", 128}, {"block_k", 32}, {"warp_m", 32}, {"warp_n", 64},
-       {"stages", 4}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
-       {"raster_group", 4}, {"split_k", 1}, {"epilogue_vec", 2}});
-  add({{"block_m", 64}, {"block_n", 64}, {"block_k", 32}, {"warp_m", 32}, {"warp_n", 32},
-       {"stages", 3}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
-       {"raster_group", 4}, {"split_k", 1}, {"epilogue_vec", 2}});
+  add({{"block_m", 128},
+       {"block_n", 64},
+       {"block_k", 32},
+       {"warp_m", 64},
+       {"warp_n", 32},
+       {"stages", 4},
+       {"smem_layout", 2},
+       {"copy_bytes", 16},
+       {"ldmatrix", 1},
+       {"raster_group", 8},
+       {"split_k", 1},
+       {"epilogue_vec", 2}});
+  add({{"block_m", 64},
+       {"block_n", 128},
+       {"block_k", 32},
+       {"warp_m", 32},
+       {"warp_n", 64},
+       {"stages", 4},
+       {"smem_layout", 2},
+       {"copy_bytes", 16},
+       {"ldmatrix", 1},
+       {"raster_group", 4},
+       {"split_k", 1},
+       {"epilogue_vec", 2}});
+  add({{"block_m", 64},
+       {"block_n", 64},
+       {"block_k", 32},
+       {"warp_m", 32},
+       {"warp_n", 32},
+       {"stages", 3},
+       {"smem_layout", 2},
+       {"copy_bytes", 16},
+       {"ldmatrix", 1},
+       {"raster_group", 4},
+       {"split_k", 1},
+       {"epilogue_vec", 2}});
   return out;
 }
 
@@ -112,8 +146,7 @@ Kernel Conv2dTcTemplate::build(const Config& config) const {
 
   // im2col on the fly: tile row = output pixel, tile column = (r, s, c) with c fastest. A copy
   // of up to widest_copy(C) channels stays within one pixel, so it is in range as a whole.
-  tc::SourceFn gather = [=](const Expr& row0, const Expr& col0, const Expr& row,
-                            const Expr& col) {
+  tc::SourceFn gather = [=](const Expr& row0, const Expr& col0, const Expr& row, const Expr& col) {
     Expr gm = row0 + row, kk = col0 + col;
     Expr img = gm / (s.p * s.q), oy = gm / s.q % s.p, ox = gm % s.q;
     Expr c = kk % s.c, fx = kk / s.c % s.s, fy = kk / (s.c * s.s);
@@ -139,8 +172,8 @@ Kernel Conv2dTcTemplate::build(const Config& config) const {
   spec.b = {Buffer::make("Filter", in, MemoryScope::global, s.filter_elements(), true),
             std::min(max_elems, widest_copy(s.k)),
             tc::matrix_source(s.k, k, s.k, k_tail, s.k % p.bn != 0)};
-  spec.c = Buffer::make("Output", out16_ ? in : Type::f32(), MemoryScope::global,
-                        s.output_elements());
+  spec.c =
+      Buffer::make("Output", out16_ ? in : Type::f32(), MemoryScope::global, s.output_elements());
   spec.parameters = {spec.c, spec.a.global, spec.b.global};
   return tc::build_tc_gemm(spec, p);
 }
@@ -155,17 +188,21 @@ struct TcConvRegistrars {
       const std::string in = std::string(op) == "conv2d_fp16" ? "fp16" : "bf16";
       const std::string description = fmt::format(
           "tensor-core 2-D convolution as an implicit GEMM with {} inputs and fp32 accumulation: "
-          "input NHWC, filter RSCK; output NPQK in fp32, or {} for {}_nhwc_out16", in, in, op);
+          "input NHWC, filter RSCK; output NPQK in fp32, or {} for {}_nhwc_out16",
+          in, in, op);
       const ir::DType input = in == "fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
       for (const std::string& name : Conv2dTcTemplate::template_names(op)) {
         const bool out16 = name.ends_with("_out16");
         all.emplace_back(TemplateEntry{
             op, name, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]", description,
             name == std::string(op) + "_nhwc",
-            [op = std::string(op), input, out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+            [op = std::string(op), input,
+             out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
               if (shape.size() < 7 || shape.size() > 10) {
-                throw TaskError(fmt::format("{} takes a shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]] "
-                                            "(7 to 10 sizes), got {} sizes", op, shape.size()));
+                throw TaskError(
+                    fmt::format("{} takes a shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]] "
+                                "(7 to 10 sizes), got {} sizes",
+                                op, shape.size()));
               }
               return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape), input, out16);
             }});

@@ -43,8 +43,8 @@ class Conv2dTcTemplate final : public Template {
   double flops() const override { return shape_.flops(); }
   int64_t reduction_length() const override { return shape_.reduction_length(); }
   BaselineSpec baseline() const override {
-    return BaselineSpec::of(ConvBaseline{shape_, ConvLayout::nhwc, input_,
-                                         out16_ ? input_ : ir::DType::Float32});
+    return BaselineSpec::of(
+        ConvBaseline{shape_, ConvLayout::nhwc, input_, out16_ ? input_ : ir::DType::Float32});
   }
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;

@@ -39,9 +39,10 @@ void validate(ConvShape& s, const char* op, const char* help) {
   };
   if (!fits(s.n, s.c, s.h + 2 * s.pad, s.w + 2 * s.pad) || !fits(s.n, s.k, s.p, s.q) ||
       !fits(s.depthwise ? 1 : s.k, s.c, s.r, s.s)) {
-    throw TaskError(fmt::format("{} shape {} is too large: every tensor (input with padding, "
-                                "filter, output) must have fewer than 2^31 elements",
-                                op, s.to_string()));
+    throw TaskError(
+        fmt::format("{} shape {} is too large: every tensor (input with padding, "
+                    "filter, output) must have fewer than 2^31 elements",
+                    op, s.to_string()));
   }
 }
 
@@ -67,8 +68,8 @@ std::string ConvShape::to_string() const {
 ConvShape conv2d_shape(const std::vector<int64_t>& sizes) {
   constexpr const char* kHelp = "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]";
   if (sizes.size() < 7 || sizes.size() > 10) {
-    throw TaskError(fmt::format("conv2d takes a shape {} (7 to 10 sizes), got {} sizes", kHelp,
-                                sizes.size()));
+    throw TaskError(
+        fmt::format("conv2d takes a shape {} (7 to 10 sizes), got {} sizes", kHelp, sizes.size()));
   }
   ConvShape s;
   s.n = sizes[0], s.c = sizes[1], s.h = sizes[2], s.w = sizes[3];

@@ -21,7 +21,7 @@ struct ConvShape {
   int64_t k = 1;                       // output channels (== c for depthwise)
   int64_t r = 1, s = 1;                // filter rows, columns
   int64_t stride = 1, pad = 0, dilation = 1;
-  int64_t p = 1, q = 1;                // output rows, columns (derived)
+  int64_t p = 1, q = 1;  // output rows, columns (derived)
   bool depthwise = false;
 
   int64_t input_elements() const { return n * c * h * w; }
@@ -29,9 +29,7 @@ struct ConvShape {
   int64_t output_elements() const { return n * k * p * q; }
   // Multiply-adds per output element.
   int64_t reduction_length() const { return depthwise ? r * s : c * r * s; }
-  double flops() const {
-    return 2.0 * double(output_elements()) * double(reduction_length());
-  }
+  double flops() const { return 2.0 * double(output_elements()) * double(reduction_length()); }
   // The full size list, in the order the user writes it (all optional parameters included).
   std::vector<int64_t> to_vector() const;
   // "N=1 C=64 H=56 W=56 K=64 R=3 S=3 stride=1 pad=1 dilation=1 -> P=56 Q=56"

@@ -72,28 +72,40 @@ void DepthwiseConv2dTemplate::define_space() {
                           DepthwiseParams p = params_of(c);
                           return p.cb * p.iy * p.ix <= kMaxAccumulators;
                         });
-  space_.add_constraint("input patches and filters fit 48 KiB of shared memory",
-                        [s](const Config& c) {
-                          DepthwiseParams p = params_of(c);
-                          int64_t patch = patch_extent(p.tile_y(), s.r, s) *
-                                          patch_extent(p.tile_x(), s.s, s);
-                          return p.cb * (patch + s.r * s.s) * 4 <= 48 * 1024;
-                        });
+  space_.add_constraint(
+      "input patches and filters fit 48 KiB of shared memory", [s](const Config& c) {
+        DepthwiseParams p = params_of(c);
+        int64_t patch = patch_extent(p.tile_y(), s.r, s) * patch_extent(p.tile_x(), s.s, s);
+        return p.cb * (patch + s.r * s.s) * 4 <= 48 * 1024;
+      });
 }
 
 std::vector<Config> DepthwiseConv2dTemplate::reference_configs() const {
   std::vector<Config> out;
-  auto add = [&](nlohmann::json knobs) {
-    add_if_valid(space_, std::move(knobs), out);
-  };
+  auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // 16×32 outputs of one channel per block, two per thread, interleaved.
-  add({{"channel_block", 1}, {"thread_y", 8}, {"thread_x", 32}, {"inner_y", 2},
-       {"inner_x", 1}, {"interleave", 1}, {"unroll_filter", 1}});
+  add({{"channel_block", 1},
+       {"thread_y", 8},
+       {"thread_x", 32},
+       {"inner_y", 2},
+       {"inner_x", 1},
+       {"interleave", 1},
+       {"unroll_filter", 1}});
   // The 7·2^k feature maps: 7 or 14 columns of threads.
-  add({{"channel_block", 2}, {"thread_y", 8}, {"thread_x", 14}, {"inner_y", 1},
-       {"inner_x", 1}, {"interleave", 1}, {"unroll_filter", 1}});
-  add({{"channel_block", 2}, {"thread_y", 7}, {"thread_x", 7}, {"inner_y", 1},
-       {"inner_x", 1}, {"interleave", 1}, {"unroll_filter", 1}});
+  add({{"channel_block", 2},
+       {"thread_y", 8},
+       {"thread_x", 14},
+       {"inner_y", 1},
+       {"inner_x", 1},
+       {"interleave", 1},
+       {"unroll_filter", 1}});
+  add({{"channel_block", 2},
+       {"thread_y", 7},
+       {"thread_x", 7},
+       {"inner_y", 1},
+       {"inner_x", 1},
+       {"interleave", 1},
+       {"unroll_filter", 1}});
   return out;
 }
 
@@ -124,8 +136,8 @@ Kernel DepthwiseConv2dTemplate::build(const Config& config) const {
   Stmt load_input = cooperative("in_ld", p.cb * patch, threads, t, [&](Expr v) {
     Expr cc = v / patch, yy = v / patch_w % patch_h, xx = v % patch_w;
     Expr ic = c0 + cc, iy = iy0 + yy, ix = ix0 + xx;
-    Stmt copy = Store::make(in_shared, v,
-                            Load::make(input, ((n * s.c + ic) * s.h + iy) * s.w + ix));
+    Stmt copy =
+        Store::make(in_shared, v, Load::make(input, ((n * s.c + ic) * s.h + iy) * s.w + ix));
     return IfThenElse::make(ic < s.c && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w, copy,
                             Store::make(in_shared, v, f32(0.0)));
   });
@@ -143,17 +155,17 @@ Kernel DepthwiseConv2dTemplate::build(const Config& config) const {
   Expr slot = (cc * p.iy + i) * p.ix + j;
   Expr row = local(t_y, p.ty, p.iy, i) * s.stride + ry * s.dilation;
   Expr col = local(t_x, p.tx, p.ix, j) * s.stride + rx * s.dilation;
-  Stmt fma = Store::make(acc, slot,
-                         Load::make(acc, slot) +
-                             Load::make(w_shared, (cc * s.r + ry) * s.s + rx) *
-                                 Load::make(in_shared, cc * patch + row * patch_w + col));
+  Stmt fma = Store::make(
+      acc, slot,
+      Load::make(acc, slot) + Load::make(w_shared, (cc * s.r + ry) * s.s + rx) *
+                                  Load::make(in_shared, cc * patch + row * patch_w + col));
   ForKind filter_kind = p.unroll ? ForKind::unrolled : ForKind::serial;
-  Stmt compute = For::make(
-      "cc", 0, p.cb, ForKind::unrolled,
-      For::make("ry", 0, s.r, filter_kind,
-                For::make("rx", 0, s.s, filter_kind,
-                          For::make("i", 0, p.iy, ForKind::unrolled,
-                                    For::make("j", 0, p.ix, ForKind::unrolled, fma)))));
+  Stmt compute =
+      For::make("cc", 0, p.cb, ForKind::unrolled,
+                For::make("ry", 0, s.r, filter_kind,
+                          For::make("rx", 0, s.s, filter_kind,
+                                    For::make("i", 0, p.iy, ForKind::unrolled,
+                                              For::make("j", 0, p.ix, ForKind::unrolled, fma)))));
 
   Expr z = int_var("i");
   Stmt init =
@@ -164,10 +176,9 @@ Kernel DepthwiseConv2dTemplate::build(const Config& config) const {
   Stmt write = IfThenElse::make(
       oc < s.c && oy < s.p && ox < s.q,
       Store::make(output, ((n * s.c + oc) * s.p + oy) * s.q + ox, Load::make(acc, slot)));
-  Stmt epilogue = For::make(
-      "cc", 0, p.cb, ForKind::unrolled,
-      For::make("i", 0, p.iy, ForKind::unrolled,
-                For::make("j", 0, p.ix, ForKind::unrolled, write)));
+  Stmt epilogue = For::make("cc", 0, p.cb, ForKind::unrolled,
+                            For::make("i", 0, p.iy, ForKind::unrolled,
+                                      For::make("j", 0, p.ix, ForKind::unrolled, write)));
 
   Stmt body = Block::make({init, load_input, load_filter, Sync::make(), compute, epilogue});
   body = Allocate::make(acc, body);

@@ -76,9 +76,10 @@ GemmTemplate::GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout)
   }
   if (m > kMaxDim || n > kMaxDim || k > kMaxDim || m * k >= INT32_MAX || k * n >= INT32_MAX ||
       m * n >= INT32_MAX) {
-    throw TaskError(fmt::format("gemm {}x{}x{} is too large: each matrix must have fewer than "
-                                "2^31 elements",
-                                m, n, k));
+    throw TaskError(
+        fmt::format("gemm {}x{}x{} is too large: each matrix must have fewer than "
+                    "2^31 elements",
+                    m, n, k));
   }
   define_space();
 }
@@ -119,14 +120,13 @@ void GemmTemplate::define_space() {
   });
   bool nn = layout_ == GemmLayout::nn;
   int64_t k = k_, n = n_;
-  space_.add_constraint("load vectors divide the tiles and the matrix rows",
-                        [nn, k, n](const Config& c) {
-                          int64_t v = c.get("vec_load");
-                          bool a_ok = c.get("block_k") % v == 0 && k % v == 0;
-                          bool b_ok = nn ? (c.get("block_n") % v == 0 && n % v == 0)
-                                         : (c.get("block_k") % v == 0);
-                          return a_ok && b_ok;
-                        });
+  space_.add_constraint(
+      "load vectors divide the tiles and the matrix rows", [nn, k, n](const Config& c) {
+        int64_t v = c.get("vec_load");
+        bool a_ok = c.get("block_k") % v == 0 && k % v == 0;
+        bool b_ok = nn ? (c.get("block_n") % v == 0 && n % v == 0) : (c.get("block_k") % v == 0);
+        return a_ok && b_ok;
+      });
   space_.add_constraint("padded shared rows keep vector alignment", [nn](const Config& c) {
     int64_t pad = c.get("smem_pad");
     int64_t b_align = nn ? std::max(c.get("frag_n"), c.get("vec_load")) : c.get("frag_n");
@@ -137,18 +137,34 @@ void GemmTemplate::define_space() {
 
 std::vector<Config> GemmTemplate::reference_configs() const {
   std::vector<Config> out;
-  auto add = [&](nlohmann::json knobs) {
-    add_if_valid(space_, std::move(knobs), out);
-  };
+  auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The classic hand-tuned SGEMM: 128x128x8 block, 8x8 per thread as 2x2 chunks of 4x4,
   // warps of 4x8 threads, float4 loads, padded double-buffered shared memory.
-  add({{"block_m", 128}, {"block_n", 128}, {"block_k", 8}, {"thread_m", 8}, {"thread_n", 8},
-       {"warp_n", 8}, {"frag_m", 4}, {"frag_n", 4}, {"vec_load", 4}, {"smem_pad", 4},
-       {"double_buffer", 1}, {"unroll_k", 1}});
+  add({{"block_m", 128},
+       {"block_n", 128},
+       {"block_k", 8},
+       {"thread_m", 8},
+       {"thread_n", 8},
+       {"warp_n", 8},
+       {"frag_m", 4},
+       {"frag_n", 4},
+       {"vec_load", 4},
+       {"smem_pad", 4},
+       {"double_buffer", 1},
+       {"unroll_k", 1}});
   // A smaller-tile variant for skinny or small problems.
-  add({{"block_m", 64}, {"block_n", 64}, {"block_k", 16}, {"thread_m", 4}, {"thread_n", 4},
-       {"warp_n", 8}, {"frag_m", 4}, {"frag_n", 4}, {"vec_load", 4}, {"smem_pad", 4},
-       {"double_buffer", 1}, {"unroll_k", 1}});
+  add({{"block_m", 64},
+       {"block_n", 64},
+       {"block_k", 16},
+       {"thread_m", 4},
+       {"thread_n", 4},
+       {"warp_n", 8},
+       {"frag_m", 4},
+       {"frag_n", 4},
+       {"vec_load", 4},
+       {"smem_pad", 4},
+       {"double_buffer", 1},
+       {"unroll_k", 1}});
   return out;
 }
 
@@ -184,10 +200,10 @@ Kernel GemmTemplate::build(const Config& config) const {
   Buffer a = Buffer::make("A", Type::f32(), MemoryScope::global, m_ * k_, true);
   Buffer b = Buffer::make("B", Type::f32(), MemoryScope::global, k_ * n_, true);
   Buffer c = Buffer::make("C", Type::f32(), MemoryScope::global, m_ * n_);
-  Buffer a_shared = Buffer::make("A_shared", Type::f32(), MemoryScope::shared,
-                                 int64_t{stages} * p.bk * lda_s);
-  Buffer b_shared = Buffer::make("B_shared", Type::f32(), MemoryScope::shared,
-                                 int64_t{stages} * p.bk * ldb_s);
+  Buffer a_shared =
+      Buffer::make("A_shared", Type::f32(), MemoryScope::shared, int64_t{stages} * p.bk * lda_s);
+  Buffer b_shared =
+      Buffer::make("B_shared", Type::f32(), MemoryScope::shared, int64_t{stages} * p.bk * ldb_s);
   Buffer acc = Buffer::make("C_local", Type::f32(), MemoryScope::local, p.tm * p.tn);
   Buffer a_frag = Buffer::make("A_frag", Type::f32(), MemoryScope::local, p.tm);
   Buffer b_frag = Buffer::make("B_frag", Type::f32(), MemoryScope::local, p.tn);
@@ -195,22 +211,30 @@ Kernel GemmTemplate::build(const Config& config) const {
   Expr t = int_var("tx"), bx = int_var("bx"), by = int_var("by");
   Expr thread_row = int_var("thread_row"), thread_col = int_var("thread_col");
 
-  TileCopy a_copy{{"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s},
-                  a, k_, m_, k_, by * p.bm};
-  a_copy.tile.regs = Buffer::make("A_ld", Type::f32(), MemoryScope::local,
-                                  a_copy.tile.per_thread() * p.vec);
+  TileCopy a_copy{
+      {"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s}, a, k_, m_, k_, by * p.bm};
+  a_copy.tile.regs =
+      Buffer::make("A_ld", Type::f32(), MemoryScope::local, a_copy.tile.per_thread() * p.vec);
   TileCopy b_copy =
       nn ? TileCopy{{"b", p.bk, p.bn, p.vec, threads, Buffer(), b_shared, false, ldb_s},
-                    b, n_, k_, n_, Expr(0)}
+                    b,
+                    n_,
+                    k_,
+                    n_,
+                    Expr(0)}
          : TileCopy{{"b", p.bn, p.bk, p.vec, threads, Buffer(), b_shared, true, ldb_s},
-                    b, k_, n_, k_, bx * p.bn};
+                    b,
+                    k_,
+                    n_,
+                    k_,
+                    bx * p.bn};
   // K-direction guards are needed only for a partial last K step; the M and N guards are
   // dropped by the simplifier where the block tile divides the extent.
   bool k_tail = k_ % p.bk != 0;
   a_copy.guard_cols = k_tail;
   (nn ? b_copy.guard_rows : b_copy.guard_cols) = k_tail;
-  b_copy.tile.regs = Buffer::make("B_ld", Type::f32(), MemoryScope::local,
-                                  b_copy.tile.per_thread() * p.vec);
+  b_copy.tile.regs =
+      Buffer::make("B_ld", Type::f32(), MemoryScope::local, b_copy.tile.per_thread() * p.vec);
 
   // In layout nn the B tile's rows are K and its columns N, so its "k0" runs along rows.
   auto load_tiles = [&](const Expr& k0) {
@@ -230,10 +254,9 @@ Kernel GemmTemplate::build(const Config& config) const {
                         b_copy.tile.store(t, stage * (p.bk * ldb_s))});
   };
 
-  const RegisterTile tile{p.bm,     p.bn,       p.bk,       p.tm,       p.tn,
-                          p.fm,     p.fn,       tm_threads, tn_threads, lda_s,
-                          ldb_s,    p.unroll_k, a_shared,   b_shared,   acc,
-                          a_frag,   b_frag,     thread_row, thread_col};
+  const RegisterTile tile{
+      p.bm,  p.bn,       p.bk,     p.tm,     p.tn, p.fm,   p.fn,   tm_threads, tn_threads, lda_s,
+      ldb_s, p.unroll_k, a_shared, b_shared, acc,  a_frag, b_frag, thread_row, thread_col};
   Stmt main_loop = tile.main_loop(k_steps, p.double_buffer, load_tiles, store_tiles);
   Stmt epilogue = tile.epilogue(c, by * p.bm, bx * p.bn, m_, n_);
 
@@ -275,10 +298,12 @@ std::unique_ptr<Template> make_gemm(const std::vector<int64_t>& shape, GemmLayou
   return std::make_unique<GemmTemplate>(s[0], s[1], s[2], layout);
 }
 
-const TemplateRegistrar kGemmNn{{"gemm", "gemm_nn", kGemmShape, kGemmDescription, true,
-                                 [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nn); }}};
-const TemplateRegistrar kGemmNt{{"gemm", "gemm_nt", kGemmShape, kGemmDescription, false,
-                                 [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nt); }}};
+const TemplateRegistrar kGemmNn{
+    {"gemm", "gemm_nn", kGemmShape, kGemmDescription, true,
+     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nn); }}};
+const TemplateRegistrar kGemmNt{
+    {"gemm", "gemm_nt", kGemmShape, kGemmDescription, false,
+     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nt); }}};
 
 }  // namespace
 

@@ -24,9 +24,10 @@ GemmTcTemplate::GemmTcTemplate(int64_t m, int64_t n, int64_t k, TcLayout layout,
   }
   if (m > kMaxDim || n > kMaxDim || k > kMaxDim || m * k >= INT32_MAX || k * n >= INT32_MAX ||
       m * n >= INT32_MAX) {
-    throw TaskError(fmt::format("{} {}x{}x{} is too large: each matrix must have fewer than "
-                                "2^31 elements",
-                                op(), m, n, k));
+    throw TaskError(
+        fmt::format("{} {}x{}x{} is too large: each matrix must have fewer than "
+                    "2^31 elements",
+                    op(), m, n, k));
   }
   define_space();
 }
@@ -59,13 +60,31 @@ std::vector<Config> GemmTcTemplate::reference_configs() const {
   auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The usual Ampere-style mma.sync kernel: 128x128x32 blocks of 4 warps of 64x64, a
   // 4-stage cp.async ring of swizzled 16-byte chunks, ldmatrix fragments, grouped blocks.
-  add({{"block_m", 128}, {"block_n", 128}, {"block_k", 32}, {"warp_m", 64}, {"warp_n", 64},
-       {"stages", 4}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
-       {"raster_group", 8}, {"split_k", 1}, {"epilogue_vec", 2}});
+  add({{"block_m", 128},
+       {"block_n", 128},
+       {"block_k", 32},
+       {"warp_m", 64},
+       {"warp_n", 64},
+       {"stages", 4},
+       {"smem_layout", 2},
+       {"copy_bytes", 16},
+       {"ldmatrix", 1},
+       {"raster_group", 8},
+       {"split_k", 1},
+       {"epilogue_vec", 2}});
   // Smaller tiles for small or skinny problems.
-  add({{"block_m", 64}, {"block_n", 64}, {"block_k", 32}, {"warp_m", 32}, {"warp_n", 32},
-       {"stages", 3}, {"smem_layout", 2}, {"copy_bytes", 16}, {"ldmatrix", 1},
-       {"raster_group", 4}, {"split_k", 1}, {"epilogue_vec", 2}});
+  add({{"block_m", 64},
+       {"block_n", 64},
+       {"block_k", 32},
+       {"warp_m", 32},
+       {"warp_n", 32},
+       {"stages", 3},
+       {"smem_layout", 2},
+       {"copy_bytes", 16},
+       {"ldmatrix", 1},
+       {"raster_group", 4},
+       {"split_k", 1},
+       {"epilogue_vec", 2}});
   return out;
 }
 
@@ -120,17 +139,19 @@ struct TcGemmRegistrars {
       const std::string in = std::string(op) == "gemm_fp16" ? "fp16" : "bf16";
       const std::string description = fmt::format(
           "tensor-core C[M,N] = A[M,K]·B with {} inputs and fp32 accumulation; B [K,N] (_nn) or "
-          "[N,K] (_nt); C fp32, or {} for the _out16 templates", in, in);
+          "[N,K] (_nt); C fp32, or {} for the _out16 templates",
+          in, in);
       const ir::DType input = in == "fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
       for (const std::string& name : GemmTcTemplate::template_names(op)) {
         const TcLayout layout = name.find("_nt") != std::string::npos ? TcLayout::nt : TcLayout::nn;
         const bool out16 = name.ends_with("_out16");
-        all.emplace_back(TemplateEntry{op, name, "M,N,K", description, name == std::string(op) + "_nn",
-                                       [op = std::string(op), layout, input, out16](const std::vector<int64_t>& shape) {
-                                         const std::vector<int64_t> s = shape_of_size(op, shape, 3, "M,N,K");
-                                         return std::unique_ptr<Template>(std::make_unique<GemmTcTemplate>(
-                                             s[0], s[1], s[2], layout, input, out16));
-                                       }});
+        all.emplace_back(TemplateEntry{
+            op, name, "M,N,K", description, name == std::string(op) + "_nn",
+            [op = std::string(op), layout, input, out16](const std::vector<int64_t>& shape) {
+              const std::vector<int64_t> s = shape_of_size(op, shape, 3, "M,N,K");
+              return std::unique_ptr<Template>(
+                  std::make_unique<GemmTcTemplate>(s[0], s[1], s[2], layout, input, out16));
+            }});
       }
     }
   }

@@ -29,9 +29,9 @@ struct DepthwiseRow {
 };
 
 constexpr DepthwiseRow kMobilenet[] = {
-    {"D1", 112, 32, 1, 1},  {"D2", 112, 64, 2, 1},  {"D3", 56, 128, 1, 1},
-    {"D4", 56, 128, 2, 1},  {"D5", 28, 256, 1, 1},  {"D6", 28, 256, 2, 1},
-    {"D7", 14, 512, 1, 5},  {"D8", 14, 512, 2, 1},  {"D9", 7, 1024, 1, 1},
+    {"D1", 112, 32, 1, 1}, {"D2", 112, 64, 2, 1}, {"D3", 56, 128, 1, 1},
+    {"D4", 56, 128, 2, 1}, {"D5", 28, 256, 1, 1}, {"D6", 28, 256, 2, 1},
+    {"D7", 14, 512, 1, 5}, {"D8", 14, 512, 2, 1}, {"D9", 7, 1024, 1, 1},
 };
 
 }  // namespace
@@ -46,21 +46,23 @@ std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch) {
   std::vector<SuiteLayer> out;
   if (suite == "resnet18") {
     for (const ConvRow& l : kResnet18) {
-      out.push_back({l.name, "conv2d",
+      out.push_back({l.name,
+                     "conv2d",
                      {batch, l.c, l.size, l.size, l.k, l.r, l.r, l.stride, l.r / 2, 1},
                      1,
-                     fmt::format("{}x{}, {}->{}, {}x{}, stride {}", l.size, l.size, l.c, l.k,
-                                 l.r, l.r, l.stride)});
+                     fmt::format("{}x{}, {}->{}, {}x{}, stride {}", l.size, l.size, l.c, l.k, l.r,
+                                 l.r, l.stride)});
     }
     return out;
   }
   if (suite == "mobilenet") {
     for (const DepthwiseRow& l : kMobilenet) {
-      out.push_back({l.name, "depthwise_conv2d",
-                     {batch, l.c, l.size, l.size, 3, 3, l.stride, 1, 1},
-                     l.repeat,
-                     fmt::format("{}x{}, {} channels, 3x3, stride {}", l.size, l.size, l.c,
-                                 l.stride)});
+      out.push_back(
+          {l.name,
+           "depthwise_conv2d",
+           {batch, l.c, l.size, l.size, 3, 3, l.stride, 1, 1},
+           l.repeat,
+           fmt::format("{}x{}, {} channels, 3x3, stride {}", l.size, l.size, l.c, l.stride)});
     }
     return out;
   }

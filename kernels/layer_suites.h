@@ -16,11 +16,11 @@
 namespace cutune {
 
 struct SuiteLayer {
-  std::string name;           // "C1"
-  std::string op;             // "conv2d" or "depthwise_conv2d"
-  std::vector<int64_t> shape; // as make_template takes it, every parameter given
-  int repeat = 1;             // how many times the network runs this layer
-  std::string description;    // "224x224, 3->64, 7x7, stride 2"
+  std::string name;            // "C1"
+  std::string op;              // "conv2d" or "depthwise_conv2d"
+  std::vector<int64_t> shape;  // as make_template takes it, every parameter given
+  int repeat = 1;              // how many times the network runs this layer
+  std::string description;     // "224x224, 3->64, 7x7, stride 2"
 };
 
 struct SuiteInfo {

@@ -99,18 +99,18 @@ Stmt RegisterTile::compute(const Expr& stage) const {
   Expr ii = int_var("i_frag"), jj = int_var("j_frag");
   Stmt load_a = For::make(
       "i_frag", 0, tm / fm, ForKind::unrolled,
-      Store::make(a_frag, ii * fm,
-                  Load::make(a_shared, stage * (bk * lda_s) + kk * lda_s + tile_row(ii * fm),
-                             int(fm))));
+      Store::make(
+          a_frag, ii * fm,
+          Load::make(a_shared, stage * (bk * lda_s) + kk * lda_s + tile_row(ii * fm), int(fm))));
   Stmt load_b = For::make(
       "j_frag", 0, tn / fn, ForKind::unrolled,
-      Store::make(b_frag, jj * fn,
-                  Load::make(b_shared, stage * (bk * ldb_s) + kk * ldb_s + tile_col(jj * fn),
-                             int(fn))));
+      Store::make(
+          b_frag, jj * fn,
+          Load::make(b_shared, stage * (bk * ldb_s) + kk * ldb_s + tile_col(jj * fn), int(fn))));
   Expr i = int_var("i"), j = int_var("j");
   Expr slot = i * tn + j;
-  Stmt fma = Store::make(acc, slot,
-                         Load::make(acc, slot) + Load::make(a_frag, i) * Load::make(b_frag, j));
+  Stmt fma =
+      Store::make(acc, slot, Load::make(acc, slot) + Load::make(a_frag, i) * Load::make(b_frag, j));
   Stmt outer =
       For::make("i", 0, tm, ForKind::unrolled, For::make("j", 0, tn, ForKind::unrolled, fma));
   return For::make("k", 0, bk, unroll_k ? ForKind::unrolled : ForKind::serial,
@@ -122,15 +122,16 @@ Stmt RegisterTile::main_loop(int64_t k_steps, bool double_buffer,
                              const std::function<Stmt(Expr stage)>& store) const {
   Expr ko = int_var("k_outer");
   if (!double_buffer) {
-    return For::make("k_outer", 0, i32(k_steps), ForKind::serial,
-                     Block::make({load(ko * bk), store(0), Sync::make(), compute(0), Sync::make()}));
+    return For::make(
+        "k_outer", 0, i32(k_steps), ForKind::serial,
+        Block::make({load(ko * bk), store(0), Sync::make(), compute(0), Sync::make()}));
   }
   Expr has_next = ko + 1 < i32(k_steps);
   Stmt prologue = Block::make({load(0), store(0), Sync::make()});
-  Stmt loop = For::make(
-      "k_outer", 0, i32(k_steps), ForKind::serial,
-      Block::make({IfThenElse::make(has_next, load((ko + 1) * bk)), compute(ko % 2),
-                   IfThenElse::make(has_next, store((ko + 1) % 2)), Sync::make()}));
+  Stmt loop =
+      For::make("k_outer", 0, i32(k_steps), ForKind::serial,
+                Block::make({IfThenElse::make(has_next, load((ko + 1) * bk)), compute(ko % 2),
+                             IfThenElse::make(has_next, store((ko + 1) % 2)), Sync::make()}));
   return Block::make({prologue, loop});
 }
 
@@ -140,9 +141,10 @@ Stmt RegisterTile::epilogue(const Buffer& c, const Expr& row0, const Expr& col0,
   Expr i = int_var("i"), jv = int_var("j");
   Expr grow = row0 + tile_row(i);
   Expr gcol = col0 + tile_col(jv * store_vec);
-  Stmt write = IfThenElse::make(
-      grow < i32(m) && gcol < i32(n),
-      Store::make(c, grow * i32(n) + gcol, Load::make(acc, i * tn + jv * store_vec, int(store_vec))));
+  Stmt write =
+      IfThenElse::make(grow < i32(m) && gcol < i32(n),
+                       Store::make(c, grow * i32(n) + gcol,
+                                   Load::make(acc, i * tn + jv * store_vec, int(store_vec))));
   return For::make("i", 0, tm, ForKind::unrolled,
                    For::make("j", 0, tn / store_vec, ForKind::unrolled, write));
 }

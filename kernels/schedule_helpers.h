@@ -1,7 +1,7 @@
 #pragma once
-// Pieces the fp32 schedule templates share: integer helpers, reference configurations, the loops that share a tile's
-// copy out over a block's threads, and the register-tiled inner product of the GEMM-shaped
-// templates (gemm, and conv2d_nhwc, which is an implicit GEMM).
+// Pieces the fp32 schedule templates share: integer helpers, reference configurations, the loops
+// that share a tile's copy out over a block's threads, and the register-tiled inner product of the
+// GEMM-shaped templates (gemm, and conv2d_nhwc, which is an implicit GEMM).
 
 #include <cstdint>
 #include <functional>
@@ -59,8 +59,9 @@ struct VectorTile {
 
   // Loop over this thread's vectors; `f` gets the register slot's vector index r and the
   // tile-relative row and column of the vector.
-  ir::Stmt for_each_vector(const ir::Expr& t,
-                           const std::function<ir::Stmt(ir::Expr r, ir::Expr row, ir::Expr col)>& f) const;
+  ir::Stmt for_each_vector(
+      const ir::Expr& t,
+      const std::function<ir::Stmt(ir::Expr r, ir::Expr row, ir::Expr col)>& f) const;
   // Zeros register vector r (loop `prefix`_z): what a guarded load stores out of bounds.
   ir::Stmt zero(const ir::Expr& r) const;
   // Registers -> shared memory, at `stage_offset` (loop `prefix`_e where transposed).

@@ -68,16 +68,14 @@ void add_tc_shape_constraints(ConfigSpace& space, bool b_k_major, int64_t n, int
     int64_t b = b_k_major ? bk * (bn + pad) : bn * (bk + pad);
     return c.get("stages") * (a + b) * 2 <= kMaxSharedBytes;
   });
-  space.add_constraint("split-K accumulates fp32 C with scalar atomics",
-                       [out16](const Config& c) {
-                         return c.get("split_k") == 1 || (!out16 && c.get("epilogue_vec") == 1);
-                       });
+  space.add_constraint("split-K accumulates fp32 C with scalar atomics", [out16](const Config& c) {
+    return c.get("split_k") == 1 || (!out16 && c.get("epilogue_vec") == 1);
+  });
   space.add_constraint("split-K leaves every split a K slice", [k](const Config& c) {
     return c.get("split_k") <= ceil_div(k, c.get("block_k"));
   });
-  space.add_constraint("paired epilogue stores need an even N", [n](const Config& c) {
-    return c.get("epilogue_vec") == 1 || n % 2 == 0;
-  });
+  space.add_constraint("paired epilogue stores need an even N",
+                       [n](const Config& c) { return c.get("epilogue_vec") == 1 || n % 2 == 0; });
 }
 
 Expr SmemTile::offset(const Expr& stage, const Expr& row, const Expr& col) const {
@@ -154,10 +152,10 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   SmemTile a_tile{Buffer(), p.bm, p.bk, p.smem_layout};
   SmemTile b_tile = nn ? SmemTile{Buffer(), p.bk, p.bn, p.smem_layout}
                        : SmemTile{Buffer(), p.bn, p.bk, p.smem_layout};
-  a_tile.buffer = Buffer::make("A_shared", in, MemoryScope::shared,
-                               p.stages * a_tile.stage_elements());
-  b_tile.buffer = Buffer::make("B_shared", in, MemoryScope::shared,
-                               p.stages * b_tile.stage_elements());
+  a_tile.buffer =
+      Buffer::make("A_shared", in, MemoryScope::shared, p.stages * a_tile.stage_elements());
+  b_tile.buffer =
+      Buffer::make("B_shared", in, MemoryScope::shared, p.stages * b_tile.stage_elements());
   Buffer acc = Buffer::make("C_frag", Type::f32(), MemoryScope::local, int64_t{mi} * ni * 4);
   Buffer a_frag = Buffer::make("A_frag", Type::u32(), MemoryScope::local, int64_t{mi} * 4);
   Buffer b_frag = Buffer::make("B_frag", Type::u32(), MemoryScope::local, int64_t{ni} * 2);
@@ -175,8 +173,8 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   auto load_slice = [&](const Expr& k_tile, const Expr& stage) {
     Expr k0 = k_tile * p.bk;
     Stmt la = a_copy.copy(tx, stage, tile_m * p.bm, k0);
-    Stmt lb = nn ? b_copy.copy(tx, stage, k0, tile_n * p.bn)
-                 : b_copy.copy(tx, stage, tile_n * p.bn, k0);
+    Stmt lb =
+        nn ? b_copy.copy(tx, stage, k0, tile_n * p.bn) : b_copy.copy(tx, stage, tile_n * p.bn, k0);
     return Block::make({la, lb});
   };
   auto commit = [&]() { return async ? cp_async_commit() : Stmt(); };
@@ -197,8 +195,8 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
       load_a = For::make(
           "i", 0, mi, ForKind::unrolled,
           ldmatrix(4, false, address_of(a_frag, i * 4),
-                   address_of(a_tile.buffer,
-                              a_tile.offset(stage, wrow0 + i * 16 + lane % 16, k16 + lane / 16 * 8))));
+                   address_of(a_tile.buffer, a_tile.offset(stage, wrow0 + i * 16 + lane % 16,
+                                                           k16 + lane / 16 * 8))));
       // An x4 covers two n8 tiles: matrices (n0, k0), (n0, k8), (n8, k0), (n8, k8), i.e.
       // b0, b1 of tile 2jp, then of tile 2jp+1. An odd last tile takes an x2.
       auto b_address = [&](const Expr& n_base, const Expr& n_half) {
@@ -211,13 +209,13 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
       };
       std::vector<Stmt> bs;
       if (ni >= 2) {
-        bs.push_back(For::make("jp", 0, ni / 2, ForKind::unrolled,
-                               ldmatrix(4, nn, address_of(b_frag, jp * 4),
-                                        b_address(wcol0 + jp * 16, lane / 16))));
+        bs.push_back(For::make(
+            "jp", 0, ni / 2, ForKind::unrolled,
+            ldmatrix(4, nn, address_of(b_frag, jp * 4), b_address(wcol0 + jp * 16, lane / 16))));
       }
       if (ni % 2) {
-        bs.push_back(ldmatrix(2, nn, address_of(b_frag, (ni - 1) * 2),
-                              b_address(wcol0 + (ni - 1) * 8, 0)));
+        bs.push_back(
+            ldmatrix(2, nn, address_of(b_frag, (ni - 1) * 2), b_address(wcol0 + (ni - 1) * 8, 0)));
       }
       load_b = Block::make(bs);
     } else {
@@ -226,25 +224,26 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
       Expr col = k16 + tig * 2 + r / 2 * 8;
       load_a = For::make(
           "i", 0, mi, ForKind::unrolled,
-          For::make("r", 0, 4, ForKind::unrolled,
-                    Store::make(a_frag, i * 4 + r,
-                                pack_b16x2(Load::make(a_tile.buffer, a_tile.offset(stage, row, col)),
-                                           Load::make(a_tile.buffer,
-                                                      a_tile.offset(stage, row, col + 1))))));
+          For::make(
+              "r", 0, 4, ForKind::unrolled,
+              Store::make(
+                  a_frag, i * 4 + r,
+                  pack_b16x2(Load::make(a_tile.buffer, a_tile.offset(stage, row, col)),
+                             Load::make(a_tile.buffer, a_tile.offset(stage, row, col + 1))))));
       // b_r holds k 2*tig + r*8 and the next k, column group.
       Expr kx = k16 + tig * 2 + r * 8;
       Expr nx = wcol0 + j * 8 + g;
-      load_b = For::make("j", 0, ni, ForKind::unrolled,
-                         For::make("r", 0, 2, ForKind::unrolled,
-                                   Store::make(b_frag, j * 2 + r,
-                                               pack_b16x2(b_at(kx, nx), b_at(kx + 1, nx)))));
+      load_b = For::make(
+          "j", 0, ni, ForKind::unrolled,
+          For::make("r", 0, 2, ForKind::unrolled,
+                    Store::make(b_frag, j * 2 + r, pack_b16x2(b_at(kx, nx), b_at(kx + 1, nx)))));
     }
     Expr slot = (i * ni + j) * 4;
-    Stmt mma = For::make(
-        "i", 0, mi, ForKind::unrolled,
-        For::make("j", 0, ni, ForKind::unrolled,
-                  mma_m16n8k16(input, address_of(acc, slot), address_of(a_frag, i * 4),
-                               address_of(b_frag, j * 2), address_of(acc, slot))));
+    Stmt mma =
+        For::make("i", 0, mi, ForKind::unrolled,
+                  For::make("j", 0, ni, ForKind::unrolled,
+                            mma_m16n8k16(input, address_of(acc, slot), address_of(a_frag, i * 4),
+                                         address_of(b_frag, j * 2), address_of(acc, slot))));
     return For::make("kk", 0, p.bk / 16, ForKind::unrolled, Block::make({load_a, load_b, mma}));
   };
 
@@ -305,8 +304,8 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   body = LetStmt::make("lane", tx % 32, body);
   // This block's K slices: split kz takes tiles_per_split of them (the last split fewer).
   if (p.split_k > 1) {
-    body = LetStmt::make("k_tiles",
-                         max(min(i32(tiles_per_split), i32(k_tiles) - first_tile), 0), body);
+    body = LetStmt::make("k_tiles", max(min(i32(tiles_per_split), i32(k_tiles) - first_tile), 0),
+                         body);
     body = LetStmt::make("first_k_tile", kz * i32(tiles_per_split), body);
   } else {
     body = LetStmt::make("k_tiles", i32(k_tiles), body);

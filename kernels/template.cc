@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-
 namespace cutune {
 
 namespace {
@@ -76,8 +75,8 @@ std::unique_ptr<Template> make_template(const std::string& op, const std::vector
 std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int64_t>& shape,
                                    size_t sizes, const char* help) {
   if (shape.size() != sizes) {
-    throw TaskError(fmt::format("{} takes a shape {} ({} sizes), got {} sizes", op, help, sizes,
-                                shape.size()));
+    throw TaskError(
+        fmt::format("{} takes a shape {} ({} sizes), got {} sizes", op, help, sizes, shape.size()));
   }
   return shape;
 }
@@ -92,8 +91,8 @@ std::vector<int64_t> parse_shape(const std::string& text) {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || p != part.data() + part.size()) {
-      throw TaskError(fmt::format("bad shape '{}': expected positive integers separated by commas",
-                                  text));
+      throw TaskError(
+          fmt::format("bad shape '{}': expected positive integers separated by commas", text));
     }
     if (v < 0) throw TaskError(fmt::format("bad shape '{}': sizes must not be negative", text));
     out.push_back(v);

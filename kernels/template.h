@@ -40,8 +40,8 @@ class Template {
  public:
   virtual ~Template() = default;
 
-  virtual std::string op() const = 0;             // "gemm"
-  virtual std::string name() const = 0;           // "gemm_nn"
+  virtual std::string op() const = 0;              // "gemm"
+  virtual std::string name() const = 0;            // "gemm_nn"
   virtual std::vector<int64_t> shape() const = 0;  // as the user gave it
   virtual const ConfigSpace& space() const = 0;
   // The kernel for one configuration (valid or not; invalid ones may fail to build with an
@@ -91,7 +91,7 @@ struct TemplateRegistrar {
 struct OpInfo {
   std::string op;
   std::vector<std::string> templates;  // the default first, then as registered
-  std::string shape_help;  // e.g. "M,N,K"
+  std::string shape_help;              // e.g. "M,N,K"
   std::string description;
 };
 // Every registered operator, by name.

@@ -25,15 +25,15 @@ class InternalError : public std::logic_error {
 
 [[noreturn]] inline void throw_internal_error(const char* file, int line, const char* condition,
                                               const std::string& what) {
-  throw InternalError("internal error at " + std::string(file) + ":" + std::to_string(line) +
-                      ": " + condition + (what.empty() ? "" : ": " + what));
+  throw InternalError("internal error at " + std::string(file) + ":" + std::to_string(line) + ": " +
+                      condition + (what.empty() ? "" : ": " + what));
 }
 
 }  // namespace cutune
 
 // Checks an invariant of cutune's own code; `what` (a std::string expression) is evaluated
 // only when the check fails.
-#define CUTUNE_CHECK(condition, what)                                          \
-  do {                                                                         \
+#define CUTUNE_CHECK(condition, what)                                                         \
+  do {                                                                                        \
     if (!(condition)) ::cutune::throw_internal_error(__FILE__, __LINE__, #condition, (what)); \
   } while (false)

@@ -27,10 +27,10 @@ struct CublasApi {
   CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_ENTRY)
 #undef CUTUNE_CUBLAS_ENTRY
   // Overloaded in C++ (compute type as cudaDataType or cublasComputeType_t): named by type.
-  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
-                                    int, int, const void*, const void*, cudaDataType, int,
-                                    const void*, cudaDataType, int, const void*, void*,
-                                    cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const void*, const void*, cudaDataType, int, const void*,
+                                    cudaDataType, int, const void*, void*, cudaDataType, int,
+                                    cublasComputeType_t, cublasGemmAlgo_t);
   GemmEx cublasGemmEx = nullptr;
   bool usable = false;
   std::string reason;
@@ -45,13 +45,14 @@ const CublasApi& api() {
     void* library = open_cuda_library(CudaLibrary::cublas, &a.reason);
     if (library == nullptr) return;
     std::string missing;
-#define CUTUNE_CUBLAS_RESOLVE(name)                                              \
-  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name));            \
+#define CUTUNE_CUBLAS_RESOLVE(name)                                   \
+  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name)); \
   if (a.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
     CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_RESOLVE)
 #undef CUTUNE_CUBLAS_RESOLVE
     a.cublasGemmEx = reinterpret_cast<CublasApi::GemmEx>(dlsym(library, "cublasGemmEx"));
-    if (a.cublasGemmEx == nullptr) missing += (missing.empty() ? "" : ", ") + std::string("cublasGemmEx");
+    if (a.cublasGemmEx == nullptr)
+      missing += (missing.empty() ? "" : ", ") + std::string("cublasGemmEx");
     if (!missing.empty()) {
       a.reason = "libcublas lacks " + missing;
       return;
@@ -64,10 +65,10 @@ const CublasApi& api() {
 void check(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   const CublasApi& a = api();
-  throw_cuda_error("cuBLAS", static_cast<int>(status), call,
-                   std::string(a.cublasGetStatusName(status)) + " (" +
-                       a.cublasGetStatusString(status) + ")",
-                   file, line);
+  throw_cuda_error(
+      "cuBLAS", static_cast<int>(status), call,
+      std::string(a.cublasGetStatusName(status)) + " (" + a.cublasGetStatusString(status) + ")",
+      file, line);
 }
 
 #define CUTUNE_CUBLAS_CALL(call) check((call), #call, __FILE__, __LINE__)
@@ -124,7 +125,9 @@ void CublasGemm::gemm_ex(const SgemmShape& shape, GemmStorage input, GemmStorage
   const SgemmCall call = sgemm_call(shape);
   const float alpha = 1.0f, beta = 0.0f;
   auto type = [](GemmStorage s) {
-    return s == GemmStorage::float16 ? CUDA_R_16F : s == GemmStorage::bfloat16 ? CUDA_R_16BF : CUDA_R_32F;
+    return s == GemmStorage::float16    ? CUDA_R_16F
+           : s == GemmStorage::bfloat16 ? CUDA_R_16BF
+                                        : CUDA_R_32F;
   };
   // CUBLAS_COMPUTE_32F: fp32 accumulation (tensor cores for 16-bit inputs, never TF32 for fp32).
   CUTUNE_CUBLAS_CALL(api().cublasGemmEx(

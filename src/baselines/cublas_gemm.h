@@ -22,7 +22,7 @@ struct SgemmShape {
 struct SgemmCall {
   bool trans_a = false, trans_b = false;  // cuBLAS's transa/transb (applied to B, then A)
   int m = 0, n = 0, k = 0;
-  int lda = 0, ldb = 0, ldc = 0;          // for the first operand (B), the second (A), and C
+  int lda = 0, ldb = 0, ldc = 0;  // for the first operand (B), the second (A), and C
 };
 SgemmCall sgemm_call(const SgemmShape& shape);
 

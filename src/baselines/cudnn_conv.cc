@@ -61,8 +61,8 @@ const CudnnApi& api() {
     void* library = open_cuda_library(CudaLibrary::cudnn, &a.reason);
     if (library == nullptr) return;
     std::string missing;
-#define CUTUNE_CUDNN_RESOLVE(name)                                                \
-  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name));             \
+#define CUTUNE_CUDNN_RESOLVE(name)                                    \
+  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name)); \
   if (a.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
     CUTUNE_CUDNN_FUNCTIONS(CUTUNE_CUDNN_RESOLVE)
 #undef CUTUNE_CUDNN_RESOLVE
@@ -85,8 +85,8 @@ const CudnnApi& require_cudnn() {
 // linked; here it is a loaded pointer, so the same CudaError is thrown through it.
 void check(cudnnStatus_t status, const char* call, const char* file, int line) {
   if (status == CUDNN_STATUS_SUCCESS) return;
-  throw_cuda_error("cuDNN", static_cast<int>(status), call, api().cudnnGetErrorString(status),
-                   file, line);
+  throw_cuda_error("cuDNN", static_cast<int>(status), call, api().cudnnGetErrorString(status), file,
+                   line);
 }
 
 #define CUTUNE_CUDNN_CALL(call) check((call), #call, __FILE__, __LINE__)
@@ -118,12 +118,23 @@ T field(const nlohmann::json& j, const char* key) {
 }  // namespace
 
 nlohmann::json CudnnConvProblem::to_json() const {
-  return {{"n", n},           {"c", c},           {"h", h},
-          {"w", w},           {"k", k},           {"r", r},
-          {"s", s},           {"stride", stride}, {"pad", pad},
-          {"dilation", dilation}, {"groups", groups},
-          {"layout", activation_name(layout)}, {"filter_layout", filter_name(filter_layout)},
-          {"input", input},   {"filter", filter}, {"output", output}, {"dtype", dtype}};
+  return {{"n", n},
+          {"c", c},
+          {"h", h},
+          {"w", w},
+          {"k", k},
+          {"r", r},
+          {"s", s},
+          {"stride", stride},
+          {"pad", pad},
+          {"dilation", dilation},
+          {"groups", groups},
+          {"layout", activation_name(layout)},
+          {"filter_layout", filter_name(filter_layout)},
+          {"input", input},
+          {"filter", filter},
+          {"output", output},
+          {"dtype", dtype}};
 }
 
 CudnnConvProblem CudnnConvProblem::from_json(const nlohmann::json& j) {
@@ -141,13 +152,16 @@ CudnnConvProblem CudnnConvProblem::from_json(const nlohmann::json& j) {
   p.groups = field<int64_t>(j, "groups");
   p.dtype = j.contains("dtype") ? field<std::string>(j, "dtype") : std::string("float32");
   if (p.dtype != "float32" && p.dtype != "float16" && p.dtype != "bfloat16")
-    throw std::invalid_argument(fmt::format("cuDNN problem: dtype '{}' (known: float32, float16, bfloat16)", p.dtype));
+    throw std::invalid_argument(
+        fmt::format("cuDNN problem: dtype '{}' (known: float32, float16, bfloat16)", p.dtype));
   const std::string layout = field<std::string>(j, "layout");
   const std::string filter = field<std::string>(j, "filter_layout");
   if (layout != "nchw" && layout != "nhwc")
-    throw std::invalid_argument(fmt::format("cuDNN problem: layout '{}' (known: nchw, nhwc)", layout));
+    throw std::invalid_argument(
+        fmt::format("cuDNN problem: layout '{}' (known: nchw, nhwc)", layout));
   if (filter != "kcrs" && filter != "rsck")
-    throw std::invalid_argument(fmt::format("cuDNN problem: filter_layout '{}' (known: kcrs, rsck)", filter));
+    throw std::invalid_argument(
+        fmt::format("cuDNN problem: filter_layout '{}' (known: kcrs, rsck)", filter));
   p.layout = layout == "nchw" ? CudnnActivationLayout::nchw : CudnnActivationLayout::nhwc;
   p.filter_layout = filter == "kcrs" ? CudnnFilterLayout::kcrs : CudnnFilterLayout::rsck;
   p.input = field<int>(j, "input");
@@ -158,8 +172,8 @@ CudnnConvProblem CudnnConvProblem::from_json(const nlohmann::json& j) {
 
 CudnnConvDescriptors cudnn_descriptors(const CudnnConvProblem& p) {
   if (p.groups < 1 || p.c % p.groups != 0 || p.k % p.groups != 0)
-    throw std::invalid_argument(fmt::format("cuDNN: {} groups do not divide C = {} and K = {}",
-                                            p.groups, p.c, p.k));
+    throw std::invalid_argument(
+        fmt::format("cuDNN: {} groups do not divide C = {} and K = {}", p.groups, p.c, p.k));
   if (p.filter_layout == CudnnFilterLayout::rsck && p.groups != 1)
     throw std::invalid_argument("cuDNN: an RSCK filter with groups is not supported");
   const auto extent = [&](int64_t in, int64_t f) {
@@ -194,12 +208,13 @@ std::vector<float> rsck_to_krsc(const std::vector<float>& rsck, int64_t r, int64
     for (int64_t si = 0; si < s; ++si)
       for (int64_t ci = 0; ci < c; ++ci)
         for (int64_t ki = 0; ki < k; ++ki)
-          krsc[size_t(((ki * r + ri) * s + si) * c + ci)] = rsck[size_t(((ri * s + si) * c + ci) * k + ki)];
+          krsc[size_t(((ki * r + ri) * s + si) * c + ci)] =
+              rsck[size_t(((ri * s + si) * c + ci) * k + ki)];
   return krsc;
 }
 
-std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, int64_t s,
-                                     int64_t c, int64_t k, int64_t width) {
+std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, int64_t s, int64_t c,
+                                     int64_t k, int64_t width) {
   if (int64_t(rsck.size()) != r * s * c * k * width)
     throw std::invalid_argument("rsck_to_krsc: the filter has the wrong number of bytes");
   std::vector<char> krsc(rsck.size());
@@ -214,15 +229,24 @@ std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, i
 
 std::string cudnn_algo_name(int algo) {
   switch (algo) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return fmt::format("algo {}", algo);
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return fmt::format("algo {}", algo);
   }
 }
 
@@ -258,24 +282,25 @@ CudnnConv::CudnnConv(const CudnnConvProblem& problem) : d_(cudnn_descriptors(pro
                                  : problem.dtype == "bfloat16" ? CUDNN_DATA_BFLOAT16
                                                                : CUDNN_DATA_FLOAT;
     fp32_ = data == CUDNN_DATA_FLOAT;
-    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(x, format, data, d_.x_dims[0],
-                                                    d_.x_dims[1], d_.x_dims[2], d_.x_dims[3]));
-    CUTUNE_CUDNN_CALL(a.cudnnSetFilter4dDescriptor(w, data, format, d_.w_dims[0],
-                                                    d_.w_dims[1], d_.w_dims[2], d_.w_dims[3]));
-    CUTUNE_CUDNN_CALL(a.cudnnSetConvolution2dDescriptor(
-        conv, d_.pad_h, d_.pad_w, d_.stride_h, d_.stride_w, d_.dilation_h, d_.dilation_w,
-        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(x, format, data, d_.x_dims[0], d_.x_dims[1],
+                                                   d_.x_dims[2], d_.x_dims[3]));
+    CUTUNE_CUDNN_CALL(a.cudnnSetFilter4dDescriptor(w, data, format, d_.w_dims[0], d_.w_dims[1],
+                                                   d_.w_dims[2], d_.w_dims[3]));
+    CUTUNE_CUDNN_CALL(a.cudnnSetConvolution2dDescriptor(conv, d_.pad_h, d_.pad_w, d_.stride_h,
+                                                        d_.stride_w, d_.dilation_h, d_.dilation_w,
+                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CUTUNE_CUDNN_CALL(a.cudnnSetConvolutionGroupCount(conv, d_.groups));
-    CUTUNE_CUDNN_CALL(a.cudnnSetConvolutionMathType(conv, fp32_ ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    CUTUNE_CUDNN_CALL(
+        a.cudnnSetConvolutionMathType(conv, fp32_ ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     int dims[4] = {};
     CUTUNE_CUDNN_CALL(a.cudnnGetConvolution2dForwardOutputDim(conv, x, w, &dims[0], &dims[1],
-                                                               &dims[2], &dims[3]));
+                                                              &dims[2], &dims[3]));
     if (!std::equal(dims, dims + 4, d_.y_dims))
-      throw std::logic_error(fmt::format(
-          "cuDNN computes output {}x{}x{}x{}, cutune {}x{}x{}x{}", dims[0], dims[1], dims[2],
-          dims[3], d_.y_dims[0], d_.y_dims[1], d_.y_dims[2], d_.y_dims[3]));
-    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(y, format, data, d_.y_dims[0],
-                                                    d_.y_dims[1], d_.y_dims[2], d_.y_dims[3]));
+      throw std::logic_error(fmt::format("cuDNN computes output {}x{}x{}x{}, cutune {}x{}x{}x{}",
+                                         dims[0], dims[1], dims[2], dims[3], d_.y_dims[0],
+                                         d_.y_dims[1], d_.y_dims[2], d_.y_dims[3]));
+    CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(y, format, data, d_.y_dims[0], d_.y_dims[1],
+                                                   d_.y_dims[2], d_.y_dims[3]));
   } catch (...) {
     release();
     throw;
@@ -304,7 +329,8 @@ void CudnnConv::release() noexcept {
     workspace_bytes_ = 0;
   }
   if (!a.usable) return;
-  if (conv_desc_) a.cudnnDestroyConvolutionDescriptor(static_cast<cudnnConvolutionDescriptor_t>(conv_desc_));
+  if (conv_desc_)
+    a.cudnnDestroyConvolutionDescriptor(static_cast<cudnnConvolutionDescriptor_t>(conv_desc_));
   if (w_desc_) a.cudnnDestroyFilterDescriptor(static_cast<cudnnFilterDescriptor_t>(w_desc_));
   if (y_desc_) a.cudnnDestroyTensorDescriptor(static_cast<cudnnTensorDescriptor_t>(y_desc_));
   if (x_desc_) a.cudnnDestroyTensorDescriptor(static_cast<cudnnTensorDescriptor_t>(x_desc_));
@@ -319,7 +345,8 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
   // The largest workspace the device lets us have, up to the cap.
   CUdeviceptr scratch = 0;
   size_t scratch_bytes = max_workspace_bytes;
-  while (scratch_bytes >= (size_t(1) << 20) && driver.cuMemAlloc_v2(&scratch, scratch_bytes) != CUDA_SUCCESS)
+  while (scratch_bytes >= (size_t(1) << 20) &&
+         driver.cuMemAlloc_v2(&scratch, scratch_bytes) != CUDA_SUCCESS)
     scratch_bytes /= 2;
   if (scratch == 0) scratch_bytes = 0;
 
@@ -327,14 +354,15 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf;
   int returned = 0;
   try {
-    CUTUNE_CUDNN_CALL(a.cudnnGetConvolutionForwardAlgorithmMaxCount(static_cast<cudnnHandle_t>(handle_), &max_count));
+    CUTUNE_CUDNN_CALL(a.cudnnGetConvolutionForwardAlgorithmMaxCount(
+        static_cast<cudnnHandle_t>(handle_), &max_count));
     perf.resize(size_t(std::max(max_count, 1)));
     CUTUNE_CUDNN_CALL(a.cudnnFindConvolutionForwardAlgorithmEx(
         static_cast<cudnnHandle_t>(handle_), static_cast<cudnnTensorDescriptor_t>(x_desc_),
         reinterpret_cast<const void*>(x), static_cast<cudnnFilterDescriptor_t>(w_desc_),
         reinterpret_cast<const void*>(w), static_cast<cudnnConvolutionDescriptor_t>(conv_desc_),
-        static_cast<cudnnTensorDescriptor_t>(y_desc_), reinterpret_cast<void*>(y),
-        int(perf.size()), &returned, perf.data(), reinterpret_cast<void*>(scratch), scratch_bytes));
+        static_cast<cudnnTensorDescriptor_t>(y_desc_), reinterpret_cast<void*>(y), int(perf.size()),
+        &returned, perf.data(), reinterpret_cast<void*>(scratch), scratch_bytes));
   } catch (...) {
     if (scratch != 0) driver.cuMemFree_v2(scratch);
     throw;
@@ -351,7 +379,8 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
     r.workspace_bytes = p.memory;
     // For fp32, FMA math was asked for; an algorithm that reports another (tensor-op) math
     // type is not fp32. 16-bit inputs are meant for the tensor cores.
-    r.ok = p.status == CUDNN_STATUS_SUCCESS && (!fp32_ || p.mathType == CUDNN_FMA_MATH) && p.time >= 0;
+    r.ok =
+        p.status == CUDNN_STATUS_SUCCESS && (!fp32_ || p.mathType == CUDNN_FMA_MATH) && p.time >= 0;
     out.push_back(r);
   }
   std::stable_sort(out.begin(), out.end(), [](const CudnnAlgoPerf& l, const CudnnAlgoPerf& r) {

@@ -34,11 +34,11 @@ struct CudnnConvProblem {
   int64_t n = 1, c = 1, h = 1, w = 1;  // input
   int64_t k = 1, r = 1, s = 1;         // output channels, filter rows, columns
   int64_t stride = 1, pad = 0, dilation = 1;
-  int64_t groups = 1;                  // C for depthwise (then K == C)
+  int64_t groups = 1;  // C for depthwise (then K == C)
   CudnnActivationLayout layout = CudnnActivationLayout::nchw;
   CudnnFilterLayout filter_layout = CudnnFilterLayout::kcrs;
   int input = 1, filter = 2, output = 0;  // indices of the task's tensors
-  std::string dtype = "float32";           // of input, filter and output: float32/16, bfloat16
+  std::string dtype = "float32";          // of input, filter and output: float32/16, bfloat16
 
   nlohmann::json to_json() const;
   // std::invalid_argument (one line) for a missing field or an unknown layout.
@@ -47,8 +47,8 @@ struct CudnnConvProblem {
 };
 
 // The filter `rsck` (elements of `width` bytes) copied to KRSC order, for 16-bit filters too.
-std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, int64_t s,
-                                     int64_t c, int64_t k, int64_t width);
+std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, int64_t s, int64_t c,
+                                     int64_t k, int64_t width);
 
 // The integers handed to cuDNN's descriptor setters; pure arithmetic, tested on the CPU.
 // `format_nhwc` selects CUDNN_TENSOR_NHWC for the tensors and the filter (KRSC), else
@@ -56,9 +56,9 @@ std::vector<char> rsck_to_krsc_bytes(const std::vector<char>& rsck, int64_t r, i
 // cudnnGetConvolution2dForwardOutputDim computes them; the worker checks they agree).
 struct CudnnConvDescriptors {
   bool format_nhwc = false;
-  int x_dims[4] = {};       // n, c, h, w (always in this order, whatever the format)
-  int w_dims[4] = {};       // k, c / groups, r, s
-  int y_dims[4] = {};       // n, k, p, q
+  int x_dims[4] = {};  // n, c, h, w (always in this order, whatever the format)
+  int w_dims[4] = {};  // k, c / groups, r, s
+  int y_dims[4] = {};  // n, k, p, q
   int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int groups = 1;
   bool filter_needs_transpose = false;  // RSCK in the task: copied to KRSC for cuDNN
@@ -74,10 +74,10 @@ std::vector<float> rsck_to_krsc(const std::vector<float>& rsck, int64_t r, int64
 // One result of cudnnFindConvolutionForwardAlgorithmEx.
 struct CudnnAlgoPerf {
   int algo = -1;
-  std::string name;          // "IMPLICIT_PRECOMP_GEMM"
-  double time_s = 0;         // cuDNN's own timing (not ours: the worker times it again)
+  std::string name;   // "IMPLICIT_PRECOMP_GEMM"
+  double time_s = 0;  // cuDNN's own timing (not ours: the worker times it again)
   size_t workspace_bytes = 0;
-  bool ok = false;           // status success with CUDNN_FMA_MATH
+  bool ok = false;  // status success with CUDNN_FMA_MATH
 };
 
 // "IMPLICIT_GEMM", ... for cudnnConvolutionFwdAlgo_t values; "algo N" for unknown ones.

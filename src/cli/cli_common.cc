@@ -17,11 +17,11 @@ namespace cutune::cli {
 
 void TaskOptions::add_to(CLI::App& cmd, bool with_arch) {
   cmd.add_option("op", op, "operator (see `cutune ops`)")->required();
-  cmd.add_option("--shape", shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K")
-      ->required();
+  cmd.add_option("--shape", shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K")->required();
   cmd.add_option("--template", template_name, "schedule template (default: the operator's first)");
   if (with_arch) {
-    cmd.add_option("--arch", arch, "target architecture, e.g. sm_90 (default: detected GPU, else sm_90)");
+    cmd.add_option("--arch", arch,
+                   "target architecture, e.g. sm_90 (default: detected GPU, else sm_90)");
   }
   cmd.add_flag("--json", json, "machine-readable output");
 }
@@ -59,8 +59,7 @@ CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& d
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& text) {
-            return text.starts_with('-') ? std::string("must be an integer >= 0")
-                                         : std::string();
+            return text.starts_with('-') ? std::string("must be an integer >= 0") : std::string();
           },
           ""));
 }
@@ -96,8 +95,8 @@ void require_writable_file(const std::string& path, const std::string& flag) {
 void require_arch_supports(const Template& tmpl, const std::string& arch) {
   bool tensor_cores = false;
   for (const TensorSpec& t : tmpl.tensors()) {
-    tensor_cores = tensor_cores || t.type.dtype == ir::DType::Float16 ||
-                   t.type.dtype == ir::DType::BFloat16;
+    tensor_cores =
+        tensor_cores || t.type.dtype == ir::DType::Float16 || t.type.dtype == ir::DType::BFloat16;
   }
   if (!tensor_cores) return;
   int sm = 0;
@@ -105,9 +104,10 @@ void require_arch_supports(const Template& tmpl, const std::string& arch) {
     std::from_chars(arch.data() + 3, arch.data() + arch.size(), sm);
   }
   if (sm < 80) {
-    throw UsageError(fmt::format("{} cannot run on {}: its tensor-core mma.sync m16n8k16 on "
-                                 "16-bit inputs needs sm_80 or newer",
-                                 tmpl.name(), arch));
+    throw UsageError(
+        fmt::format("{} cannot run on {}: its tensor-core mma.sync m16n8k16 on "
+                    "16-bit inputs needs sm_80 or newer",
+                    tmpl.name(), arch));
   }
 }
 
@@ -174,8 +174,8 @@ Config parse_config(const ConfigSpace& space, const std::string& text) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error&) {
-    throw UsageError(fmt::format(
-        "bad --config '{}': expected a configuration index or a JSON object", text));
+    throw UsageError(
+        fmt::format("bad --config '{}': expected a configuration index or a JSON object", text));
   }
   return space.from_json(j);
 }

@@ -85,10 +85,10 @@ double percentile(std::vector<double> values, double p);
 void add_inspect_commands(CLI::App& app);  // ops, space, show
 void add_compile_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
-void add_tune_commands(CLI::App& app);     // tune, replay
-void add_gpu_commands(CLI::App& app);      // export, bench
-void add_suite_commands(CLI::App& app);    // tune-suite
-void add_report_command(CLI::App& app);    // report
-void add_doctor_command(CLI::App& app);    // doctor
+void add_tune_commands(CLI::App& app);   // tune, replay
+void add_gpu_commands(CLI::App& app);    // export, bench
+void add_suite_commands(CLI::App& app);  // tune-suite
+void add_report_command(CLI::App& app);  // report
+void add_doctor_command(CLI::App& app);  // doctor
 
 }  // namespace cutune::cli

@@ -92,10 +92,11 @@ void run_compile(const CompileArgs& args) {
                 {"failed", failed},
                 {"spilled", spilled},
                 {"cannot_launch", cannot_launch},
-                {"registers", {{"min", percentile(registers, 0.0)},
-                               {"median", percentile(registers, 0.5)},
-                               {"max", percentile(registers, 1.0)},
-                               {"histogram", hist}}},
+                {"registers",
+                 {{"min", percentile(registers, 0.0)},
+                  {"median", percentile(registers, 0.5)},
+                  {"max", percentile(registers, 1.0)},
+                  {"histogram", hist}}},
                 {"seconds", seconds},
                 {"jobs", args.jobs},
                 {"configs_per_second", rate},
@@ -108,17 +109,20 @@ void run_compile(const CompileArgs& args) {
              tmpl->name(), args.task.shape, limits.arch, args.sample, rejected.size(), compiled,
              failed);
   if (!registers.empty()) {
-    fmt::print("registers: min {:.0f}, median {:.0f}, max {:.0f}; {} spill, {} exceed the "
-               "register file at their block size\n",
-               percentile(registers, 0.0), percentile(registers, 0.5), percentile(registers, 1.0),
-               spilled, cannot_launch);
+    fmt::print(
+        "registers: min {:.0f}, median {:.0f}, max {:.0f}; {} spill, {} exceed the "
+        "register file at their block size\n",
+        percentile(registers, 0.0), percentile(registers, 0.5), percentile(registers, 1.0), spilled,
+        cannot_launch);
     for (auto [bucket, n] : register_histogram) {
-      fmt::print("  <= {:>3} regs: {:>5} {}\n", bucket, n, std::string(size_t(n * 50 / compiled + 1), '#'));
+      fmt::print("  <= {:>3} regs: {:>5} {}\n", bucket, n,
+                 std::string(size_t(n * 50 / compiled + 1), '#'));
     }
   }
   for (const auto& f : failures) {
     std::string log = f["log"];
-    fmt::print("failed config {}: {}\n", f["config"].get<uint64_t>(), log.substr(0, log.find('\n')));
+    fmt::print("failed config {}: {}\n", f["config"].get<uint64_t>(),
+               log.substr(0, log.find('\n')));
   }
   fmt::print("{:.1f} s with {} job(s): {:.2f} configs/s\n", seconds, args.jobs, rate);
   // A configuration the verifier accepted must compile: a failure is a bug scripts must see.

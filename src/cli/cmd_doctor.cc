@@ -69,8 +69,7 @@ std::string library_version(CudaLibrary library, void* handle) {
       auto init = symbol<int (*)()>(handle, "nvmlInit_v2");
       auto get = symbol<int (*)(char*, unsigned)>(handle, "nvmlSystemGetDriverVersion");
       char text[96] = {};
-      if (init && get && init() == 0 && get(text, sizeof text) == 0)
-        return text;
+      if (init && get && init() == 0 && get(text, sizeof text) == 0) return text;
       return "";
     }
   }
@@ -80,13 +79,20 @@ std::string library_version(CudaLibrary library, void* handle) {
 // What each library is for, so that "missing" says what it costs.
 std::string_view needed_for(CudaLibrary library) {
   switch (library) {
-    case CudaLibrary::driver: return "every GPU measurement";
-    case CudaLibrary::nvrtc: return "compiling candidates (compile, verify, tune, export)";
-    case CudaLibrary::cupti: return "kernel timing by CUPTI (CUDA events are used without it)";
-    case CudaLibrary::cublas: return "the GEMM reference and baseline";
-    case CudaLibrary::cublas_lt: return "cuBLAS (it loads cuBLASLt)";
-    case CudaLibrary::cudnn: return "the convolution reference and baseline";
-    case CudaLibrary::nvml: return "clock and throttle readings around measurements";
+    case CudaLibrary::driver:
+      return "every GPU measurement";
+    case CudaLibrary::nvrtc:
+      return "compiling candidates (compile, verify, tune, export)";
+    case CudaLibrary::cupti:
+      return "kernel timing by CUPTI (CUDA events are used without it)";
+    case CudaLibrary::cublas:
+      return "the GEMM reference and baseline";
+    case CudaLibrary::cublas_lt:
+      return "cuBLAS (it loads cuBLASLt)";
+    case CudaLibrary::cudnn:
+      return "the convolution reference and baseline";
+    case CudaLibrary::nvml:
+      return "clock and throttle readings around measurements";
   }
   return "";
 }
@@ -150,14 +156,14 @@ void print_text(const nlohmann::json& r) {
   for (const nlohmann::json& d : r["devices"])
     std::cout << fmt::format("  {}: {} ({}, {} SMs, {:.1f} GiB)\n", d["ordinal"].get<int>(),
                              d["name"].get<std::string>(), d["arch"].get<std::string>(),
-                             d["sm_count"].get<int>(),
-                             d["memory_bytes"].get<double>() / (1 << 30));
+                             d["sm_count"].get<int>(), d["memory_bytes"].get<double>() / (1 << 30));
   const nlohmann::json& drv = r["driver"];
   std::cout << "driver: "
             << (drv.contains("version") ? drv["version"].get<std::string>() + ", " : std::string())
             << (drv.contains("cuda_version") ? "CUDA " + drv["cuda_version"].get<std::string>()
                                              : std::string("not loaded"))
-            << (drv["usable"].get<bool>() ? "" : " (unusable: " + drv["reason"].get<std::string>() + ")")
+            << (drv["usable"].get<bool>() ? ""
+                                          : " (unusable: " + drv["reason"].get<std::string>() + ")")
             << "\nlibraries:\n";
   for (const nlohmann::json& l : r["libraries"]) {
     const std::string name = l["name"];
@@ -178,8 +184,8 @@ void print_text(const nlohmann::json& r) {
       std::cout << fmt::format("  {} (needed for {}); looked in {} places:\n",
                                l["name"].get<std::string>(), l["needed_for"].get<std::string>(),
                                l["tried"].size())
-                << fmt::format("    {}\n", fmt::join(l["tried"].get<std::vector<std::string>>(),
-                                                     "\n    "));
+                << fmt::format("    {}\n",
+                               fmt::join(l["tried"].get<std::vector<std::string>>(), "\n    "));
 }
 
 }  // namespace

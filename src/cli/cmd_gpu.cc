@@ -32,7 +32,8 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& args) {
-  if (!std::filesystem::exists(args.log)) throw UsageError(fmt::format("no such log: {}", args.log));
+  if (!std::filesystem::exists(args.log))
+    throw UsageError(fmt::format("no such log: {}", args.log));
   if (std::filesystem::exists(args.out) && !std::filesystem::is_directory(args.out))
     throw UsageError(fmt::format("--out {} exists and is not a folder", args.out));
   const ExportSummary s = export_log(args.log, args.out);
@@ -63,7 +64,8 @@ std::optional<Record> best_in_log(const std::string& path, const Template& tmpl)
   const LogReadResult read = read_log(path, {.lenient = true});
   std::vector<Record> mine;
   for (const Record& r : read.records)
-    if (r.task.op == tmpl.op() && r.task.shape == tmpl.shape() && r.task.template_name == tmpl.name())
+    if (r.task.op == tmpl.op() && r.task.shape == tmpl.shape() &&
+        r.task.template_name == tmpl.name())
       mine.push_back(r);
   const std::vector<Record> best = best_records(mine, 1);
   if (best.empty()) return std::nullopt;
@@ -75,8 +77,9 @@ void run_bench(const BenchArgs& args) {
   const BaselineSpec declared = tmpl->baseline();
   const bool gemm = declared.kind == BaselineSpec::Kind::gemm;
   if (declared.kind == BaselineSpec::Kind::none)
-    throw UsageError(fmt::format("bench: {} ({}) declares no cuBLAS or cuDNN baseline to compare with",
-                                 tmpl->op(), tmpl->name()));
+    throw UsageError(
+        fmt::format("bench: {} ({}) declares no cuBLAS or cuDNN baseline to compare with",
+                    tmpl->op(), tmpl->name()));
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
   if (args.device < 0 || size_t(args.device) >= devices.size())
@@ -104,25 +107,31 @@ void run_bench(const BenchArgs& args) {
   // cuBLAS is a GEMM's reference itself; cuDNN is checked against the CPU reference too.
   baseline_request.check = !gemm;
   const MeasureReply baseline_reply = worker.measure(baseline_request);
-  const std::string baseline_name =
-      !gemm ? "cudnn"
-            : declared.gemm.input == ir::DType::Float32 ? "cublas_sgemm" : "cublas_gemm_ex";
+  const std::string baseline_name = !gemm                                       ? "cudnn"
+                                    : declared.gemm.input == ir::DType::Float32 ? "cublas_sgemm"
+                                                                                : "cublas_gemm_ex";
 
   std::optional<MeasureReply> tuned;
   std::optional<Record> record;
   if (!args.log.empty()) {
     record = best_in_log(args.log, *tmpl);
-    if (!record) throw UsageError(fmt::format("{} has no ok record for {} {}", args.log, tmpl->name(), args.task.shape));
+    if (!record)
+      throw UsageError(
+          fmt::format("{} has no ok record for {} {}", args.log, tmpl->name(), args.task.shape));
     ir::TargetLimits limits;
     limits.arch = device.arch();
     limits.max_threads_per_block = device.max_threads_per_block;
     limits.max_static_shared_bytes = std::min(device.max_shared_per_block, 48 * 1024);
     limits.max_shared_bytes_optin = device.max_shared_per_block_optin;
     const Lowered lowered = lower(*tmpl, tmpl->space().get(record->config_index), limits);
-    if (!lowered.ok()) throw UsageError(fmt::format("config {} of the log does not lower for {}", record->config_index, device.arch()));
+    if (!lowered.ok())
+      throw UsageError(fmt::format("config {} of the log does not lower for {}",
+                                   record->config_index, device.arch()));
     NvrtcBuilder builder(BuildOptions{.arch = device.arch(), .extra_flags = {}});
     const CompileResult compiled = builder.compile(*lowered.source);
-    if (!compiled.ok()) throw UsageError(fmt::format("config {} of the log does not compile: {}", record->config_index, compiled.log));
+    if (!compiled.ok())
+      throw UsageError(fmt::format("config {} of the log does not compile: {}",
+                                   record->config_index, compiled.log));
     MeasureRequest request;
     request.id = 1;
     request.kernel_name = lowered.source->kernel_name;
@@ -140,8 +149,10 @@ void run_bench(const BenchArgs& args) {
   const double flops = tmpl->flops();
   auto row = [&](const std::string& name, const MeasureResult& r) {
     const double t = r.median_s();
-    nlohmann::json j = {{"name", name}, {"status", std::string(to_string(r.status))},
-                        {"timer", std::string(to_string(r.timer))}, {"error", r.error},
+    nlohmann::json j = {{"name", name},
+                        {"status", std::string(to_string(r.status))},
+                        {"timer", std::string(to_string(r.timer))},
+                        {"error", r.error},
                         {"runs", r.times_s.size()}};
     if (r.ok()) {
       j["median_s"] = t;
@@ -152,10 +163,14 @@ void run_bench(const BenchArgs& args) {
     }
     return j;
   };
-  nlohmann::json out = {{"device", device.name}, {"arch", device.arch()}, {"shape", tmpl->shape()},
-                        {"template", tmpl->name()}, {"flush_l2", !args.no_flush},
+  nlohmann::json out = {{"device", device.name},
+                        {"arch", device.arch()},
+                        {"shape", tmpl->shape()},
+                        {"template", tmpl->name()},
+                        {"flush_l2", !args.no_flush},
                         {"fp32_peak_tflops", peak * 1e-12},
-                        {"op", tmpl->op()}, {"baseline", baseline_name},
+                        {"op", tmpl->op()},
+                        {"baseline", baseline_name},
                         {"results", {row(baseline_name, baseline_reply.result)}}};
   if (!gemm && baseline_reply.result.extra.is_object()) {
     const nlohmann::json& e = baseline_reply.result.extra;
@@ -164,7 +179,8 @@ void run_bench(const BenchArgs& args) {
     if (e.contains("cudnn_note")) out["cudnn_note"] = e["cudnn_note"];
   }
   if (tuned) {
-    out["results"].push_back(row(fmt::format("cutune config {}", record->config_index), tuned->result));
+    out["results"].push_back(
+        row(fmt::format("cutune config {}", record->config_index), tuned->result));
     if (tuned->result.ok() && baseline_reply.result.ok()) {
       const double ratio = baseline_reply.result.median_s() / tuned->result.median_s();
       out["ratio_to_baseline"] = ratio;
@@ -176,15 +192,18 @@ void run_bench(const BenchArgs& args) {
     return;
   }
   fmt::print("{} ({}), {} {} {}, L2 flush {}, fp32 peak {:.1f} TFLOP/s\n", device.name,
-             device.arch(), tmpl->op(), args.task.shape, tmpl->name(), args.no_flush ? "off" : "on", peak * 1e-12);
+             device.arch(), tmpl->op(), args.task.shape, tmpl->name(), args.no_flush ? "off" : "on",
+             peak * 1e-12);
   for (const nlohmann::json& r : out["results"]) {
     if (r["status"] != "ok") {
-      fmt::print("  {:<24} {} {}\n", r["name"].get<std::string>(), r["status"].get<std::string>(), r["error"].get<std::string>());
+      fmt::print("  {:<24} {} {}\n", r["name"].get<std::string>(), r["status"].get<std::string>(),
+                 r["error"].get<std::string>());
       continue;
     }
     fmt::print("  {:<24} {:>10.2f} us  {:>7.2f} TFLOP/s  {:>5.1f}% of peak  ({} runs, {})\n",
-               r["name"].get<std::string>(), r["median_s"].get<double>() * 1e6, r["tflops"].get<double>(),
-               r["percent_of_fp32_peak"].get<double>(), r["runs"].get<size_t>(), r["timer"].get<std::string>());
+               r["name"].get<std::string>(), r["median_s"].get<double>() * 1e6,
+               r["tflops"].get<double>(), r["percent_of_fp32_peak"].get<double>(),
+               r["runs"].get<size_t>(), r["timer"].get<std::string>());
   }
   if (out.contains("cudnn_note")) fmt::print("  note: {}\n", out["cudnn_note"].get<std::string>());
   if (out.contains("ratio_to_baseline"))
@@ -195,15 +214,17 @@ void run_bench(const BenchArgs& args) {
 }  // namespace
 
 void add_gpu_commands(CLI::App& app) {
-  auto* ex = app.add_subcommand("export", "write the best kernel of each task in a log as .cubin, .cu and manifest.json");
+  auto* ex = app.add_subcommand(
+      "export", "write the best kernel of each task in a log as .cubin, .cu and manifest.json");
   auto ex_args = std::make_shared<ExportArgs>();
   ex->add_option("log", ex_args->log, "tuning log")->required();
   ex->add_option("--out", ex_args->out, "output folder")->required();
   ex->add_flag("--json", ex_args->json, "machine-readable output");
   ex->callback([ex_args] { run_export(*ex_args); });
 
-  auto* bench = app.add_subcommand(
-      "bench", "time cuBLAS (gemm) or cuDNN (conv2d, depthwise_conv2d) and the tuned kernel of a log on the GPU");
+  auto* bench = app.add_subcommand("bench",
+                                   "time cuBLAS (gemm) or cuDNN (conv2d, depthwise_conv2d) and the "
+                                   "tuned kernel of a log on the GPU");
   auto bench_args = std::make_shared<BenchArgs>();
   bench_args->task.add_to(*bench, /*with_arch=*/false);
   bench->add_option("--log", bench_args->log, "tuning log whose best kernel for the task is timed");
@@ -216,9 +237,7 @@ void add_gpu_commands(CLI::App& app) {
   auto* worker = app.add_subcommand("__worker", "");
   worker->group("");
   worker->allow_extras();
-  worker->callback([worker] {
-    std::exit(worker_main(worker->remaining()));
-  });
+  worker->callback([worker] { std::exit(worker_main(worker->remaining())); });
 }
 
 }  // namespace cutune::cli

@@ -17,7 +17,9 @@ void run_ops(bool json) {
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const OpInfo& o : ops) {
-      out.push_back({{"op", o.op}, {"templates", o.templates}, {"shape", o.shape_help},
+      out.push_back({{"op", o.op},
+                     {"templates", o.templates},
+                     {"shape", o.shape_help},
                      {"description", o.description}});
     }
     print_json(out);
@@ -93,9 +95,10 @@ void run_show(const TaskOptions& opts, const std::string& config_text) {
   }
   if (l.source) {
     const LaunchSpec& ls = l.source->launch;
-    fmt::print("// launch: grid ({}, {}, {}), block ({}, {}, {}), shared {} B static + {} B dynamic\n",
-               ls.grid.x, ls.grid.y, ls.grid.z, ls.block.x, ls.block.y, ls.block.z,
-               ls.static_smem_bytes, ls.dynamic_smem_bytes);
+    fmt::print(
+        "// launch: grid ({}, {}, {}), block ({}, {}, {}), shared {} B static + {} B dynamic\n",
+        ls.grid.x, ls.grid.y, ls.grid.z, ls.block.x, ls.block.y, ls.block.z, ls.static_smem_bytes,
+        ls.dynamic_smem_bytes);
     fmt::print("{}", l.source->code);
   }
 }

@@ -96,12 +96,18 @@ void run_space(const SpecOptions& opts) {
   std::optional<uint64_t> valid = space.count_valid();
   if (opts.json) {
     nlohmann::json params = nlohmann::json::array();
-    for (const auto& p : s.space.parameters) params.push_back({{"name", p.name}, {"values", p.values}});
+    for (const auto& p : s.space.parameters)
+      params.push_back({{"name", p.name}, {"values", p.values}});
     nlohmann::json conds = nlohmann::json::array();
     for (const auto& c : s.space.conditions) conds.push_back(c.expression);
-    print_json({{"spec", opts.spec_path}, {"kernel", s.kernel_name},
-                {"kernel_file", s.kernel_file.string()}, {"kernel_file_exists", s.kernel_file_exists}, {"kernel_error", s.kernel_error},
-                {"problem_size", s.problem_size}, {"parameters", params}, {"conditions", conds},
+    print_json({{"spec", opts.spec_path},
+                {"kernel", s.kernel_name},
+                {"kernel_file", s.kernel_file.string()},
+                {"kernel_file_exists", s.kernel_file_exists},
+                {"kernel_error", s.kernel_error},
+                {"problem_size", s.problem_size},
+                {"parameters", params},
+                {"conditions", conds},
                 {"size", space.size()},
                 {"valid", valid ? nlohmann::json(*valid) : nlohmann::json(nullptr)}});
     return;
@@ -113,7 +119,8 @@ void run_space(const SpecOptions& opts) {
   for (const auto& p : s.space.parameters)
     fmt::print("  {:<24} {:>4} values  [{}]\n", p.name, p.values.size(), fmt::join(p.values, ", "));
   for (const auto& c : s.space.conditions) fmt::print("  condition: {}\n", c.expression);
-  fmt::print("space size {}, valid {}\n", space.size(), valid ? std::to_string(*valid) : "(too large to count)");
+  fmt::print("space size {}, valid {}\n", space.size(),
+             valid ? std::to_string(*valid) : "(too large to count)");
 }
 
 void run_show(const SpecOptions& opts, const std::string& config_text) {
@@ -124,19 +131,27 @@ void run_show(const SpecOptions& opts, const std::string& config_text) {
   CudaSource src = task.nvrtc_source(in);
   const auto& l = in.launch;
   if (opts.json) {
-    print_json({{"config", c.to_json()}, {"grid", {l.grid.x, l.grid.y, l.grid.z}},
-                {"block", {l.block.x, l.block.y, l.block.z}}, {"dynamic_smem_bytes", l.dynamic_smem_bytes},
-                {"elements", in.elements}, {"kernel", src.kernel_name}, {"source", src.code}});
+    print_json({{"config", c.to_json()},
+                {"grid", {l.grid.x, l.grid.y, l.grid.z}},
+                {"block", {l.block.x, l.block.y, l.block.z}},
+                {"dynamic_smem_bytes", l.dynamic_smem_bytes},
+                {"elements", in.elements},
+                {"kernel", src.kernel_name},
+                {"source", src.code}});
     return;
   }
   fmt::print("config {}: {}\n", c.index(), c.to_string());
-  fmt::print("launch grid ({},{},{}) block ({},{},{}) dynamic shared {} bytes\n", l.grid.x, l.grid.y,
-             l.grid.z, l.block.x, l.block.y, l.block.z, l.dynamic_smem_bytes);
-  if (auto why = spec::SpecTask::launch_violation(in, opts.device())) fmt::print("cannot launch: {}\n", *why);
+  fmt::print("launch grid ({},{},{}) block ({},{},{}) dynamic shared {} bytes\n", l.grid.x,
+             l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z, l.dynamic_smem_bytes);
+  if (auto why = spec::SpecTask::launch_violation(in, opts.device()))
+    fmt::print("cannot launch: {}\n", *why);
   for (size_t i = 0; i < task.spec().arguments.size(); ++i) {
     const auto& a = task.spec().arguments[i];
     fmt::print("  arg {} {} {}{} x {}\n", i, a.name, spec::elem_name(a.type),
-               a.is_scalar ? " (scalar)" : a.is_constant ? " (constant memory)" : "", in.elements[i]);
+               a.is_scalar     ? " (scalar)"
+               : a.is_constant ? " (constant memory)"
+                               : "",
+               in.elements[i]);
   }
   fmt::print("---- {} ----\n{}", src.kernel_name, in.defines);
 }
@@ -170,7 +185,8 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
   build.extra_flags = task.spec().compiler_options;
   NvrtcBuilder builder(build, jobs);
   std::vector<CompileResult> results = builder.compile_batch(sources);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   int compiled = 0, failed = 0, spilled = 0;
   std::vector<double> registers;
   nlohmann::json failures = nlohmann::json::array();
@@ -187,29 +203,43 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
     }
   }
   if (opts.json) {
-    print_json({{"spec", opts.spec_path}, {"arch", build.arch}, {"configs", configs.size()},
-                {"rejected", rejected}, {"compiled", compiled}, {"failed", failed}, {"spilled", spilled},
-                {"registers", {{"min", percentile(registers, 0)}, {"median", percentile(registers, 0.5)},
-                               {"max", percentile(registers, 1)}}},
-                {"seconds", seconds}, {"failures", failures}, {"rejections", rejections}});
+    print_json({{"spec", opts.spec_path},
+                {"arch", build.arch},
+                {"configs", configs.size()},
+                {"rejected", rejected},
+                {"compiled", compiled},
+                {"failed", failed},
+                {"spilled", spilled},
+                {"registers",
+                 {{"min", percentile(registers, 0)},
+                  {"median", percentile(registers, 0.5)},
+                  {"max", percentile(registers, 1)}}},
+                {"seconds", seconds},
+                {"failures", failures},
+                {"rejections", rejections}});
     return;
   }
-  fmt::print("{} configurations for {}: {} compiled, {} failed, {} rejected (device limits), {} spill\n",
-             configs.size(), build.arch, compiled, failed, rejected, spilled);
+  fmt::print(
+      "{} configurations for {}: {} compiled, {} failed, {} rejected (device limits), {} spill\n",
+      configs.size(), build.arch, compiled, failed, rejected, spilled);
   if (!registers.empty())
-    fmt::print("registers min {} median {} max {}\n", percentile(registers, 0), percentile(registers, 0.5),
-               percentile(registers, 1));
+    fmt::print("registers min {} median {} max {}\n", percentile(registers, 0),
+               percentile(registers, 0.5), percentile(registers, 1));
   for (const auto& f : failures)
     fmt::print("config {} failed:\n{}\n", f["config"].get<uint64_t>(), f["log"].get<std::string>());
-  fmt::print("{:.1f} s ({:.1f} configs/s, {} jobs)\n", seconds, seconds > 0 ? configs.size() / seconds : 0.0, jobs);
+  fmt::print("{:.1f} s ({:.1f} configs/s, {} jobs)\n", seconds,
+             seconds > 0 ? configs.size() / seconds : 0.0, jobs);
 }
 
-void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::string& config_text) {
+void run_verify(const SpecOptions& opts, int sample, uint64_t seed,
+                const std::string& config_text) {
   if (sample < 1) throw UsageError("--sample must be >= 1");
   spec::SpecTask task(opts.load(true));
   std::vector<Config> configs;
-  if (!config_text.empty()) configs.push_back(parse_config(task.space(), config_text));
-  else configs = pick_configs(task.space(), sample, seed);
+  if (!config_text.empty())
+    configs.push_back(parse_config(task.space(), config_text));
+  else
+    configs = pick_configs(task.space(), sample, seed);
   emu::Emulator emulator;
   spec::SpecVerifier verifier(task, emulator, opts.device());
   if (!verifier.reference()) throw UsageError(verifier.reference_error());
@@ -225,20 +255,28 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::s
       last_rejection = r.message;
     }
     const bool finite = std::isfinite(r.max_rel_error);
-    results.push_back({{"config", configs[i].to_json()}, {"passed", r.passed}, {"status", r.status},
-                       {"max_rel_error", finite ? nlohmann::json(r.max_rel_error) : nlohmann::json(nullptr)},
-                       {"message", r.message}});
+    results.push_back(
+        {{"config", configs[i].to_json()},
+         {"passed", r.passed},
+         {"status", r.status},
+         {"max_rel_error", finite ? nlohmann::json(r.max_rel_error) : nlohmann::json(nullptr)},
+         {"message", r.message}});
     if (!opts.json)
       fmt::print("[{}/{}] config {:>8}  {:<13} max rel error {:<9} {}\n", i + 1, configs.size(),
                  configs[i].index(), r.passed ? "passed" : r.status,
                  finite ? fmt::format("{:.2e}", r.max_rel_error) : "-", r.message);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (rejected == static_cast<int>(configs.size()))
-    throw UsageError(fmt::format("no configuration of {} can run: {}", opts.spec_path, last_rejection));
+    throw UsageError(
+        fmt::format("no configuration of {} can run: {}", opts.spec_path, last_rejection));
   if (opts.json) {
-    print_json({{"spec", opts.spec_path}, {"passed", passed}, {"total", configs.size()},
-                {"seconds", seconds}, {"results", results}});
+    print_json({{"spec", opts.spec_path},
+                {"passed", passed},
+                {"total", configs.size()},
+                {"seconds", seconds},
+                {"results", results}});
     return;
   }
   fmt::print("{} of {} passed in {:.1f} s\n", passed, configs.size(), seconds);
@@ -274,7 +312,9 @@ std::vector<Record> log_records(const std::string& log, const std::string& task_
 }  // namespace
 
 void add_interop_commands(CLI::App& app) {
-  auto* cache = app.add_subcommand("cache", "write a log's measurements as a Kernel Tuner cache (for replay and Kernel Tuner's simulation mode)");
+  auto* cache = app.add_subcommand("cache",
+                                   "write a log's measurements as a Kernel Tuner cache (for replay "
+                                   "and Kernel Tuner's simulation mode)");
   auto log = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto task = std::make_shared<std::string>();
@@ -284,7 +324,8 @@ void add_interop_commands(CLI::App& app) {
   cache->callback([log, out, task] {
     replay::KtCache c = spec::records_to_kt_cache(log_records(*log, *task));
     write_json_file(*out, spec::kt_cache_to_json(c));
-    fmt::print("wrote {} configurations ({} valid) to {}\n", c.entries.size(), c.valid_count(), *out);
+    fmt::print("wrote {} configurations ({} valid) to {}\n", c.entries.size(), c.valid_count(),
+               *out);
   });
 }
 
@@ -295,7 +336,8 @@ bool spec_requested(int argc, char** argv) {
       if (std::string(argv[i]) == "--t4") return true;
     return false;
   }
-  static const std::set<std::string> kCommands = {"space", "show", "compile", "verify", "tune", "bench"};
+  static const std::set<std::string> kCommands = {"space",  "show", "compile",
+                                                  "verify", "tune", "bench"};
   if (!kCommands.count(argv[1])) return false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -332,7 +374,8 @@ int run_spec_command(int argc, char** argv) {
     throw UsageError(fmt::format(
         "{} --spec is not implemented yet: measuring a user kernel on a GPU needs scalar and "
         "constant-memory arguments in the worker protocol (available: space, show, compile, "
-        "verify --spec)", command));
+        "verify --spec)",
+        command));
   CLI::App app{fmt::format("cutune {} --spec: a user kernel described by a T1 file", command)};
   SpecOptions opts;
   opts.add_to(app);
@@ -341,23 +384,31 @@ int run_spec_command(int argc, char** argv) {
   uint64_t seed = 0;
   std::string config;
   if (command == "compile" || command == "verify") {
-    app.add_option("--sample", sample, "configurations (all valid ones when there are no more)")->capture_default_str();
+    app.add_option("--sample", sample, "configurations (all valid ones when there are no more)")
+        ->capture_default_str();
     app.add_option("--seed", seed, "sampling seed")->capture_default_str();
   }
   if (command == "compile") app.add_option("--jobs", jobs, "NVRTC threads")->capture_default_str();
-  if (command == "verify") app.add_option("--config", config, "check this one configuration (index or JSON)");
-  if (command == "show") app.add_option("--config", config, "configuration index or JSON")->required();
+  if (command == "verify")
+    app.add_option("--config", config, "check this one configuration (index or JSON)");
+  if (command == "show")
+    app.add_option("--config", config, "configuration index or JSON")->required();
   try {
     app.parse(argc - 1, argv + 1);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) + fmt::format(" (see cutune {} --spec FILE --help)", command));
+    throw UsageError(std::string(e.what()) +
+                     fmt::format(" (see cutune {} --spec FILE --help)", command));
   }
-  if (command == "space") run_space(opts);
-  else if (command == "show") run_show(opts, config);
-  else if (command == "compile") run_compile(opts, sample, jobs, seed);
-  else run_verify(opts, sample, seed, config);
+  if (command == "space")
+    run_space(opts);
+  else if (command == "show")
+    run_show(opts, config);
+  else if (command == "compile")
+    run_compile(opts, sample, jobs, seed);
+  else
+    run_verify(opts, sample, seed, config);
   return 0;
 }
 

@@ -44,7 +44,8 @@ struct SuiteArgs {
 };
 
 // The suite's layers, or those named in `names` (in the suite's order).
-std::vector<SuiteLayer> chosen_layers(const std::vector<SuiteLayer>& all, const std::string& names) {
+std::vector<SuiteLayer> chosen_layers(const std::vector<SuiteLayer>& all,
+                                      const std::string& names) {
   if (names.empty()) return all;
   std::vector<std::string> wanted;
   for (size_t start = 0; start <= names.size();) {
@@ -84,7 +85,8 @@ void read_baseline(const std::vector<Record>& records, LayerOutcome& out) {
   for (const Record& r : records) {
     if (!(r.task == out.key) || !r.result.extra.is_object()) continue;
     const nlohmann::json& e = r.result.extra;
-    if (e.contains("baseline_s") && e["baseline_s"].is_number()) times.push_back(e["baseline_s"].get<double>());
+    if (e.contains("baseline_s") && e["baseline_s"].is_number())
+      times.push_back(e["baseline_s"].get<double>());
     if (r.result.ok() && e.contains("reference")) out.reference = e["reference"].get<std::string>();
   }
   if (!times.empty()) out.cudnn_s = percentile(times, 0.5);
@@ -109,8 +111,10 @@ void print_table(const std::string& suite, const std::vector<LayerOutcome>& rows
     fmt::print("{:<5} {:<28} {:<34} {:>11} {:>11} {:>8}\n", o.layer.name, shape_text(o.layer.shape),
                o.layer.description, ms(o.cudnn_s), ms(o.tuned_s), speedup);
   }
-  if (geomean) fmt::print("geometric-mean speedup over cuDNN ({}): {:.3f}x\n", suite, *geomean);
-  else fmt::print("geometric-mean speedup over cuDNN ({}): - (no layer has both times)\n", suite);
+  if (geomean)
+    fmt::print("geometric-mean speedup over cuDNN ({}): {:.3f}x\n", suite, *geomean);
+  else
+    fmt::print("geometric-mean speedup over cuDNN ({}): - (no layer has both times)\n", suite);
 }
 
 void run_tune_suite(const SuiteArgs& args) {
@@ -125,8 +129,10 @@ void run_tune_suite(const SuiteArgs& args) {
   search.seed = args.seed;
   search.validate();
   if (args.batch_size != 1 && args.batch_size != 16)
-    throw UsageError(fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
-  const std::vector<SuiteLayer> layers = chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
+    throw UsageError(
+        fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
+  const std::vector<SuiteLayer> layers =
+      chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
   require_writable_file(args.log, "--log");
   // One log for the whole suite: new, or continued with --resume (its layers' records count).
   if (std::optional<std::string> why =
@@ -172,16 +178,20 @@ void run_tune_suite(const SuiteArgs& args) {
     out.transfer_tasks = session.transfer_tasks();
     fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
                tmpl->name(), layer.description,
-               out.transfer_tasks > 0 ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks) : "");
-    out.summary = session.run(*measurer, {args.log, LogMode::shared},
-                              {.progress = !args.quiet, .stop = interrupt.flag()})
+               out.transfer_tasks > 0
+                   ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
+                   : "");
+    out.summary = session
+                      .run(*measurer, {args.log, LogMode::shared},
+                           {.progress = !args.quiet, .stop = interrupt.flag()})
                       .summary;
     measurer.reset();
 
     if (out.summary.best) out.tuned_s = out.summary.best_s;
     read_baseline(log_records(args.log), out);
     const double elapsed = monotonic_seconds() - start;
-    fmt::print(stderr, "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
+    fmt::print(stderr,
+               "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
                layer_index, layers.size(), elapsed,
                elapsed / layer_index * double(layers.size() - size_t(layer_index)), layer.name,
                out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
@@ -196,24 +206,38 @@ void run_tune_suite(const SuiteArgs& args) {
       log_sum += std::log(*o.cudnn_s / *o.tuned_s);
       ++both;
     }
-  const std::optional<double> geomean = both > 0 ? std::optional(std::exp(log_sum / both)) : std::nullopt;
+  const std::optional<double> geomean =
+      both > 0 ? std::optional(std::exp(log_sum / both)) : std::nullopt;
 
   if (args.json) {
-    nlohmann::json j = {{"suite", args.suite}, {"batch_size", args.batch_size},
-                        {"device", device.name}, {"arch", device.arch()},
-                        {"trials", args.trials}, {"tuner", args.tuner},
-                        {"transfer", !args.no_transfer}, {"log", args.log},
+    nlohmann::json j = {{"suite", args.suite},
+                        {"batch_size", args.batch_size},
+                        {"device", device.name},
+                        {"arch", device.arch()},
+                        {"trials", args.trials},
+                        {"tuner", args.tuner},
+                        {"transfer", !args.no_transfer},
+                        {"log", args.log},
                         {"seconds", monotonic_seconds() - start},
                         {"geomean_speedup", geomean ? nlohmann::json(*geomean) : nullptr},
                         {"layers", nlohmann::json::array()}};
     for (const LayerOutcome& o : rows) {
-      const auto num = [](std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      const auto num = [](std::optional<double> v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+      };
       j["layers"].push_back(
-          {{"name", o.layer.name}, {"op", o.layer.op}, {"template", o.key.template_name},
-           {"shape", o.layer.shape}, {"description", o.layer.description},
-           {"repeat", o.layer.repeat}, {"cudnn_s", num(o.cudnn_s)}, {"tuned_s", num(o.tuned_s)},
+          {{"name", o.layer.name},
+           {"op", o.layer.op},
+           {"template", o.key.template_name},
+           {"shape", o.layer.shape},
+           {"description", o.layer.description},
+           {"repeat", o.layer.repeat},
+           {"cudnn_s", num(o.cudnn_s)},
+           {"tuned_s", num(o.tuned_s)},
            {"speedup", o.cudnn_s && o.tuned_s ? nlohmann::json(*o.cudnn_s / *o.tuned_s) : nullptr},
-           {"reference", o.reference}, {"trials", o.summary.total()}, {"valid", o.summary.valid},
+           {"reference", o.reference},
+           {"trials", o.summary.total()},
+           {"valid", o.summary.valid},
            {"transfer_tasks", o.transfer_tasks},
            {"best_config", o.summary.best ? o.summary.best->to_json() : nlohmann::json(nullptr)}});
     }
@@ -232,18 +256,25 @@ void run_tune_suite(const SuiteArgs& args) {
 }  // namespace
 
 void add_suite_commands(CLI::App& app) {
-  auto* cmd = app.add_subcommand("tune-suite", "tune every layer of a network suite (resnet18, mobilenet) on the GPU and compare with cuDNN");
+  auto* cmd = app.add_subcommand("tune-suite",
+                                 "tune every layer of a network suite (resnet18, mobilenet) on the "
+                                 "GPU and compare with cuDNN");
   auto args = std::make_shared<SuiteArgs>();
   cmd->add_option("suite", args->suite, "resnet18 or mobilenet")->required();
-  cmd->add_option("--trials", args->trials, "configurations to measure per layer")->capture_default_str();
+  cmd->add_option("--trials", args->trials, "configurations to measure per layer")
+      ->capture_default_str();
   cmd->add_option("--log", args->log, "tuning log every record is appended to")->required();
-  cmd->add_option("--batch-size", args->batch_size, "network batch size: 1 or 16")->capture_default_str();
-  cmd->add_option("--tuner", args->tuner, "search policy: xgb, ga, random or grid")->capture_default_str();
-  cmd->add_option("--batch", args->batch, "configurations per measured batch")->capture_default_str();
+  cmd->add_option("--batch-size", args->batch_size, "network batch size: 1 or 16")
+      ->capture_default_str();
+  cmd->add_option("--tuner", args->tuner, "search policy: xgb, ga, random or grid")
+      ->capture_default_str();
+  cmd->add_option("--batch", args->batch, "configurations per measured batch")
+      ->capture_default_str();
   add_seed_option(*cmd, args->seed, "search seed");
   cmd->add_option("--layers", args->layers, "only these layers, e.g. C2,C6,C9 (default: all)");
   cmd->add_flag("--no-transfer", args->no_transfer, "do not learn from the layers already tuned");
-  cmd->add_flag("--resume", args->resume, "count the log's records of each layer, measure only the rest");
+  cmd->add_flag("--resume", args->resume,
+                "count the log's records of each layer, measure only the rest");
   cmd->add_flag("--quiet", args->quiet, "no live progress line per layer");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args] { run_tune_suite(*args); });

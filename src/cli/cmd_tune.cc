@@ -42,7 +42,8 @@ struct SearchArgs {
 
   // The defaults shown by --help are the values held when this is called.
   void add_to(CLI::App& cmd) {
-    cmd.add_option("--tuner", tuner, "search policy: xgb, ga, random or grid")->capture_default_str();
+    cmd.add_option("--tuner", tuner, "search policy: xgb, ga, random or grid")
+        ->capture_default_str();
     cmd.add_option("--trials", trials, "configurations to measure")->capture_default_str();
     cmd.add_option("--batch", batch, "configurations per batch (and per model refit)")
         ->capture_default_str();
@@ -82,8 +83,8 @@ struct SearchArgs {
     if (objective == "regression") {
       o.model.model.objective = cost_model::RankObjective::regression;
     } else if (objective != "pairwise") {
-      throw UsageError(fmt::format("unknown --objective '{}' (expected pairwise or regression)",
-                                   objective));
+      throw UsageError(
+          fmt::format("unknown --objective '{}' (expected pairwise or regression)", objective));
     }
     o.validate();
     return o;
@@ -131,9 +132,15 @@ nlohmann::json summary_json(const TaskKey& task, const TuneSummary& s, const std
     best = {{"config", s.best->to_json()}, {"time_ms", s.best_s * 1e3}};
     if (flops) best["gflops"] = *flops / s.best_s * 1e-9;
   }
-  return {{"task", task.to_string()}, {"trials", s.total()},   {"resumed", s.resumed},
-          {"measured", s.measured},   {"valid", s.valid},      {"exhausted", s.exhausted},
-          {"interrupted", s.interrupted}, {"best", best},      {"seconds", s.seconds},
+  return {{"task", task.to_string()},
+          {"trials", s.total()},
+          {"resumed", s.resumed},
+          {"measured", s.measured},
+          {"valid", s.valid},
+          {"exhausted", s.exhausted},
+          {"interrupted", s.interrupted},
+          {"best", best},
+          {"seconds", s.seconds},
           {"log", log}};
 }
 
@@ -156,8 +163,8 @@ void print_summary(const TaskKey& task, const TuneSummary& s, const std::string&
 std::string default_log(const TaskKey& key) {
   std::string shape;
   for (int64_t v : key.shape) shape += (shape.empty() ? "" : "x") + std::to_string(v);
-  std::string name = fmt::format("cutune-{}-{}-{}.jsonl", key.template_name, shape,
-                                 key.target_arch);
+  std::string name =
+      fmt::format("cutune-{}-{}-{}.jsonl", key.template_name, shape, key.target_arch);
   for (char& c : name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) c = '_';
   }
@@ -182,8 +189,7 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
   }
   InterruptGuard interrupt;
   TuningOutcome out =
-      session.run(measurer, {log, mode},
-                  {.progress = !args.quiet, .stop = interrupt.flag()});
+      session.run(measurer, {log, mode}, {.progress = !args.quiet, .stop = interrupt.flag()});
   const TuneSummary& s = out.summary;
   if (args.search.json) {
     nlohmann::json j = summary_json(key, s, log, session.task().flops);
@@ -198,7 +204,8 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
     }
   }
   if (s.interrupted) {
-    fmt::print(stderr, "interrupted: the batch in flight was measured and logged; resume with\n  {}\n",
+    fmt::print(stderr,
+               "interrupted: the batch in flight was measured and logged; resume with\n  {}\n",
                resume_command(args.log.empty() ? log : ""));
     throw ExitStatus{130};  // as a shell reports a command ended by SIGINT
   }
@@ -277,7 +284,8 @@ void run_tune_scaled(const TuneArgs& args) {
   const SearchOptions search = args.search.options();
   if (args.resume && args.log.empty()) throw UsageError("--resume needs --log FILE");
   if (!args.op.empty() || !args.shape.empty() || !args.replay.spec.empty())
-    throw UsageError("a replay suite takes operators and shapes from its caches; drop OP/--shape/--spec");
+    throw UsageError(
+        "a replay suite takes operators and shapes from its caches; drop OP/--shape/--spec");
   if (!args.transfer_from.empty())
     throw UsageError("--transfer-from is not supported for replay suites yet");
   if (args.replays.empty()) throw UsageError("under mpirun, tune needs --replay CACHE...");
@@ -311,8 +319,7 @@ void run_tune_scaled(const TuneArgs& args) {
       print_summary(r.key, r.summary, args.log, std::nullopt);
     }
   }
-  if (args.search.json)
-    print_json({{"tasks", all}, {"ranks", distributed::process_count()}});
+  if (args.search.json) print_json({{"tasks", all}, {"ranks", distributed::process_count()}});
 }
 
 struct ReplayArgs {
@@ -347,7 +354,8 @@ void run_replay(const ReplayArgs& args) {
   o.first_seed = search.seed;
   const auto start = std::chrono::steady_clock::now();
   StudyResult r = run_replay_study(
-      task, [&] { return session.make_policy(); }, o, [&](int done, int total) {
+      task, [&] { return session.make_policy(); }, o,
+      [&](int done, int total) {
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         fmt::print(stderr, "[seed {}/{}] {:.1f} s, ETA {:.0f} s\n", done, total, elapsed,
@@ -385,8 +393,9 @@ void run_replay(const ReplayArgs& args) {
   }
   fmt::print("{} on {} ({}), optimum {:.4g} ms; {} seeds, batch {}\n", args.search.tuner,
              task.cache().kernel_name, task.cache().device_name, r.optimum_ms, o.seeds, o.batch);
-  fmt::print("columns: optimum time / time of the best found so far (1 = the optimum); median "
-             "over seeds, and random search's expectation\n");
+  fmt::print(
+      "columns: optimum time / time of the best found so far (1 = the optimum); median "
+      "over seeds, and random search's expectation\n");
   fmt::print("{:>8}  {:>22}  {:>16}\n", "trials", "median optimum/best", "random expected");
   for (int b : budgets) {
     fmt::print("{:>8}  {:>22.3f}  {:>16.3f}\n", b, r.median_ratio_at(b),

@@ -43,8 +43,8 @@ std::pair<double, std::string> tolerance_for(const Template& tmpl, const std::st
       used = 0;
     }
     if (used != text.size() || !std::isfinite(t) || t < 0) {
-      throw UsageError(fmt::format(
-          "--tolerance '{}': expected a finite number >= 0, or 'dtype'", text));
+      throw UsageError(
+          fmt::format("--tolerance '{}': expected a finite number >= 0, or 'dtype'", text));
     }
     return {t, "given"};
   }
@@ -52,9 +52,9 @@ std::pair<double, std::string> tolerance_for(const Template& tmpl, const std::st
   for (const TensorSpec& t : tmpl.tensors()) {
     if (t.is_output) dtype = dtype_name(t.type.dtype);
   }
-  return {error_tolerance(dtype, tmpl.reduction_length()),
-          fmt::format("by output dtype {} and reduction length {}", dtype,
-                      tmpl.reduction_length())};
+  return {
+      error_tolerance(dtype, tmpl.reduction_length()),
+      fmt::format("by output dtype {} and reduction length {}", dtype, tmpl.reduction_length())};
 }
 
 double tensor_bytes(const Template& tmpl) {
@@ -93,12 +93,14 @@ void run_verify(const VerifyArgs& args) {
     }
     if (!gemm) throw UsageError(why + "; --shrink knows GEMM shapes only: give a smaller --shape");
     if (!args.config.empty()) {
-      throw UsageError(why + "; --shrink cannot keep a --config (its space changes with the shape)");
+      throw UsageError(why +
+                       "; --shrink cannot keep a --config (its space changes with the shape)");
     }
     TaskOptions small = args.task;
     small.shape = shrunk_gemm_shape(tmpl->shape());
-    fmt::print(stderr, "cutune: {} is too large to emulate; checking --shape {} instead (same "
-                       "tails modulo 256)\n",
+    fmt::print(stderr,
+               "cutune: {} is too large to emulate; checking --shape {} instead (same "
+               "tails modulo 256)\n",
                args.task.shape, small.shape);
     tmpl = small.make();
   }
@@ -133,15 +135,15 @@ void run_verify(const VerifyArgs& args) {
     EmulatedCheck r = check_in_emulator(*tmpl, configs[i], limits, emulator, tolerance);
     passed += r.passed;
     rejected += r.status == "rejected";
-    results.push_back({{"config", configs[i].to_json()},
-                       {"passed", r.passed},
-                       {"status", r.status},
-                       {"max_rel_error", std::isfinite(r.max_rel_error)
-                                             ? nlohmann::json(r.max_rel_error)
-                                             : nlohmann::json(nullptr)},
-                       {"message", r.message},
-                       {"compile_seconds", r.compile_seconds},
-                       {"run_seconds", r.run_seconds}});
+    results.push_back(
+        {{"config", configs[i].to_json()},
+         {"passed", r.passed},
+         {"status", r.status},
+         {"max_rel_error", std::isfinite(r.max_rel_error) ? nlohmann::json(r.max_rel_error)
+                                                          : nlohmann::json(nullptr)},
+         {"message", r.message},
+         {"compile_seconds", r.compile_seconds},
+         {"run_seconds", r.run_seconds}});
     if (!args.task.json) {
       fmt::print("[{}/{}] config {:>10}  {:<13} max rel error {:<10} {}\n", i + 1, configs.size(),
                  configs[i].index(), r.passed ? "passed" : r.status,
@@ -151,9 +153,14 @@ void run_verify(const VerifyArgs& args) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (args.task.json) {
-    print_json({{"template", tmpl->name()}, {"shape", tmpl->shape()}, {"tolerance", tolerance},
-                {"tolerance_source", tolerance_source}, {"passed", passed},
-                {"rejected", rejected}, {"total", configs.size()}, {"seconds", seconds},
+    print_json({{"template", tmpl->name()},
+                {"shape", tmpl->shape()},
+                {"tolerance", tolerance},
+                {"tolerance_source", tolerance_source},
+                {"passed", passed},
+                {"rejected", rejected},
+                {"total", configs.size()},
+                {"seconds", seconds},
                 {"results", results}});
   } else {
     fmt::print("{} of {} passed ({} rejected by the verifier) in {:.1f} s\n", passed,
@@ -166,8 +173,9 @@ void run_verify(const VerifyArgs& args) {
 
 void add_verify_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "verify", "run configurations in the CPU emulator against a CPU reference; exit 1 unless "
-                "all pass");
+      "verify",
+      "run configurations in the CPU emulator against a CPU reference; exit 1 unless "
+      "all pass");
   auto args = std::make_shared<VerifyArgs>();
   args->task.add_to(*cmd);
   cmd->add_option("--sample", args->sample, "configurations to sample")->capture_default_str();

@@ -89,12 +89,14 @@ const std::vector<std::pair<std::string, std::string>>& ptx_definitions() {
                        ldmatrix(count, trans));
       }
     }
-    for (int bytes : {4, 8, 16}) d.emplace_back(fmt::format("cutune_cp_async_{}", bytes), cp_async(bytes));
+    for (int bytes : {4, 8, 16})
+      d.emplace_back(fmt::format("cutune_cp_async_{}", bytes), cp_async(bytes));
     d.emplace_back("cutune_cp_async_commit",
                    "__device__ __forceinline__ void cutune_cp_async_commit() {\n"
                    "  asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
                    "}\n");
-    for (int n = 0; n <= 4; ++n) d.emplace_back(fmt::format("cutune_cp_async_wait_{}", n), cp_async_wait(n));
+    for (int n = 0; n <= 4; ++n)
+      d.emplace_back(fmt::format("cutune_cp_async_wait_{}", n), cp_async_wait(n));
     d.emplace_back("cutune_pack_f16x2", pack("cutune_pack_f16x2", "f16"));
     d.emplace_back("cutune_pack_bf16x2", pack("cutune_pack_bf16x2", "bf16"));
     d.emplace_back("cutune_f32_to_f16",
@@ -153,9 +155,10 @@ std::string intrinsic_definitions(const std::set<std::string>& used) {
   }
   std::string out;
   if (!ptx.empty()) {
-    out += "\n// Tensor-core and cp.async intrinsics (PTX); the CPU emulator defines its own.\n"
-           "#if defined(__CUDA_ARCH__)\n" +
-           ptx + "#endif\n";
+    out +=
+        "\n// Tensor-core and cp.async intrinsics (PTX); the CPU emulator defines its own.\n"
+        "#if defined(__CUDA_ARCH__)\n" +
+        ptx + "#endif\n";
   }
   if (!plain.empty()) out += "\n" + plain;
   return out;

@@ -21,10 +21,10 @@ struct Dim3 {
 // global buffer of `elements` elements of `type`; a scalar parameter is passed by value.
 struct KernelParam {
   std::string name;
-  ir::Type type;            // element type for pointers, value type for scalars
+  ir::Type type;  // element type for pointers, value type for scalars
   bool is_pointer = true;
-  bool is_const = false;    // a pointer the kernel only reads
-  int64_t elements = 0;     // pointers: the buffer's size in elements (for checks and allocation)
+  bool is_const = false;  // a pointer the kernel only reads
+  int64_t elements = 0;   // pointers: the buffer's size in elements (for checks and allocation)
 };
 
 struct LaunchSpec {
@@ -35,8 +35,8 @@ struct LaunchSpec {
 };
 
 struct CudaSource {
-  std::string kernel_name;          // the extern "C" name of the __global__ function
-  std::string code;                 // the whole translation unit; includes nothing
+  std::string kernel_name;  // the extern "C" name of the __global__ function
+  std::string code;         // the whole translation unit; includes nothing
   std::vector<KernelParam> params;
   LaunchSpec launch;
 };

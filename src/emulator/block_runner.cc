@@ -65,8 +65,8 @@ std::string dim(const cutune_emu_abi::Dim3& d) { return fmt::format("({},{},{})"
 const cutune_emu_abi::Thread* current_emulated_thread() { return t_current; }
 
 BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain entry,
-                         void* const* args, cutune_emu_abi::TlsTouch tls_touch,
-                         bool poison_shared, bool sanitize)
+                         void* const* args, cutune_emu_abi::TlsTouch tls_touch, bool poison_shared,
+                         bool sanitize)
     : launch_(launch),
       entry_(entry),
       args_(args),
@@ -125,9 +125,8 @@ void BlockRunner::barrier(cutune_emu_abi::Thread* self, int line) {
   suspend(s, State::at_barrier);
 }
 
-void BlockRunner::warp_collective(cutune_emu_abi::Thread* self,
-                                  cutune_emu_abi::WarpCollective fn, const char* name,
-                                  void* args, unsigned mask, int line) {
+void BlockRunner::warp_collective(cutune_emu_abi::Thread* self, cutune_emu_abi::WarpCollective fn,
+                                  const char* name, void* args, unsigned mask, int line) {
   Slot* s = static_cast<Slot*>(self->host);
   s->line = line;
   s->collective = fn;
@@ -193,11 +192,13 @@ void BlockRunner::cp_async_wait(cutune_emu_abi::Thread* self, int pending) {
 std::string BlockRunner::divergence(const Slot& a, const Slot& b) const {
   auto what = [](const Slot& s) {
     switch (s.state) {
-      case State::done: return std::string("has exited");
+      case State::done:
+        return std::string("has exited");
       case State::at_warp:
         return fmt::format("waits at {} (mask {:#010x}) on line {}", s.collective_name, s.mask,
                            s.line);
-      default: return fmt::format("waits at the __syncthreads on line {}", s.line);
+      default:
+        return fmt::format("waits at the __syncthreads on line {}", s.line);
     }
   };
   return fmt::format("barrier divergence in block {}: thread {} {} while thread {} {}",
@@ -270,14 +271,13 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
     s.copies.clear();
     s.commits = 0;
     void* top = stacks_ + (i + 1) * per_thread;
-    s.fiber = boost::context::fiber(
-        std::allocator_arg, BorrowedStack{top, kStackBytes},
-        [this, &s](boost::context::fiber&& scheduler) {
-          s.scheduler = std::move(scheduler);
-          entry_(&s.thread, args_);
-          s.state = State::done;
-          return std::move(s.scheduler);
-        });
+    s.fiber = boost::context::fiber(std::allocator_arg, BorrowedStack{top, kStackBytes},
+                                    [this, &s](boost::context::fiber&& scheduler) {
+                                      s.scheduler = std::move(scheduler);
+                                      entry_(&s.thread, args_);
+                                      s.state = State::done;
+                                      return std::move(s.scheduler);
+                                    });
   }
   if (tls_block_ != nullptr && poison_shared_) std::memset(tls_block_, 0xff, tls_bytes_);
   if (sanitizer_ != nullptr) sanitizer_->begin_block(block_idx);

@@ -74,7 +74,7 @@ class BlockRunner {
     const char* collective_name = "";
     void* collective_args = nullptr;
     unsigned mask = 0;
-    const char* failure = "";  // failed: what the device code misused
+    const char* failure = "";         // failed: what the device code misused
     std::vector<PendingCopy> copies;  // issued, not yet completed, in issue order
     uint64_t commits = 0;
     BlockRunner* runner = nullptr;

@@ -52,20 +52,21 @@ static thread_local cutune_emu_abi::Thread* cutune_emu_self CUTUNE_EMU_KEEP_ORDE
 // CUTUNE_EMU_KEEP_ORDER (no_reorder), so they lie in declaration order, and the emulator puts a
 // red zone after each __shared__ array: this one keeps the first array off cutune_emu_self.
 // (-fno-toplevel-reorder would do the same for every symbol, but it also makes the compiler
-// emit every unused inline function of this prelude, which tripled the compile time.) Code the sanitizer must not see as the calling thread's own accesses (the
-// warp-collective operations run by the scheduler, atomics) is CUTUNE_EMU_UNCHECKED.
+// emit every unused inline function of this prelude, which tripled the compile time.) Code the
+// sanitizer must not see as the calling thread's own accesses (the warp-collective operations run
+// by the scheduler, atomics) is CUTUNE_EMU_UNCHECKED.
 #if defined(CUTUNE_EMU_SANITIZE)
 static thread_local char cutune_emu_redzone_self[128] __attribute__((used, no_reorder));
 #define CUTUNE_EMU_UNCHECKED __attribute__((no_sanitize_address))
 extern "C" {
 __attribute__((visibility("default"))) cutune_emu_abi::AccessHook cutune_emu_access_hook = nullptr;
-#define CUTUNE_EMU_ACCESS_CALLBACKS(n)                                                        \
-  CUTUNE_EMU_UNCHECKED void __asan_load##n##_noabort(unsigned long a) {                       \
-    cutune_emu_access_hook(a, n, 0, (unsigned long)__builtin_return_address(0));              \
-  }                                                                                           \
-  CUTUNE_EMU_UNCHECKED void __asan_store##n##_noabort(unsigned long a) {                      \
-    cutune_emu_access_hook(a, n, cutune_emu_abi::kAccessWrite,                                \
-                           (unsigned long)__builtin_return_address(0));                       \
+#define CUTUNE_EMU_ACCESS_CALLBACKS(n)                                           \
+  CUTUNE_EMU_UNCHECKED void __asan_load##n##_noabort(unsigned long a) {          \
+    cutune_emu_access_hook(a, n, 0, (unsigned long)__builtin_return_address(0)); \
+  }                                                                              \
+  CUTUNE_EMU_UNCHECKED void __asan_store##n##_noabort(unsigned long a) {         \
+    cutune_emu_access_hook(a, n, cutune_emu_abi::kAccessWrite,                   \
+                           (unsigned long)__builtin_return_address(0));          \
   }
 CUTUNE_EMU_ACCESS_CALLBACKS(1)
 CUTUNE_EMU_ACCESS_CALLBACKS(2)
@@ -84,8 +85,8 @@ CUTUNE_EMU_UNCHECKED void __asan_handle_no_return() {}
 CUTUNE_EMU_UNCHECKED void __asan_before_dynamic_init(const char*) {}
 CUTUNE_EMU_UNCHECKED void __asan_after_dynamic_init() {}
 }
-#define CUTUNE_EMU_NOTE(address, bytes, flags, line)                                          \
-  cutune_emu_access_hook((unsigned long)(address), bytes,                                     \
+#define CUTUNE_EMU_NOTE(address, bytes, flags, line)      \
+  cutune_emu_access_hook((unsigned long)(address), bytes, \
                          (flags) | cutune_emu_abi::kAccessWhereIsLine, (unsigned long)(line))
 #define CUTUNE_EMU_ATOMIC __attribute__((noinline, no_sanitize_address))
 // The sanitized kernel source reaches each shared array through this (postlude.h).
@@ -118,12 +119,24 @@ static inline void cutune_emu_syncthreads(int line) {
 #define __threadfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define __threadfence_block() __asm__ __volatile__("" ::: "memory")
 
-struct __attribute__((aligned(8))) float2 { float x, y; };
-struct float3 { float x, y, z; };
-struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
-struct __attribute__((aligned(8))) int2 { int x, y; };
-struct int3 { int x, y, z; };
-struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
+struct __attribute__((aligned(8))) float2 {
+  float x, y;
+};
+struct float3 {
+  float x, y, z;
+};
+struct __attribute__((aligned(16))) float4 {
+  float x, y, z, w;
+};
+struct __attribute__((aligned(8))) int2 {
+  int x, y;
+};
+struct int3 {
+  int x, y, z;
+};
+struct __attribute__((aligned(16))) int4 {
+  int x, y, z, w;
+};
 
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline float3 make_float3(float x, float y, float z) { return float3{x, y, z}; }
@@ -181,12 +194,30 @@ static inline float min(float a, float b) { return fminf(a, b); }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 
 template <class T>
-static inline T __ldg(const T* p) { return *p; }
+static inline T __ldg(const T* p) {
+  return *p;
+}
 
-static inline int __float_as_int(float f) { int i; __builtin_memcpy(&i, &f, 4); return i; }
-static inline unsigned __float_as_uint(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); return u; }
-static inline float __int_as_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }
-static inline float __uint_as_float(unsigned u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline int __float_as_int(float f) {
+  int i;
+  __builtin_memcpy(&i, &f, 4);
+  return i;
+}
+static inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+static inline float __int_as_float(int i) {
+  float f;
+  __builtin_memcpy(&f, &i, 4);
+  return f;
+}
+static inline float __uint_as_float(unsigned u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
 
 // Blocks run concurrently on several host threads, so these must be real atomics. The
 // sanitizer sees each as one atomic access (bounds checked, never a race) at the caller's line.
@@ -209,16 +240,16 @@ static CUTUNE_EMU_ATOMIC float atomicAdd(float* p, float v, int line = __builtin
 static CUTUNE_EMU_ATOMIC int atomicMax(int* p, int v, int line = __builtin_LINE()) {
   CUTUNE_EMU_NOTE(p, 4, cutune_emu_abi::kAccessAtomic | cutune_emu_abi::kAccessWrite, line);
   int old = *p;
-  while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,
-                                                  __ATOMIC_RELAXED)) {
+  while (old < v &&
+         !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return old;
 }
 static CUTUNE_EMU_ATOMIC int atomicMin(int* p, int v, int line = __builtin_LINE()) {
   CUTUNE_EMU_NOTE(p, 4, cutune_emu_abi::kAccessAtomic | cutune_emu_abi::kAccessWrite, line);
   int old = *p;
-  while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,
-                                                  __ATOMIC_RELAXED)) {
+  while (old > v &&
+         !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return old;
 }
@@ -288,9 +319,8 @@ static inline unsigned cutune_pack_bf16x2(float lo, float hi) {
   return (unsigned)cutune_f32_to_bf16(lo) | (unsigned)cutune_f32_to_bf16(hi) << 16;
 }
 
-static inline void cutune_emu_warp_collective(cutune_emu_abi::WarpCollective run,
-                                              const char* name, void* args, unsigned mask,
-                                              int line) {
+static inline void cutune_emu_warp_collective(cutune_emu_abi::WarpCollective run, const char* name,
+                                              void* args, unsigned mask, int line) {
   cutune_emu_abi::Thread* self = cutune_emu_self;
   __asm__ __volatile__("" ::: "memory");
   self->warp_collective(self, run, name, args, mask, line);
@@ -300,8 +330,8 @@ static inline void cutune_emu_warp_collective(cutune_emu_abi::WarpCollective run
 
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32. With g = lane / 4 and
 // t = lane % 4, lane holds A (16x16) elements a[i/2] half i%2, i in 0..7, at row g + 8 * (i/2 % 2),
-// col 2t + i%2 + 8 * (i/4); B (16x8) elements b[i/2] half i%2, i in 0..3, at row 2t + i%2 + 8 * (i/2),
-// col g; C and D (16x8) element i at row g + 8 * (i/2), col 2t + i%2.
+// col 2t + i%2 + 8 * (i/4); B (16x8) elements b[i/2] half i%2, i in 0..3, at row 2t + i%2 + 8 *
+// (i/2), col g; C and D (16x8) element i at row g + 8 * (i/2), col 2t + i%2.
 struct cutune_emu_mma_lane {
   float* d;
   const unsigned* a;
@@ -395,8 +425,8 @@ static CUTUNE_EMU_UNCHECKED const char* cutune_emu_ldmatrix_run(void* const* lan
 static inline void cutune_emu_ldmatrix_note(const void* row_address, unsigned matrices, int line) {
 #if defined(CUTUNE_EMU_SANITIZE)
   const cutune_emu_abi::Thread* t = cutune_emu_self;
-  unsigned linear = t->thread_idx.x +
-                    t->block_dim.x * (t->thread_idx.y + t->block_dim.y * t->thread_idx.z);
+  unsigned linear =
+      t->thread_idx.x + t->block_dim.x * (t->thread_idx.y + t->block_dim.y * t->thread_idx.z);
   if ((linear & 31u) < 8 * matrices) {
     CUTUNE_EMU_NOTE(row_address, 16, cutune_emu_abi::kAccessMustBeShared, line);
   }
@@ -405,14 +435,13 @@ static inline void cutune_emu_ldmatrix_note(const void* row_address, unsigned ma
 #endif
 }
 
-#define CUTUNE_EMU_LDMATRIX(suffix, matrices, trans)                                         \
-  static __forceinline__ void cutune_ldmatrix_##suffix(unsigned r[matrices],                 \
-                                                       const void* row_address,              \
-                                                       int line = __builtin_LINE()) {        \
-    cutune_emu_ldmatrix_note(row_address, matrices, line);                                   \
-    cutune_emu_ldmatrix_lane args{r, row_address};                                           \
-    cutune_emu_warp_collective(&cutune_emu_ldmatrix_run<matrices, trans>,                    \
-                               "cutune_ldmatrix_" #suffix, &args, 0xffffffffu, line);        \
+#define CUTUNE_EMU_LDMATRIX(suffix, matrices, trans)                                  \
+  static __forceinline__ void cutune_ldmatrix_##suffix(                               \
+      unsigned r[matrices], const void* row_address, int line = __builtin_LINE()) {   \
+    cutune_emu_ldmatrix_note(row_address, matrices, line);                            \
+    cutune_emu_ldmatrix_lane args{r, row_address};                                    \
+    cutune_emu_warp_collective(&cutune_emu_ldmatrix_run<matrices, trans>,             \
+                               "cutune_ldmatrix_" #suffix, &args, 0xffffffffu, line); \
   }
 CUTUNE_EMU_LDMATRIX(x1, 1, false)
 CUTUNE_EMU_LDMATRIX(x2, 2, false)
@@ -429,11 +458,11 @@ static inline void cutune_cp_async_16(void* shared_dst, const void* global_src, 
   cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 16, src_bytes, line);
 }
 static inline void cutune_cp_async_8(void* shared_dst, const void* global_src, int src_bytes,
-                                      int line = __builtin_LINE()) {
+                                     int line = __builtin_LINE()) {
   cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 8, src_bytes, line);
 }
 static inline void cutune_cp_async_4(void* shared_dst, const void* global_src, int src_bytes,
-                                      int line = __builtin_LINE()) {
+                                     int line = __builtin_LINE()) {
   cutune_emu_self->cp_async(cutune_emu_self, shared_dst, global_src, 4, src_bytes, line);
 }
 static inline void cutune_cp_async_commit() { cutune_emu_self->cp_async_commit(cutune_emu_self); }
@@ -451,7 +480,9 @@ static inline void cutune_cp_async_wait_4() { cutune_emu_cp_async_wait(4); }
 // __syncwarp and the shuffles of CUDA's warp-level primitives, for the lanes in `mask`.
 // Shuffles follow PTX shfl.sync: lanes form segments of `width`; a source lane outside the
 // caller's segment (above it, for down and xor) gives the caller its own value.
-static CUTUNE_EMU_UNCHECKED const char* cutune_emu_syncwarp_run(void* const*, unsigned) { return nullptr; }
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_syncwarp_run(void* const*, unsigned) {
+  return nullptr;
+}
 static inline void __syncwarp(unsigned mask = 0xffffffffu, int line = __builtin_LINE()) {
   cutune_emu_warp_collective(&cutune_emu_syncwarp_run, "__syncwarp", nullptr, mask, line);
 }
@@ -497,21 +528,20 @@ static inline T cutune_emu_shfl(unsigned mask, T v, unsigned operand, int width,
   return args.value;
 }
 
-#define CUTUNE_EMU_SHUFFLES(T)                                                                  \
-  static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,                 \
-                              int line = __builtin_LINE()) {                                    \
-    return cutune_emu_shfl<cutune_emu_shfl_idx>(mask, v, (unsigned)src_lane, width, line,       \
-                                                "__shfl_sync");                                 \
-  }                                                                                             \
-  static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,          \
-                                   int line = __builtin_LINE()) {                               \
-    return cutune_emu_shfl<cutune_emu_shfl_down>(mask, v, delta, width, line,                   \
-                                                 "__shfl_down_sync");                           \
-  }                                                                                             \
-  static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,            \
-                                  int line = __builtin_LINE()) {                                \
-    return cutune_emu_shfl<cutune_emu_shfl_xor>(mask, v, (unsigned)lane_mask, width, line,      \
-                                                "__shfl_xor_sync");                             \
+#define CUTUNE_EMU_SHUFFLES(T)                                                                     \
+  static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,                    \
+                              int line = __builtin_LINE()) {                                       \
+    return cutune_emu_shfl<cutune_emu_shfl_idx>(mask, v, (unsigned)src_lane, width, line,          \
+                                                "__shfl_sync");                                    \
+  }                                                                                                \
+  static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,             \
+                                   int line = __builtin_LINE()) {                                  \
+    return cutune_emu_shfl<cutune_emu_shfl_down>(mask, v, delta, width, line, "__shfl_down_sync"); \
+  }                                                                                                \
+  static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,               \
+                                  int line = __builtin_LINE()) {                                   \
+    return cutune_emu_shfl<cutune_emu_shfl_xor>(mask, v, (unsigned)lane_mask, width, line,         \
+                                                "__shfl_xor_sync");                                \
   }
 CUTUNE_EMU_SHUFFLES(int)
 CUTUNE_EMU_SHUFFLES(unsigned)
@@ -548,7 +578,9 @@ static inline void cutune_emu_invoke(void (*kernel)(P...), void* const* args) {
   cutune_emu_invoke(kernel, args, typename cutune_emu_make_indices<sizeof...(P)>::type());
 }
 template <class... P>
-constexpr unsigned cutune_emu_arity(void (*)(P...)) { return sizeof...(P); }
+constexpr unsigned cutune_emu_arity(void (*)(P...)) {
+  return sizeof...(P);
+}
 template <unsigned I, class... P>
 constexpr bool cutune_emu_param_is_pointer(void (*)(P...)) {
   constexpr bool flags[] = {cutune_emu_arg<P>::is_pointer..., false};

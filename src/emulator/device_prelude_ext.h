@@ -52,8 +52,12 @@ double copysign(double, double);
 
 static inline double min(double a, double b) { return fmin(a, b); }
 static inline double max(double a, double b) { return fmax(a, b); }
-static inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
-static inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+static inline unsigned long long min(unsigned long long a, unsigned long long b) {
+  return a < b ? a : b;
+}
+static inline unsigned long long max(unsigned long long a, unsigned long long b) {
+  return a > b ? a : b;
+}
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 static inline float __sinf(float x) { return sinf(x); }
 static inline float __cosf(float x) { return cosf(x); }
@@ -78,14 +82,24 @@ static inline int __float2int_ru(float x) { return (int)ceilf(x); }
 static inline int __float2int_rn(float x) { return (int)rintf(x); }  // default mode: nearest even
 static inline float __int2float_rn(int x) { return (float)x; }
 static inline float __uint2float_rn(unsigned x) { return (float)x; }
-static inline long long __double_as_longlong(double d) { long long i; __builtin_memcpy(&i, &d, 8); return i; }
-static inline double __longlong_as_double(long long i) { double d; __builtin_memcpy(&d, &i, 8); return d; }
+static inline long long __double_as_longlong(double d) {
+  long long i;
+  __builtin_memcpy(&i, &d, 8);
+  return i;
+}
+static inline double __longlong_as_double(long long i) {
+  double d;
+  __builtin_memcpy(&d, &i, 8);
+  return d;
+}
 
 // ---- Integer intrinsics.
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+static inline int __clzll(long long x) {
+  return x == 0 ? 64 : __builtin_clzll((unsigned long long)x);
+}
 static inline int __ffs(int x) { return __builtin_ffs(x); }
 static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 static inline unsigned __brev(unsigned x) {
@@ -95,9 +109,13 @@ static inline unsigned __brev(unsigned x) {
   return __builtin_bswap32(x);
 }
 static inline int __mul24(int a, int b) { return (int)((long long)(a << 8 >> 8) * (b << 8 >> 8)); }
-static inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+static inline unsigned __umul24(unsigned a, unsigned b) {
+  return (a & 0xffffffu) * (b & 0xffffffu);
+}
 static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
-static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+static inline unsigned __umulhi(unsigned a, unsigned b) {
+  return (unsigned)(((unsigned long long)a * b) >> 32);
+}
 
 // ---- Atomics. Blocks run on several host threads, so these are real atomics on global memory.
 template <class T, class F>
@@ -115,9 +133,13 @@ static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long 
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 static inline int atomicSub(int* p, int v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
-static inline unsigned atomicSub(unsigned* p, unsigned v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
+static inline unsigned atomicSub(unsigned* p, unsigned v) {
+  return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+}
 static inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
-static inline unsigned atomicExch(unsigned* p, unsigned v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+static inline unsigned atomicExch(unsigned* p, unsigned v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+}
 static inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
   return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
 }
@@ -126,10 +148,10 @@ static inline float atomicExch(float* p, float v) {
   __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);
   return old;
 }
-#define CUTUNE_EMU_CAS(T)                                                              \
-  static inline T atomicCAS(T* p, T compare, T value) {                                \
+#define CUTUNE_EMU_CAS(T)                                                                       \
+  static inline T atomicCAS(T* p, T compare, T value) {                                         \
     __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
-    return compare;                                                                    \
+    return compare;                                                                             \
   }
 CUTUNE_EMU_CAS(int)
 CUTUNE_EMU_CAS(unsigned)
@@ -151,13 +173,14 @@ static inline unsigned atomicInc(unsigned* p, unsigned limit) {
   return cutune_emu_atomic_update(p, [limit](unsigned o) { return o >= limit ? 0u : o + 1; });
 }
 static inline unsigned atomicDec(unsigned* p, unsigned limit) {
-  return cutune_emu_atomic_update(p, [limit](unsigned o) { return (o == 0 || o > limit) ? limit : o - 1; });
+  return cutune_emu_atomic_update(
+      p, [limit](unsigned o) { return (o == 0 || o > limit) ? limit : o - 1; });
 }
-#define CUTUNE_EMU_BITWISE(name, builtin)                                                        \
-  static inline int name(int* p, int v) { return builtin(p, v, __ATOMIC_RELAXED); }              \
+#define CUTUNE_EMU_BITWISE(name, builtin)                                                          \
+  static inline int name(int* p, int v) { return builtin(p, v, __ATOMIC_RELAXED); }                \
   static inline unsigned name(unsigned* p, unsigned v) { return builtin(p, v, __ATOMIC_RELAXED); } \
-  static inline unsigned long long name(unsigned long long* p, unsigned long long v) {           \
-    return builtin(p, v, __ATOMIC_RELAXED);                                                      \
+  static inline unsigned long long name(unsigned long long* p, unsigned long long v) {             \
+    return builtin(p, v, __ATOMIC_RELAXED);                                                        \
   }
 CUTUNE_EMU_BITWISE(atomicAnd, __atomic_fetch_and)
 CUTUNE_EMU_BITWISE(atomicOr, __atomic_fetch_or)
@@ -207,7 +230,8 @@ static const char* cutune_emu_shfl_up_run(void* const* lane_args, unsigned mask)
     if (lane_args[lane] == nullptr) continue;
     cutune_emu_shfl_lane<T>* l = (cutune_emu_shfl_lane<T>*)lane_args[lane];
     unsigned width = (unsigned)l->width;
-    if (width == 0 || width > 32 || (width & (width - 1)) != 0) return "width is not a power of two in 1..32";
+    if (width == 0 || width > 32 || (width & (width - 1)) != 0)
+      return "width is not a power of two in 1..32";
     unsigned first = lane & ~(width - 1);
     unsigned src = lane >= first + l->operand ? lane - l->operand : lane;
     if ((mask >> src & 1u) == 0) return "a lane reads from a lane outside the mask";
@@ -215,12 +239,12 @@ static const char* cutune_emu_shfl_up_run(void* const* lane_args, unsigned mask)
   }
   return nullptr;
 }
-#define CUTUNE_EMU_SHFL_UP(T)                                                                     \
-  static inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32,              \
-                                 int line = __builtin_LINE()) {                                   \
-    cutune_emu_shfl_lane<T> args{v, delta, width};                                                \
-    cutune_emu_warp_collective(&cutune_emu_shfl_up_run<T>, "__shfl_up_sync", &args, mask, line);  \
-    return args.value;                                                                            \
+#define CUTUNE_EMU_SHFL_UP(T)                                                                    \
+  static inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32,             \
+                                 int line = __builtin_LINE()) {                                  \
+    cutune_emu_shfl_lane<T> args{v, delta, width};                                               \
+    cutune_emu_warp_collective(&cutune_emu_shfl_up_run<T>, "__shfl_up_sync", &args, mask, line); \
+    return args.value;                                                                           \
   }
 CUTUNE_EMU_SHFL_UP(int)
 CUTUNE_EMU_SHFL_UP(unsigned)
@@ -229,18 +253,20 @@ CUTUNE_EMU_SHFL_UP(double)
 CUTUNE_EMU_SHFL_UP(long long)
 CUTUNE_EMU_SHFL_UP(unsigned long long)
 #undef CUTUNE_EMU_SHFL_UP
-#define CUTUNE_EMU_SHUFFLES_64(T)                                                                 \
-  static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,                   \
-                              int line = __builtin_LINE()) {                                      \
-    return cutune_emu_shfl<cutune_emu_shfl_idx>(mask, v, (unsigned)src_lane, width, line, "__shfl_sync"); \
-  }                                                                                               \
-  static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,            \
-                                   int line = __builtin_LINE()) {                                 \
+#define CUTUNE_EMU_SHUFFLES_64(T)                                                                  \
+  static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,                    \
+                              int line = __builtin_LINE()) {                                       \
+    return cutune_emu_shfl<cutune_emu_shfl_idx>(mask, v, (unsigned)src_lane, width, line,          \
+                                                "__shfl_sync");                                    \
+  }                                                                                                \
+  static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,             \
+                                   int line = __builtin_LINE()) {                                  \
     return cutune_emu_shfl<cutune_emu_shfl_down>(mask, v, delta, width, line, "__shfl_down_sync"); \
-  }                                                                                               \
-  static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,              \
-                                  int line = __builtin_LINE()) {                                  \
-    return cutune_emu_shfl<cutune_emu_shfl_xor>(mask, v, (unsigned)lane_mask, width, line, "__shfl_xor_sync"); \
+  }                                                                                                \
+  static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,               \
+                                  int line = __builtin_LINE()) {                                   \
+    return cutune_emu_shfl<cutune_emu_shfl_xor>(mask, v, (unsigned)lane_mask, width, line,         \
+                                                "__shfl_xor_sync");                                \
   }
 CUTUNE_EMU_SHUFFLES_64(double)
 CUTUNE_EMU_SHUFFLES_64(long long)
@@ -254,7 +280,8 @@ CUTUNE_EMU_SHUFFLES_64(unsigned long long)
 static inline bool cutune_emu_once_begin(int* state) {
   if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == 2) return false;
   int expected = 0;
-  if (__atomic_compare_exchange_n(state, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return true;
+  if (__atomic_compare_exchange_n(state, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return true;
   while (__atomic_load_n(state, __ATOMIC_ACQUIRE) != 2) {
   }
   return false;
@@ -264,7 +291,8 @@ static inline void cutune_emu_fill_constant(void* symbol, unsigned long long sym
                                             const void* data, unsigned long long bytes,
                                             const char* name) {
   if (bytes > symbol_bytes) {
-    cutune_emu_self->fail(cutune_emu_self, "a constant-memory argument is larger than its __constant__ symbol");
+    cutune_emu_self->fail(cutune_emu_self,
+                          "a constant-memory argument is larger than its __constant__ symbol");
   }
   __builtin_memcpy(symbol, data, bytes);
   (void)name;

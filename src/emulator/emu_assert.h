@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CUTUNE_EMU_ASSERT(cond, msg)                                                          \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
+#define CUTUNE_EMU_ASSERT(cond, msg)                                                            \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
       std::fprintf(stderr, "%s:%d: internal error: %s (%s)\n", __FILE__, __LINE__, msg, #cond); \
-      std::abort();                                                                            \
-    }                                                                                          \
+      std::abort();                                                                             \
+    }                                                                                           \
   } while (0)

@@ -24,15 +24,24 @@ namespace fs = std::filesystem;
 
 std::string to_string(EmuStatus status) {
   switch (status) {
-    case EmuStatus::ok: return "ok";
-    case EmuStatus::compile_error: return "compile_error";
-    case EmuStatus::out_of_bounds: return "out_of_bounds";
-    case EmuStatus::barrier_divergence: return "barrier_divergence";
-    case EmuStatus::crashed: return "crashed";
-    case EmuStatus::timeout: return "timeout";
-    case EmuStatus::race: return "race";
-    case EmuStatus::shared_out_of_bounds: return "shared_out_of_bounds";
-    case EmuStatus::uninitialized_read: return "uninitialized_read";
+    case EmuStatus::ok:
+      return "ok";
+    case EmuStatus::compile_error:
+      return "compile_error";
+    case EmuStatus::out_of_bounds:
+      return "out_of_bounds";
+    case EmuStatus::barrier_divergence:
+      return "barrier_divergence";
+    case EmuStatus::crashed:
+      return "crashed";
+    case EmuStatus::timeout:
+      return "timeout";
+    case EmuStatus::race:
+      return "race";
+    case EmuStatus::shared_out_of_bounds:
+      return "shared_out_of_bounds";
+    case EmuStatus::uninitialized_read:
+      return "uninitialized_read";
   }
   return "?";
 }
@@ -146,7 +155,8 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
 
   EmuResult ran = run_in_child_process(run);
   result.status = ran.status;
-  result.message = sanitize ? resolve_source_lines(ran.message, object.path) : std::move(ran.message);
+  result.message =
+      sanitize ? resolve_source_lines(ran.message, object.path) : std::move(ran.message);
   result.run_seconds = ran.run_seconds;
   if (result.status == EmuStatus::ok) guarded.copy_out(buffers);
   return result;

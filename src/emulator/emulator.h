@@ -9,11 +9,12 @@
 //
 // Each run happens in a forked child process (kernel_process.h): blocks are spread over
 // `host_threads` host threads, the threads of a block run as fibers that switch at
-// __syncthreads and at warp-collective intrinsics such as mma and ldmatrix (block_runner.h), and every global buffer sits between inaccessible guard
-// pages (guarded_buffers.h). Unless turned off, the sanitizer checks every memory access
-// (sanitizer.h): races, out-of-bounds shared and global accesses, uninitialised shared reads.
-// A kernel that goes out of bounds, races, diverges at a barrier, crashes or runs too long
-// therefore comes back as a status with a message; it never ends the caller.
+// __syncthreads and at warp-collective intrinsics such as mma and ldmatrix (block_runner.h), and
+// every global buffer sits between inaccessible guard pages (guarded_buffers.h). Unless turned off,
+// the sanitizer checks every memory access (sanitizer.h): races, out-of-bounds shared and global
+// accesses, uninitialised shared reads. A kernel that goes out of bounds, races, diverges at a
+// barrier, crashes or runs too long therefore comes back as a status with a message; it never ends
+// the caller.
 
 #include <filesystem>
 #include <string>
@@ -41,18 +42,18 @@ std::string to_string(EmuStatus status);
 
 struct EmuResult {
   EmuStatus status = EmuStatus::ok;
-  std::string message;          // empty when ok
-  double compile_seconds = 0;   // 0 (well, the hashing) when the object came from the cache
+  std::string message;         // empty when ok
+  double compile_seconds = 0;  // 0 (well, the hashing) when the object came from the cache
   bool compile_cached = false;
-  double run_seconds = 0;       // fork to exit of the child, buffers' copies excluded
+  double run_seconds = 0;  // fork to exit of the child, buffers' copies excluded
 };
 
 struct EmulatorOptions {
-  int host_threads = 0;            // threads running blocks; 0: one per hardware thread
-  double timeout_seconds = 60;     // per run, compile excluded
-  std::filesystem::path work_dir;  // sources, logs and cached objects; empty: a fresh temp dir
+  int host_threads = 0;                // threads running blocks; 0: one per hardware thread
+  double timeout_seconds = 60;         // per run, compile excluded
+  std::filesystem::path work_dir;      // sources, logs and cached objects; empty: a fresh temp dir
   std::vector<std::string> cxx_flags;  // appended to the compile command
-  bool poison_shared = true;       // fill shared memory with 0xFF (NaN) bytes before each block
+  bool poison_shared = true;           // fill shared memory with 0xFF (NaN) bytes before each block
   // The sanitizer (sanitizer.h): the kernel is compiled with every memory access instrumented
   // when either is on. racecheck: data races on shared memory within a block (and between
   // blocks on global memory). memcheck: shared accesses outside their array, global accesses

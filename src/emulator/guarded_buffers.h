@@ -72,7 +72,7 @@ class GuardedBuffers {
     std::byte* base = nullptr;  // the mapping, guards included
     size_t map_bytes = 0;
     std::byte* data = nullptr;
-    size_t padded_bytes = 0;    // data size rounded up to 16
+    size_t padded_bytes = 0;  // data size rounded up to 16
   };
   std::vector<Region> regions_;
   size_t page_ = 4096;

@@ -49,7 +49,9 @@ HostBuffer HostBuffer::from_ints(std::span<const int32_t> values) {
   return from_values(ir::Type::i32(), values);
 }
 
-std::vector<float> HostBuffer::to_floats() const { return to_values<float>(*this, ir::Type::f32()); }
+std::vector<float> HostBuffer::to_floats() const {
+  return to_values<float>(*this, ir::Type::f32());
+}
 
 std::vector<int32_t> HostBuffer::to_ints() const {
   return to_values<int32_t>(*this, ir::Type::i32());

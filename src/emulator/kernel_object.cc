@@ -33,19 +33,28 @@ namespace fs = std::filesystem;
 // The sanitizer's instrumentation (sanitizer.h): kernel-address makes every load and store a
 // call to the prelude's __asan_*_noabort, which needs no run-time library; stack and global
 // red zones stay off (the emulator places its own around shared arrays, and the guard pages
-// around global buffers; the prelude keeps them in declaration order); -g1 gives the line tables that turn an access's
-// return address into a kernel source line.
-const std::vector<std::string> kSanitizeFlags = {
-    "-DCUTUNE_EMU_SANITIZE", "-fsanitize=kernel-address",
-    "--param", "asan-instrumentation-with-call-threshold=0",
-    "--param", "asan-stack=0",
-    "--param", "asan-globals=0",
-    "-g1"};
+// around global buffers; the prelude keeps them in declaration order); -g1 gives the line tables
+// that turn an access's return address into a kernel source line.
+const std::vector<std::string> kSanitizeFlags = {"-DCUTUNE_EMU_SANITIZE",
+                                                 "-fsanitize=kernel-address",
+                                                 "--param",
+                                                 "asan-instrumentation-with-call-threshold=0",
+                                                 "--param",
+                                                 "asan-stack=0",
+                                                 "--param",
+                                                 "asan-globals=0",
+                                                 "-g1"};
 
-const std::vector<std::string> kBaseFlags = {
-    "-std=c++17",      "-O2",           "-fPIC",           "-shared",
-    "-w",              "-fno-strict-aliasing", "-fno-math-errno", "-fno-exceptions",
-    "-fvisibility=hidden", "-fstack-clash-protection"};
+const std::vector<std::string> kBaseFlags = {"-std=c++17",
+                                             "-O2",
+                                             "-fPIC",
+                                             "-shared",
+                                             "-w",
+                                             "-fno-strict-aliasing",
+                                             "-fno-math-errno",
+                                             "-fno-exceptions",
+                                             "-fvisibility=hidden",
+                                             "-fstack-clash-protection"};
 
 uint64_t fnv1a(uint64_t h, std::string_view s) {
   for (char c : s) {
@@ -111,8 +120,7 @@ std::vector<std::string> host_compiler_command() {
 }
 
 CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work_dir,
-                                     const std::vector<std::string>& extra_flags,
-                                     bool sanitize) {
+                                     const std::vector<std::string>& extra_flags, bool sanitize) {
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -159,8 +167,8 @@ CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work
   fs::path tmp_object = out.path;
   tmp_object += ".tmp." + unique_suffix();
   fs::path log_path = dir / ("log." + unique_suffix());
-  cmd.insert(cmd.end(), {"-include", prelude_path.string(), main_path.string(), "-o",
-                         tmp_object.string()});
+  cmd.insert(cmd.end(),
+             {"-include", prelude_path.string(), main_path.string(), "-o", tmp_object.string()});
   int rc = run_command(cmd, log_path);
   out.log = read_file(log_path);
   fs::remove(log_path);
@@ -181,13 +189,13 @@ CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work
 LoadedKernel::LoadedKernel(const fs::path& object) {
   handle_ = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
-    throw std::runtime_error(fmt::format("emulator: cannot load {}: {}", object.string(),
-                                         dlerror()));
+    throw std::runtime_error(
+        fmt::format("emulator: cannot load {}: {}", object.string(), dlerror()));
   }
   thread_main_ = reinterpret_cast<cutune_emu_abi::ThreadMain>(
       dlsym(handle_, cutune_emu_abi::kThreadMainSymbol));
-  tls_touch_ = reinterpret_cast<cutune_emu_abi::TlsTouch>(
-      dlsym(handle_, cutune_emu_abi::kTlsTouchSymbol));
+  tls_touch_ =
+      reinterpret_cast<cutune_emu_abi::TlsTouch>(dlsym(handle_, cutune_emu_abi::kTlsTouchSymbol));
   access_hook_ = reinterpret_cast<cutune_emu_abi::AccessHook*>(
       dlsym(handle_, cutune_emu_abi::kAccessHookSymbol));
   shared_arrays_ = reinterpret_cast<const cutune_emu_abi::SharedArrayInfo*>(

@@ -17,7 +17,7 @@ struct CompiledObject {
   std::filesystem::path path;  // the shared object, when ok
   std::string log;             // the compiler's output (the reason, when not ok)
   double seconds = 0;
-  bool cached = false;         // found in the work dir; nothing was compiled
+  bool cached = false;  // found in the work dir; nothing was compiled
 };
 
 // The compiler command: CUTUNE_CXX split at spaces if set, else `c++`.

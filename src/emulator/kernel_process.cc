@@ -81,15 +81,24 @@ FixedText& operator<<(FixedText& t, const cutune_emu_abi::Dim3& d) {
 
 const char* signal_name(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGABRT: return "SIGABRT";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    default: return "a signal";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "a signal";
   }
 }
 
@@ -121,7 +130,8 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   FixedText t;
   const cutune_emu_abi::Thread* thread = current_emulated_thread();
   auto where = [&] {
-    if (thread != nullptr) t << " by block " << thread->block_idx << " thread " << thread->thread_idx;
+    if (thread != nullptr)
+      t << " by block " << thread->block_idx << " thread " << thread->thread_idx;
   };
   if ((sig == SIGSEGV || sig == SIGBUS) && g_buffers != nullptr) {
     if (auto at = g_buffers->locate(info->si_addr)) {
@@ -131,8 +141,8 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
       if (at->element >= 0 && at->element < elements) {
         t << ": write to the read-only buffer " << name << " at element " << at->element;
       } else {
-        t << ": out-of-bounds " << access_kind(context) << name << "[" << at->element
-          << "] (" << name << " has " << elements << " elements)";
+        t << ": out-of-bounds " << access_kind(context) << name << "[" << at->element << "] ("
+          << name << " has " << elements << " elements)";
       }
       where();
       report_and_exit(EmuStatus::out_of_bounds, t.c_str());
@@ -166,8 +176,8 @@ void install_fault_handlers() {
 
 // Runs, from `kernel`, the blocks `order(i)` for the i < count taken from `next`.
 template <class Order>
-void run_blocks(const KernelLaunch& launch, const LoadedKernel& kernel, bool sanitize,
-                Order order, uint64_t count, std::atomic<uint64_t>& next) {
+void run_blocks(const KernelLaunch& launch, const LoadedKernel& kernel, bool sanitize, Order order,
+                uint64_t count, std::atomic<uint64_t>& next) {
   use_alternate_signal_stack();
   BlockRunner runner(launch.launch, kernel.thread_main(), launch.args.data(), kernel.tls_touch(),
                      launch.poison_shared, sanitize);
@@ -186,8 +196,8 @@ void run_blocks(const KernelLaunch& launch, const LoadedKernel& kernel, bool san
 
 // Runs `count` blocks on up to host_threads threads and waits for all of them.
 template <class Order>
-void run_phase(const KernelLaunch& launch, const LoadedKernel& kernel, bool sanitize,
-               Order order, uint64_t count) {
+void run_phase(const KernelLaunch& launch, const LoadedKernel& kernel, bool sanitize, Order order,
+               uint64_t count) {
   std::atomic<uint64_t> next{0};
   int threads = static_cast<int>(std::min<uint64_t>(std::max(launch.host_threads, 1), count));
   std::vector<std::thread> workers;
@@ -218,8 +228,8 @@ void run_phase(const KernelLaunch& launch, const LoadedKernel& kernel, bool sani
     const uint64_t blocks = launch.launch.grid.volume();
     if (launch.sanitize && launch.plain_kernel != nullptr) {
       const std::vector<uint64_t>& checked = launch.checked_blocks;
-      run_phase(launch, *launch.kernel, true, [&](uint64_t n) { return checked[n]; },
-                checked.size());
+      run_phase(
+          launch, *launch.kernel, true, [&](uint64_t n) { return checked[n]; }, checked.size());
       // Then the others, in order.
       std::vector<uint64_t> unchecked;
       unchecked.reserve(blocks - checked.size());
@@ -231,15 +241,18 @@ void run_phase(const KernelLaunch& launch, const LoadedKernel& kernel, bool sani
         }
       }
       if (launch.sanitizer.racecheck) begin_unchecked_blocks();
-      run_phase(launch, *launch.plain_kernel, false, [&](uint64_t n) { return unchecked[n]; },
-                unchecked.size());
+      run_phase(
+          launch, *launch.plain_kernel, false, [&](uint64_t n) { return unchecked[n]; },
+          unchecked.size());
       if (launch.sanitizer.racecheck) end_unchecked_blocks();
     } else {
-      run_phase(launch, *launch.kernel, launch.sanitize, [](uint64_t n) { return n; }, blocks);
+      run_phase(
+          launch, *launch.kernel, launch.sanitize, [](uint64_t n) { return n; }, blocks);
     }
   } catch (const std::exception& e) {
-    report_and_exit(EmuStatus::crashed,
-                    fmt::format("{}: the emulator failed: {}", launch.kernel_name, e.what()).c_str());
+    report_and_exit(
+        EmuStatus::crashed,
+        fmt::format("{}: the emulator failed: {}", launch.kernel_name, e.what()).c_str());
   }
   _exit(0);
 }
@@ -248,8 +261,8 @@ void run_phase(const KernelLaunch& launch, const LoadedKernel& kernel, bool sani
 
 EmuResult run_in_child_process(const KernelLaunch& launch) {
   EmuResult result;
-  void* page = mmap(nullptr, sizeof(Report), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                    -1, 0);
+  void* page =
+      mmap(nullptr, sizeof(Report), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) throw std::bad_alloc();
   auto* report = new (page) Report{};
 
@@ -286,8 +299,8 @@ EmuResult run_in_child_process(const KernelLaunch& launch) {
 
   if (timed_out) {
     result.status = EmuStatus::timeout;
-    result.message = fmt::format("{}: did not finish within {} s", launch.kernel_name,
-                                 launch.timeout_seconds);
+    result.message =
+        fmt::format("{}: did not finish within {} s", launch.kernel_name, launch.timeout_seconds);
   } else if (report->claimed.load() != 0) {
     result.status = report->status;
     result.message = report->message;

@@ -5,12 +5,12 @@
 // The child installs fault handlers on an alternate signal stack, makes the const buffers
 // read-only, and runs the grid's blocks on `host_threads` threads that take blocks from a
 // shared counter, each block through a BlockRunner (with a plain object besides the
-// instrumented one: the sampled blocks first, then, once all of them are done, the others). A fault inside a guarded buffer becomes
-// out_of_bounds (kernel, buffer, element index, block and thread); any other fatal signal
-// becomes crashed; a barrier divergence reported by a BlockRunner ends the child at once.
-// The child is killed when the thread that forked it dies (PR_SET_PDEATHSIG), so a run never
-// outlives its process. The parent waits up to `timeout_seconds`, then kills the child. After
-// a clean exit it checks the buffers' canaries, which catch writes just past the end that did
+// instrumented one: the sampled blocks first, then, once all of them are done, the others). A fault
+// inside a guarded buffer becomes out_of_bounds (kernel, buffer, element index, block and thread);
+// any other fatal signal becomes crashed; a barrier divergence reported by a BlockRunner ends the
+// child at once. The child is killed when the thread that forked it dies (PR_SET_PDEATHSIG), so a
+// run never outlives its process. The parent waits up to `timeout_seconds`, then kills the child.
+// After a clean exit it checks the buffers' canaries, which catch writes just past the end that did
 // not fault.
 
 #include <string>

@@ -72,7 +72,8 @@ std::vector<SharedDecl> shared_declarations(const std::string& code) {
   int depth = 0;
   size_t scanned = 0;
   for (size_t at = code.find(key); at != std::string::npos; at = code.find(key, at + 1)) {
-    for (; scanned < at; ++scanned) depth += code[scanned] == '{' ? 1 : code[scanned] == '}' ? -1 : 0;
+    for (; scanned < at; ++scanned)
+      depth += code[scanned] == '{' ? 1 : code[scanned] == '}' ? -1 : 0;
     if (at > 0 && is_ident(code[at - 1])) continue;
     if (at + key.size() < code.size() && is_ident(code[at + key.size()])) continue;
     size_t before = at;
@@ -159,15 +160,16 @@ Postlude make_postlude(const CudaSource& src, const std::string& kernel_file, bo
   std::set<std::string> names;
   for (const ExternShared& d : dynamic) names.insert(d.name);
   if (names.size() > 1) {
-    out.error = fmt::format(
-        "{}: the emulator supports one extern __shared__ array per kernel, found {}",
-        src.kernel_name, fmt::join(names, ", "));
+    out.error =
+        fmt::format("{}: the emulator supports one extern __shared__ array per kernel, found {}",
+                    src.kernel_name, fmt::join(names, ", "));
     return out;
   }
   if (!dynamic.empty()) {
     const ExternShared& d = dynamic.front();
     t += fmt::format(
-        "thread_local CUTUNE_EMU_KEEP_ORDER __attribute__((aligned(16))) {0} {1}[({2}u + sizeof({0}) - 1) / "
+        "thread_local CUTUNE_EMU_KEEP_ORDER __attribute__((aligned(16))) {0} {1}[({2}u + "
+        "sizeof({0}) - 1) / "
         "sizeof({0}) > 0 ? ({2}u + sizeof({0}) - 1) / sizeof({0}) : 1];\n\n",
         d.type, dynamic_prefix + d.name, src.launch.dynamic_smem_bytes);
     if (sanitize) t += fmt::format("{}\n\n", fmt::format(kRedZone, "dynamic"));

@@ -80,7 +80,8 @@ std::string variable_name(const char* mangled) {
   std::string name = status == 0 && demangled != nullptr ? demangled : mangled;
   std::free(demangled);
   if (size_t colons = name.rfind("::"); colons != std::string::npos) name = name.substr(colons + 2);
-  if (name.rfind(kSharedStoragePrefix, 0) == 0) name = name.substr(std::strlen(kSharedStoragePrefix));
+  if (name.rfind(kSharedStoragePrefix, 0) == 0)
+    name = name.substr(std::strlen(kSharedStoragePrefix));
   return name;
 }
 
@@ -178,7 +179,7 @@ cutune_emu_abi::AccessHook sanitizer_access_hook() { return &hook; }
 
 std::vector<uint64_t> sampled_blocks(const Dim3& grid) {
   const uint64_t extent[3] = {grid.x, grid.y, grid.z};
-  auto linear = [&](const uint64_t (&i)[3]) { return i[0] + extent[0] * (i[1] + extent[1] * i[2]); };
+  auto linear = [&](const uint64_t(&i)[3]) { return i[0] + extent[0] * (i[1] + extent[1] * i[2]); };
   std::vector<uint64_t> out;
   for (unsigned corner = 0; corner < 8; ++corner) {
     uint64_t i[3];
@@ -415,13 +416,13 @@ void BlockSanitizer::global_access(uintptr_t address, unsigned bytes, unsigned f
       if (element >= 0 && element < r.elements) {
         element = (static_cast<int64_t>(r.data_end - r.data) - 1) / r.element_bytes + 1;
       }
-      g_run.report(EmuStatus::out_of_bounds,
-                   fmt::format("{}: out-of-bounds {}{}[{}] ({} has {} elements) by block {} "
-                               "thread {} at {}",
-                               g_run.kernel_name, write ? "write to " : "read of ", name, element,
-                               name, r.elements, block_text(), thread_text(current_),
-                               where_text(where))
-                       .c_str());
+      g_run.report(
+          EmuStatus::out_of_bounds,
+          fmt::format("{}: out-of-bounds {}{}[{}] ({} has {} elements) by block {} "
+                      "thread {} at {}",
+                      g_run.kernel_name, write ? "write to " : "read of ", name, element, name,
+                      r.elements, block_text(), thread_text(current_), where_text(where))
+              .c_str());
     }
     if (write && r.is_const) {
       g_run.report(EmuStatus::out_of_bounds,
@@ -436,10 +437,11 @@ void BlockSanitizer::global_access(uintptr_t address, unsigned bytes, unsigned f
     const uint64_t me = (block_linear_ + 1) << 32 | where;
     auto block_id = [](uint64_t v) { return v >> 32; };
     auto race = [&](int64_t element, uint64_t other, bool other_write) {
-      std::string them = other == kSeveralBlocks
-                             ? std::string("several other blocks")
-                             : fmt::format("block {} at {}", dim_text(block_of(block_id(other) - 1)),
-                                           where_text(static_cast<uint32_t>(other)));
+      std::string them =
+          other == kSeveralBlocks
+              ? std::string("several other blocks")
+              : fmt::format("block {} at {}", dim_text(block_of(block_id(other) - 1)),
+                            where_text(static_cast<uint32_t>(other)));
       g_run.report(EmuStatus::race,
                    fmt::format("{}: data race on global memory {}[{}]: {} by block {} thread {} "
                                "at {}, and {} by {}, with no atomics",
@@ -482,12 +484,12 @@ uint32_t BlockSanitizer::async_issue(const void* dst, const void* src, int bytes
   if (g_run.memcheck) {
     uintptr_t offset = d - reinterpret_cast<uintptr_t>(tls_block_);
     if (offset >= tls_bytes_) {
-      g_run.report(EmuStatus::shared_out_of_bounds,
-                   fmt::format("{}: cp.async destination {:#x} is outside shared memory, by "
-                               "block {} thread {} at {}",
-                               g_run.kernel_name, d, block_text(), thread_text(current_),
-                               where_text(where))
-                       .c_str());
+      g_run.report(
+          EmuStatus::shared_out_of_bounds,
+          fmt::format("{}: cp.async destination {:#x} is outside shared memory, by "
+                      "block {} thread {} at {}",
+                      g_run.kernel_name, d, block_text(), thread_text(current_), where_text(where))
+              .c_str());
     }
     if (!shared_in_bounds(offset, static_cast<unsigned>(bytes))) {
       report_shared_bounds(offset, static_cast<unsigned>(bytes), cutune_emu_abi::kAccessWrite,
@@ -555,9 +557,9 @@ std::string BlockSanitizer::shared_element(size_t offset) const {
   const SharedLayout::Array* best = nullptr;
   size_t best_distance = SIZE_MAX;
   for (const SharedLayout::Array& a : layout->arrays) {
-    size_t distance = offset < a.offset                ? a.offset - offset
+    size_t distance = offset < a.offset              ? a.offset - offset
                       : offset >= a.offset + a.bytes ? offset - (a.offset + a.bytes) + 1
-                                                       : 0;
+                                                     : 0;
     if (distance < best_distance) {
       best_distance = distance;
       best = &a;
@@ -581,7 +583,8 @@ void BlockSanitizer::report_shared_bounds(size_t offset, unsigned bytes, unsigne
   std::string array = element.substr(0, element.find('['));
   std::string size;
   for (const SharedLayout::Array& a : g_run.layout->arrays) {
-    if (a.name == array) size = fmt::format(" ({} has {} elements)", a.name, a.bytes / a.element_bytes);
+    if (a.name == array)
+      size = fmt::format(" ({} has {} elements)", a.name, a.bytes / a.element_bytes);
   }
   bool write = (flags & cutune_emu_abi::kAccessWrite) != 0;
   g_run.report(EmuStatus::shared_out_of_bounds,
@@ -594,9 +597,9 @@ void BlockSanitizer::report_shared_bounds(size_t offset, unsigned bytes, unsigne
 void BlockSanitizer::report_race(size_t offset, bool write, uint32_t where, uint16_t other,
                                  bool other_write, bool several, uint32_t other_where,
                                  bool async) const {
-  std::string them = several ? fmt::format("several threads, thread {} among them,",
-                                           thread_text(other))
-                             : fmt::format("thread {}", thread_text(other));
+  std::string them = several
+                         ? fmt::format("several threads, thread {} among them,", thread_text(other))
+                         : fmt::format("thread {}", thread_text(other));
   g_run.report(
       EmuStatus::race,
       fmt::format("{}: data race on shared {} in block {}: {} by thread {} at {}{}, and {} by {} "

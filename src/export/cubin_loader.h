@@ -29,7 +29,7 @@ namespace cutune_loader {
 
 struct Param {
   std::string name;
-  std::string type;      // "float32", ...
+  std::string type;  // "float32", ...
   bool pointer = true;
   bool is_const = false;
   int64_t elements = 0;  // pointers: elements of the buffer
@@ -37,14 +37,14 @@ struct Param {
 };
 
 struct KernelManifest {
-  std::string name;          // file stem
-  std::string kernel;        // extern "C" entry name
-  std::string cubin;         // file name, relative to the manifest's folder
+  std::string name;    // file stem
+  std::string kernel;  // extern "C" entry name
+  std::string cubin;   // file name, relative to the manifest's folder
   std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
   unsigned static_smem_bytes = 0, dynamic_smem_bytes = 0;
   std::vector<Param> params;
   double flops = 0, time_s = 0;
-  nlohmann::json raw;        // the whole entry (task, config, cuBLAS time, ...)
+  nlohmann::json raw;  // the whole entry (task, config, cuBLAS time, ...)
 };
 
 inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
@@ -88,9 +88,11 @@ class LoadedKernel {
   LoadedKernel(KernelManifest manifest, const std::string& dir) : manifest_(std::move(manifest)) {
     std::ifstream in(dir + "/" + manifest_.cubin, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + dir + "/" + manifest_.cubin);
-    const std::vector<char> image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<char> image((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
     check(cuModuleLoadData(&module_, image.data()), "cuModuleLoadData");
-    check(cuModuleGetFunction(&function_, module_, manifest_.kernel.c_str()), "cuModuleGetFunction");
+    check(cuModuleGetFunction(&function_, module_, manifest_.kernel.c_str()),
+          "cuModuleGetFunction");
     if (manifest_.dynamic_smem_bytes > 48 * 1024)
       check(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                static_cast<int>(manifest_.dynamic_smem_bytes)),
@@ -100,7 +102,8 @@ class LoadedKernel {
     if (module_ != nullptr) cuModuleUnload(module_);
   }
   LoadedKernel(LoadedKernel&& o) noexcept
-      : manifest_(std::move(o.manifest_)), module_(std::exchange(o.module_, nullptr)),
+      : manifest_(std::move(o.manifest_)),
+        module_(std::exchange(o.module_, nullptr)),
         function_(std::exchange(o.function_, nullptr)) {}
   LoadedKernel(const LoadedKernel&) = delete;
   LoadedKernel& operator=(const LoadedKernel&) = delete;

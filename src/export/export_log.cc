@@ -31,8 +31,7 @@ std::optional<double> cublas_time(const Record& r) {
 ExportSummary export_log(const std::filesystem::path& log, const std::filesystem::path& out_dir) {
   const LogReadResult read = read_log(log);
   const std::vector<Record> best = best_records(read.records, 1);
-  if (best.empty())
-    throw UserError(fmt::format("{} holds no ok record to export", log.string()));
+  if (best.empty()) throw UserError(fmt::format("{} holds no ok record to export", log.string()));
 
   ExportSummary summary;
   std::vector<std::pair<ExportedKernel, Cubin>> kernels;
@@ -44,20 +43,27 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
       const Config config = tmpl->space().get(r.config_index);
       const Lowered lowered = lower(*tmpl, config, verifier_limits(r.task.target_arch));
       if (!lowered.ok()) {
-        std::string why = lowered.verify.errors.empty() ? lowered.build_error : lowered.verify.errors.front();
-        summary.skipped.push_back(fmt::format("{}: config {} no longer lowers: {}", task_text, r.config_index, why));
+        std::string why =
+            lowered.verify.errors.empty() ? lowered.build_error : lowered.verify.errors.front();
+        summary.skipped.push_back(
+            fmt::format("{}: config {} no longer lowers: {}", task_text, r.config_index, why));
         continue;
       }
-      auto [it, fresh] = builders.try_emplace(r.task.target_arch, BuildOptions{.arch = r.task.target_arch, .extra_flags = {}});
+      auto [it, fresh] = builders.try_emplace(
+          r.task.target_arch, BuildOptions{.arch = r.task.target_arch, .extra_flags = {}});
       const CompileResult compiled = it->second.compile(*lowered.source);
       if (!compiled.ok()) {
-        summary.skipped.push_back(fmt::format("{}: config {} does not compile", task_text, r.config_index));
+        summary.skipped.push_back(
+            fmt::format("{}: config {} does not compile", task_text, r.config_index));
         continue;
       }
       ExportedKernel k;
       k.name = export_name(tmpl->name(), r.task.shape, r.task.target_arch);
-      k.task = {{"op", r.task.op}, {"shape", r.task.shape}, {"dtype", r.task.dtype},
-                {"template", r.task.template_name}, {"arch", r.task.target_arch},
+      k.task = {{"op", r.task.op},
+                {"shape", r.task.shape},
+                {"dtype", r.task.dtype},
+                {"template", r.task.template_name},
+                {"arch", r.task.target_arch},
                 {"device", r.task.device_name}};
       k.config = {{"index", r.config_index}, {"knobs", r.knobs}};
       k.source = *lowered.source;

@@ -12,8 +12,8 @@
 namespace cutune {
 
 struct ExportSummary {
-  std::vector<std::string> written;   // kernel names
-  std::vector<std::string> skipped;   // one line each: task and why
+  std::vector<std::string> written;  // kernel names
+  std::vector<std::string> skipped;  // one line each: task and why
 };
 
 // RecordError for an unreadable or malformed log; std::invalid_argument (one line) when the log

@@ -24,13 +24,20 @@ void write_file(const std::filesystem::path& path, const char* data, size_t size
 
 std::string dtype_name(const ir::Type& type) {
   switch (type.dtype) {
-    case ir::DType::Bool: return "bool";
-    case ir::DType::Int32: return "int32";
-    case ir::DType::Int64: return "int64";
-    case ir::DType::Float32: return "float32";
-    case ir::DType::Float16: return "float16";
-    case ir::DType::BFloat16: return "bfloat16";
-    case ir::DType::UInt32: return "uint32";
+    case ir::DType::Bool:
+      return "bool";
+    case ir::DType::Int32:
+      return "int32";
+    case ir::DType::Int64:
+      return "int64";
+    case ir::DType::Float32:
+      return "float32";
+    case ir::DType::Float16:
+      return "float16";
+    case ir::DType::BFloat16:
+      return "bfloat16";
+    case ir::DType::UInt32:
+      return "uint32";
   }
   return "unknown";
 }
@@ -50,7 +57,8 @@ std::string export_name(const std::string& template_name, const std::vector<int6
 nlohmann::json manifest_entry(const ExportedKernel& k) {
   nlohmann::json params = nlohmann::json::array();
   for (const KernelParam& p : k.source.params) {
-    const int64_t bytes = p.is_pointer ? p.elements * p.type.element_bytes() : p.type.element_bytes();
+    const int64_t bytes =
+        p.is_pointer ? p.elements * p.type.element_bytes() : p.type.element_bytes();
     params.push_back({{"name", p.name},
                       {"type", dtype_name(p.type)},
                       {"pointer", p.is_pointer},

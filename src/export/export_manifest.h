@@ -30,13 +30,13 @@
 namespace cutune {
 
 struct ExportedKernel {
-  std::string name;                 // file stem, unique within a manifest
-  nlohmann::json task;              // op, shape, dtype, template, arch, device
-  nlohmann::json config;            // index, knobs
-  CudaSource source;                // kernel name, code, params, launch
+  std::string name;       // file stem, unique within a manifest
+  nlohmann::json task;    // op, shape, dtype, template, arch, device
+  nlohmann::json config;  // index, knobs
+  CudaSource source;      // kernel name, code, params, launch
   int registers = -1;
   double flops = 0;
-  double time_s = 0;                // measured median
+  double time_s = 0;  // measured median
   std::optional<double> cublas_time_s;
 };
 

@@ -35,30 +35,48 @@ class Printer {
       case NodeKind::IntImm: {
         int64_t v = e.as<IntImm>()->value;
         if (e.type().is_bool()) return {v ? "true" : "false", kAtom};
-        std::string s = e.type().dtype == DType::Int64 ? fmt::format("{}LL", v) : fmt::format("{}", v);
+        std::string s =
+            e.type().dtype == DType::Int64 ? fmt::format("{}LL", v) : fmt::format("{}", v);
         return {s, v < 0 ? kUnary : kAtom};
       }
       case NodeKind::FloatImm: {
         double v = e.as<FloatImm>()->value;
         return {float_literal(v, e.type()), v < 0 ? kUnary : kAtom};
       }
-      case NodeKind::Var: return {e.as<Var>()->name, kAtom};
-      case NodeKind::Add: return binary(e.as<Add>(), "+", kAdditive);
-      case NodeKind::Sub: return binary(e.as<Sub>(), "-", kAdditive);
-      case NodeKind::Mul: return binary(e.as<Mul>(), "*", kMultiplicative);
-      case NodeKind::Div: return division(e.as<Div>()->a, e.as<Div>()->b, "/", "cutune_floordiv");
-      case NodeKind::Mod: return division(e.as<Mod>()->a, e.as<Mod>()->b, "%", "cutune_floormod");
-      case NodeKind::Min: return call2(e.as<Min>(), e.type().is_float() && style_.cuda ? "fminf" : "min");
-      case NodeKind::Max: return call2(e.as<Max>(), e.type().is_float() && style_.cuda ? "fmaxf" : "max");
-      case NodeKind::EQ: return binary(e.as<EQ>(), "==", kEquality);
-      case NodeKind::NE: return binary(e.as<NE>(), "!=", kEquality);
-      case NodeKind::LT: return binary(e.as<LT>(), "<", kRelational);
-      case NodeKind::LE: return binary(e.as<LE>(), "<=", kRelational);
-      case NodeKind::GT: return binary(e.as<GT>(), ">", kRelational);
-      case NodeKind::GE: return binary(e.as<GE>(), ">=", kRelational);
-      case NodeKind::And: return binary(e.as<And>(), "&&", kAnd);
-      case NodeKind::Or: return binary(e.as<Or>(), "||", kOr);
-      case NodeKind::Not: return {"!" + wrap(print(e.as<Not>()->a), kUnary), kUnary};
+      case NodeKind::Var:
+        return {e.as<Var>()->name, kAtom};
+      case NodeKind::Add:
+        return binary(e.as<Add>(), "+", kAdditive);
+      case NodeKind::Sub:
+        return binary(e.as<Sub>(), "-", kAdditive);
+      case NodeKind::Mul:
+        return binary(e.as<Mul>(), "*", kMultiplicative);
+      case NodeKind::Div:
+        return division(e.as<Div>()->a, e.as<Div>()->b, "/", "cutune_floordiv");
+      case NodeKind::Mod:
+        return division(e.as<Mod>()->a, e.as<Mod>()->b, "%", "cutune_floormod");
+      case NodeKind::Min:
+        return call2(e.as<Min>(), e.type().is_float() && style_.cuda ? "fminf" : "min");
+      case NodeKind::Max:
+        return call2(e.as<Max>(), e.type().is_float() && style_.cuda ? "fmaxf" : "max");
+      case NodeKind::EQ:
+        return binary(e.as<EQ>(), "==", kEquality);
+      case NodeKind::NE:
+        return binary(e.as<NE>(), "!=", kEquality);
+      case NodeKind::LT:
+        return binary(e.as<LT>(), "<", kRelational);
+      case NodeKind::LE:
+        return binary(e.as<LE>(), "<=", kRelational);
+      case NodeKind::GT:
+        return binary(e.as<GT>(), ">", kRelational);
+      case NodeKind::GE:
+        return binary(e.as<GE>(), ">=", kRelational);
+      case NodeKind::And:
+        return binary(e.as<And>(), "&&", kAnd);
+      case NodeKind::Or:
+        return binary(e.as<Or>(), "||", kOr);
+      case NodeKind::Not:
+        return {"!" + wrap(print(e.as<Not>()->a), kUnary), kUnary};
       case NodeKind::Select: {
         const Select* op = e.as<Select>();
         return {fmt::format("{} ? {} : {}", wrap(print(op->condition), kOr + 0),
@@ -66,12 +84,12 @@ class Printer {
                             wrap(print(op->false_value), kTernary)),
                 kTernary};
       }
-      case NodeKind::Load: return load(e.as<Load>());
+      case NodeKind::Load:
+        return load(e.as<Load>());
       case NodeKind::Cast: {
         const Cast* op = e.as<Cast>();
         if (style_.cuda) {
-          return {fmt::format("static_cast<{}>({})", cuda_type_name(op->type),
-                              print(op->value).s),
+          return {fmt::format("static_cast<{}>({})", cuda_type_name(op->type), print(op->value).s),
                   kAtom};
         }
         return {fmt::format("{}({})", cuda_type_name(op->type), print(op->value).s), kAtom};
@@ -89,7 +107,8 @@ class Printer {
         }
         return {fmt::format("{}({})", op->name, args), kAtom};
       }
-      default: break;
+      default:
+        break;
     }
     throw IRError(fmt::format("expr_text: not an expression node: {}", node_kind_name(e.kind())));
   }

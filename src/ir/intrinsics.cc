@@ -87,14 +87,14 @@ Stmt atomic_add(const Buffer& buf, const Expr& index, const Expr& value) {
 
 const std::vector<std::string>& intrinsic_names() {
   static const std::vector<std::string> names = {
-      "cutune_mma_m16n8k16_f16", "cutune_mma_m16n8k16_bf16", "cutune_ldmatrix_x1",
-      "cutune_ldmatrix_x2",      "cutune_ldmatrix_x4",       "cutune_ldmatrix_x1_trans",
+      "cutune_mma_m16n8k16_f16",  "cutune_mma_m16n8k16_bf16", "cutune_ldmatrix_x1",
+      "cutune_ldmatrix_x2",       "cutune_ldmatrix_x4",       "cutune_ldmatrix_x1_trans",
       "cutune_ldmatrix_x2_trans", "cutune_ldmatrix_x4_trans", "cutune_cp_async_4",
-      "cutune_cp_async_8",       "cutune_cp_async_16",       "cutune_cp_async_commit",
-      "cutune_cp_async_wait_0",  "cutune_cp_async_wait_1",   "cutune_cp_async_wait_2",
-      "cutune_cp_async_wait_3",  "cutune_cp_async_wait_4",   "cutune_pack_f16x2",
-      "cutune_pack_bf16x2",      "cutune_f32_to_f16",        "cutune_f32_to_bf16",
-      "cutune_f16_to_f32",       "cutune_bf16_to_f32",       "cutune_pack_b16x2"};
+      "cutune_cp_async_8",        "cutune_cp_async_16",       "cutune_cp_async_commit",
+      "cutune_cp_async_wait_0",   "cutune_cp_async_wait_1",   "cutune_cp_async_wait_2",
+      "cutune_cp_async_wait_3",   "cutune_cp_async_wait_4",   "cutune_pack_f16x2",
+      "cutune_pack_bf16x2",       "cutune_f32_to_f16",        "cutune_f32_to_bf16",
+      "cutune_f16_to_f32",        "cutune_bf16_to_f32",       "cutune_pack_b16x2"};
   return names;
 }
 

@@ -42,8 +42,8 @@ Stmt cp_async_commit();
 Stmt cp_async_wait(int pending);
 
 // Round-to-nearest-even conversions. pack_* returns UInt32 with lo in bits 0-15.
-Expr f32_to_storage(DType storage, const Expr& value);   // Float32 -> Float16/BFloat16
-Expr storage_to_f32(const Expr& value);                  // Float16/BFloat16 -> Float32
+Expr f32_to_storage(DType storage, const Expr& value);        // Float32 -> Float16/BFloat16
+Expr storage_to_f32(const Expr& value);                       // Float16/BFloat16 -> Float32
 Expr pack_x2(DType storage, const Expr& lo, const Expr& hi);  // two Float32 -> one word
 
 // Two 16-bit storage values as one UInt32 word, lo in bits 0-15 (a plain bit operation, not

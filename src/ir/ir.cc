@@ -31,24 +31,36 @@ const char* node_kind_name(NodeKind kind) {
 
 const char* scope_name(MemoryScope scope) {
   switch (scope) {
-    case MemoryScope::global: return "global";
-    case MemoryScope::shared: return "shared";
-    case MemoryScope::local: return "local";
+    case MemoryScope::global:
+      return "global";
+    case MemoryScope::shared:
+      return "shared";
+    case MemoryScope::local:
+      return "local";
   }
   return "?";
 }
 
 const char* for_kind_name(ForKind kind) {
   switch (kind) {
-    case ForKind::serial: return "serial";
-    case ForKind::unrolled: return "unrolled";
-    case ForKind::vectorized: return "vectorized";
-    case ForKind::block_x: return "blockIdx.x";
-    case ForKind::block_y: return "blockIdx.y";
-    case ForKind::block_z: return "blockIdx.z";
-    case ForKind::thread_x: return "threadIdx.x";
-    case ForKind::thread_y: return "threadIdx.y";
-    case ForKind::thread_z: return "threadIdx.z";
+    case ForKind::serial:
+      return "serial";
+    case ForKind::unrolled:
+      return "unrolled";
+    case ForKind::vectorized:
+      return "vectorized";
+    case ForKind::block_x:
+      return "blockIdx.x";
+    case ForKind::block_y:
+      return "blockIdx.y";
+    case ForKind::block_z:
+      return "blockIdx.z";
+    case ForKind::thread_x:
+      return "threadIdx.x";
+    case ForKind::thread_y:
+      return "threadIdx.y";
+    case ForKind::thread_z:
+      return "threadIdx.z";
   }
   return "?";
 }
@@ -56,13 +68,27 @@ const char* for_kind_name(ForKind kind) {
 std::string cuda_type_name(Type t) {
   std::string base;
   switch (t.dtype) {
-    case DType::Bool: base = "bool"; break;
-    case DType::Int32: base = "int"; break;
-    case DType::Int64: base = "long long"; break;
-    case DType::Float32: base = "float"; break;
-    case DType::Float16: base = "cutune_half"; break;
-    case DType::BFloat16: base = "cutune_bf16"; break;
-    case DType::UInt32: base = "unsigned"; break;
+    case DType::Bool:
+      base = "bool";
+      break;
+    case DType::Int32:
+      base = "int";
+      break;
+    case DType::Int64:
+      base = "long long";
+      break;
+    case DType::Float32:
+      base = "float";
+      break;
+    case DType::Float16:
+      base = "cutune_half";
+      break;
+    case DType::BFloat16:
+      base = "cutune_bf16";
+      break;
+    case DType::UInt32:
+      base = "unsigned";
+      break;
   }
   if (t.lanes == 1) return base;
   if (t.dtype == DType::Float32) return fmt::format("float{}", t.lanes);
@@ -97,8 +123,7 @@ Expr IntImm::make(Type t, int64_t value) {
 }
 
 Expr FloatImm::make(Type t, double value) {
-  check(t.is_float() && !t.is_storage_only() && t.lanes == 1,
-        "FloatImm needs a scalar float type");
+  check(t.is_float() && !t.is_storage_only() && t.lanes == 1, "FloatImm needs a scalar float type");
   return Expr(std::make_shared<const FloatImm>(t, value));
 }
 
@@ -156,8 +181,7 @@ Expr Select::make(Expr c, Expr t, Expr f) {
 
 Expr Load::make(Buffer buffer, Expr index, int lanes) {
   check(buffer.defined(), "Load of an undefined buffer");
-  check(index.defined() && index.type() == Type::i32(), "Load index must be Int32",
-        buffer->name);
+  check(index.defined() && index.type() == Type::i32(), "Load index must be Int32", buffer->name);
   check(lanes == 1 || lanes == 2 || lanes == 4, "Load lanes must be 1, 2 or 4", buffer->name);
   if (auto i = as_const_int(index)) {
     check(*i >= 0 && *i + lanes <= buffer->elements, "constant Load index out of bounds",
@@ -218,8 +242,7 @@ Stmt Store::make(Buffer buffer, Expr index, Expr value) {
   check(buffer.defined(), "Store to an undefined buffer");
   check(!(buffer->scope == MemoryScope::global && buffer->read_only), "Store to a read-only buffer",
         buffer->name);
-  check(index.defined() && index.type() == Type::i32(), "Store index must be Int32",
-        buffer->name);
+  check(index.defined() && index.type() == Type::i32(), "Store index must be Int32", buffer->name);
   check(value.defined(), "Store of an undefined value", buffer->name);
   check(value.type().element() == buffer->type, "Store value type differs from the buffer's",
         buffer->name);

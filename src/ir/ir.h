@@ -211,7 +211,9 @@ struct Not : ExprNode {
 struct Select : ExprNode {
   static constexpr NodeKind kKind = NodeKind::Select;
   Select(Type t, Expr c, Expr tv, Expr fv)
-      : ExprNode(kKind, t), condition(std::move(c)), true_value(std::move(tv)),
+      : ExprNode(kKind, t),
+        condition(std::move(c)),
+        true_value(std::move(tv)),
         false_value(std::move(fv)) {}
   const Expr condition, true_value, false_value;
   static Expr make(Expr condition, Expr true_value, Expr false_value);
@@ -279,7 +281,11 @@ inline bool is_bound(ForKind k) { return is_block_binding(k) || is_thread_bindin
 struct For : StmtNode {
   static constexpr NodeKind kKind = NodeKind::For;
   For(std::string v, Expr mn, Expr ext, ForKind k, Stmt b)
-      : StmtNode(kKind), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)), kind(k),
+      : StmtNode(kKind),
+        var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        kind(k),
         body(std::move(b)) {}
   const std::string var;  // an Int32 variable
   const Expr min, extent;
@@ -319,7 +325,9 @@ struct Sync : StmtNode {
 struct IfThenElse : StmtNode {
   static constexpr NodeKind kKind = NodeKind::IfThenElse;
   IfThenElse(Expr c, Stmt t, Stmt e)
-      : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)),
+      : StmtNode(kKind),
+        condition(std::move(c)),
+        then_case(std::move(t)),
         else_case(std::move(e)) {}
   const Expr condition;
   const Stmt then_case;

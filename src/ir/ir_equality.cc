@@ -25,29 +25,33 @@ bool equal(const Expr& a, const Expr& b) {
   if (!a.defined() || !b.defined()) return false;
   if (a.kind() != b.kind() || !(a.type() == b.type())) return false;
   switch (a.kind()) {
-    case NodeKind::IntImm: return a.as<IntImm>()->value == b.as<IntImm>()->value;
-    case NodeKind::FloatImm: return a.as<FloatImm>()->value == b.as<FloatImm>()->value;
-    case NodeKind::Var: return a.as<Var>()->name == b.as<Var>()->name;
+    case NodeKind::IntImm:
+      return a.as<IntImm>()->value == b.as<IntImm>()->value;
+    case NodeKind::FloatImm:
+      return a.as<FloatImm>()->value == b.as<FloatImm>()->value;
+    case NodeKind::Var:
+      return a.as<Var>()->name == b.as<Var>()->name;
 #define CUTUNE_IR_EQ_BINARY(name) \
   case NodeKind::name:            \
     return equal_binary<name>(a, b);
-    CUTUNE_IR_EQ_BINARY(Add)
-    CUTUNE_IR_EQ_BINARY(Sub)
-    CUTUNE_IR_EQ_BINARY(Mul)
-    CUTUNE_IR_EQ_BINARY(Div)
-    CUTUNE_IR_EQ_BINARY(Mod)
-    CUTUNE_IR_EQ_BINARY(Min)
-    CUTUNE_IR_EQ_BINARY(Max)
-    CUTUNE_IR_EQ_BINARY(EQ)
-    CUTUNE_IR_EQ_BINARY(NE)
-    CUTUNE_IR_EQ_BINARY(LT)
-    CUTUNE_IR_EQ_BINARY(LE)
-    CUTUNE_IR_EQ_BINARY(GT)
-    CUTUNE_IR_EQ_BINARY(GE)
-    CUTUNE_IR_EQ_BINARY(And)
-    CUTUNE_IR_EQ_BINARY(Or)
+      CUTUNE_IR_EQ_BINARY(Add)
+      CUTUNE_IR_EQ_BINARY(Sub)
+      CUTUNE_IR_EQ_BINARY(Mul)
+      CUTUNE_IR_EQ_BINARY(Div)
+      CUTUNE_IR_EQ_BINARY(Mod)
+      CUTUNE_IR_EQ_BINARY(Min)
+      CUTUNE_IR_EQ_BINARY(Max)
+      CUTUNE_IR_EQ_BINARY(EQ)
+      CUTUNE_IR_EQ_BINARY(NE)
+      CUTUNE_IR_EQ_BINARY(LT)
+      CUTUNE_IR_EQ_BINARY(LE)
+      CUTUNE_IR_EQ_BINARY(GT)
+      CUTUNE_IR_EQ_BINARY(GE)
+      CUTUNE_IR_EQ_BINARY(And)
+      CUTUNE_IR_EQ_BINARY(Or)
 #undef CUTUNE_IR_EQ_BINARY
-    case NodeKind::Not: return equal(a.as<Not>()->a, b.as<Not>()->a);
+    case NodeKind::Not:
+      return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {
       const Select* x = a.as<Select>();
       const Select* y = b.as<Select>();
@@ -59,7 +63,8 @@ bool equal(const Expr& a, const Expr& b) {
       const Load* y = b.as<Load>();
       return equal_buffers(x->buffer, y->buffer) && equal(x->index, y->index);
     }
-    case NodeKind::Cast: return equal(a.as<Cast>()->value, b.as<Cast>()->value);
+    case NodeKind::Cast:
+      return equal(a.as<Cast>()->value, b.as<Cast>()->value);
     case NodeKind::Call: {
       const Call* x = a.as<Call>();
       const Call* y = b.as<Call>();
@@ -69,7 +74,8 @@ bool equal(const Expr& a, const Expr& b) {
       }
       return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -95,7 +101,8 @@ bool equal(const Stmt& a, const Stmt& b) {
       return equal_buffers(x->buffer, y->buffer) && equal(x->index, y->index) &&
              equal(x->value, y->value);
     }
-    case NodeKind::Sync: return true;
+    case NodeKind::Sync:
+      return true;
     case NodeKind::IfThenElse: {
       const IfThenElse* x = a.as<IfThenElse>();
       const IfThenElse* y = b.as<IfThenElse>();
@@ -116,8 +123,10 @@ bool equal(const Stmt& a, const Stmt& b) {
       const LetStmt* y = b.as<LetStmt>();
       return x->var == y->var && equal(x->value, y->value) && equal(x->body, y->body);
     }
-    case NodeKind::Evaluate: return equal(a.as<Evaluate>()->value, b.as<Evaluate>()->value);
-    default: return false;
+    case NodeKind::Evaluate:
+      return equal(a.as<Evaluate>()->value, b.as<Evaluate>()->value);
+    default:
+      return false;
   }
 }
 

@@ -10,7 +10,8 @@ Expr IRMutator::mutate(const Expr& e) {
     return visit_node(static_cast<const name*>(e.get()), e);
     CUTUNE_IR_EXPR_NODES(CUTUNE_IR_DISPATCH)
 #undef CUTUNE_IR_DISPATCH
-    default: break;
+    default:
+      break;
   }
   return e;
 }
@@ -23,7 +24,8 @@ Stmt IRMutator::mutate(const Stmt& s) {
     return visit_node(static_cast<const name*>(s.get()), s);
     CUTUNE_IR_STMT_NODES(CUTUNE_IR_DISPATCH)
 #undef CUTUNE_IR_DISPATCH
-    default: break;
+    default:
+      break;
   }
   return s;
 }
@@ -32,12 +34,12 @@ Expr IRMutator::visit_node(const IntImm*, const Expr& self) { return self; }
 Expr IRMutator::visit_node(const FloatImm*, const Expr& self) { return self; }
 Expr IRMutator::visit_node(const Var*, const Expr& self) { return self; }
 
-#define CUTUNE_IR_BINARY(name)                                        \
-  Expr IRMutator::visit_node(const name* op, const Expr& self) {     \
-    Expr a = mutate(op->a);                                           \
-    Expr b = mutate(op->b);                                           \
-    if (a.same_as(op->a) && b.same_as(op->b)) return self;            \
-    return name::make(std::move(a), std::move(b));                   \
+#define CUTUNE_IR_BINARY(name)                                   \
+  Expr IRMutator::visit_node(const name* op, const Expr& self) { \
+    Expr a = mutate(op->a);                                      \
+    Expr b = mutate(op->b);                                      \
+    if (a.same_as(op->a) && b.same_as(op->b)) return self;       \
+    return name::make(std::move(a), std::move(b));               \
   }
 CUTUNE_IR_BINARY(Add)
 CUTUNE_IR_BINARY(Sub)

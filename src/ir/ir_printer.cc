@@ -27,9 +27,8 @@ class StmtPrinter : public IRVisitor {
     line("}");
   }
   void visit_node(const Allocate* op) override {
-    line(fmt::format("allocate {}: {}[{}] {}", op->buffer->name,
-                     cuda_type_name(op->buffer->type), op->buffer->elements,
-                     scope_name(op->buffer->scope)));
+    line(fmt::format("allocate {}: {}[{}] {}", op->buffer->name, cuda_type_name(op->buffer->type),
+                     op->buffer->elements, scope_name(op->buffer->scope)));
     visit(op->body);
   }
   void visit_node(const Store* op) override {

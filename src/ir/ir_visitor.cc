@@ -5,36 +5,38 @@ namespace cutune::ir {
 void IRVisitor::visit(const Expr& e) {
   if (!e.defined()) return;
   switch (e.kind()) {
-#define CUTUNE_IR_DISPATCH(name)                              \
-  case NodeKind::name:                                        \
-    visit_node(static_cast<const name*>(e.get()));            \
+#define CUTUNE_IR_DISPATCH(name)                   \
+  case NodeKind::name:                             \
+    visit_node(static_cast<const name*>(e.get())); \
     return;
     CUTUNE_IR_EXPR_NODES(CUTUNE_IR_DISPATCH)
 #undef CUTUNE_IR_DISPATCH
-    default: break;
+    default:
+      break;
   }
 }
 
 void IRVisitor::visit(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.kind()) {
-#define CUTUNE_IR_DISPATCH(name)                              \
-  case NodeKind::name:                                        \
-    visit_node(static_cast<const name*>(s.get()));            \
+#define CUTUNE_IR_DISPATCH(name)                   \
+  case NodeKind::name:                             \
+    visit_node(static_cast<const name*>(s.get())); \
     return;
     CUTUNE_IR_STMT_NODES(CUTUNE_IR_DISPATCH)
 #undef CUTUNE_IR_DISPATCH
-    default: break;
+    default:
+      break;
   }
 }
 
 void IRVisitor::visit_node(const IntImm*) {}
 void IRVisitor::visit_node(const FloatImm*) {}
 void IRVisitor::visit_node(const Var*) {}
-#define CUTUNE_IR_BINARY(name)                  \
+#define CUTUNE_IR_BINARY(name)                 \
   void IRVisitor::visit_node(const name* op) { \
-    visit(op->a);                               \
-    visit(op->b);                               \
+    visit(op->a);                              \
+    visit(op->b);                              \
   }
 CUTUNE_IR_BINARY(Add)
 CUTUNE_IR_BINARY(Sub)

@@ -19,5 +19,4 @@ class IRVisitor {
 #undef CUTUNE_IR_VISIT
 };
 
-
 }  // namespace cutune::ir

@@ -132,7 +132,8 @@ class Simplifier : public IRMutator {
         Bound hi = (a.hi && b.hi) ? Bound(std::max(*a.hi, *b.hi)) : std::nullopt;
         return {lo, hi};
       }
-      default: return Interval::everything();
+      default:
+        return Interval::everything();
     }
   }
 
@@ -173,7 +174,8 @@ class Simplifier : public IRMutator {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     l.add_term(e, 1);
     return l;
@@ -337,7 +339,10 @@ class Simplifier : public IRMutator {
     auto saved = env_.find(op->var) != env_.end() ? std::optional(env_[op->var]) : std::nullopt;
     env_[op->var] = var_range;
     Stmt body = mutate(op->body);
-    if (saved) env_[op->var] = *saved; else env_.erase(op->var);
+    if (saved)
+      env_[op->var] = *saved;
+    else
+      env_.erase(op->var);
     if (!body.defined()) return Stmt();
     if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return self;
     return For::make(op->var, mn, ext, op->kind, body);
@@ -348,7 +353,10 @@ class Simplifier : public IRMutator {
     auto saved = env_.find(op->var) != env_.end() ? std::optional(env_[op->var]) : std::nullopt;
     env_[op->var] = v.type().is_int() ? bounds(v) : Interval::everything();
     Stmt body = mutate(op->body);
-    if (saved) env_[op->var] = *saved; else env_.erase(op->var);
+    if (saved)
+      env_[op->var] = *saved;
+    else
+      env_.erase(op->var);
     if (!body.defined()) return Stmt();
     if (v.same_as(op->value) && body.same_as(op->body)) return self;
     return LetStmt::make(op->var, v, body);
@@ -403,11 +411,20 @@ class Simplifier : public IRMutator {
     if (fa && fb) {
       double x = fa->value, y = fb->value, r = 0;
       switch (Op::kKind) {
-        case NodeKind::Add: r = x + y; break;
-        case NodeKind::Sub: r = x - y; break;
-        case NodeKind::Mul: r = x * y; break;
-        case NodeKind::Div: r = x / y; break;
-        default: return Op::make(a, b);
+        case NodeKind::Add:
+          r = x + y;
+          break;
+        case NodeKind::Sub:
+          r = x - y;
+          break;
+        case NodeKind::Mul:
+          r = x * y;
+          break;
+        case NodeKind::Div:
+          r = x / y;
+          break;
+        default:
+          return Op::make(a, b);
       }
       return FloatImm::make(op->type, r);
     }
@@ -471,7 +488,8 @@ class Simplifier : public IRMutator {
           if (db.is_point()) return *db.lo != 0 ? yes() : no();
           if ((db.lo && *db.lo > 0) || (db.hi && *db.hi < 0)) return yes();
           break;
-        default: break;
+        default:
+          break;
       }
     }
     if (a.same_as(op->a) && b.same_as(op->b)) return self;

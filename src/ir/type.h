@@ -43,13 +43,20 @@ struct Type {
   // Size of one element in bytes.
   constexpr int element_bytes() const {
     switch (dtype) {
-      case DType::Bool: return 1;
-      case DType::Int32: return 4;
-      case DType::Int64: return 8;
-      case DType::Float32: return 4;
-      case DType::Float16: return 2;
-      case DType::BFloat16: return 2;
-      case DType::UInt32: return 4;
+      case DType::Bool:
+        return 1;
+      case DType::Int32:
+        return 4;
+      case DType::Int64:
+        return 8;
+      case DType::Float32:
+        return 4;
+      case DType::Float16:
+        return 2;
+      case DType::BFloat16:
+        return 2;
+      case DType::UInt32:
+        return 4;
     }
     return 0;
   }

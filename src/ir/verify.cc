@@ -14,10 +14,13 @@ namespace {
 int axis_of(ForKind k) {
   switch (k) {
     case ForKind::block_x:
-    case ForKind::thread_x: return 0;
+    case ForKind::thread_x:
+      return 0;
     case ForKind::block_y:
-    case ForKind::thread_y: return 1;
-    default: return 2;
+    case ForKind::thread_y:
+      return 1;
+    default:
+      return 2;
   }
 }
 
@@ -128,8 +131,8 @@ class Verifier : public IRVisitor {
   // mma and ldmatrix are warp-collective: every lane must reach them together.
   void visit_node(const Call* op) override {
     IRVisitor::visit_node(op);
-    bool collective = op->name.rfind("cutune_mma_", 0) == 0 ||
-                      op->name.rfind("cutune_ldmatrix_", 0) == 0;
+    bool collective =
+        op->name.rfind("cutune_mma_", 0) == 0 || op->name.rfind("cutune_ldmatrix_", 0) == 0;
     if (collective && divergent_depth_ > 0) {
       error("warp-collective {} is under a thread-dependent condition", op->name);
     }
@@ -179,8 +182,8 @@ class Verifier : public IRVisitor {
     static const char* kAxis = "xyz";
     for (int a = 0; a < 3; ++a) {
       if (l.block[a] > limits_.max_block_dim[a]) {
-        r.errors.push_back(fmt::format("block dimension {} = {} exceeds {}", kAxis[a],
-                                       l.block[a], limits_.max_block_dim[a]));
+        r.errors.push_back(fmt::format("block dimension {} = {} exceeds {}", kAxis[a], l.block[a],
+                                       limits_.max_block_dim[a]));
       }
       if (l.grid[a] > limits_.max_grid_dim[a]) {
         r.errors.push_back(fmt::format("grid dimension {} = {} exceeds {}", kAxis[a], l.grid[a],
@@ -189,12 +192,11 @@ class Verifier : public IRVisitor {
     }
     if (l.shared_bytes > limits_.max_shared_bytes_optin) {
       r.errors.push_back(fmt::format("{} bytes of shared memory exceed the {} limit of {}",
-                                     l.shared_bytes, limits_.arch,
-                                     limits_.max_shared_bytes_optin));
+                                     l.shared_bytes, limits_.arch, limits_.max_shared_bytes_optin));
     }
     if (l.local_bytes > limits_.max_local_bytes_per_thread) {
-      r.errors.push_back(fmt::format("{} bytes of local arrays per thread exceed {}",
-                                     l.local_bytes, limits_.max_local_bytes_per_thread));
+      r.errors.push_back(fmt::format("{} bytes of local arrays per thread exceed {}", l.local_bytes,
+                                     limits_.max_local_bytes_per_thread));
     }
   }
 

@@ -85,20 +85,29 @@ std::vector<float> fill_input(uint64_t seed, int tensor_index, int64_t elements)
 double error_tolerance(const std::string& output_dtype, int64_t reduction_length) {
   const double u32 = 0x1p-24;
   double output_roundoff;
-  if (output_dtype == "float32") output_roundoff = 0;
-  else if (output_dtype == "float16") output_roundoff = 0x1p-11;
-  else if (output_dtype == "bfloat16") output_roundoff = 0x1p-8;
-  else throw std::invalid_argument(fmt::format("no tolerance for dtype '{}' (known: float32, float16, bfloat16)", output_dtype));
+  if (output_dtype == "float32")
+    output_roundoff = 0;
+  else if (output_dtype == "float16")
+    output_roundoff = 0x1p-11;
+  else if (output_dtype == "bfloat16")
+    output_roundoff = 0x1p-8;
+  else
+    throw std::invalid_argument(fmt::format(
+        "no tolerance for dtype '{}' (known: float32, float16, bfloat16)", output_dtype));
   const double n = double(std::max<int64_t>(reduction_length, 1));
   return std::max(64.0 * u32 * std::sqrt(n), 16.0 * u32) + 2.0 * output_roundoff;
 }
 
 std::string dtype_name(ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::Float32: return "float32";
-    case ir::DType::Float16: return "float16";
-    case ir::DType::BFloat16: return "bfloat16";
-    default: break;
+    case ir::DType::Float32:
+      return "float32";
+    case ir::DType::Float16:
+      return "float16";
+    case ir::DType::BFloat16:
+      return "bfloat16";
+    default:
+      break;
   }
   throw std::invalid_argument("tensors are stored as float32, float16 or bfloat16");
 }
@@ -106,7 +115,8 @@ std::string dtype_name(ir::DType dtype) {
 int64_t dtype_bytes(const std::string& dtype) {
   if (dtype == "float32") return 4;
   if (dtype == "float16" || dtype == "bfloat16") return 2;
-  throw std::invalid_argument(fmt::format("unknown tensor dtype '{}' (known: float32, float16, bfloat16)", dtype));
+  throw std::invalid_argument(
+      fmt::format("unknown tensor dtype '{}' (known: float32, float16, bfloat16)", dtype));
 }
 
 float round_to_storage(float value, const std::string& dtype) {

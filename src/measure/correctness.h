@@ -50,8 +50,8 @@ std::vector<float> decode_values(const char* bytes, int64_t elements, const std:
 double error_tolerance(const std::string& output_dtype, int64_t reduction_length);
 
 struct CompareResult {
-  double max_rel_error = 0;    // max |a - e| / max(|e|, rms(e)); +inf with any non-finite value
-  int64_t nonfinite = 0;       // NaN or Inf in the actual output where the expected is finite
+  double max_rel_error = 0;  // max |a - e| / max(|e|, rms(e)); +inf with any non-finite value
+  int64_t nonfinite = 0;     // NaN or Inf in the actual output where the expected is finite
   int64_t worst_index = -1;
   float worst_actual = 0, worst_expected = 0;
   bool ok(double tolerance) const { return nonfinite == 0 && max_rel_error <= tolerance; }

@@ -15,11 +15,11 @@
 #include "src/runtime/driver_api.h"
 #include "src/runtime/dynamic_library.h"
 
-#define CUTUNE_CUPTI_FUNCTIONS(X)      \
-  X(cuptiGetResultString)              \
-  X(cuptiActivityRegisterCallbacks)    \
-  X(cuptiActivityEnable)               \
-  X(cuptiActivityFlushAll)             \
+#define CUTUNE_CUPTI_FUNCTIONS(X)   \
+  X(cuptiGetResultString)           \
+  X(cuptiActivityRegisterCallbacks) \
+  X(cuptiActivityEnable)            \
+  X(cuptiActivityFlushAll)          \
   X(cuptiActivityGetNextRecord)
 
 namespace cutune {
@@ -82,8 +82,8 @@ void load_into(CuptiState& s) {
   void* library = open_cuda_library(CudaLibrary::cupti, &s.reason);
   if (library == nullptr) return;
   std::string missing;
-#define CUTUNE_CUPTI_RESOLVE(name)                                                  \
-  s.api.name = reinterpret_cast<decltype(s.api.name)>(dlsym(library, #name));       \
+#define CUTUNE_CUPTI_RESOLVE(name)                                            \
+  s.api.name = reinterpret_cast<decltype(s.api.name)>(dlsym(library, #name)); \
   if (s.api.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
   CUTUNE_CUPTI_FUNCTIONS(CUTUNE_CUPTI_RESOLVE)
 #undef CUTUNE_CUPTI_RESOLVE
@@ -136,8 +136,8 @@ class CuptiTimer final : public KernelTimer {
     flush_all(api);
     std::vector<KernelSpan> spans = take_spans();
     if (spans.empty() || repeats <= 0 || spans.size() % size_t(repeats) != 0)
-      throw std::runtime_error(fmt::format("CUPTI returned {} kernel record(s) for {} run(s)",
-                                           spans.size(), repeats));
+      throw std::runtime_error(
+          fmt::format("CUPTI returned {} kernel record(s) for {} run(s)", spans.size(), repeats));
     std::sort(spans.begin(), spans.end(),
               [](const KernelSpan& a, const KernelSpan& b) { return a.start < b.start; });
     const size_t per_run = spans.size() / size_t(repeats);
@@ -155,8 +155,8 @@ class CuptiTimer final : public KernelTimer {
   static void flush_all(const CuptiApi& api) {
     if (CUptiResult r = api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         r != CUPTI_SUCCESS)
-      throw_cuda_error("CUPTI", static_cast<int>(r), "cuptiActivityFlushAll",
-                       cupti_text(api, r), __FILE__, __LINE__);
+      throw_cuda_error("CUPTI", static_cast<int>(r), "cuptiActivityFlushAll", cupti_text(api, r),
+                       __FILE__, __LINE__);
   }
 };
 

@@ -58,7 +58,8 @@ EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& s
     const std::string dtype = dtype_name(specs[i].type.dtype);
     const double tol = tolerance ? *tolerance : error_tolerance(dtype, tmpl.reduction_length());
     out.tolerance = std::max(out.tolerance, tol);
-    const std::vector<float> got = decode_values(reinterpret_cast<const char*>(buffers[i].bytes.data()), specs[i].elements, dtype);
+    const std::vector<float> got = decode_values(
+        reinterpret_cast<const char*>(buffers[i].bytes.data()), specs[i].elements, dtype);
     const CompareResult c = compare_outputs(got.data(), expected[i].data(), specs[i].elements);
     out.max_rel_error = std::max(out.max_rel_error, c.max_rel_error);
     if (!c.ok(tol) && out.passed) {

@@ -71,8 +71,9 @@ class GpuMeasurer final : public Measurer {
         device_(std::move(device)),
         limits_(verifier_limits(device_)),
         builder_(make_build_options(options, device_), std::max(options.compile_jobs, 1),
-                 options.cache_dir.empty() ? std::nullopt
-                                           : std::optional<std::filesystem::path>(options.cache_dir)),
+                 options.cache_dir.empty()
+                     ? std::nullopt
+                     : std::optional<std::filesystem::path>(options.cache_dir)),
         worker_(make_worker_options(options),
                 options.devices.empty() ? std::vector<int>{options.device} : options.devices) {
     if (!options.arch.empty()) limits_.arch = options.arch;
@@ -188,7 +189,8 @@ class GpuMeasurer final : public Measurer {
                              [&](const TensorSpec& t) { return t.name == param.name; });
       if (!param.is_pointer || it == tensors.end()) {
         result.status = MeasureStatus::invalid;
-        result.error = fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);
+        result.error =
+            fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);
         return result;
       }
       request.args.push_back(int(it - tensors.begin()));
@@ -229,7 +231,8 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   task.timing = timing_options(options);
   const std::vector<TensorSpec> tensors = tmpl.tensors();
   for (const TensorSpec& t : tensors)
-    task.tensors.push_back({t.name, dtype_name(t.type.dtype), t.elements, t.is_output, t.zero_init});
+    task.tensors.push_back(
+        {t.name, dtype_name(t.type.dtype), t.elements, t.is_output, t.zero_init});
   if (allow_baseline) task.baseline = tmpl.baseline();
   expected->clear();
   if (!options.check) return task;
@@ -263,8 +266,8 @@ std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
       options.devices.empty() ? std::vector<int>{options.device} : options.devices;
   for (int d : wanted)
     if (d < 0 || size_t(d) >= devices.size())
-      throw NoDeviceError(fmt::format("no CUDA device found: device {} requested, {} present", d,
-                                      devices.size()));
+      throw NoDeviceError(
+          fmt::format("no CUDA device found: device {} requested, {} present", d, devices.size()));
   // The GPUs are of one kind (device_selection.h): the first one describes them all.
   return std::make_unique<GpuMeasurer>(tmpl, options, devices[size_t(wanted.front())]);
 }

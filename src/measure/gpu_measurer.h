@@ -18,26 +18,26 @@
 namespace cutune {
 
 struct GpuMeasureOptions {
-  std::string arch;          // empty: the device's
+  std::string arch;  // empty: the device's
   int device = 0;
   // GPUs to measure on, one worker each (src/measure/worker_pool.h); empty: {device}. Each
   // result's extra says which one measured it ("device": ordinal).
   std::vector<int> devices;
   int compile_jobs = 2;
-  bool flush_l2 = true;      // --no-flush turns it off
+  bool flush_l2 = true;              // --no-flush turns it off
   double min_repeat_seconds = 0.01;  // kernel time summed before a stable median may stop
   int max_repeats = 200;
   double target_rel_ci = 0.01;
-  double timeout_seconds = 10;       // watchdog per candidate in the worker
+  double timeout_seconds = 10;  // watchdog per candidate in the worker
   // Added for the GPU runtime:
   int warmup = 2;
   int min_repeats = 5;
   double max_measure_seconds = 2.0;  // wall-clock cap on one candidate's timed runs
   double early_stop_factor = 3.0;    // stop a candidate this much slower than the best so far
   bool prefer_cupti = true;
-  bool check = true;                 // compare outputs with the reference
-  uint64_t seed = 0;                 // input values
-  std::string cache_dir;             // NVRTC cubin cache; empty: memory only
+  bool check = true;      // compare outputs with the reference
+  uint64_t seed = 0;      // input values
+  std::string cache_dir;  // NVRTC cubin cache; empty: memory only
   // argv of the worker; empty: {"/proc/self/exe", "__worker"} (the cutune binary).
   std::vector<std::string> worker_command;
 };

@@ -26,25 +26,29 @@ MedianCi median_ci(std::vector<double> samples) {
   const auto hi_rank = static_cast<long>(std::ceil(double(n) / 2.0 + half));
   ci.lo = samples[static_cast<size_t>(std::clamp<long>(lo_rank, 0, long(n) - 1))];
   ci.hi = samples[static_cast<size_t>(std::clamp<long>(hi_rank, 0, long(n) - 1))];
-  ci.rel_half_width = (n < 3 || ci.median <= 0)
-                          ? std::numeric_limits<double>::infinity()
-                          : (ci.hi - ci.lo) / 2.0 / ci.median;
+  ci.rel_half_width = (n < 3 || ci.median <= 0) ? std::numeric_limits<double>::infinity()
+                                                : (ci.hi - ci.lo) / 2.0 / ci.median;
   return ci;
 }
 
 std::string_view to_string(StopReason reason) {
   switch (reason) {
-    case StopReason::none: return "none";
-    case StopReason::stable: return "stable";
-    case StopReason::max_repeats: return "max_repeats";
-    case StopReason::max_time: return "max_time";
-    case StopReason::early_stop: return "early_stop";
+    case StopReason::none:
+      return "none";
+    case StopReason::stable:
+      return "stable";
+    case StopReason::max_repeats:
+      return "max_repeats";
+    case StopReason::max_time:
+      return "max_time";
+    case StopReason::early_stop:
+      return "early_stop";
   }
   return "none";
 }
 
-StopReason should_stop(const std::vector<double>& times, double elapsed_s,
-                       const TimingOptions& o, double best_so_far_s) {
+StopReason should_stop(const std::vector<double>& times, double elapsed_s, const TimingOptions& o,
+                       double best_so_far_s) {
   const int n = static_cast<int>(times.size());
   if (n >= std::max(o.min_repeats, 1)) {
     const MedianCi ci = median_ci(times);

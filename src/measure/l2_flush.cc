@@ -16,7 +16,8 @@ L2Flusher::L2Flusher(int64_t l2_bytes) : buffer_(l2_flush_bytes(l2_bytes)) {}
 
 void L2Flusher::flush(CUstream stream) {
   ++value_;
-  CUTUNE_CU_CHECK(require_driver().cuMemsetD32Async(buffer_.get(), value_, buffer_.bytes() / 4, stream));
+  CUTUNE_CU_CHECK(
+      require_driver().cuMemsetD32Async(buffer_.get(), value_, buffer_.bytes() / 4, stream));
 }
 
 }  // namespace cutune

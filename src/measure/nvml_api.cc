@@ -53,7 +53,8 @@ const NvmlApi& nvml() {
     if (library == nullptr) return;
     std::string missing;
     resolve(library, api.init, {"nvmlInit_v2", "nvmlInit"}, missing);
-    resolve(library, api.by_pci, {"nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId"}, missing);
+    resolve(library, api.by_pci,
+            {"nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId"}, missing);
     resolve(library, api.clock, {"nvmlDeviceGetClockInfo"}, missing);
     resolve(library, api.max_clock, {"nvmlDeviceGetMaxClockInfo"}, missing);
     resolve(library, api.temperature, {"nvmlDeviceGetTemperature"}, missing);

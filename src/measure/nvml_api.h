@@ -11,7 +11,7 @@
 namespace cutune {
 
 struct GpuSample {
-  bool available = false;         // false: NVML missing or the query failed (see error)
+  bool available = false;  // false: NVML missing or the query failed (see error)
   unsigned sm_clock_mhz = 0;
   unsigned max_sm_clock_mhz = 0;
   unsigned temperature_c = 0;

@@ -72,8 +72,10 @@ class GpuBackend final : public WorkerBackend {
       const WorkerTensor& t = task.tensors[i];
       buffers_.emplace_back(size_t(t.bytes()));
       if (!t.is_output)
-        buffers_.back().upload(encode_values(input_values(task.seed, int(i), t.elements, t.dtype), t.dtype).data());
-      else buffers_.back().fill_bytes(0);
+        buffers_.back().upload(
+            encode_values(input_values(task.seed, int(i), t.elements, t.dtype), t.dtype).data());
+      else
+        buffers_.back().fill_bytes(0);
     }
     expected_.assign(task.tensors.size(), {});
     if (task.reference == ReferenceKind::host) {
@@ -201,7 +203,8 @@ class GpuBackend final : public WorkerBackend {
       call();
     } catch (const CudaError& e) {
       if (e.library() != "CUDA driver") {
-        throw CandidateFailure{MeasureStatus::runtime_error, true, fmt::format("{}: {}", what, e.what())};
+        throw CandidateFailure{MeasureStatus::runtime_error, true,
+                               fmt::format("{}: {}", what, e.what())};
       }
       const CudaFault f = classify_cuda_error(e.code(), at_launch);
       throw CandidateFailure{f.status, f.poisoned, fmt::format("{}: {}", what, e.description())};
@@ -229,15 +232,18 @@ class GpuBackend final : public WorkerBackend {
       // The baseline is timed like a candidate, after the clocks have come up.
       guarded([&] { keep_busy(launch, 0.3); }, true, "baseline warm-up");
     } else {
-      guarded([&] {
-        Cubin cubin{request.cubin, request.kernel_name, device_.arch()};
-        module.emplace(cubin);
-        function = module->function(request.kernel_name, request.launch.dynamic_smem_bytes);
-      }, true, "loading the kernel");
+      guarded(
+          [&] {
+            Cubin cubin{request.cubin, request.kernel_name, device_.arch()};
+            module.emplace(cubin);
+            function = module->function(request.kernel_name, request.launch.dynamic_smem_bytes);
+          },
+          true, "loading the kernel");
       for (int index : request.args) {
         if (index < 0 || size_t(index) >= buffers_.size())
-          throw CandidateFailure{MeasureStatus::launch_error, false,
-                                 fmt::format("kernel argument names tensor {} of {}", index, buffers_.size())};
+          throw CandidateFailure{
+              MeasureStatus::launch_error, false,
+              fmt::format("kernel argument names tensor {} of {}", index, buffers_.size())};
         pointers.push_back(buffers_[size_t(index)].get());
       }
       for (CUdeviceptr& p : pointers) args.push_back(&p);
@@ -259,7 +265,8 @@ class GpuBackend final : public WorkerBackend {
         if (!task_.tensors[i].is_output || expected_[i].empty()) continue;
         std::vector<float> actual;
         guarded([&] { actual = download_values(i); }, false, "reading outputs");
-        const CompareResult c = compare_outputs(actual.data(), expected_[i].data(), int64_t(actual.size()));
+        const CompareResult c =
+            compare_outputs(actual.data(), expected_[i].data(), int64_t(actual.size()));
         worst = std::max(worst, c.max_rel_error);
         if (!c.ok(tolerances_[i]) && failure.empty())
           failure = fmt::format("{}: {}", task_.tensors[i].name, c.describe(tolerances_[i]));
@@ -299,7 +306,8 @@ class GpuBackend final : public WorkerBackend {
         throw CandidateFailure{f.status, true, fmt::format("timed run: {}", e.what())};
       } catch (const std::runtime_error& e) {
         if (timer_->kind() != TimerKind::cupti)
-          throw CandidateFailure{MeasureStatus::runtime_error, true, fmt::format("timed run: {}", e.what())};
+          throw CandidateFailure{MeasureStatus::runtime_error, true,
+                                 fmt::format("timed run: {}", e.what())};
         // CUPTI could not account for the runs (records lost or foreign kernels): events from
         // now on, and say so.
         timer_note_ = fmt::format("fell back to CUDA events: {}", e.what());
@@ -355,9 +363,8 @@ class GpuBackend final : public WorkerBackend {
       // FFT and Winograd transforms add their own rounding error.
       const CudnnAlgoPerf* exact = &fastest;
       for (int preferred : {0 /*IMPLICIT_GEMM*/, 1 /*IMPLICIT_PRECOMP_GEMM*/, 2 /*GEMM*/}) {
-        auto it = std::find_if(algos.begin(), algos.end(), [&](const CudnnAlgoPerf& a) {
-          return a.ok && a.algo == preferred;
-        });
+        auto it = std::find_if(algos.begin(), algos.end(),
+                               [&](const CudnnAlgoPerf& a) { return a.ok && a.algo == preferred; });
         if (it != algos.end()) {
           exact = &*it;
           break;
@@ -371,17 +378,21 @@ class GpuBackend final : public WorkerBackend {
                                  {"cudnn_reference_algo", exact->name}};
       const CompareResult fast_vs_ref =
           compare_outputs(fastest_out.data(), reference.data(), int64_t(reference.size()));
-      baseline["baseline_max_rel_error"] = std::isfinite(fast_vs_ref.max_rel_error) ? fast_vs_ref.max_rel_error : 1e300;
+      baseline["baseline_max_rel_error"] =
+          std::isfinite(fast_vs_ref.max_rel_error) ? fast_vs_ref.max_rel_error : 1e300;
       bool use = same_type;
       if (!same_type)
-        cudnn_note_ = fmt::format("cuDNN computes a {} output; the CPU reference checks candidates", p.dtype);
+        cudnn_note_ =
+            fmt::format("cuDNN computes a {} output; the CPU reference checks candidates", p.dtype);
       if (same_type && !expected_[y].empty()) {
         const CompareResult c =
             compare_outputs(reference.data(), expected_[y].data(), int64_t(reference.size()));
-        baseline["cudnn_vs_cpu_max_rel_error"] = std::isfinite(c.max_rel_error) ? c.max_rel_error : 1e300;
+        baseline["cudnn_vs_cpu_max_rel_error"] =
+            std::isfinite(c.max_rel_error) ? c.max_rel_error : 1e300;
         if (!c.ok(tolerances_[y])) {
           use = false;
-          cudnn_note_ = "cuDNN (" + exact->name + ") disagrees with the CPU reference: " + c.describe(tolerances_[y]);
+          cudnn_note_ = "cuDNN (" + exact->name +
+                        ") disagrees with the CPU reference: " + c.describe(tolerances_[y]);
         }
       }
       if (use) {

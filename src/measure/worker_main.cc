@@ -53,9 +53,12 @@ class FakeBackend final : public WorkerBackend {
     }
     if (what == "fake_slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MeasureResult& result = reply.result;
-    result.extra = {{"pid", getpid()},          {"setups", setups_},
-                    {"device", device_},           {"cubin_bytes", r.cubin.size()},
-                    {"tensor_bytes", tensor_bytes_}, {"zero_init", zero_init_},
+    result.extra = {{"pid", getpid()},
+                    {"setups", setups_},
+                    {"device", device_},
+                    {"cubin_bytes", r.cubin.size()},
+                    {"tensor_bytes", tensor_bytes_},
+                    {"zero_init", zero_init_},
                     {"baseline", baseline_}};
     if (what == "fake_ok" || what == "fake_slow") {
       result.status = MeasureStatus::ok;
@@ -145,10 +148,13 @@ int worker_main(const std::vector<std::string>& args) {
   int fd = 3;
   bool fake = false;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--fake") fake = true;
-    else if (args[i] == "--fd" && i + 1 < args.size()) fd = std::atoi(args[++i].c_str());
+    if (args[i] == "--fake")
+      fake = true;
+    else if (args[i] == "--fd" && i + 1 < args.size())
+      fd = std::atoi(args[++i].c_str());
     else {
-      std::cerr << "cutune worker: unknown argument '" << args[i] << "' (accepted: --fd N, --fake)\n";
+      std::cerr << "cutune worker: unknown argument '" << args[i]
+                << "' (accepted: --fd N, --fake)\n";
       return 2;
     }
   }

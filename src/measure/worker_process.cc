@@ -42,8 +42,10 @@ WorkerSupervisor::~WorkerSupervisor() { stop(Stop::graceful); }
 void WorkerSupervisor::set_task(WorkerTask task, std::vector<char> expected_outputs) {
   task_ = std::move(task);
   expected_ = std::move(expected_outputs);
-  if (pid_ > 0) send_task();
-  else start();
+  if (pid_ > 0)
+    send_task();
+  else
+    start();
 }
 
 void WorkerSupervisor::start() {

@@ -33,8 +33,8 @@ class WorkerError : public std::runtime_error {
 struct WorkerOptions {
   // argv of the worker; "--fd 3" is appended. E.g. {"/proc/self/exe", "__worker"}.
   std::vector<std::string> command;
-  double measure_timeout_s = 10;   // watchdog per measure request
-  double setup_timeout_s = 120;    // task setup: context, allocation, the reference
+  double measure_timeout_s = 10;  // watchdog per measure request
+  double setup_timeout_s = 120;   // task setup: context, allocation, the reference
 };
 
 class WorkerSupervisor {
@@ -57,7 +57,7 @@ class WorkerSupervisor {
   const WorkerOptions& options() const { return options_; }
 
  private:
-  void start();                   // spawns and sends the task; WorkerError on failure
+  void start();  // spawns and sends the task; WorkerError on failure
   void send_task();
   // Ends the live worker and leaves how it ended in last_exit_: `graceful` asks it to exit;
   // `dying` gives a worker that hung up a moment to finish dying; `kill` sends SIGKILL at once.

@@ -115,9 +115,12 @@ Dim3 dim3_from_json(const nlohmann::json& j) {
 
 std::string_view reference_name(ReferenceKind k) {
   switch (k) {
-    case ReferenceKind::none: return "none";
-    case ReferenceKind::host: return "host";
-    case ReferenceKind::baseline: return "baseline";
+    case ReferenceKind::none:
+      return "none";
+    case ReferenceKind::host:
+      return "host";
+    case ReferenceKind::baseline:
+      return "baseline";
   }
   return "none";
 }
@@ -132,8 +135,7 @@ ReferenceKind parse_reference(const std::string& s) {
 }  // namespace
 
 double monotonic_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 IoStatus write_frame(int fd, const Frame& frame, double deadline) {
@@ -148,8 +150,7 @@ IoStatus write_frame(int fd, const Frame& frame, double deadline) {
 
 IoStatus read_frame(int fd, Frame& frame, double deadline) {
   FrameHeader h{};
-  if (IoStatus s = read_all(fd, reinterpret_cast<char*>(&h), sizeof h, deadline);
-      s != IoStatus::ok)
+  if (IoStatus s = read_all(fd, reinterpret_cast<char*>(&h), sizeof h, deadline); s != IoStatus::ok)
     return s;
   if (h.magic != kMagic || h.kind < 1 || h.kind > 6 || h.json_bytes > kMaxJson ||
       h.blob_bytes > kMaxBlob)
@@ -158,8 +159,7 @@ IoStatus read_frame(int fd, Frame& frame, double deadline) {
   if (IoStatus s = read_all(fd, json.data(), json.size(), deadline); s != IoStatus::ok) return s;
   frame.kind = static_cast<FrameKind>(h.kind);
   frame.blob.resize(h.blob_bytes);
-  if (IoStatus s = read_all(fd, frame.blob.data(), frame.blob.size(), deadline);
-      s != IoStatus::ok)
+  if (IoStatus s = read_all(fd, frame.blob.data(), frame.blob.size(), deadline); s != IoStatus::ok)
     return s;
   frame.header = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (frame.header.is_discarded() || !frame.header.is_object()) return IoStatus::malformed;
@@ -167,10 +167,14 @@ IoStatus read_frame(int fd, Frame& frame, double deadline) {
 }
 
 nlohmann::json to_json(const TimingOptions& o) {
-  return {{"flush_l2", o.flush_l2},       {"prefer_cupti", o.prefer_cupti},
-          {"warmup", o.warmup},           {"min_repeats", o.min_repeats},
-          {"max_repeats", o.max_repeats}, {"min_seconds", o.min_seconds},
-          {"max_seconds", o.max_seconds}, {"target_rel_ci", o.target_rel_ci},
+  return {{"flush_l2", o.flush_l2},
+          {"prefer_cupti", o.prefer_cupti},
+          {"warmup", o.warmup},
+          {"min_repeats", o.min_repeats},
+          {"max_repeats", o.max_repeats},
+          {"min_seconds", o.min_seconds},
+          {"max_seconds", o.max_seconds},
+          {"target_rel_ci", o.target_rel_ci},
           {"early_stop_factor", o.early_stop_factor}};
 }
 
@@ -308,9 +312,8 @@ MeasureRequest measure_request_from_frame(Frame f) {
 Frame reply_frame(const MeasureReply& r) {
   Frame f;
   f.kind = FrameKind::result;
-  f.header = {{"id", r.id},
-              {"result", to_json(r.result)},
-              {"context_poisoned", r.context_poisoned}};
+  f.header = {
+      {"id", r.id}, {"result", to_json(r.result)}, {"context_poisoned", r.context_poisoned}};
   return f;
 }
 

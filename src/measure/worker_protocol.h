@@ -27,7 +27,14 @@
 
 namespace cutune {
 
-enum class FrameKind : uint32_t { task = 1, ready = 2, failed = 3, measure = 4, result = 5, shutdown = 6 };
+enum class FrameKind : uint32_t {
+  task = 1,
+  ready = 2,
+  failed = 3,
+  measure = 4,
+  result = 5,
+  shutdown = 6
+};
 
 struct Frame {
   FrameKind kind = FrameKind::shutdown;
@@ -50,15 +57,15 @@ IoStatus read_frame(int fd, Frame& frame, double deadline = kNoDeadline);
 
 // How a candidate is timed. Seconds throughout.
 struct TimingOptions {
-  bool flush_l2 = true;           // write >= 2x L2 before every timed run
-  bool prefer_cupti = true;       // CUPTI activity records; CUDA events when unavailable
-  int warmup = 2;                 // untimed launches after the checked one
+  bool flush_l2 = true;      // write >= 2x L2 before every timed run
+  bool prefer_cupti = true;  // CUPTI activity records; CUDA events when unavailable
+  int warmup = 2;            // untimed launches after the checked one
   int min_repeats = 5;
   int max_repeats = 200;
-  double min_seconds = 0.01;      // summed kernel time before the CI test may stop the run
-  double max_seconds = 2.0;       // wall-clock cap on one candidate's timed runs
-  double target_rel_ci = 0.01;    // stop once the median's 95% CI half-width / median is below
-  double early_stop_factor = 3.0; // stop after min_repeats when median > factor * best so far
+  double min_seconds = 0.01;       // summed kernel time before the CI test may stop the run
+  double max_seconds = 2.0;        // wall-clock cap on one candidate's timed runs
+  double target_rel_ci = 0.01;     // stop once the median's 95% CI half-width / median is below
+  double early_stop_factor = 3.0;  // stop after min_repeats when median > factor * best so far
 };
 
 // A global tensor of the task, in kernel parameter order.
@@ -67,29 +74,29 @@ struct WorkerTensor {
   std::string dtype = "float32";  // storage: float32, float16 or bfloat16 (correctness.h)
   int64_t elements = 0;
   bool is_output = false;
-  bool zero_init = false;         // outputs: zeroed before every launch (split-K adds into it)
+  bool zero_init = false;  // outputs: zeroed before every launch (split-K adds into it)
 
-  int64_t bytes() const;          // elements times the dtype's width
+  int64_t bytes() const;  // elements times the dtype's width
 };
 
 // How the worker gets the right answer, once per task.
 enum class ReferenceKind {
-  none,         // outputs are not checked
-  host,         // the parent sends the expected outputs (concatenated, as float32 whatever
-                //   the output's dtype) as the blob
-  baseline      // the task's baseline (cuBLAS) computes them on the GPU
+  none,     // outputs are not checked
+  host,     // the parent sends the expected outputs (concatenated, as float32 whatever
+            //   the output's dtype) as the blob
+  baseline  // the task's baseline (cuBLAS) computes them on the GPU
 };
 
 struct WorkerTask {
   int device = 0;
-  uint64_t seed = 0;              // inputs are fill_input(seed, tensor index, ...)
+  uint64_t seed = 0;  // inputs are fill_input(seed, tensor index, ...)
   std::vector<WorkerTensor> tensors;
   ReferenceKind reference = ReferenceKind::none;
   // The vendor-library computation of the task (the template's declaration): timed as the
   // baseline, and the reference where `reference` says so. A convolution's cuDNN output is
   // checked against the host reference first and then replaces it.
   BaselineSpec baseline;
-  int64_t reduction_length = 1;   // for the tolerance
+  int64_t reduction_length = 1;  // for the tolerance
   TimingOptions timing;
 };
 
@@ -98,14 +105,14 @@ struct WorkerTask {
 enum class MeasureWhat { kernel, baseline };
 
 struct MeasureRequest {
-  uint64_t id = 0;                // echoed in the reply
+  uint64_t id = 0;  // echoed in the reply
   MeasureWhat what = MeasureWhat::kernel;
   std::string kernel_name;
   LaunchSpec launch;
-  std::vector<int> args;          // per kernel parameter, the task tensor it points at
-  std::vector<char> cubin;        // travels as the blob
-  std::string source;             // the CUDA C: the emulator backend runs it; empty for a GPU
-  bool check = true;              // compare outputs with the reference before timing
+  std::vector<int> args;    // per kernel parameter, the task tensor it points at
+  std::vector<char> cubin;  // travels as the blob
+  std::string source;       // the CUDA C: the emulator backend runs it; empty for a GPU
+  bool check = true;        // compare outputs with the reference before timing
   double best_so_far_s = std::numeric_limits<double>::infinity();
 };
 

@@ -54,8 +54,8 @@ struct MeasureResult {
   double compile_s = 0;         // NVRTC + ptxas wall time, seconds
   std::string error;            // one line; empty when status is ok
   TimerKind timer = TimerKind::none;
-  double max_rel_error = -1;    // largest relative error against the reference; -1 if unchecked
-  nlohmann::json extra;         // e.g. ptxas info, GPU clock/temperature, throttled flag
+  double max_rel_error = -1;  // largest relative error against the reference; -1 if unchecked
+  nlohmann::json extra;       // e.g. ptxas info, GPU clock/temperature, throttled flag
 
   // Median / mean of times_s in seconds; +infinity when there are no times, so that a result
   // without times sorts after every timed one.

@@ -32,9 +32,9 @@ class Fields {
  public:
   Fields(const json& object, std::string path) : object_(object), path_(std::move(path)) {
     if (!object_.is_object()) {
-      fail(path_.empty() ? fmt::format("expected a JSON object, got {}", type_name(object_))
-                         : fmt::format("field '{}' must be an object, got {}", path_,
-                                       type_name(object_)));
+      fail(path_.empty()
+               ? fmt::format("expected a JSON object, got {}", type_name(object_))
+               : fmt::format("field '{}' must be an object, got {}", path_, type_name(object_)));
     }
   }
 
@@ -107,8 +107,8 @@ TaskKey task_from_json(const json& value) {
   const json& shape = f.array("shape");
   for (size_t i = 0; i < shape.size(); ++i) {
     if (!shape[i].is_number_integer()) {
-      fail(fmt::format("field 'task.shape[{}]' must be an integer, got {}", i,
-                       type_name(shape[i])));
+      fail(
+          fmt::format("field 'task.shape[{}]' must be an integer, got {}", i, type_name(shape[i])));
     }
     task.shape.push_back(shape[i].get<int64_t>());
   }
@@ -132,15 +132,15 @@ MeasureResult result_from_json(const json& value) {
   const json& times = f.array("times");
   for (size_t i = 0; i < times.size(); ++i) {
     if (!times[i].is_number()) {
-      fail(fmt::format("field 'result.times[{}]' must be a number, got {}", i,
-                       type_name(times[i])));
+      fail(
+          fmt::format("field 'result.times[{}]' must be a number, got {}", i, type_name(times[i])));
     }
     const double t = times[i].get<double>();
     // A kernel never runs in zero or negative time: such a value is a corrupt or forged log,
     // and would win every ranking it entered.
     if (!(std::isfinite(t) && t > 0)) {
-      fail(fmt::format("field 'result.times[{}]' must be a positive number of seconds, got {}",
-                       i, times[i].dump()));
+      fail(fmt::format("field 'result.times[{}]' must be a positive number of seconds, got {}", i,
+                       times[i].dump()));
     }
     result.times_s.push_back(t);
   }
@@ -166,7 +166,9 @@ bool all_digits(std::string_view text) {
   return true;
 }
 
-int two_digits(std::string_view text, size_t at) { return (text[at] - '0') * 10 + text[at + 1] - '0'; }
+int two_digits(std::string_view text, size_t at) {
+  return (text[at] - '0') * 10 + text[at + 1] - '0';
+}
 
 }  // namespace
 
@@ -196,8 +198,7 @@ nlohmann::ordered_json record_to_json(const Record& record) {
         {"arch", record.task.target_arch},
         {"device", record.task.device_name},
         {"template", record.task.template_name}}},
-      {"config",
-       {{"index", record.config_index}, {"knobs", nlohmann::ordered_json(record.knobs)}}},
+      {"config", {{"index", record.config_index}, {"knobs", nlohmann::ordered_json(record.knobs)}}},
       {"result", std::move(result)},
       {"time", record.timestamp},
   };
@@ -222,9 +223,10 @@ Record record_from_json(const json& value) {
   record.result = result_from_json(f.required("result"));
   record.timestamp = f.string("time");
   if (!is_valid_timestamp(record.timestamp)) {
-    fail(fmt::format("field 'time' must be an ISO 8601 UTC time like 2026-11-30T09:00:00Z, "
-                     "got '{}'",
-                     record.timestamp));
+    fail(
+        fmt::format("field 'time' must be an ISO 8601 UTC time like 2026-11-30T09:00:00Z, "
+                    "got '{}'",
+                    record.timestamp));
   }
   return record;
 }

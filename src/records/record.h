@@ -43,12 +43,12 @@ class RecordError : public UserError {
 // What was tuned. Two records belong to the same task when their keys are equal; keys order
 // lexicographically field by field (op first).
 struct TaskKey {
-  std::string op;               // operator name, e.g. "gemm", "conv2d"
-  std::vector<int64_t> shape;   // the operator's problem sizes, in its own documented order
+  std::string op;              // operator name, e.g. "gemm", "conv2d"
+  std::vector<int64_t> shape;  // the operator's problem sizes, in its own documented order
   std::string dtype = "float32";
-  std::string target_arch;      // e.g. "sm_90"
-  std::string device_name;      // as the driver reports it, e.g. "NVIDIA H200"
-  std::string template_name;    // the schedule template, e.g. "gemm_nn"
+  std::string target_arch;    // e.g. "sm_90"
+  std::string device_name;    // as the driver reports it, e.g. "NVIDIA H200"
+  std::string template_name;  // the schedule template, e.g. "gemm_nn"
 
   // "gemm[1024x1024x1024 float32] gemm_nn sm_90 (NVIDIA H200)"
   std::string to_string() const;
@@ -60,10 +60,10 @@ struct TaskKey {
 struct Record {
   int version = kRecordVersion;
   TaskKey task;
-  uint64_t config_index = 0;  // index in the template's configuration space
+  uint64_t config_index = 0;                        // index in the template's configuration space
   nlohmann::json knobs = nlohmann::json::object();  // the configuration, knob name -> value
   MeasureResult result;
-  std::string timestamp;      // ISO 8601 UTC, when the measurement finished
+  std::string timestamp;  // ISO 8601 UTC, when the measurement finished
 
   friend bool operator==(const Record&, const Record&) = default;
 };

@@ -167,8 +167,8 @@ void LogWriter::repair_partial_last_line() {
   try {
     decode_record(tail);
     write_all(fd_, "\n", path_);
-    warnings_.push_back(fmt::format("{}: the last record had no newline; added one",
-                                    path_.string()));
+    warnings_.push_back(
+        fmt::format("{}: the last record had no newline; added one", path_.string()));
     return;
   } catch (const RecordError&) {
   }
@@ -244,8 +244,8 @@ LogReadResult read_log(const std::filesystem::path& path, const LogReadOptions& 
             "write",
             path.string(), line_number, line.size()));
       } else if (options.lenient) {
-        out.warnings.push_back(
-            fmt::format("{}:{}: skipped a malformed line: {}", path.string(), line_number, e.what()));
+        out.warnings.push_back(fmt::format("{}:{}: skipped a malformed line: {}", path.string(),
+                                           line_number, e.what()));
       } else {
         throw RecordError(fmt::format("{}:{}: {}", path.string(), line_number, e.what()));
       }
@@ -336,8 +336,8 @@ MergeResult merge_logs(const std::vector<std::filesystem::path>& inputs,
     std::filesystem::rename(temporary, output);
   } catch (const std::system_error& e) {
     std::filesystem::remove(temporary, ignored);
-    throw RecordError(fmt::format("cannot write merged log '{}': {}", output.string(),
-                                  e.code().message()));
+    throw RecordError(
+        fmt::format("cannot write merged log '{}': {}", output.string(), e.code().message()));
   } catch (...) {
     std::filesystem::remove(temporary, ignored);
     throw;

@@ -37,8 +37,8 @@ std::string gunzip(const std::string& data, const std::string& path) {
     rc = inflate(&zs, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
       inflateEnd(&zs);
-      throw ConfigError(fmt::format("cache '{}' is not valid gzip ({})", path,
-                                    zs.msg ? zs.msg : "truncated"));
+      throw ConfigError(
+          fmt::format("cache '{}' is not valid gzip ({})", path, zs.msg ? zs.msg : "truncated"));
     }
   }
   out.resize(zs.total_out);
@@ -87,8 +87,8 @@ class JsonScanner {
     return false;
   }
   void skip_ws() {
-    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\r' ||
-                                  text_[at_] == '\t'))
+    while (at_ < text_.size() &&
+           (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\r' || text_[at_] == '\t'))
       ++at_;
   }
   bool literal(std::string_view word) {
@@ -100,16 +100,23 @@ class JsonScanner {
   bool value() {
     if (at_ >= text_.size()) return syntax();
     switch (text_[at_]) {
-      case '{': return object();
-      case '[': return array();
+      case '{':
+        return object();
+      case '[':
+        return array();
       case '"':
         if (!string()) return false;
         return h_.string(buffer_);
-      case 't': return literal("true") && h_.boolean(true);
-      case 'f': return literal("false") && h_.boolean(false);
-      case 'n': return literal("null") && h_.null();
-      case 'N': return literal("NaN") && h_.number_float(std::numeric_limits<double>::quiet_NaN());
-      default: return number();
+      case 't':
+        return literal("true") && h_.boolean(true);
+      case 'f':
+        return literal("false") && h_.boolean(false);
+      case 'n':
+        return literal("null") && h_.null();
+      case 'N':
+        return literal("NaN") && h_.number_float(std::numeric_limits<double>::quiet_NaN());
+      default:
+        return number();
     }
   }
 
@@ -183,12 +190,26 @@ class JsonScanner {
       if (++at_ >= text_.size()) return syntax();
       const char c = text_[at_++];
       switch (c) {
-        case '"': case '\\': case '/': buffer_ += c; break;
-        case 'b': buffer_ += '\b'; break;
-        case 'f': buffer_ += '\f'; break;
-        case 'n': buffer_ += '\n'; break;
-        case 'r': buffer_ += '\r'; break;
-        case 't': buffer_ += '\t'; break;
+        case '"':
+        case '\\':
+        case '/':
+          buffer_ += c;
+          break;
+        case 'b':
+          buffer_ += '\b';
+          break;
+        case 'f':
+          buffer_ += '\f';
+          break;
+        case 'n':
+          buffer_ += '\n';
+          break;
+        case 'r':
+          buffer_ += '\r';
+          break;
+        case 't':
+          buffer_ += '\t';
+          break;
         case 'u': {
           if (at_ + 4 > text_.size()) return syntax();
           unsigned code = 0;
@@ -198,7 +219,8 @@ class JsonScanner {
           at_ += 4;
           break;
         }
-        default: return syntax();
+        default:
+          return syntax();
       }
     }
   }
@@ -236,14 +258,17 @@ class JsonScanner {
 // object; the cache's entries are objects at depth 3 and their "times" arrays at depth 4.
 class CacheReader {
  public:
-  explicit CacheReader(KtCache& cache, std::string source) : cache_(cache), source_(std::move(source)) {}
+  explicit CacheReader(KtCache& cache, std::string source)
+      : cache_(cache), source_(std::move(source)) {}
 
   const std::string& error() const { return error_; }
   bool saw_cache() const { return saw_cache_; }
 
   bool null() { return scalar(Scalar::other, 0, 0, nullptr); }
   bool boolean(bool v) { return scalar(Scalar::other, v, 0, nullptr); }
-  bool number_integer(int64_t v) { return scalar(Scalar::integer, v, static_cast<double>(v), nullptr); }
+  bool number_integer(int64_t v) {
+    return scalar(Scalar::integer, v, static_cast<double>(v), nullptr);
+  }
   bool number_float(double v) { return scalar(Scalar::real, 0, v, nullptr); }
   bool string(std::string& v) { return scalar(Scalar::text, 0, 0, &v); }
 
@@ -279,7 +304,8 @@ class CacheReader {
 
   bool start_array() {
     ++depth_;
-    if (depth_ == 3 && top_ == Top::params) params_.emplace_back(param_name_, std::vector<int64_t>{});
+    if (depth_ == 3 && top_ == Top::params)
+      params_.emplace_back(param_name_, std::vector<int64_t>{});
     return true;
   }
   bool end_array() {
@@ -290,23 +316,34 @@ class CacheReader {
   bool key(const std::string& k) {
     if (depth_ == 1) {
       top_ = Top::other;
-      if (k == "device_name") top_ = Top::device_name;
-      else if (k == "kernel_name") top_ = Top::kernel_name;
-      else if (k == "objective") top_ = Top::objective;
-      else if (k == "problem_size") top_ = Top::problem_size;
-      else if (k == "tune_params_keys") top_ = Top::keys;
-      else if (k == "tune_params") top_ = Top::params;
-      else if (k == "cache") top_ = Top::cache;
+      if (k == "device_name")
+        top_ = Top::device_name;
+      else if (k == "kernel_name")
+        top_ = Top::kernel_name;
+      else if (k == "objective")
+        top_ = Top::objective;
+      else if (k == "problem_size")
+        top_ = Top::problem_size;
+      else if (k == "tune_params_keys")
+        top_ = Top::keys;
+      else if (k == "tune_params")
+        top_ = Top::params;
+      else if (k == "cache")
+        top_ = Top::cache;
     } else if (depth_ == 2 && top_ == Top::params) {
       param_name_ = k;
     } else if (depth_ == 2 && top_ == Top::cache) {
       entry_key_ = k;
     } else if (depth_ == 3 && top_ == Top::cache) {
       field_ = Field::other;
-      if (k == "time") field_ = Field::time;
-      else if (k == "times") field_ = Field::times;
-      else if (k == "GFLOP/s") field_ = Field::gflops;
-      else if (k == "GB/s") field_ = Field::gbs;
+      if (k == "time")
+        field_ = Field::time;
+      else if (k == "times")
+        field_ = Field::times;
+      else if (k == "GFLOP/s")
+        field_ = Field::gflops;
+      else if (k == "GB/s")
+        field_ = Field::gbs;
       else if (auto it = key_index_.find(k); it != key_index_.end()) {
         field_ = Field::param;
         param_ = it->second;
@@ -318,7 +355,16 @@ class CacheReader {
   std::vector<std::pair<std::string, std::vector<int64_t>>> params_;
 
  private:
-  enum class Top : uint8_t { other, device_name, kernel_name, objective, problem_size, keys, params, cache };
+  enum class Top : uint8_t {
+    other,
+    device_name,
+    kernel_name,
+    objective,
+    problem_size,
+    keys,
+    params,
+    cache
+  };
   enum class Field : uint8_t { other, param, time, times, gflops, gbs };
   enum class Scalar : uint8_t { integer, real, text, other };
 
@@ -355,7 +401,8 @@ class CacheReader {
       case Top::params:
         if (depth_ != 3) return true;
         if (kind != Scalar::integer)
-          return fail(fmt::format("tune_params.{} holds a value that is not an integer", param_name_));
+          return fail(
+              fmt::format("tune_params.{} holds a value that is not an integer", param_name_));
         params_.back().second.push_back(i);
         return true;
       case Top::cache:
@@ -381,8 +428,10 @@ class CacheReader {
       case Field::time:
         has_time_ = true;
         entry_.valid = number;
-        if (number) entry_.time_ms = d;
-        else entry_.error = text ? std::move(*text) : std::string("non-numeric time");
+        if (number)
+          entry_.time_ms = d;
+        else
+          entry_.error = text ? std::move(*text) : std::string("non-numeric time");
         return true;
       case Field::gflops:
         if (number) entry_.gflops = d;
@@ -422,7 +471,8 @@ KtCache parse_kt_cache(const std::string& json_text, const std::string& source) 
   JsonScanner<CacheReader> scanner(json_text, reader);
   if (!scanner.run()) {
     if (scanner.syntax_error())
-      throw ConfigError(fmt::format("{}: not valid JSON (byte {})", source, scanner.error_position()));
+      throw ConfigError(
+          fmt::format("{}: not valid JSON (byte {})", source, scanner.error_position()));
     throw ConfigError(fmt::format("{}: {}", source, reader.error()));
   }
   if (cache.tune_params_keys.empty())

@@ -15,23 +15,23 @@ namespace cutune::replay {
 
 // One measured configuration.
 struct KtEntry {
-  std::vector<int64_t> values;  // one per tune parameter, in tune_params_keys order
-  bool valid = false;           // false when `time` was a failure string
-  double time_ms = 0;           // mean of times_ms; meaningful only when valid
-  std::vector<double> times_ms; // every timed repetition (empty for failed entries)
-  std::string error;            // the failure string ("RuntimeFailedConfig", ...) when invalid
-  std::optional<double> gflops; // "GFLOP/s", when recorded
-  std::optional<double> gbs;    // "GB/s", when recorded
+  std::vector<int64_t> values;   // one per tune parameter, in tune_params_keys order
+  bool valid = false;            // false when `time` was a failure string
+  double time_ms = 0;            // mean of times_ms; meaningful only when valid
+  std::vector<double> times_ms;  // every timed repetition (empty for failed entries)
+  std::string error;             // the failure string ("RuntimeFailedConfig", ...) when invalid
+  std::optional<double> gflops;  // "GFLOP/s", when recorded
+  std::optional<double> gbs;     // "GB/s", when recorded
 };
 
 struct KtCache {
   std::string device_name;
   std::string kernel_name;
   std::vector<int64_t> problem_size;
-  std::string objective;                         // "time" when absent from the file
+  std::string objective;  // "time" when absent from the file
   std::vector<std::string> tune_params_keys;
-  std::vector<std::vector<int64_t>> tune_params; // the listed values, in tune_params_keys order
-  std::vector<KtEntry> entries;                  // in file order
+  std::vector<std::vector<int64_t>> tune_params;  // the listed values, in tune_params_keys order
+  std::vector<KtEntry> entries;                   // in file order
 
   int key_position(std::string_view name) const;  // -1 if absent
   size_t valid_count() const;

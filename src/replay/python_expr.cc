@@ -40,9 +40,11 @@ std::vector<Token> tokenize(std::string_view text) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t j = i;
       int64_t v = 0;
-      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '_')) {
+      while (j < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '_')) {
         if (text[j] != '_') {
-          if (v > (std::numeric_limits<int64_t>::max() - 9) / 10) fail(text, i, "integer too large");
+          if (v > (std::numeric_limits<int64_t>::max() - 9) / 10)
+            fail(text, i, "integer too large");
           v = v * 10 + (text[j] - '0');
         }
         ++j;
@@ -55,7 +57,9 @@ std::vector<Token> tokenize(std::string_view text) {
       i = j;
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t j = i;
-      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+      while (j < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_'))
+        ++j;
       t.kind = Tok::name;
       t.text = text.substr(i, j - i);
       i = j;
@@ -109,9 +113,15 @@ Value arithmetic(Op op, Value a, Value b) {
   if (!a.is_float && !b.is_float) {
     const int64_t x = a.i, y = b.i;
     switch (op) {
-      case Op::add: return Value::of_int(static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)));
-      case Op::sub: return Value::of_int(static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)));
-      case Op::mul: return Value::of_int(static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)));
+      case Op::add:
+        return Value::of_int(
+            static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)));
+      case Op::sub:
+        return Value::of_int(
+            static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)));
+      case Op::mul:
+        return Value::of_int(
+            static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)));
       case Op::truediv:
         return Value::of_float(y == 0 ? kNaN : static_cast<double>(x) / static_cast<double>(y));
       case Op::floordiv: {
@@ -129,24 +139,32 @@ Value arithmetic(Op op, Value a, Value b) {
       case Op::pow:
         if (y >= 0) return Value::of_int(int_pow(x, y));
         return Value::of_float(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      default: break;
+      default:
+        break;
     }
   }
   const double x = a.as_double(), y = b.as_double();
   switch (op) {
-    case Op::add: return Value::of_float(x + y);
-    case Op::sub: return Value::of_float(x - y);
-    case Op::mul: return Value::of_float(x * y);
-    case Op::truediv: return Value::of_float(y == 0 ? kNaN : x / y);
-    case Op::floordiv: return Value::of_float(y == 0 ? kNaN : std::floor(x / y));
+    case Op::add:
+      return Value::of_float(x + y);
+    case Op::sub:
+      return Value::of_float(x - y);
+    case Op::mul:
+      return Value::of_float(x * y);
+    case Op::truediv:
+      return Value::of_float(y == 0 ? kNaN : x / y);
+    case Op::floordiv:
+      return Value::of_float(y == 0 ? kNaN : std::floor(x / y));
     case Op::mod: {
       if (y == 0) return Value::of_float(kNaN);
       double r = std::fmod(x, y);
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
       return Value::of_float(r);
     }
-    case Op::pow: return Value::of_float(std::pow(x, y));
-    default: break;
+    case Op::pow:
+      return Value::of_float(std::pow(x, y));
+    default:
+      break;
   }
   std::fprintf(stderr, "cutune internal error (python_expr): bad arithmetic op\n");
   std::abort();
@@ -155,25 +173,39 @@ Value arithmetic(Op op, Value a, Value b) {
 bool compare(Op op, Value a, Value b) {
   if (!a.is_float && !b.is_float) {
     switch (op) {
-      case Op::eq: return a.i == b.i;
-      case Op::ne: return a.i != b.i;
-      case Op::lt: return a.i < b.i;
-      case Op::le: return a.i <= b.i;
-      case Op::gt: return a.i > b.i;
-      case Op::ge: return a.i >= b.i;
-      default: break;
+      case Op::eq:
+        return a.i == b.i;
+      case Op::ne:
+        return a.i != b.i;
+      case Op::lt:
+        return a.i < b.i;
+      case Op::le:
+        return a.i <= b.i;
+      case Op::gt:
+        return a.i > b.i;
+      case Op::ge:
+        return a.i >= b.i;
+      default:
+        break;
     }
   }
   const double x = a.as_double(), y = b.as_double();
   if (std::isnan(x) || std::isnan(y)) return false;
   switch (op) {
-    case Op::eq: return x == y;
-    case Op::ne: return x != y;
-    case Op::lt: return x < y;
-    case Op::le: return x <= y;
-    case Op::gt: return x > y;
-    case Op::ge: return x >= y;
-    default: break;
+    case Op::eq:
+      return x == y;
+    case Op::ne:
+      return x != y;
+    case Op::lt:
+      return x < y;
+    case Op::le:
+      return x <= y;
+    case Op::gt:
+      return x > y;
+    case Op::ge:
+      return x >= y;
+    default:
+      break;
   }
   std::fprintf(stderr, "cutune internal error (python_expr): bad comparison op\n");
   std::abort();
@@ -182,14 +214,18 @@ bool compare(Op op, Value a, Value b) {
 Value eval(const std::vector<Node>& nodes, int32_t index, std::span<const int64_t> values) {
   const Node& n = nodes[static_cast<size_t>(index)];
   switch (n.op) {
-    case Op::constant: return Value::of_int(n.value);
-    case Op::name: return Value::of_int(values[static_cast<size_t>(n.value)]);
+    case Op::constant:
+      return Value::of_int(n.value);
+    case Op::name:
+      return Value::of_int(values[static_cast<size_t>(n.value)]);
     case Op::neg: {
       Value v = eval(nodes, n.lhs, values);
       return v.is_float ? Value::of_float(-v.f) : Value::of_int(-v.i);
     }
-    case Op::pos: return eval(nodes, n.lhs, values);
-    case Op::not_: return Value::of_int(eval(nodes, n.lhs, values).truthy() ? 0 : 1);
+    case Op::pos:
+      return eval(nodes, n.lhs, values);
+    case Op::not_:
+      return Value::of_int(eval(nodes, n.lhs, values).truthy() ? 0 : 1);
     case Op::and_: {
       Value l = eval(nodes, n.lhs, values);
       return l.truthy() ? eval(nodes, n.rhs, values) : l;
@@ -198,21 +234,31 @@ Value eval(const std::vector<Node>& nodes, int32_t index, std::span<const int64_
       Value l = eval(nodes, n.lhs, values);
       return l.truthy() ? l : eval(nodes, n.rhs, values);
     }
-    case Op::min_: case Op::max_: {
+    case Op::min_:
+    case Op::max_: {
       Value l = eval(nodes, n.lhs, values), r = eval(nodes, n.rhs, values);
       const bool less = compare(Op::lt, r, l);
       return (n.op == Op::min_) == less ? r : l;  // Python returns the first of equals
     }
-    case Op::int_: case Op::ceil_: case Op::floor_: {
+    case Op::int_:
+    case Op::ceil_:
+    case Op::floor_: {
       Value v = eval(nodes, n.lhs, values);
       if (!v.is_float) return v;
       if (std::isnan(v.f) || std::isinf(v.f)) return v;  // Python raises; NaN rejects
-      const double r = n.op == Op::int_ ? std::trunc(v.f) : n.op == Op::ceil_ ? std::ceil(v.f)
-                                                                               : std::floor(v.f);
+      const double r = n.op == Op::int_    ? std::trunc(v.f)
+                       : n.op == Op::ceil_ ? std::ceil(v.f)
+                                           : std::floor(v.f);
       return Value::of_int(static_cast<int64_t>(r));
     }
-    case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge:
-      return Value::of_int(compare(n.op, eval(nodes, n.lhs, values), eval(nodes, n.rhs, values)) ? 1 : 0);
+    case Op::eq:
+    case Op::ne:
+    case Op::lt:
+    case Op::le:
+    case Op::gt:
+    case Op::ge:
+      return Value::of_int(
+          compare(n.op, eval(nodes, n.lhs, values), eval(nodes, n.rhs, values)) ? 1 : 0);
     default:
       return arithmetic(n.op, eval(nodes, n.lhs, values), eval(nodes, n.rhs, values));
   }
@@ -292,8 +338,9 @@ class ExprParser {
   }
 
   std::optional<Op> comparison_op() const {
-    static constexpr std::pair<std::string_view, Op> kOps[] = {
-        {"==", Op::eq}, {"!=", Op::ne}, {"<", Op::lt}, {"<=", Op::le}, {">", Op::gt}, {">=", Op::ge}};
+    static constexpr std::pair<std::string_view, Op> kOps[] = {{"==", Op::eq}, {"!=", Op::ne},
+                                                               {"<", Op::lt},  {"<=", Op::le},
+                                                               {">", Op::gt},  {">=", Op::ge}};
     if (peek().kind != Tok::punct) return std::nullopt;
     for (const auto& [s, op] : kOps)
       if (peek().text == s) return op;
@@ -329,11 +376,16 @@ class ExprParser {
       if (peek().kind != Tok::punct) return lhs;
       std::string_view t = peek().text;
       Op op;
-      if (t == "*") op = Op::mul;
-      else if (t == "/") op = Op::truediv;
-      else if (t == "//") op = Op::floordiv;
-      else if (t == "%") op = Op::mod;
-      else return lhs;
+      if (t == "*")
+        op = Op::mul;
+      else if (t == "/")
+        op = Op::truediv;
+      else if (t == "//")
+        op = Op::floordiv;
+      else if (t == "%")
+        op = Op::mod;
+      else
+        return lhs;
       next();
       lhs = add(op, lhs, factor());
     }
@@ -347,7 +399,8 @@ class ExprParser {
     int32_t base = atom();
     if (peek_is("**")) {
       next();
-      return add(Op::pow, base, factor());  // right-associative; binds tighter than unary on its left
+      return add(Op::pow, base,
+                 factor());  // right-associative; binds tighter than unary on its left
     }
     return base;
   }
@@ -363,7 +416,8 @@ class ExprParser {
         next();
         return add(Op::constant, -1, -1, t.text == "True" ? 1 : 0);
       }
-      static constexpr std::string_view kKeywords[] = {"and", "or", "not", "for", "in", "if", "else"};
+      static constexpr std::string_view kKeywords[] = {"and", "or", "not", "for",
+                                                       "in",  "if", "else"};
       if (std::find(std::begin(kKeywords), std::end(kKeywords), t.text) == std::end(kKeywords)) {
         const Token& after = token(at_ + 1);
         const bool call = after.kind == Tok::punct && after.text == "(";
@@ -420,7 +474,8 @@ class ExprParser {
     if (fn == "min" || fn == "max") {
       if (args.size() < 2) fail(text_, t.pos, fmt::format("{}() of one value needs a name", fn));
       int32_t folded = args[0];
-      for (size_t i = 1; i < args.size(); ++i) folded = add(fn == "min" ? Op::min_ : Op::max_, folded, args[i]);
+      for (size_t i = 1; i < args.size(); ++i)
+        folded = add(fn == "min" ? Op::min_ : Op::max_, folded, args[i]);
       return folded;
     }
     if (args.size() != 1) fail(text_, t.pos, fmt::format("{}() takes one argument", fn));
@@ -471,7 +526,8 @@ std::vector<int64_t> range_values(ExprParser& p) {
   p.expect(")");
   if (args.size() > 3) p.fail_here("range takes at most 3 arguments");
   int64_t start = 0, stop = 0, step = 1;
-  if (args.size() == 1) stop = args[0];
+  if (args.size() == 1)
+    stop = args[0];
   else {
     start = args[0];
     stop = args[1];

@@ -52,12 +52,35 @@ class PythonExpr {
   const std::vector<int>& used_positions() const { return used_; }
 
   enum class Op : uint8_t {
-    constant, name, neg, pos, not_, add, sub, mul, truediv, floordiv, mod, pow,
-    eq, ne, lt, le, gt, ge, and_, or_, min_, max_, int_, ceil_, floor_
+    constant,
+    name,
+    neg,
+    pos,
+    not_,
+    add,
+    sub,
+    mul,
+    truediv,
+    floordiv,
+    mod,
+    pow,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+    and_,
+    or_,
+    min_,
+    max_,
+    int_,
+    ceil_,
+    floor_
   };
   struct Node {
     Op op = Op::constant;
-    int32_t lhs = -1;   // child node index (unary ops use lhs)
+    int32_t lhs = -1;  // child node index (unary ops use lhs)
     int32_t rhs = -1;
     int64_t value = 0;  // constant value, or the position of a name
   };

@@ -36,15 +36,17 @@ T1Spec parse_t1_spec(const nlohmann::json& j) {
     const auto& values = p["Values"];
     if (values.is_string()) {
       param.values = parse_values(values.get<std::string>());
-    } else if (values.is_array() && std::all_of(values.begin(), values.end(),
-                                                [](const auto& v) { return v.is_number_integer(); })) {
+    } else if (values.is_array() && std::all_of(values.begin(), values.end(), [](const auto& v) {
+                 return v.is_number_integer();
+               })) {
       param.values = values.get<std::vector<int64_t>>();
     } else {
-      throw ConfigError(fmt::format("T1 parameter '{}' has Values that are not integers",
-                                    param.name));
+      throw ConfigError(
+          fmt::format("T1 parameter '{}' has Values that are not integers", param.name));
     }
     if (auto d = p.find("Default"); d != p.end()) {
-      if (d->is_number_integer()) param.default_value = d->get<int64_t>();
+      if (d->is_number_integer())
+        param.default_value = d->get<int64_t>();
       else if (d->is_array() && d->size() == 1 && (*d)[0].is_number_integer())
         param.default_value = (*d)[0].get<int64_t>();
     }
@@ -66,7 +68,8 @@ T1Spec parse_t1_spec(const nlohmann::json& j) {
       try {
         cond.parsed = std::make_shared<const PythonExpr>(PythonExpr::parse(cond.expression, names));
       } catch (const ExprError& e) {
-        throw ExprError(fmt::format("ConfigurationSpace.Conditions[{}].Expression: {}", i, e.what()));
+        throw ExprError(
+            fmt::format("ConfigurationSpace.Conditions[{}].Expression: {}", i, e.what()));
       }
       spec.conditions.push_back(std::move(cond));
     }

@@ -20,12 +20,12 @@ namespace cutune::replay {
 
 struct T1Parameter {
   std::string name;
-  std::vector<int64_t> values;          // in the order listed; no repeats
+  std::vector<int64_t> values;           // in the order listed; no repeats
   std::optional<int64_t> default_value;  // "Default" (an int, or a list of one int), if given
 };
 
 struct T1Condition {
-  std::string expression;                   // the text, as written
+  std::string expression;                    // the text, as written
   std::shared_ptr<const PythonExpr> parsed;  // names bound to parameter positions
 };
 

@@ -48,10 +48,14 @@ bool write_file_atomically(const std::filesystem::path& path, std::string_view b
 }
 
 nlohmann::json to_json(const PtxasInfo& p) {
-  return {{"registers", p.registers},           {"spill_store_bytes", p.spill_store_bytes},
-          {"spill_load_bytes", p.spill_load_bytes}, {"shared_bytes", p.shared_bytes},
-          {"stack_frame_bytes", p.stack_frame_bytes}, {"constant_bytes", p.constant_bytes},
-          {"barriers", p.barriers},             {"parsed", p.parsed}};
+  return {{"registers", p.registers},
+          {"spill_store_bytes", p.spill_store_bytes},
+          {"spill_load_bytes", p.spill_load_bytes},
+          {"shared_bytes", p.shared_bytes},
+          {"stack_frame_bytes", p.stack_frame_bytes},
+          {"constant_bytes", p.constant_bytes},
+          {"barriers", p.barriers},
+          {"parsed", p.parsed}};
 }
 
 PtxasInfo ptxas_from_json(const nlohmann::json& j) {
@@ -176,14 +180,10 @@ void CompileCache::write_disk(uint64_t key, const CompileResult& result) const {
                              std::string_view(result.cubin.data(), result.cubin.size())))
     return;
   const nlohmann::json sidecar = {
-      {"format", kSidecarFormat},
-      {"status", result.ok() ? "ok" : "compile_error"},
-      {"kernel_name", result.kernel_name},
-      {"arch", result.arch},
-      {"seconds", result.seconds},
-      {"cubin_bytes", result.cubin.size()},
-      {"ptxas", to_json(result.ptxas)},
-      {"log", result.log},
+      {"format", kSidecarFormat},          {"status", result.ok() ? "ok" : "compile_error"},
+      {"kernel_name", result.kernel_name}, {"arch", result.arch},
+      {"seconds", result.seconds},         {"cubin_bytes", result.cubin.size()},
+      {"ptxas", to_json(result.ptxas)},    {"log", result.log},
   };
   // Invalid UTF-8 in a log is replaced rather than thrown about.
   write_file_atomically(*directory_ / (name + ".json"),

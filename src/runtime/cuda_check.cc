@@ -17,9 +17,8 @@ std::string one_line(std::string text) {
 
 std::string format_message(const std::string& library, int code, const std::string& call,
                            const std::string& description, const char* file, int line) {
-  return one_line(
-      fmt::format("{}:{}: {} failed with {} status {}: {}", file, line, call, library, code,
-                  description));
+  return one_line(fmt::format("{}:{}: {} failed with {} status {}: {}", file, line, call, library,
+                              code, description));
 }
 
 }  // namespace

@@ -49,54 +49,52 @@ std::string nvrtc_error_text(nvrtcResult result);
 
 }  // namespace cutune
 
-#define CUTUNE_NVRTC_CHECK(call)                                                        \
-  do {                                                                                  \
-    const nvrtcResult cutune_status_ = (call);                                          \
-    if (cutune_status_ != NVRTC_SUCCESS)                                                \
-      ::cutune::throw_cuda_error("NVRTC", static_cast<int>(cutune_status_), #call,      \
+#define CUTUNE_NVRTC_CHECK(call)                                                                  \
+  do {                                                                                            \
+    const nvrtcResult cutune_status_ = (call);                                                    \
+    if (cutune_status_ != NVRTC_SUCCESS)                                                          \
+      ::cutune::throw_cuda_error("NVRTC", static_cast<int>(cutune_status_), #call,                \
                                  ::cutune::nvrtc_error_text(cutune_status_), __FILE__, __LINE__); \
   } while (0)
 
-#define CUTUNE_CU_CHECK(call)                                                            \
-  do {                                                                                   \
-    const CUresult cutune_status_ = (call);                                              \
-    if (cutune_status_ != CUDA_SUCCESS)                                                  \
-      ::cutune::throw_cuda_error("CUDA driver", static_cast<int>(cutune_status_), #call, \
-                                 ::cutune::driver_error_text(cutune_status_), __FILE__,  \
-                                 __LINE__);                                              \
+#define CUTUNE_CU_CHECK(call)                                                                      \
+  do {                                                                                             \
+    const CUresult cutune_status_ = (call);                                                        \
+    if (cutune_status_ != CUDA_SUCCESS)                                                            \
+      ::cutune::throw_cuda_error("CUDA driver", static_cast<int>(cutune_status_), #call,           \
+                                 ::cutune::driver_error_text(cutune_status_), __FILE__, __LINE__); \
   } while (0)
 
 // Needs <cupti.h> and CUDA::cupti where used.
-#define CUTUNE_CUPTI_CHECK(call)                                                           \
-  do {                                                                                     \
-    const auto cutune_status_ = (call);                                                    \
-    if (cutune_status_ != CUPTI_SUCCESS) {                                                 \
-      const char* cutune_text_ = nullptr;                                                  \
-      if (cuptiGetResultString(cutune_status_, &cutune_text_) != CUPTI_SUCCESS)            \
-        cutune_text_ = nullptr;                                                            \
-      ::cutune::throw_cuda_error("CUPTI", static_cast<int>(cutune_status_), #call,         \
-                                 cutune_text_ ? cutune_text_ : "unknown CUPTI status",     \
-                                 __FILE__, __LINE__);                                      \
-    }                                                                                      \
+#define CUTUNE_CUPTI_CHECK(call)                                                                 \
+  do {                                                                                           \
+    const auto cutune_status_ = (call);                                                          \
+    if (cutune_status_ != CUPTI_SUCCESS) {                                                       \
+      const char* cutune_text_ = nullptr;                                                        \
+      if (cuptiGetResultString(cutune_status_, &cutune_text_) != CUPTI_SUCCESS)                  \
+        cutune_text_ = nullptr;                                                                  \
+      ::cutune::throw_cuda_error("CUPTI", static_cast<int>(cutune_status_), #call,               \
+                                 cutune_text_ ? cutune_text_ : "unknown CUPTI status", __FILE__, \
+                                 __LINE__);                                                      \
+    }                                                                                            \
   } while (0)
 
 // Needs <cublas_v2.h> and CUDA::cublas where used.
-#define CUTUNE_CUBLAS_CHECK(call)                                                         \
-  do {                                                                                    \
-    const auto cutune_status_ = (call);                                                   \
-    if (cutune_status_ != CUBLAS_STATUS_SUCCESS)                                          \
-      ::cutune::throw_cuda_error(                                                         \
-          "cuBLAS", static_cast<int>(cutune_status_), #call,                              \
-          std::string(cublasGetStatusName(cutune_status_)) + " (" +                       \
-              cublasGetStatusString(cutune_status_) + ")",                                \
-          __FILE__, __LINE__);                                                            \
+#define CUTUNE_CUBLAS_CHECK(call)                                                          \
+  do {                                                                                     \
+    const auto cutune_status_ = (call);                                                    \
+    if (cutune_status_ != CUBLAS_STATUS_SUCCESS)                                           \
+      ::cutune::throw_cuda_error("cuBLAS", static_cast<int>(cutune_status_), #call,        \
+                                 std::string(cublasGetStatusName(cutune_status_)) + " (" + \
+                                     cublasGetStatusString(cutune_status_) + ")",          \
+                                 __FILE__, __LINE__);                                      \
   } while (0)
 
 // Needs <cudnn.h> and the cuDNN library where used.
-#define CUTUNE_CUDNN_CHECK(call)                                                          \
-  do {                                                                                    \
-    const auto cutune_status_ = (call);                                                   \
-    if (cutune_status_ != CUDNN_STATUS_SUCCESS)                                           \
-      ::cutune::throw_cuda_error("cuDNN", static_cast<int>(cutune_status_), #call,        \
+#define CUTUNE_CUDNN_CHECK(call)                                                           \
+  do {                                                                                     \
+    const auto cutune_status_ = (call);                                                    \
+    if (cutune_status_ != CUDNN_STATUS_SUCCESS)                                            \
+      ::cutune::throw_cuda_error("cuDNN", static_cast<int>(cutune_status_), #call,         \
                                  cudnnGetErrorString(cutune_status_), __FILE__, __LINE__); \
   } while (0)

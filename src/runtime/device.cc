@@ -52,7 +52,6 @@ DeviceInfo query(const DriverApi& api, int ordinal) {
 
 }  // namespace
 
-
 std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> devices;
   const DriverApi* api = driver_api();

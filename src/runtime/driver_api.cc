@@ -33,7 +33,7 @@ DriverState load() {
   if (library == nullptr) return state;
   // Deliberately never dlclose'd: modules and contexts may outlive any owner we could pick.
   std::string missing;
-#define CUTUNE_DRIVER_RESOLVE(name)                                                    \
+#define CUTUNE_DRIVER_RESOLVE(name)                                                   \
   state.api.name = reinterpret_cast<decltype(state.api.name)>(dlsym(library, #name)); \
   if (state.api.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
   CUTUNE_DRIVER_FUNCTIONS(CUTUNE_DRIVER_RESOLVE)
@@ -80,8 +80,6 @@ const DriverApi& require_driver() {
   throw NoDeviceError("no CUDA device found: " + driver_unavailable_reason());
 }
 
-const DriverApi* loaded_driver_library() {
-  return state().library_loaded ? &state().api : nullptr;
-}
+const DriverApi* loaded_driver_library() { return state().library_loaded ? &state().api : nullptr; }
 
 }  // namespace cutune

@@ -13,39 +13,39 @@
 #include <string>
 
 // One entry per driver function cutune calls. Adding a function is one line here.
-#define CUTUNE_DRIVER_FUNCTIONS(X)              \
-  X(cuInit)                                     \
-  X(cuDriverGetVersion)                         \
-  X(cuGetErrorName)                             \
-  X(cuGetErrorString)                           \
-  X(cuDeviceGetCount)                           \
-  X(cuDeviceGet)                                \
-  X(cuDeviceGetName)                            \
-  X(cuDeviceGetAttribute)                       \
-  X(cuDeviceTotalMem_v2)                        \
-  X(cuDevicePrimaryCtxRetain)                   \
-  X(cuDevicePrimaryCtxRelease_v2)               \
-  X(cuCtxSetCurrent)                            \
-  X(cuCtxSynchronize)                           \
-  X(cuModuleLoadData)                           \
-  X(cuModuleUnload)                             \
-  X(cuModuleGetFunction)                        \
-  X(cuFuncSetAttribute)                         \
-  X(cuFuncGetAttribute)                         \
+#define CUTUNE_DRIVER_FUNCTIONS(X)               \
+  X(cuInit)                                      \
+  X(cuDriverGetVersion)                          \
+  X(cuGetErrorName)                              \
+  X(cuGetErrorString)                            \
+  X(cuDeviceGetCount)                            \
+  X(cuDeviceGet)                                 \
+  X(cuDeviceGetName)                             \
+  X(cuDeviceGetAttribute)                        \
+  X(cuDeviceTotalMem_v2)                         \
+  X(cuDevicePrimaryCtxRetain)                    \
+  X(cuDevicePrimaryCtxRelease_v2)                \
+  X(cuCtxSetCurrent)                             \
+  X(cuCtxSynchronize)                            \
+  X(cuModuleLoadData)                            \
+  X(cuModuleUnload)                              \
+  X(cuModuleGetFunction)                         \
+  X(cuFuncSetAttribute)                          \
+  X(cuFuncGetAttribute)                          \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-  X(cuLaunchKernel)                             \
-  X(cuMemAlloc_v2)                              \
-  X(cuMemFree_v2)                               \
-  X(cuMemcpyHtoD_v2)                            \
-  X(cuMemcpyDtoH_v2)                            \
-  X(cuMemsetD8_v2)                              \
-  X(cuEventCreate)                              \
-  X(cuEventRecord)                              \
-  X(cuEventSynchronize)                         \
-  X(cuEventElapsedTime)                         \
-  X(cuEventDestroy_v2)                          \
-  X(cuStreamSynchronize)                        \
-  X(cuMemsetD32Async)                           \
+  X(cuLaunchKernel)                              \
+  X(cuMemAlloc_v2)                               \
+  X(cuMemFree_v2)                                \
+  X(cuMemcpyHtoD_v2)                             \
+  X(cuMemcpyDtoH_v2)                             \
+  X(cuMemsetD8_v2)                               \
+  X(cuEventCreate)                               \
+  X(cuEventRecord)                               \
+  X(cuEventSynchronize)                          \
+  X(cuEventElapsedTime)                          \
+  X(cuEventDestroy_v2)                           \
+  X(cuStreamSynchronize)                         \
+  X(cuMemsetD32Async)                            \
   X(cuDeviceGetPCIBusId)
 
 namespace cutune {

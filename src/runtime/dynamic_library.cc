@@ -105,26 +105,40 @@ void try_folders(const std::vector<std::string>& names, const std::vector<fs::pa
 
 std::string_view library_display_name(CudaLibrary library) {
   switch (library) {
-    case CudaLibrary::driver: return "CUDA driver";
-    case CudaLibrary::nvrtc: return "NVRTC";
-    case CudaLibrary::cupti: return "CUPTI";
-    case CudaLibrary::cublas: return "cuBLAS";
-    case CudaLibrary::cublas_lt: return "cuBLASLt";
-    case CudaLibrary::cudnn: return "cuDNN";
-    case CudaLibrary::nvml: return "NVML";
+    case CudaLibrary::driver:
+      return "CUDA driver";
+    case CudaLibrary::nvrtc:
+      return "NVRTC";
+    case CudaLibrary::cupti:
+      return "CUPTI";
+    case CudaLibrary::cublas:
+      return "cuBLAS";
+    case CudaLibrary::cublas_lt:
+      return "cuBLASLt";
+    case CudaLibrary::cudnn:
+      return "cuDNN";
+    case CudaLibrary::nvml:
+      return "NVML";
   }
   return "?";
 }
 
 std::string_view library_key(CudaLibrary library) {
   switch (library) {
-    case CudaLibrary::driver: return "driver";
-    case CudaLibrary::nvrtc: return "nvrtc";
-    case CudaLibrary::cupti: return "cupti";
-    case CudaLibrary::cublas: return "cublas";
-    case CudaLibrary::cublas_lt: return "cublaslt";
-    case CudaLibrary::cudnn: return "cudnn";
-    case CudaLibrary::nvml: return "nvml";
+    case CudaLibrary::driver:
+      return "driver";
+    case CudaLibrary::nvrtc:
+      return "nvrtc";
+    case CudaLibrary::cupti:
+      return "cupti";
+    case CudaLibrary::cublas:
+      return "cublas";
+    case CudaLibrary::cublas_lt:
+      return "cublaslt";
+    case CudaLibrary::cudnn:
+      return "cudnn";
+    case CudaLibrary::nvml:
+      return "nvml";
   }
   return "?";
 }
@@ -133,14 +147,20 @@ std::vector<std::string> library_file_names(CudaLibrary library) {
   // The driver and NVML come with the kernel driver and have one soname; the unversioned
   // names of the others are the toolkit's development links, last resort.
   switch (library) {
-    case CudaLibrary::driver: return {"libcuda.so.1"};
-    case CudaLibrary::nvrtc: return {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-    case CudaLibrary::cupti: return {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-    case CudaLibrary::cublas: return {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    case CudaLibrary::driver:
+      return {"libcuda.so.1"};
+    case CudaLibrary::nvrtc:
+      return {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+    case CudaLibrary::cupti:
+      return {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+    case CudaLibrary::cublas:
+      return {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
     case CudaLibrary::cublas_lt:
       return {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
-    case CudaLibrary::cudnn: return {"libcudnn.so.9", "libcudnn.so"};
-    case CudaLibrary::nvml: return {"libnvidia-ml.so.1"};
+    case CudaLibrary::cudnn:
+      return {"libcudnn.so.9", "libcudnn.so"};
+    case CudaLibrary::nvml:
+      return {"libnvidia-ml.so.1"};
   }
   return {};
 }

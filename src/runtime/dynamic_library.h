@@ -21,7 +21,7 @@ namespace cutune {
 enum class CudaLibrary { driver, nvrtc, cupti, cublas, cublas_lt, cudnn, nvml };
 
 inline constexpr std::array<CudaLibrary, 7> kCudaLibraries = {
-    CudaLibrary::driver, CudaLibrary::nvrtc,     CudaLibrary::cupti, CudaLibrary::cublas,
+    CudaLibrary::driver,    CudaLibrary::nvrtc, CudaLibrary::cupti, CudaLibrary::cublas,
     CudaLibrary::cublas_lt, CudaLibrary::cudnn, CudaLibrary::nvml};
 
 // "CUDA driver", "NVRTC", "CUPTI", "cuBLAS", "cuBLASLt", "cuDNN", "NVML".
@@ -40,9 +40,9 @@ class MissingLibraryError : public std::runtime_error {
 
 // The outcome of one search.
 struct LibraryLookup {
-  void* handle = nullptr;           // dlopen handle, nullptr when not found
-  std::string path;                 // the file that loaded (absolute), "" when not found
-  std::vector<std::string> tried;   // every attempt in order: "<name or path>: <why not>"
+  void* handle = nullptr;          // dlopen handle, nullptr when not found
+  std::string path;                // the file that loaded (absolute), "" when not found
+  std::vector<std::string> tried;  // every attempt in order: "<name or path>: <why not>"
   bool found() const { return handle != nullptr; }
   // One line: "cannot load libcudnn.so.9 (tried N places; first: ...)"; "" when found.
   std::string error() const;
@@ -51,8 +51,8 @@ struct LibraryLookup {
 // The places the search looks after the dynamic linker's default. from_process() fills it
 // from this process's environment and machine; tests build their own.
 struct SearchEnvironment {
-  std::vector<std::string> cuda_homes;        // $CUDA_HOME, $CUDA_PATH
-  std::vector<std::filesystem::path> roots;   // CUDA installations: /usr/local/cuda, ...
+  std::vector<std::string> cuda_homes;       // $CUDA_HOME, $CUDA_PATH
+  std::vector<std::filesystem::path> roots;  // CUDA installations: /usr/local/cuda, ...
   std::vector<std::filesystem::path> site_packages;
   static SearchEnvironment from_process();
 };

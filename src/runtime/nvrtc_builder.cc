@@ -36,9 +36,9 @@ void check_arch(const std::string& arch) {
     return;
   std::string known;
   for (int n : supported) known += fmt::format("{}sm_{}", known.empty() ? "" : ", ", n);
-  throw std::invalid_argument(fmt::format(
-      "cannot compile for GPU architecture '{}' with NVRTC {} (supported: {})", arch,
-      nvrtc_version_string(), known));
+  throw std::invalid_argument(
+      fmt::format("cannot compile for GPU architecture '{}' with NVRTC {} (supported: {})", arch,
+                  nvrtc_version_string(), known));
 }
 
 std::vector<std::string> make_flags(const BuildOptions& options) {
@@ -104,8 +104,7 @@ CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
                      nvrtc_error_text(status), __FILE__, __LINE__);
   }
   if (result.ok()) result.ptxas = parse_ptxas_info(result.log, source.kernel_name);
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

@@ -23,7 +23,7 @@ struct BuildOptions {
   std::string arch = "sm_90";            // a real architecture NVRTC can emit a cubin for
   std::vector<std::string> extra_flags;  // appended after ours, verbatim
   bool use_fast_math = false;
-  bool line_info = false;                // -lineinfo, for profilers
+  bool line_info = false;  // -lineinfo, for profilers
 };
 
 class NvrtcBuilder {

@@ -27,8 +27,8 @@ const NvrtcState& state() {
     void* library = open_cuda_library(CudaLibrary::nvrtc, &s.reason);
     if (library == nullptr) return;
     std::string missing;
-#define CUTUNE_NVRTC_RESOLVE(name)                                                \
-  s.api.name = reinterpret_cast<decltype(s.api.name)>(dlsym(library, #name));     \
+#define CUTUNE_NVRTC_RESOLVE(name)                                            \
+  s.api.name = reinterpret_cast<decltype(s.api.name)>(dlsym(library, #name)); \
   if (s.api.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
     CUTUNE_NVRTC_FUNCTIONS(CUTUNE_NVRTC_RESOLVE)
 #undef CUTUNE_NVRTC_RESOLVE

@@ -10,13 +10,13 @@ namespace cutune {
 // All sizes in bytes. Fields stay at their defaults when the report lacks them;
 // `parsed` is true only when the kernel's "Used N registers" line was found.
 struct PtxasInfo {
-  int registers = -1;          // 32-bit registers per thread
+  int registers = -1;  // 32-bit registers per thread
   int spill_store_bytes = 0;
   int spill_load_bytes = 0;
-  int shared_bytes = 0;        // static __shared__ ("smem"); dynamic shared is not known here
-  int stack_frame_bytes = 0;   // the kernel's own local-memory frame
-  int constant_bytes = 0;      // sum of the "cmem[N]" banks, where ptxas reports them
-  int barriers = 0;            // named barriers used
+  int shared_bytes = 0;       // static __shared__ ("smem"); dynamic shared is not known here
+  int stack_frame_bytes = 0;  // the kernel's own local-memory frame
+  int constant_bytes = 0;     // sum of the "cmem[N]" banks, where ptxas reports them
+  int barriers = 0;           // named barriers used
   bool parsed = false;
 
   bool spills() const { return spill_store_bytes > 0 || spill_load_bytes > 0; }

@@ -41,9 +41,12 @@ void enumerate_factorisations(int64_t remaining, int parts_left, std::vector<int
 
 const char* kind_name(KnobKind kind) {
   switch (kind) {
-    case KnobKind::split: return "split";
-    case KnobKind::choice: return "choice";
-    case KnobKind::boolean: return "bool";
+    case KnobKind::split:
+      return "split";
+    case KnobKind::choice:
+      return "choice";
+    case KnobKind::boolean:
+      return "bool";
   }
   return "?";
 }
@@ -77,11 +80,11 @@ std::optional<int64_t> Knob::find_value(int64_t value) const {
 std::optional<int64_t> Knob::find_factors(std::span<const int64_t> factors) const {
   if (kind_ != KnobKind::split) return std::nullopt;
   // factors_ is in lexicographic order by construction.
-  auto it = std::lower_bound(
-      factors_.begin(), factors_.end(), factors,
-      [](const std::vector<int64_t>& a, std::span<const int64_t> b) {
-        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
-      });
+  auto it = std::lower_bound(factors_.begin(), factors_.end(), factors,
+                             [](const std::vector<int64_t>& a, std::span<const int64_t> b) {
+                               return std::lexicographical_compare(a.begin(), a.end(), b.begin(),
+                                                                   b.end());
+                             });
   if (it == factors_.end() || !std::equal(it->begin(), it->end(), factors.begin(), factors.end()))
     return std::nullopt;
   return it - factors_.begin();
@@ -114,9 +117,15 @@ nlohmann::json Config::to_json() const {
   for (size_t i = 0; i < ks.size(); ++i) {
     const Knob& k = ks[i];
     switch (k.kind()) {
-      case KnobKind::split: knobs[k.name()] = k.split_factors(entities_[i]); break;
-      case KnobKind::choice: knobs[k.name()] = k.value(entities_[i]); break;
-      case KnobKind::boolean: knobs[k.name()] = k.value(entities_[i]) != 0; break;
+      case KnobKind::split:
+        knobs[k.name()] = k.split_factors(entities_[i]);
+        break;
+      case KnobKind::choice:
+        knobs[k.name()] = k.value(entities_[i]);
+        break;
+      case KnobKind::boolean:
+        knobs[k.name()] = k.value(entities_[i]) != 0;
+        break;
     }
   }
   return {{"index", index()}, {"knobs", std::move(knobs)}};
@@ -179,8 +188,10 @@ void ConfigSpace::add_knob(Knob knob) {
     throw ConfigError(fmt::format("knob '{}' has more than 2^31 entities", knob.name_));
   auto c = static_cast<uint64_t>(knob.cardinality());
   knobs_.push_back(std::move(knob));
-  if (size_overflows_ || size_ > kMaxSize / c) size_overflows_ = true;
-  else size_ *= c;
+  if (size_overflows_ || size_ > kMaxSize / c)
+    size_overflows_ = true;
+  else
+    size_ *= c;
 }
 
 void ConfigSpace::add_constraint(std::string description, Predicate predicate) {
@@ -325,22 +336,21 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
   } else if (j.is_object()) {
     if (auto it = j.find("index"); it != j.end()) {
       if (!it->is_number_unsigned())
-        throw ConfigError(
-            fmt::format("configuration \"index\" must be a non-negative integer, got {}",
-                        it->dump()));
+        throw ConfigError(fmt::format(
+            "configuration \"index\" must be a non-negative integer, got {}", it->dump()));
       index = it->get<uint64_t>();
     }
     if (auto it = j.find("knobs"); it != j.end()) {
       if (!it->is_object())
-        throw ConfigError(fmt::format("configuration \"knobs\" must be an object, got {}",
-                                      it->type_name()));
+        throw ConfigError(
+            fmt::format("configuration \"knobs\" must be an object, got {}", it->type_name()));
       knobs_json = &*it;
     }
     if (!index && !knobs_json)
       throw ConfigError("configuration needs an \"index\" or a \"knobs\" object");
   } else {
-    throw ConfigError(fmt::format(
-        "configuration must be an object or a non-negative index, got {}", j.type_name()));
+    throw ConfigError(fmt::format("configuration must be an object or a non-negative index, got {}",
+                                  j.type_name()));
   }
 
   if (index && *index >= size())
@@ -348,8 +358,8 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
   if (!knobs_json) return get(*index);
 
   for (const auto& [name, value] : knobs_json->items()) {
-    bool known = std::any_of(knobs_.begin(), knobs_.end(),
-                             [&](const Knob& k) { return k.name_ == name; });
+    bool known =
+        std::any_of(knobs_.begin(), knobs_.end(), [&](const Knob& k) { return k.name_ == name; });
     if (!known) throw ConfigError(fmt::format("unknown knob '{}' in configuration", name));
   }
   std::vector<int32_t> entities(knobs_.size());
@@ -371,8 +381,8 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
       entity = k.find_value(it->get<bool>() ? 1 : 0);
     }
     if (!entity)
-      throw ConfigError(fmt::format("value {} of knob '{}' is not in its domain", it->dump(),
-                                    k.name_));
+      throw ConfigError(
+          fmt::format("value {} of knob '{}' is not in its domain", it->dump(), k.name_));
     entities[i] = static_cast<int32_t>(*entity);
   }
   Config config(this, std::move(entities));
@@ -385,9 +395,8 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
 nlohmann::json ConfigSpace::describe() const {
   nlohmann::json knobs = nlohmann::json::array();
   for (const Knob& k : knobs_) {
-    nlohmann::json d = {{"name", k.name_},
-                        {"kind", kind_name(k.kind_)},
-                        {"cardinality", k.cardinality()}};
+    nlohmann::json d = {
+        {"name", k.name_}, {"kind", kind_name(k.kind_)}, {"cardinality", k.cardinality()}};
     if (k.kind_ == KnobKind::split) {
       d["extent"] = k.extent_;
       d["parts"] = k.parts_;
@@ -399,8 +408,10 @@ nlohmann::json ConfigSpace::describe() const {
   nlohmann::json constraints = nlohmann::json::array();
   for (const auto& c : constraints_) constraints.push_back(c.first);
   nlohmann::json out = {{"knobs", std::move(knobs)}, {"constraints", std::move(constraints)}};
-  if (size_overflows_) out["size"] = nullptr;
-  else out["size"] = size_;
+  if (size_overflows_)
+    out["size"] = nullptr;
+  else
+    out["size"] = size_;
   return out;
 }
 

@@ -150,8 +150,8 @@ class ConfigSpace {
 
   std::vector<Knob> knobs_;
   std::vector<std::pair<std::string, Predicate>> constraints_;
-  uint64_t size_ = 1;             // product of the knobs' cardinalities, when it fits
-  bool size_overflows_ = false;   // the product exceeds 2^63
+  uint64_t size_ = 1;            // product of the knobs' cardinalities, when it fits
+  bool size_overflows_ = false;  // the product exceeds 2^63
 };
 
 }  // namespace cutune

@@ -16,8 +16,9 @@ const TaskKey& single_task(const std::vector<Record>& records) {
   if (records.empty()) throw RecordError("the log has no records");
   for (const Record& r : records)
     if (!(r.task == records.front().task))
-      throw RecordError(fmt::format("the log holds more than one task ({} and {}); pick one log per task",
-                                    records.front().task.to_string(), r.task.to_string()));
+      throw RecordError(
+          fmt::format("the log holds more than one task ({} and {}); pick one log per task",
+                      records.front().task.to_string(), r.task.to_string()));
   return records.front().task;
 }
 
@@ -25,8 +26,10 @@ std::vector<std::pair<std::string, int64_t>> int_knobs(const Record& r) {
   std::vector<std::pair<std::string, int64_t>> out;
   for (const auto& [name, value] : r.knobs.items()) {
     if (!value.is_number_integer())
-      throw RecordError(fmt::format("knob '{}' of config {} is not an integer ({}); only integer "
-                                    "parameters can be written", name, r.config_index, value.dump()));
+      throw RecordError(
+          fmt::format("knob '{}' of config {} is not an integer ({}); only integer "
+                      "parameters can be written",
+                      name, r.config_index, value.dump()));
     out.emplace_back(name, value.get<int64_t>());
   }
   return out;
@@ -35,19 +38,27 @@ std::vector<std::pair<std::string, int64_t>> int_knobs(const Record& r) {
 // Kernel Tuner's failure strings.
 const char* kt_failure(MeasureStatus s) {
   switch (s) {
-    case MeasureStatus::compile_error: return "CompilationFailedConfig";
-    case MeasureStatus::invalid: return "InvalidConfig";
-    default: return "RuntimeFailedConfig";
+    case MeasureStatus::compile_error:
+      return "CompilationFailedConfig";
+    case MeasureStatus::invalid:
+      return "InvalidConfig";
+    default:
+      return "RuntimeFailedConfig";
   }
 }
 
 const char* t4_invalidity(MeasureStatus s) {
   switch (s) {
-    case MeasureStatus::ok: return "correct";
-    case MeasureStatus::invalid: return "constraints";
-    case MeasureStatus::compile_error: return "compile";
-    case MeasureStatus::wrong_answer: return "correctness";
-    default: return "runtime";
+    case MeasureStatus::ok:
+      return "correct";
+    case MeasureStatus::invalid:
+      return "constraints";
+    case MeasureStatus::compile_error:
+      return "compile";
+    case MeasureStatus::wrong_answer:
+      return "correctness";
+    default:
+      return "runtime";
   }
 }
 
@@ -80,13 +91,16 @@ replay::KtCache records_to_kt_cache(const std::vector<Record>& records) {
     e.valid = r.result.ok() && !r.result.times_s.empty();
     if (e.valid) {
       for (double t : r.result.times_s) e.times_ms.push_back(t * 1e3);
-      e.time_ms = std::accumulate(e.times_ms.begin(), e.times_ms.end(), 0.0) / double(e.times_ms.size());
+      e.time_ms =
+          std::accumulate(e.times_ms.begin(), e.times_ms.end(), 0.0) / double(e.times_ms.size());
     } else {
       e.error = r.result.ok() ? "RuntimeFailedConfig" : kt_failure(r.result.status);
     }
     auto [it, fresh] = position.emplace(e.values, cache.entries.size());
-    if (fresh) cache.entries.push_back(std::move(e));
-    else cache.entries[it->second] = std::move(e);
+    if (fresh)
+      cache.entries.push_back(std::move(e));
+    else
+      cache.entries[it->second] = std::move(e);
   }
   for (auto& values : seen) std::sort(values.begin(), values.end());
   cache.tune_params = std::move(seen);
@@ -100,7 +114,8 @@ ordered_json kt_cache_to_json(const replay::KtCache& cache) {
   j["problem_size"] = cache.problem_size;
   j["tune_params_keys"] = cache.tune_params_keys;
   ordered_json params = ordered_json::object();
-  for (size_t i = 0; i < cache.tune_params_keys.size(); ++i) params[cache.tune_params_keys[i]] = cache.tune_params[i];
+  for (size_t i = 0; i < cache.tune_params_keys.size(); ++i)
+    params[cache.tune_params_keys[i]] = cache.tune_params[i];
   j["tune_params"] = params;
   j["objective"] = cache.objective.empty() ? "time" : cache.objective;
   ordered_json entries = ordered_json::object();
@@ -118,7 +133,8 @@ ordered_json kt_cache_to_json(const replay::KtCache& cache) {
     // Kernel Tuner's simulation mode adds these up as the time a run would have taken.
     entry["compile_time"] = 0;
     entry["verification_time"] = 0;
-    entry["benchmark_time"] = e.valid ? std::accumulate(e.times_ms.begin(), e.times_ms.end(), 0.0) : 0.0;
+    entry["benchmark_time"] =
+        e.valid ? std::accumulate(e.times_ms.begin(), e.times_ms.end(), 0.0) : 0.0;
     entry["strategy_time"] = 0;
     entry["framework_time"] = 0;
     entries[fmt::format("{}", fmt::join(e.values, ","))] = std::move(entry);
@@ -142,17 +158,22 @@ ordered_json records_to_t4(const std::vector<Record>& records) {
     res["times"] = {{"compilation_time", r.result.compile_s * 1e3}, {"runtimes", runtimes}};
     res["invalidity"] = t4_invalidity(r.result.status);
     res["correctness"] = r.result.status == MeasureStatus::wrong_answer ? 0 : 1;
-    const double ms = r.result.ok() && !runtimes.empty()
-                          ? std::accumulate(runtimes.begin(), runtimes.end(), 0.0) / double(runtimes.size())
-                          : 0.0;
+    const double ms =
+        r.result.ok() && !runtimes.empty()
+            ? std::accumulate(runtimes.begin(), runtimes.end(), 0.0) / double(runtimes.size())
+            : 0.0;
     res["measurements"] = ordered_json::array();
-    if (r.result.ok()) res["measurements"].push_back({{"name", "time"}, {"value", ms}, {"unit", "ms"}});
+    if (r.result.ok())
+      res["measurements"].push_back({{"name", "time"}, {"value", ms}, {"unit", "ms"}});
     results.push_back(std::move(res));
   }
   ordered_json j;
   j["schema_version"] = "1.0.0";
-  j["metadata"] = {{"tuner", "cutune"}, {"kernel", task.template_name.empty() ? task.op : task.template_name},
-                   {"problem_size", task.shape}, {"device", task.device_name}, {"arch", task.target_arch},
+  j["metadata"] = {{"tuner", "cutune"},
+                   {"kernel", task.template_name.empty() ? task.op : task.template_name},
+                   {"problem_size", task.shape},
+                   {"device", task.device_name},
+                   {"arch", task.target_arch},
                    {"timeunit", "milliseconds"}};
   j["results"] = std::move(results);
   return j;

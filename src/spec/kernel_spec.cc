@@ -21,13 +21,13 @@ struct TypeName {
 
 // Kernel Tuner passes numpy arrays, so its specs use numpy's names; C's are accepted too.
 constexpr TypeName kTypeNames[] = {
-    {"float", ElemType::f32},      {"float32", ElemType::f32},   {"double", ElemType::f64},
-    {"float64", ElemType::f64},    {"half", ElemType::f16},      {"float16", ElemType::f16},
-    {"bfloat16", ElemType::bf16},  {"int8", ElemType::i8},       {"char", ElemType::i8},
-    {"int16", ElemType::i16},      {"short", ElemType::i16},     {"int32", ElemType::i32},
-    {"int", ElemType::i32},        {"int64", ElemType::i64},     {"long", ElemType::i64},
-    {"uint8", ElemType::u8},       {"uchar", ElemType::u8},      {"uint16", ElemType::u16},
-    {"uint32", ElemType::u32},     {"uint", ElemType::u32},      {"uint64", ElemType::u64},
+    {"float", ElemType::f32},     {"float32", ElemType::f32}, {"double", ElemType::f64},
+    {"float64", ElemType::f64},   {"half", ElemType::f16},    {"float16", ElemType::f16},
+    {"bfloat16", ElemType::bf16}, {"int8", ElemType::i8},     {"char", ElemType::i8},
+    {"int16", ElemType::i16},     {"short", ElemType::i16},   {"int32", ElemType::i32},
+    {"int", ElemType::i32},       {"int64", ElemType::i64},   {"long", ElemType::i64},
+    {"uint8", ElemType::u8},      {"uchar", ElemType::u8},    {"uint16", ElemType::u16},
+    {"uint32", ElemType::u32},    {"uint", ElemType::u32},    {"uint64", ElemType::u64},
 };
 
 std::string field_string(const json& j, const char* key, const std::string& where) {
@@ -38,11 +38,15 @@ std::string field_string(const json& j, const char* key, const std::string& wher
 }
 
 // An expression field: a string (Python) or a number.
-SpecExpr parse_expr(const json& v, const std::string& field, const std::vector<std::string>& names) {
+SpecExpr parse_expr(const json& v, const std::string& field,
+                    const std::vector<std::string>& names) {
   SpecExpr e;
-  if (v.is_string()) e.text = v.get<std::string>();
-  else if (v.is_number_integer()) e.text = std::to_string(v.get<int64_t>());
-  else throw SpecError(fmt::format("{} must be an expression string or an integer", field));
+  if (v.is_string())
+    e.text = v.get<std::string>();
+  else if (v.is_number_integer())
+    e.text = std::to_string(v.get<int64_t>());
+  else
+    throw SpecError(fmt::format("{} must be an expression string or an integer", field));
   try {
     e.parsed = std::make_shared<const replay::PythonExpr>(replay::PythonExpr::parse(e.text, names));
   } catch (const replay::ExprError& err) {
@@ -88,15 +92,22 @@ SpecArgument parse_argument(const json& a, size_t index, const std::vector<std::
     arg.size = parse_expr(a["Size"], where + ".Size", names);
   }
   const std::string fill = a.value("FillType", std::string("Constant"));
-  if (fill == "Constant") arg.fill = FillType::constant;
-  else if (fill == "Random") arg.fill = FillType::random;
-  else if (fill == "BinaryRaw") arg.fill = FillType::binary_raw;
+  if (fill == "Constant")
+    arg.fill = FillType::constant;
+  else if (fill == "Random")
+    arg.fill = FillType::random;
+  else if (fill == "BinaryRaw")
+    arg.fill = FillType::binary_raw;
   else
-    throw SpecError(fmt::format("{}.FillType is '{}' (known: Constant, Random, BinaryRaw)", where, fill));
+    throw SpecError(
+        fmt::format("{}.FillType is '{}' (known: Constant, Random, BinaryRaw)", where, fill));
   if (auto v = a.find("FillValue"); v != a.end()) {
-    if (v->is_string()) arg.fill_expr = parse_expr(*v, where + ".FillValue", names);
-    else if (v->is_number()) arg.fill_value = v->get<double>();
-    else throw SpecError(where + ".FillValue must be a number or an expression string");
+    if (v->is_string())
+      arg.fill_expr = parse_expr(*v, where + ".FillValue", names);
+    else if (v->is_number())
+      arg.fill_value = v->get<double>();
+    else
+      throw SpecError(where + ".FillValue must be a number or an expression string");
   } else if (arg.fill == FillType::random) {
     arg.fill_value = 1.0;
   }
@@ -121,7 +132,8 @@ SpecReference parse_reference(const json& r, const KernelSpec& spec, const fs::p
     if (!c->is_object()) throw SpecError(where + ".Configuration must be an object");
     for (const auto& [name, value] : c->items()) {
       const int at = spec.space.parameter_position(name);
-      if (at < 0) throw SpecError(fmt::format("{}.Configuration: unknown parameter '{}'", where, name));
+      if (at < 0)
+        throw SpecError(fmt::format("{}.Configuration: unknown parameter '{}'", where, name));
       if (!value.is_number_integer())
         throw SpecError(fmt::format("{}.Configuration.{} must be an integer", where, name));
       ref.configuration[static_cast<size_t>(at)] = value.get<int64_t>();
@@ -130,8 +142,8 @@ SpecReference parse_reference(const json& r, const KernelSpec& spec, const fs::p
   if (r.contains("KernelName")) {
     ref.kind = SpecReference::Kind::kernel;
     ref.kernel_name = field_string(r, "KernelName", where);
-    ref.kernel_file = r.contains("KernelFile") ? folder / field_string(r, "KernelFile", where)
-                                               : spec.kernel_file;
+    ref.kernel_file =
+        r.contains("KernelFile") ? folder / field_string(r, "KernelFile", where) : spec.kernel_file;
   } else if (r.contains("OutputFile")) {
     ref.kind = SpecReference::Kind::output_file;
     ref.output_file = folder / field_string(r, "OutputFile", where);
@@ -177,10 +189,22 @@ ElemType parse_elem_type(const std::string& name) {
 
 int elem_bytes(ElemType t) {
   switch (t) {
-    case ElemType::i8: case ElemType::u8: return 1;
-    case ElemType::f16: case ElemType::bf16: case ElemType::i16: case ElemType::u16: return 2;
-    case ElemType::f32: case ElemType::i32: case ElemType::u32: return 4;
-    case ElemType::f64: case ElemType::i64: case ElemType::u64: return 8;
+    case ElemType::i8:
+    case ElemType::u8:
+      return 1;
+    case ElemType::f16:
+    case ElemType::bf16:
+    case ElemType::i16:
+    case ElemType::u16:
+      return 2;
+    case ElemType::f32:
+    case ElemType::i32:
+    case ElemType::u32:
+      return 4;
+    case ElemType::f64:
+    case ElemType::i64:
+    case ElemType::u64:
+      return 8;
   }
   return 0;
 }
@@ -191,36 +215,60 @@ bool elem_is_float(ElemType t) {
 
 const char* elem_name(ElemType t) {
   switch (t) {
-    case ElemType::f16: return "float16";
-    case ElemType::bf16: return "bfloat16";
-    case ElemType::f32: return "float32";
-    case ElemType::f64: return "float64";
-    case ElemType::i8: return "int8";
-    case ElemType::i16: return "int16";
-    case ElemType::i32: return "int32";
-    case ElemType::i64: return "int64";
-    case ElemType::u8: return "uint8";
-    case ElemType::u16: return "uint16";
-    case ElemType::u32: return "uint32";
-    case ElemType::u64: return "uint64";
+    case ElemType::f16:
+      return "float16";
+    case ElemType::bf16:
+      return "bfloat16";
+    case ElemType::f32:
+      return "float32";
+    case ElemType::f64:
+      return "float64";
+    case ElemType::i8:
+      return "int8";
+    case ElemType::i16:
+      return "int16";
+    case ElemType::i32:
+      return "int32";
+    case ElemType::i64:
+      return "int64";
+    case ElemType::u8:
+      return "uint8";
+    case ElemType::u16:
+      return "uint16";
+    case ElemType::u32:
+      return "uint32";
+    case ElemType::u64:
+      return "uint64";
   }
   return "?";
 }
 
 const char* elem_c_type(ElemType t) {
   switch (t) {
-    case ElemType::f16: return "__half";
-    case ElemType::bf16: return "__nv_bfloat16";
-    case ElemType::f32: return "float";
-    case ElemType::f64: return "double";
-    case ElemType::i8: return "signed char";
-    case ElemType::i16: return "short";
-    case ElemType::i32: return "int";
-    case ElemType::i64: return "long long";
-    case ElemType::u8: return "unsigned char";
-    case ElemType::u16: return "unsigned short";
-    case ElemType::u32: return "unsigned int";
-    case ElemType::u64: return "unsigned long long";
+    case ElemType::f16:
+      return "__half";
+    case ElemType::bf16:
+      return "__nv_bfloat16";
+    case ElemType::f32:
+      return "float";
+    case ElemType::f64:
+      return "double";
+    case ElemType::i8:
+      return "signed char";
+    case ElemType::i16:
+      return "short";
+    case ElemType::i32:
+      return "int";
+    case ElemType::i64:
+      return "long long";
+    case ElemType::u8:
+      return "unsigned char";
+    case ElemType::u16:
+      return "unsigned short";
+    case ElemType::u32:
+      return "unsigned int";
+    case ElemType::u64:
+      return "unsigned long long";
   }
   return "?";
 }
@@ -228,8 +276,8 @@ const char* elem_c_type(ElemType t) {
 std::vector<int64_t> KernelSpec::defaults() const {
   std::vector<int64_t> out;
   for (const auto& p : space.parameters) {
-    const bool listed = p.default_value &&
-                        std::find(p.values.begin(), p.values.end(), *p.default_value) != p.values.end();
+    const bool listed = p.default_value && std::find(p.values.begin(), p.values.end(),
+                                                     *p.default_value) != p.values.end();
     out.push_back(listed ? *p.default_value : p.values.front());
   }
   return out;
@@ -247,7 +295,9 @@ std::vector<int64_t> KernelSpec::values_for(const std::vector<int64_t>& params) 
 
 std::string KernelSpec::read_kernel_source() const {
   std::ifstream in(kernel_file, std::ios::binary);
-  if (!in) throw SpecError(fmt::format("KernelSpecification.KernelFile: no file '{}'", kernel_file.string()));
+  if (!in)
+    throw SpecError(
+        fmt::format("KernelSpecification.KernelFile: no file '{}'", kernel_file.string()));
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -260,7 +310,8 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
   spec.path = path;
   const fs::path folder = path.parent_path();
   spec.space = replay::parse_t1_spec(j);
-  if (spec.space.parameters.empty()) throw SpecError("ConfigurationSpace.TuningParameters is empty");
+  if (spec.space.parameters.empty())
+    throw SpecError("ConfigurationSpace.TuningParameters is empty");
   for (const auto& p : spec.space.parameters)
     if (p.values.empty()) throw SpecError(fmt::format("parameter '{}' has no values", p.name));
   auto ks_it = j.find("KernelSpecification");
@@ -270,7 +321,8 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
   const std::string where = "KernelSpecification";
   // Only compiling needs CUDA; the space of an OpenCL kernel's spec is still readable.
   if (auto lang = ks.find("Language"); require_kernel_file && lang != ks.end() && *lang != "CUDA")
-    throw SpecError(fmt::format("{}.Language is {} (only \"CUDA\" is supported)", where, lang->dump()));
+    throw SpecError(
+        fmt::format("{}.Language is {} (only \"CUDA\" is supported)", where, lang->dump()));
   spec.benchmark_name = ks.value("BenchmarkName", std::string());
   spec.kernel_name = field_string(ks, "KernelName", where);
   spec.kernel_file = folder / field_string(ks, "KernelFile", where);
@@ -278,18 +330,21 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
   if (require_kernel_file && !spec.kernel_file_exists)
     throw SpecError(fmt::format("{}.KernelFile: no file '{}'", where, spec.kernel_file.string()));
   if (auto opts = ks.find("CompilerOptions"); opts != ks.end() && !opts->is_null()) {
-    if (!opts->is_array() || !std::all_of(opts->begin(), opts->end(), [](const json& o) { return o.is_string(); }))
+    if (!opts->is_array() ||
+        !std::all_of(opts->begin(), opts->end(), [](const json& o) { return o.is_string(); }))
       throw SpecError(where + ".CompilerOptions must be an array of strings");
     spec.compiler_options = opts->get<std::vector<std::string>>();
   }
   if (auto ps = ks.find("ProblemSize"); ps != ks.end()) {
-    if (!ps->is_array() || !std::all_of(ps->begin(), ps->end(), [](const json& v) { return v.is_number_integer(); }))
+    if (!ps->is_array() ||
+        !std::all_of(ps->begin(), ps->end(), [](const json& v) { return v.is_number_integer(); }))
       throw SpecError(where + ".ProblemSize must be an array of integers");
     spec.problem_size = ps->get<std::vector<int64_t>>();
   }
 
   for (const auto& p : spec.space.parameters) spec.names.push_back(p.name);
-  for (size_t i = 0; i < spec.problem_size.size(); ++i) spec.names.push_back(fmt::format("ProblemSize[{}]", i));
+  for (size_t i = 0; i < spec.problem_size.size(); ++i)
+    spec.names.push_back(fmt::format("ProblemSize[{}]", i));
   for (const auto& p : spec.space.parameters) {
     spec.names.push_back(fmt::format("max({})", p.name));
     spec.names.push_back(fmt::format("min({})", p.name));
@@ -308,9 +363,10 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
 void parse_kernel_part(const json& ks, KernelSpec& spec, const fs::path& folder) {
   const std::string where = "KernelSpecification";
   static constexpr const char* kAxes[] = {"X", "Y", "Z"};
-  auto dims = [&](const char* key, SpecExpr (&out)[3]) {
+  auto dims = [&](const char* key, SpecExpr(&out)[3]) {
     auto it = ks.find(key);
-    if (it == ks.end() || !it->is_object()) throw SpecError(fmt::format("{}.{} must be an object with X, Y, Z", where, key));
+    if (it == ks.end() || !it->is_object())
+      throw SpecError(fmt::format("{}.{} must be an object with X, Y, Z", where, key));
     for (int d = 0; d < 3; ++d) {
       const std::string field = fmt::format("{}.{}.{}", where, key, kAxes[d]);
       out[d] = parse_expr(it->contains(kAxes[d]) ? (*it)[kAxes[d]] : json("1"), field, spec.names);
@@ -320,19 +376,22 @@ void parse_kernel_part(const json& ks, KernelSpec& spec, const fs::path& folder)
   dims("GlobalSize", spec.grid);
   const std::string size_type = ks.value("GlobalSizeType", std::string("CUDA"));
   if (size_type != "CUDA" && size_type != "OpenCL")
-    throw SpecError(fmt::format("{}.GlobalSizeType is '{}' (known: CUDA, OpenCL)", where, size_type));
+    throw SpecError(
+        fmt::format("{}.GlobalSizeType is '{}' (known: CUDA, OpenCL)", where, size_type));
   spec.grid_is_blocks = size_type == "CUDA";
   for (int d = 0; d < 3; ++d) {
     const std::string key = fmt::format("GridDiv{}", kAxes[d]);
     auto it = ks.find(key);
     if (it == ks.end() || it->is_null()) continue;
-    if (!it->is_array()) throw SpecError(fmt::format("{}.{} must be an array of expressions", where, key));
+    if (!it->is_array())
+      throw SpecError(fmt::format("{}.{} must be an array of expressions", where, key));
     for (size_t i = 0; i < it->size(); ++i)
-      spec.grid_div[d].push_back(parse_expr((*it)[i], fmt::format("{}.{}[{}]", where, key, i), spec.names));
+      spec.grid_div[d].push_back(
+          parse_expr((*it)[i], fmt::format("{}.{}[{}]", where, key, i), spec.names));
   }
-  spec.shared_memory = parse_expr(ks.contains("SharedMemory") && !ks["SharedMemory"].is_null()
-                                      ? ks["SharedMemory"] : json(0),
-                                  where + ".SharedMemory", spec.names);
+  spec.shared_memory = parse_expr(
+      ks.contains("SharedMemory") && !ks["SharedMemory"].is_null() ? ks["SharedMemory"] : json(0),
+      where + ".SharedMemory", spec.names);
   if (auto t = ks.find("TemplateArguments"); t != ks.end() && !t->is_null()) {
     if (!t->is_string()) throw SpecError(where + ".TemplateArguments must be a string");
     spec.template_arguments = split_template_arguments(t->get<std::string>());
@@ -344,19 +403,23 @@ void parse_kernel_part(const json& ks, KernelSpec& spec, const fs::path& folder)
   for (size_t i = 0; i < args_it->size(); ++i) {
     SpecArgument a = parse_argument((*args_it)[i], i, spec.names, folder);
     for (const auto& b : spec.arguments)
-      if (b.name == a.name) throw SpecError(fmt::format("{}.Arguments[{}]: name '{}' is used twice", where, i, a.name));
+      if (b.name == a.name)
+        throw SpecError(fmt::format("{}.Arguments[{}]: name '{}' is used twice", where, i, a.name));
     spec.arguments.push_back(std::move(a));
   }
   if (auto tol = ks.find("Tolerance"); tol != ks.end()) {
-    if (!tol->is_number() || tol->get<double>() < 0) throw SpecError(where + ".Tolerance must be a number >= 0");
+    if (!tol->is_number() || tol->get<double>() < 0)
+      throw SpecError(where + ".Tolerance must be a number >= 0");
     spec.tolerance = tol->get<double>();
   }
   spec.reference.configuration = spec.defaults();
-  if (auto r = ks.find("Reference"); r != ks.end()) spec.reference = parse_reference(*r, spec, folder);
+  if (auto r = ks.find("Reference"); r != ks.end())
+    spec.reference = parse_reference(*r, spec, folder);
   if (spec.reference.kind == SpecReference::Kind::output_file) {
     const auto outputs = std::count_if(spec.arguments.begin(), spec.arguments.end(),
                                        [](const SpecArgument& a) { return a.is_output; });
-    if (outputs != 1) throw SpecError(where + ".Reference.OutputFile needs exactly one output argument");
+    if (outputs != 1)
+      throw SpecError(where + ".Reference.OutputFile needs exactly one output argument");
   }
 }
 

@@ -66,7 +66,7 @@ struct SpecArgument {
   bool read_only = false;    // "AccessType": "ReadOnly"
   SpecExpr size;             // elements (vectors); "1" for scalars
   FillType fill = FillType::constant;
-  double fill_value = 0;     // constant: the value; random: uniform in [0, FillValue)
+  double fill_value = 0;              // constant: the value; random: uniform in [0, FillValue)
   std::optional<SpecExpr> fill_expr;  // cutune: "FillValue" as an expression ("ProblemSize[0]")
   std::filesystem::path data_source;  // binary_raw
 };
@@ -81,26 +81,26 @@ struct SpecReference {
 };
 
 struct KernelSpec {
-  std::filesystem::path path;     // the spec file
+  std::filesystem::path path;  // the spec file
   std::string benchmark_name;
-  std::string kernel_name;        // as written ("vector_add" or a template's name)
+  std::string kernel_name;            // as written ("vector_add" or a template's name)
   std::filesystem::path kernel_file;  // resolved against the spec's folder
   bool kernel_file_exists = false;
   std::vector<std::string> compiler_options;
   std::vector<int64_t> problem_size;
   SpecExpr block[3];
-  SpecExpr grid[3];               // grid_is_blocks: blocks; else threads, divided by grid_div
-  bool grid_is_blocks = true;     // "GlobalSizeType": "CUDA" (else "OpenCL")
+  SpecExpr grid[3];                   // grid_is_blocks: blocks; else threads, divided by grid_div
+  bool grid_is_blocks = true;         // "GlobalSizeType": "CUDA" (else "OpenCL")
   std::vector<SpecExpr> grid_div[3];  // "GridDivX/Y/Z"; empty: the block size
-  SpecExpr shared_memory;         // dynamic shared memory in bytes
+  SpecExpr shared_memory;             // dynamic shared memory in bytes
   std::vector<std::string> template_arguments;  // empty: not a template
   std::vector<SpecArgument> arguments;
   SpecReference reference;
   std::optional<double> tolerance;
 
-  std::string kernel_error;       // loaded without require_kernel_file: what was wrong with
-                                  // the kernel part (sizes, arguments), else empty
-  replay::T1Spec space;           // parameters and conditions
+  std::string kernel_error;        // loaded without require_kernel_file: what was wrong with
+                                   // the kernel part (sizes, arguments), else empty
+  replay::T1Spec space;            // parameters and conditions
   std::vector<std::string> names;  // what expressions may read, in value-vector order
 
   // Every parameter's default ("Default", else its first listed value), in the spec's order.

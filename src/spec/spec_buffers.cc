@@ -58,37 +58,71 @@ T get(const std::vector<std::byte>& bytes, int64_t i) {
 
 void store(ArgData& d, int64_t i, double v) {
   switch (d.type) {
-    case ElemType::f16: put(d.bytes, i, exact_f16_bits(round_to_storage(float(v), ir::DType::Float16))); break;
+    case ElemType::f16:
+      put(d.bytes, i, exact_f16_bits(round_to_storage(float(v), ir::DType::Float16)));
+      break;
     case ElemType::bf16:
       put(d.bytes, i, uint16_t(float_bits(round_to_storage(float(v), ir::DType::BFloat16)) >> 16));
       break;
-    case ElemType::f32: put(d.bytes, i, float(v)); break;
-    case ElemType::f64: put(d.bytes, i, v); break;
-    case ElemType::i8: put(d.bytes, i, int8_t(v)); break;
-    case ElemType::i16: put(d.bytes, i, int16_t(v)); break;
-    case ElemType::i32: put(d.bytes, i, int32_t(v)); break;
-    case ElemType::i64: put(d.bytes, i, int64_t(v)); break;
-    case ElemType::u8: put(d.bytes, i, uint8_t(v)); break;
-    case ElemType::u16: put(d.bytes, i, uint16_t(v)); break;
-    case ElemType::u32: put(d.bytes, i, uint32_t(v)); break;
-    case ElemType::u64: put(d.bytes, i, uint64_t(v)); break;
+    case ElemType::f32:
+      put(d.bytes, i, float(v));
+      break;
+    case ElemType::f64:
+      put(d.bytes, i, v);
+      break;
+    case ElemType::i8:
+      put(d.bytes, i, int8_t(v));
+      break;
+    case ElemType::i16:
+      put(d.bytes, i, int16_t(v));
+      break;
+    case ElemType::i32:
+      put(d.bytes, i, int32_t(v));
+      break;
+    case ElemType::i64:
+      put(d.bytes, i, int64_t(v));
+      break;
+    case ElemType::u8:
+      put(d.bytes, i, uint8_t(v));
+      break;
+    case ElemType::u16:
+      put(d.bytes, i, uint16_t(v));
+      break;
+    case ElemType::u32:
+      put(d.bytes, i, uint32_t(v));
+      break;
+    case ElemType::u64:
+      put(d.bytes, i, uint64_t(v));
+      break;
   }
 }
 
 double load(const ArgData& d, int64_t i) {
   switch (d.type) {
-    case ElemType::f16: return f16_value(get<uint16_t>(d.bytes, i));
-    case ElemType::bf16: return bits_float(uint32_t(get<uint16_t>(d.bytes, i)) << 16);
-    case ElemType::f32: return get<float>(d.bytes, i);
-    case ElemType::f64: return get<double>(d.bytes, i);
-    case ElemType::i8: return get<int8_t>(d.bytes, i);
-    case ElemType::i16: return get<int16_t>(d.bytes, i);
-    case ElemType::i32: return get<int32_t>(d.bytes, i);
-    case ElemType::i64: return double(get<int64_t>(d.bytes, i));
-    case ElemType::u8: return get<uint8_t>(d.bytes, i);
-    case ElemType::u16: return get<uint16_t>(d.bytes, i);
-    case ElemType::u32: return get<uint32_t>(d.bytes, i);
-    case ElemType::u64: return double(get<uint64_t>(d.bytes, i));
+    case ElemType::f16:
+      return f16_value(get<uint16_t>(d.bytes, i));
+    case ElemType::bf16:
+      return bits_float(uint32_t(get<uint16_t>(d.bytes, i)) << 16);
+    case ElemType::f32:
+      return get<float>(d.bytes, i);
+    case ElemType::f64:
+      return get<double>(d.bytes, i);
+    case ElemType::i8:
+      return get<int8_t>(d.bytes, i);
+    case ElemType::i16:
+      return get<int16_t>(d.bytes, i);
+    case ElemType::i32:
+      return get<int32_t>(d.bytes, i);
+    case ElemType::i64:
+      return double(get<int64_t>(d.bytes, i));
+    case ElemType::u8:
+      return get<uint8_t>(d.bytes, i);
+    case ElemType::u16:
+      return get<uint16_t>(d.bytes, i);
+    case ElemType::u32:
+      return get<uint32_t>(d.bytes, i);
+    case ElemType::u64:
+      return double(get<uint64_t>(d.bytes, i));
   }
   return 0;
 }
@@ -103,10 +137,16 @@ std::vector<float> ArgData::to_floats() const {
 
 ir::Type storage_type(ElemType t) {
   switch (elem_bytes(t)) {
-    case 1: return ir::Type::boolean();
-    case 2: return t == ElemType::bf16 ? ir::Type::bf16() : ir::Type::f16();
-    case 4: return t == ElemType::f32 ? ir::Type::f32() : t == ElemType::i32 ? ir::Type::i32() : ir::Type::u32();
-    default: return ir::Type::i64();
+    case 1:
+      return ir::Type::boolean();
+    case 2:
+      return t == ElemType::bf16 ? ir::Type::bf16() : ir::Type::f16();
+    case 4:
+      return t == ElemType::f32   ? ir::Type::f32()
+             : t == ElemType::i32 ? ir::Type::i32()
+                                  : ir::Type::u32();
+    default:
+      return ir::Type::i64();
   }
 }
 
@@ -139,7 +179,8 @@ ArgData read_raw(const std::filesystem::path& path, ElemType type, int64_t eleme
 ArgData make_argument(const SpecArgument& a, int index, int64_t elements, double fill_value,
                       uint64_t seed) {
   if (a.fill == FillType::binary_raw)
-    return read_raw(a.data_source, a.type, elements, fmt::format("argument '{}' DataSource", a.name));
+    return read_raw(a.data_source, a.type, elements,
+                    fmt::format("argument '{}' DataSource", a.name));
   ArgData d;
   d.type = a.type;
   d.bytes.resize(static_cast<size_t>(elements * elem_bytes(a.type)));

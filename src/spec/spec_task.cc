@@ -30,7 +30,8 @@ std::string kernel_expression(const KernelSpec& spec, const std::string& name,
 
 }  // namespace
 
-SpecTask::SpecTask(KernelSpec spec) : spec_(std::move(spec)), space_(std::make_unique<ConfigSpace>()) {
+SpecTask::SpecTask(KernelSpec spec)
+    : spec_(std::move(spec)), space_(std::make_unique<ConfigSpace>()) {
   replay::define_t1_space(spec_.space, *space_);
   if (spec_.kernel_file_exists && spec_.kernel_error.empty()) source_ = spec_.read_kernel_source();
 }
@@ -43,7 +44,8 @@ const std::string& SpecTask::source() const {
 
 std::vector<int64_t> SpecTask::params_of(const Config& config) const {
   std::vector<int64_t> p;
-  for (size_t i = 0; i < spec_.space.parameters.size(); ++i) p.push_back(config.get(static_cast<int>(i)));
+  for (size_t i = 0; i < spec_.space.parameters.size(); ++i)
+    p.push_back(config.get(static_cast<int>(i)));
   return p;
 }
 
@@ -51,7 +53,9 @@ Config SpecTask::config_of(const std::vector<int64_t>& params) const {
   std::vector<int32_t> entities;
   for (size_t i = 0; i < params.size(); ++i) {
     auto e = space_->knobs()[i].find_value(params[i]);
-    if (!e) throw SpecError(fmt::format("{} = {} is not one of its values", space_->knobs()[i].name(), params[i]));
+    if (!e)
+      throw SpecError(
+          fmt::format("{} = {} is not one of its values", space_->knobs()[i].name(), params[i]));
     entities.push_back(static_cast<int32_t>(*e));
   }
   return Config(space_.get(), std::move(entities));
@@ -78,7 +82,9 @@ SpecInstance SpecTask::instantiate(const std::vector<int64_t>& params) const {
     }
   }
   auto dim = [](const int64_t v[3]) {
-    auto clamp = [](int64_t x) { return static_cast<uint32_t>(std::clamp<int64_t>(x, 0, UINT32_MAX)); };
+    auto clamp = [](int64_t x) {
+      return static_cast<uint32_t>(std::clamp<int64_t>(x, 0, UINT32_MAX));
+    };
     return Dim3{clamp(v[0]), clamp(v[1]), clamp(v[2])};
   };
   in.launch.block = dim(block);
@@ -87,7 +93,8 @@ SpecInstance SpecTask::instantiate(const std::vector<int64_t>& params) const {
   in.launch.dynamic_smem_bytes = static_cast<uint32_t>(std::clamp<int64_t>(smem, 0, UINT32_MAX));
   for (const SpecArgument& a : spec_.arguments) {
     const int64_t n = eval_int(a.size, values, fmt::format("Arguments '{}' Size", a.name));
-    if (n < 1) throw SpecError(fmt::format("argument '{}' has Size {} ('{}')", a.name, n, a.size.text));
+    if (n < 1)
+      throw SpecError(fmt::format("argument '{}' has Size {} ('{}')", a.name, n, a.size.text));
     in.elements.push_back(n);
     in.fill_values.push_back(a.fill_expr ? a.fill_expr->parsed->evaluate(values) : a.fill_value);
   }
@@ -97,30 +104,40 @@ SpecInstance SpecTask::instantiate(const std::vector<int64_t>& params) const {
   return in;
 }
 
-std::optional<std::string> SpecTask::launch_violation(const SpecInstance& in, const DeviceInfo& device) {
+std::optional<std::string> SpecTask::launch_violation(const SpecInstance& in,
+                                                      const DeviceInfo& device) {
   const Dim3& b = in.launch.block;
   const Dim3& g = in.launch.grid;
-  if (b.x == 0 || b.y == 0 || b.z == 0) return fmt::format("LocalSize: block size ({},{},{}) has a zero", b.x, b.y, b.z);
-  if (g.x == 0 || g.y == 0 || g.z == 0) return fmt::format("GlobalSize: grid size ({},{},{}) has a zero", g.x, g.y, g.z);
+  if (b.x == 0 || b.y == 0 || b.z == 0)
+    return fmt::format("LocalSize: block size ({},{},{}) has a zero", b.x, b.y, b.z);
+  if (g.x == 0 || g.y == 0 || g.z == 0)
+    return fmt::format("GlobalSize: grid size ({},{},{}) has a zero", g.x, g.y, g.z);
   if (b.x > 1024 || b.y > 1024 || b.z > 64)
-    return fmt::format("LocalSize: block size ({},{},{}) exceeds the per-dimension limit (1024,1024,64)", b.x, b.y, b.z);
+    return fmt::format(
+        "LocalSize: block size ({},{},{}) exceeds the per-dimension limit (1024,1024,64)", b.x, b.y,
+        b.z);
   if (b.volume() > static_cast<uint64_t>(device.max_threads_per_block))
-    return fmt::format("LocalSize: a block of {} threads exceeds the device's {}", b.volume(), device.max_threads_per_block);
+    return fmt::format("LocalSize: a block of {} threads exceeds the device's {}", b.volume(),
+                       device.max_threads_per_block);
   if (g.x > 2147483647u || g.y > 65535 || g.z > 65535)
-    return fmt::format("GlobalSize: grid size ({},{},{}) exceeds the limit (2^31-1,65535,65535)", g.x, g.y, g.z);
+    return fmt::format("GlobalSize: grid size ({},{},{}) exceeds the limit (2^31-1,65535,65535)",
+                       g.x, g.y, g.z);
   const int smem_limit = std::max(device.max_shared_per_block_optin, device.max_shared_per_block);
   if (in.launch.dynamic_smem_bytes > static_cast<uint32_t>(smem_limit))
-    return fmt::format("SharedMemory: {} bytes exceed the device's {}", in.launch.dynamic_smem_bytes, smem_limit);
+    return fmt::format("SharedMemory: {} bytes exceed the device's {}",
+                       in.launch.dynamic_smem_bytes, smem_limit);
   return std::nullopt;
 }
 
 CudaSource SpecTask::nvrtc_source(const SpecInstance& in) const {
   if (!spec_.template_arguments.empty())
-    throw SpecError("KernelSpecification.TemplateArguments: NVRTC compiles of template kernels are "
-                    "not supported yet (they need NVRTC name expressions); the emulator runs them");
+    throw SpecError(
+        "KernelSpecification.TemplateArguments: NVRTC compiles of template kernels are "
+        "not supported yet (they need NVRTC name expressions); the emulator runs them");
   CudaSource src;
   src.kernel_name = in.kernel_expression;
-  src.code = in.defines + fmt::format("#line 1 \"{}\"\n", spec_.kernel_file.filename().string()) + source();
+  src.code = in.defines + fmt::format("#line 1 \"{}\"\n", spec_.kernel_file.filename().string()) +
+             source();
   src.launch = in.launch;
   for (size_t i = 0; i < spec_.arguments.size(); ++i) {
     const SpecArgument& a = spec_.arguments[i];
@@ -149,9 +166,9 @@ CudaSource SpecTask::emulator_source(const SpecInstance& in, const std::string& 
       call_args.push_back(name);
     } else if (a.is_constant) {
       params.push_back(fmt::format("const {}* {}", type, name));
-      copies.push_back(fmt::format(
-          "    cutune_emu_fill_constant(&{0}, sizeof({0}), {1}, {2}ull, \"{0}\");\n", a.name,
-          name, in.elements[i] * elem_bytes(a.type)));
+      copies.push_back(
+          fmt::format("    cutune_emu_fill_constant(&{0}, sizeof({0}), {1}, {2}ull, \"{0}\");\n",
+                      a.name, name, in.elements[i] * elem_bytes(a.type)));
     } else {
       params.push_back(fmt::format("{}* {}", type, name));
       call_args.push_back(name);
@@ -166,7 +183,8 @@ CudaSource SpecTask::emulator_source(const SpecInstance& in, const std::string& 
     entry += "    cutune_emu_once_end(&cutune_spec_constants_state);\n  }\n";
   }
   entry += fmt::format("  {}({});\n}}\n", callee, fmt::join(call_args, ", "));
-  src.code = in.defines + fmt::format("#line 1 \"{}\"\n", spec_.kernel_file.filename().string()) + user + entry;
+  src.code = in.defines + fmt::format("#line 1 \"{}\"\n", spec_.kernel_file.filename().string()) +
+             user + entry;
   return src;
 }
 

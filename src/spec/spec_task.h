@@ -19,12 +19,12 @@ namespace cutune::spec {
 
 // One configuration made concrete.
 struct SpecInstance {
-  std::vector<int64_t> params;         // one value per parameter, in the spec's order
-  LaunchSpec launch;                   // grid, block, dynamic shared memory
-  std::vector<int64_t> elements;       // per spec argument (1 for scalars)
-  std::vector<double> fill_values;     // per spec argument: FillValue, evaluated
-  std::string defines;                 // "#define P V\n" per parameter
-  std::string kernel_expression;       // the kernel's name, with its template arguments
+  std::vector<int64_t> params;      // one value per parameter, in the spec's order
+  LaunchSpec launch;                // grid, block, dynamic shared memory
+  std::vector<int64_t> elements;    // per spec argument (1 for scalars)
+  std::vector<double> fill_values;  // per spec argument: FillValue, evaluated
+  std::string defines;              // "#define P V\n" per parameter
+  std::string kernel_expression;    // the kernel's name, with its template arguments
 };
 
 class SpecTask {

@@ -29,23 +29,29 @@ std::string not_emulated_reason(const std::string& raw_log) {
   // In a UTF-8 locale g++ quotes names with U+2018 / U+2019.
   std::string log = raw_log;
   for (const char* quote : {"\u2018", "\u2019"})
-    for (size_t at; (at = log.find(quote)) != std::string::npos;) log.replace(at, std::strlen(quote), "'");
+    for (size_t at; (at = log.find(quote)) != std::string::npos;)
+      log.replace(at, std::strlen(quote), "'");
   // g++'s wording; the location is "file:line:col: error: ...".
-  static const std::regex kUndeclared(R"(([^\s:]+):(\d+):\d+: error: '([^']+)' was not declared in this scope)");
+  static const std::regex kUndeclared(
+      R"(([^\s:]+):(\d+):\d+: error: '([^']+)' was not declared in this scope)");
   static const std::regex kNoHeader(R"(fatal error: ([^:]+): No such file or directory)");
   static const std::regex kNoType(R"(([^\s:]+):(\d+):\d+: error: '([^']+)' does not name a type)");
-  static const std::regex kNoMatch(R"(([^\s:]+):(\d+):\d+: error: no matching function for call to '([^(']+))");
+  static const std::regex kNoMatch(
+      R"(([^\s:]+):(\d+):\d+: error: no matching function for call to '([^(']+))");
   static const std::regex kAnyError(R"(([^\s:]+):(\d+):\d+: error: ([^\n]*))");
   std::smatch m;
-  if (std::regex_search(log, m, kNoHeader)) return fmt::format("not emulated: #include <{}>", m[1].str());
+  if (std::regex_search(log, m, kNoHeader))
+    return fmt::format("not emulated: #include <{}>", m[1].str());
   if (std::regex_search(log, m, kUndeclared))
     return fmt::format("not emulated: '{}' ({}:{})", m[3].str(), m[1].str(), m[2].str());
   if (std::regex_search(log, m, kNoType))
     return fmt::format("not emulated: type '{}' ({}:{})", m[3].str(), m[1].str(), m[2].str());
   if (std::regex_search(log, m, kNoMatch))
-    return fmt::format("not emulated: {} with these argument types ({}:{})", m[3].str(), m[1].str(), m[2].str());
+    return fmt::format("not emulated: {} with these argument types ({}:{})", m[3].str(), m[1].str(),
+                       m[2].str());
   if (std::regex_search(log, m, kAnyError))
-    return fmt::format("not emulated: the host compiler says '{}' ({}:{})", first_line(m[3].str()), m[1].str(), m[2].str());
+    return fmt::format("not emulated: the host compiler says '{}' ({}:{})", first_line(m[3].str()),
+                       m[1].str(), m[2].str());
   return "not emulated: " + first_line(log);
 }
 
@@ -53,14 +59,20 @@ double output_tolerance(const KernelSpec& spec, ElemType type) {
   if (spec.tolerance) return *spec.tolerance;
   constexpr int64_t kReduction = 4096;
   switch (type) {
-    case ElemType::f16: return error_tolerance("float16", kReduction);
-    case ElemType::bf16: return error_tolerance("bfloat16", kReduction);
-    case ElemType::f32: case ElemType::f64: return error_tolerance("float32", kReduction);
-    default: return 0;
+    case ElemType::f16:
+      return error_tolerance("float16", kReduction);
+    case ElemType::bf16:
+      return error_tolerance("bfloat16", kReduction);
+    case ElemType::f32:
+    case ElemType::f64:
+      return error_tolerance("float32", kReduction);
+    default:
+      return 0;
   }
 }
 
-SpecVerifier::SpecVerifier(const SpecTask& task, emu::Emulator& emulator, DeviceInfo device, uint64_t seed)
+SpecVerifier::SpecVerifier(const SpecTask& task, emu::Emulator& emulator, DeviceInfo device,
+                           uint64_t seed)
     : task_(task), emulator_(emulator), device_(std::move(device)), seed_(seed) {}
 
 SpecVerifier::Run SpecVerifier::run_instance(const SpecInstance& in, const CudaSource& source) {
@@ -70,7 +82,8 @@ SpecVerifier::Run SpecVerifier::run_instance(const SpecInstance& in, const CudaS
   std::vector<emu::ScalarArg> scalars;
   std::vector<ArgData> data;
   for (size_t i = 0; i < spec.arguments.size(); ++i)
-    data.push_back(make_argument(spec.arguments[i], static_cast<int>(i), in.elements[i], in.fill_values[i], seed_));
+    data.push_back(make_argument(spec.arguments[i], static_cast<int>(i), in.elements[i],
+                                 in.fill_values[i], seed_));
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     if (spec.arguments[i].is_scalar) {
       emu::ScalarArg s;
@@ -131,8 +144,8 @@ const std::optional<std::vector<ArgData>>& SpecVerifier::reference() {
       SpecInstance in = task_.instantiate(ref.configuration);
       for (size_t i = 0; i < spec.arguments.size(); ++i) {
         if (!spec.arguments[i].is_output) continue;
-        reference_ = std::vector<ArgData>{
-            read_raw(ref.output_file, spec.arguments[i].type, in.elements[i], "Reference.OutputFile")};
+        reference_ = std::vector<ArgData>{read_raw(ref.output_file, spec.arguments[i].type,
+                                                   in.elements[i], "Reference.OutputFile")};
       }
       return reference_;
     }
@@ -144,7 +157,9 @@ const std::optional<std::vector<ArgData>>& SpecVerifier::reference() {
     std::string file_source;
     if (ref.kind == SpecReference::Kind::kernel && ref.kernel_file != spec.kernel_file) {
       std::ifstream f(ref.kernel_file, std::ios::binary);
-      if (!f) throw SpecError(fmt::format("Reference.KernelFile: no file '{}'", ref.kernel_file.string()));
+      if (!f)
+        throw SpecError(
+            fmt::format("Reference.KernelFile: no file '{}'", ref.kernel_file.string()));
       std::stringstream s;
       s << f.rdbuf();
       file_source = s.str();
@@ -153,7 +168,8 @@ const std::optional<std::vector<ArgData>>& SpecVerifier::reference() {
         in, ref.kind == SpecReference::Kind::kernel ? ref.kernel_name : std::string(), file_source);
     Run r = run_instance(in, source);
     if (r.check.status != "ok") {
-      reference_error_ = fmt::format("the reference failed: {}: {}", r.check.status, r.check.message);
+      reference_error_ =
+          fmt::format("the reference failed: {}: {}", r.check.status, r.check.message);
       return reference_;
     }
     reference_ = std::move(r.outputs);
@@ -206,8 +222,8 @@ SpecCheck SpecVerifier::check(const Config& config) {
     if (got.bytes.size() != want.bytes.size()) {
       out.passed = false;
       out.status = "mismatch";
-      out.message = fmt::format("output '{}' has {} elements, the reference {}", spec.arguments[i].name,
-                                got.elements(), want.elements());
+      out.message = fmt::format("output '{}' has {} elements, the reference {}",
+                                spec.arguments[i].name, got.elements(), want.elements());
       out.max_rel_error = kInf;
       return out;
     }

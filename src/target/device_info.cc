@@ -33,22 +33,22 @@ struct ArchRow {
 };
 
 constexpr std::array kArchRows = {
-    ArchRow{"sm_70", "Tesla V100-SXM2-16GB", 7, 0, 2048, 32, 96 * kKiB, 96 * kKiB, 0,
-            80, 6 * kKiB * kKiB, 1530000, 877000, 4096, 16 * kGiB},
-    ArchRow{"sm_75", "Tesla T4", 7, 5, 1024, 16, 64 * kKiB, 64 * kKiB, 0,
-            40, 4 * kKiB * kKiB, 1590000, 5001000, 256, 16 * kGiB},
-    ArchRow{"sm_80", "A100-SXM4-40GB", 8, 0, 2048, 32, 164 * kKiB, 163 * kKiB, kKiB,
-            108, 40 * kKiB * kKiB, 1410000, 1215000, 5120, 40 * kGiB},
-    ArchRow{"sm_86", "GeForce RTX 3090", 8, 6, 1536, 16, 100 * kKiB, 99 * kKiB, kKiB,
-            82, 6 * kKiB * kKiB, 1695000, 9751000, 384, 24 * kGiB},
-    ArchRow{"sm_89", "GeForce RTX 4090", 8, 9, 1536, 24, 100 * kKiB, 99 * kKiB, kKiB,
-            128, 72 * kKiB * kKiB, 2520000, 10501000, 384, 24 * kGiB},
-    ArchRow{"sm_90", "H100 SXM5 80GB", 9, 0, 2048, 32, 228 * kKiB, 227 * kKiB, kKiB,
-            132, 50 * kKiB * kKiB, 1980000, 2619000, 5120, 80 * kGiB},
-    ArchRow{"sm_100", "B200", 10, 0, 2048, 32, 228 * kKiB, 227 * kKiB, kKiB,
-            148, 126 * kKiB * kKiB, 1965000, 3996000, 8192, 180 * kGiB},
-    ArchRow{"sm_120", "GeForce RTX 5090", 12, 0, 1536, 32, 100 * kKiB, 99 * kKiB, kKiB,
-            170, 96 * kKiB * kKiB, 2407000, 14001000, 512, 32 * kGiB},
+    ArchRow{"sm_70", "Tesla V100-SXM2-16GB", 7, 0, 2048, 32, 96 * kKiB, 96 * kKiB, 0, 80,
+            6 * kKiB* kKiB, 1530000, 877000, 4096, 16 * kGiB},
+    ArchRow{"sm_75", "Tesla T4", 7, 5, 1024, 16, 64 * kKiB, 64 * kKiB, 0, 40, 4 * kKiB* kKiB,
+            1590000, 5001000, 256, 16 * kGiB},
+    ArchRow{"sm_80", "A100-SXM4-40GB", 8, 0, 2048, 32, 164 * kKiB, 163 * kKiB, kKiB, 108,
+            40 * kKiB* kKiB, 1410000, 1215000, 5120, 40 * kGiB},
+    ArchRow{"sm_86", "GeForce RTX 3090", 8, 6, 1536, 16, 100 * kKiB, 99 * kKiB, kKiB, 82,
+            6 * kKiB* kKiB, 1695000, 9751000, 384, 24 * kGiB},
+    ArchRow{"sm_89", "GeForce RTX 4090", 8, 9, 1536, 24, 100 * kKiB, 99 * kKiB, kKiB, 128,
+            72 * kKiB* kKiB, 2520000, 10501000, 384, 24 * kGiB},
+    ArchRow{"sm_90", "H100 SXM5 80GB", 9, 0, 2048, 32, 228 * kKiB, 227 * kKiB, kKiB, 132,
+            50 * kKiB* kKiB, 1980000, 2619000, 5120, 80 * kGiB},
+    ArchRow{"sm_100", "B200", 10, 0, 2048, 32, 228 * kKiB, 227 * kKiB, kKiB, 148, 126 * kKiB* kKiB,
+            1965000, 3996000, 8192, 180 * kGiB},
+    ArchRow{"sm_120", "GeForce RTX 5090", 12, 0, 1536, 32, 100 * kKiB, 99 * kKiB, kKiB, 170,
+            96 * kKiB* kKiB, 2407000, 14001000, 512, 32 * kGiB},
 };
 
 std::string known_list() {

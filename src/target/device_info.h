@@ -14,15 +14,15 @@ namespace cutune {
 
 // Units: bytes for memory sizes, kHz for clocks, bits for the memory bus, 32-bit registers.
 struct DeviceInfo {
-  int ordinal = -1;                    // driver device index; -1 for a target_limits() model
+  int ordinal = -1;  // driver device index; -1 for a target_limits() model
   std::string name;
-  int cc_major = 0, cc_minor = 0;      // compute capability
+  int cc_major = 0, cc_minor = 0;  // compute capability
   int sm_count = 0;
   int max_threads_per_block = 0;
   int max_shared_per_block = 0;        // static __shared__ limit without opt-in (48 KiB)
   int max_shared_per_block_optin = 0;  // with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
   int max_shared_per_sm = 0;
-  int reserved_shared_per_block = 0;   // taken by the system from each block's SM share
+  int reserved_shared_per_block = 0;  // taken by the system from each block's SM share
   int regs_per_block = 0;
   int regs_per_sm = 0;
   int max_regs_per_thread = 255;
@@ -30,8 +30,8 @@ struct DeviceInfo {
   int max_blocks_per_sm = 0;
   int warp_size = 32;
   int l2_bytes = 0;
-  int clock_khz = 0;                   // peak SM clock
-  int mem_clock_khz = 0;               // peak memory clock
+  int clock_khz = 0;      // peak SM clock
+  int mem_clock_khz = 0;  // peak memory clock
   int mem_bus_width = 0;
   uint64_t total_mem = 0;
 

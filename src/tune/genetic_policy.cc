@@ -82,7 +82,8 @@ class GeneticPolicy : public SearchPolicy {
       for (size_t k = 0; k < child.size(); ++k) {
         int64_t card = knobs[k].cardinality();
         if (card > 1 && u(rng_) < options_.mutation_probability) {
-          child[k] = static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, card - 1)(rng_));
+          child[k] =
+              static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, card - 1)(rng_));
         }
       }
       Config c(&space_, std::move(child));

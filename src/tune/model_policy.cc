@@ -11,9 +11,12 @@ namespace cutune {
 
 std::string_view to_string(Acquisition a) {
   switch (a) {
-    case Acquisition::mean: return "mean";
-    case Acquisition::ucb: return "ucb";
-    case Acquisition::thompson: return "thompson";
+    case Acquisition::mean:
+      return "mean";
+    case Acquisition::ucb:
+      return "ucb";
+    case Acquisition::thompson:
+      return "thompson";
   }
   return "?";
 }
@@ -160,8 +163,8 @@ std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
   }
   if (!missing.empty()) {
     std::vector<float> margin = transfer_margin(missing);
-    std::vector<float> s = model_.trained() ? model_.predict(features_.matrix(missing), margin)
-                                            : margin;
+    std::vector<float> s =
+        model_.trained() ? model_.predict(features_.matrix(missing), margin) : margin;
     for (size_t i = 0; i < missing.size(); ++i) score_[missing[i].index()] = s[i];
   }
   for (size_t i = 0; i < configs.size(); ++i) out[i] = score_[configs[i].index()];
@@ -172,8 +175,8 @@ void ModelPolicy::refit_and_plan() {
   new_since_fit_ = 0;
   proposed_since_fit_ = 0;
   const int n = static_cast<int>(observed_.size());
-  round_size_ = std::clamp(n / 2, std::min(options_.min_batch, options_.plan_size),
-                           options_.plan_size);
+  round_size_ =
+      std::clamp(n / 2, std::min(options_.min_batch, options_.plan_size), options_.plan_size);
   score_.clear();
   std::vector<float> labels = normalised_labels(throughput_);
   bool any_ok = std::any_of(labels.begin(), labels.end(), [](float v) { return v > 0; });
@@ -381,8 +384,7 @@ std::vector<Config> ModelPolicy::initial_design(int count) {
   std::vector<Config> pool;
   std::unordered_set<uint64_t> in_pool;
   const int want_pool = std::max(256, 16 * count);
-  for (int tries = 0; tries < 4 * want_pool && static_cast<int>(pool.size()) < want_pool;
-       ++tries) {
+  for (int tries = 0; tries < 4 * want_pool && static_cast<int>(pool.size()) < want_pool; ++tries) {
     std::optional<Config> c = space_.sample_valid(rng, 1000);
     if (!c) break;
     if (!visited_.contains(c->index()) && in_pool.insert(c->index()).second) {
@@ -419,8 +421,7 @@ std::vector<Config> ModelPolicy::initial_design(int count) {
   return out;
 }
 
-void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x,
-                               const std::vector<float>& labels,
+void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::vector<float>& labels,
                                const std::vector<float>& margin) {
   members_.clear();
   member_row_.clear();

@@ -163,7 +163,7 @@ class ModelPolicy : public SearchPolicy {
   std::mt19937_64 rng_;
   uint64_t seed_ = 0;
 
-  std::unordered_set<uint64_t> visited_;        // observed or proposed
+  std::unordered_set<uint64_t> visited_;         // observed or proposed
   std::unordered_map<uint64_t, size_t> row_of_;  // observed index -> position below
   std::vector<Config> observed_;
   std::vector<double> throughput_;

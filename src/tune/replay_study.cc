@@ -127,8 +127,7 @@ StudyResult run_replay_study(const replay::ReplayTask& task, const PolicyFactory
   for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

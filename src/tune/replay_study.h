@@ -69,8 +69,8 @@ double expected_random_trials_to(const replay::ReplayTask& task, double fraction
 // plateau. Deterministic;
 // failed entries stay failed. The plateau is the best of the rest, the usual stall.
 struct NeedleInfo {
-  uint64_t plateau = 0;   // configurations at the plateau's ratio after the change
-  int distance = 0;       // knob changes from the optimum to the nearest plateau member
+  uint64_t plateau = 0;  // configurations at the plateau's ratio after the change
+  int distance = 0;      // knob changes from the optimum to the nearest plateau member
   uint64_t slowed_neighbours = 0;
 };
 replay::KtCache make_needle_cache(replay::KtCache cache, double plateau = 0.89,

@@ -7,10 +7,14 @@ namespace cutune {
 
 std::string_view to_string(TunerKind kind) {
   switch (kind) {
-    case TunerKind::xgb: return "xgb";
-    case TunerKind::genetic: return "ga";
-    case TunerKind::random: return "random";
-    case TunerKind::grid: return "grid";
+    case TunerKind::xgb:
+      return "xgb";
+    case TunerKind::genetic:
+      return "ga";
+    case TunerKind::random:
+      return "random";
+    case TunerKind::grid:
+      return "grid";
   }
   return "?";
 }

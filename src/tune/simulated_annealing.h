@@ -36,8 +36,7 @@ class SimulatedAnnealing {
   // Up to `count` distinct valid configurations with the highest scores seen during the run,
   // none in `exclude`, best first (ties by lower index).
   std::vector<Config> find_best(const ScoreFunction& score, int count,
-                                const std::unordered_set<uint64_t>& exclude,
-                                std::mt19937_64& rng);
+                                const std::unordered_set<uint64_t>& exclude, std::mt19937_64& rng);
 
   void reset() { chains_.clear(); }
   int last_steps() const { return last_steps_; }  // steps the last run took

@@ -13,11 +13,12 @@ namespace cutune {
 RecordFeaturizer template_featurizer(const TaskKey& own,
                                      const cost_model::FeatureExtractor& features,
                                      const ir::TargetLimits& limits) {
-  using Others = std::map<TaskKey, std::pair<std::unique_ptr<Template>,
-                                             std::unique_ptr<cost_model::FeatureExtractor>>>;
+  using Others =
+      std::map<TaskKey,
+               std::pair<std::unique_ptr<Template>, std::unique_ptr<cost_model::FeatureExtractor>>>;
   auto others = std::make_shared<Others>();
-  return [others, template_name = own.template_name, &features, limits](
-             const Record& r, std::span<float> out) {
+  return [others, template_name = own.template_name, &features, limits](const Record& r,
+                                                                        std::span<float> out) {
     if (r.task.template_name != template_name) return false;
     auto it = others->find(r.task);
     if (it == others->end()) {
@@ -47,8 +48,8 @@ std::vector<float> normalised_labels(std::span<const double> throughput) {
 }
 
 TransferModel TransferModel::train(const std::vector<Record>& records, const TaskKey& exclude,
-                                   const RecordFeaturizer& featurize, int cols,
-                                   std::string schema, cost_model::RankModelOptions options) {
+                                   const RecordFeaturizer& featurize, int cols, std::string schema,
+                                   cost_model::RankModelOptions options) {
   std::vector<float> data;
   std::vector<float> labels;
   std::vector<unsigned> groups;

@@ -33,7 +33,7 @@ struct TuneOptions {
   bool resume = false;
   bool exclusive_log = false;  // hold the log exclusively (LogWriterOptions::exclusive)
   uint64_t seed = 0;
-  bool progress = true;        // the live line on stderr
+  bool progress = true;         // the live line on stderr
   std::optional<double> flops;  // work of one kernel run, for GFLOP/s in progress and summary
   // Read before each batch: once true, the run stops after the batch in flight (which is
   // measured and logged in full) and the summary says `interrupted`. Null: never.
@@ -41,14 +41,14 @@ struct TuneOptions {
 };
 
 struct TuneSummary {
-  int resumed = 0;   // records of the task read from the log
-  int measured = 0;  // configurations measured by this run
-  int valid = 0;     // ok results among resumed + measured
-  bool exhausted = false;  // the policy had nothing left to propose
+  int resumed = 0;           // records of the task read from the log
+  int measured = 0;          // configurations measured by this run
+  int valid = 0;             // ok results among resumed + measured
+  bool exhausted = false;    // the policy had nothing left to propose
   bool interrupted = false;  // options.stop ended the run before `trials`
   std::optional<Config> best;
-  double best_s = 0;         // mean time of `best`, seconds
-  double seconds = 0;        // wall time of run()
+  double best_s = 0;   // mean time of `best`, seconds
+  double seconds = 0;  // wall time of run()
   int total() const { return resumed + measured; }
 };
 

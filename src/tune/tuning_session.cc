@@ -70,16 +70,15 @@ TuningSession::TuningSession(TuningTask task, SearchOptions search, TransferSour
   if (transfer.paths.empty() && transfer.records.empty()) return;
   if (search_.tuner != TunerKind::xgb) {
     if (!transfer.required) return;
-    throw UserError(fmt::format("--transfer-from needs --tuner xgb (got {})",
-                                to_string(search_.tuner)));
+    throw UserError(
+        fmt::format("--transfer-from needs --tuner xgb (got {})", to_string(search_.tuner)));
   }
   CUTUNE_CHECK(static_cast<bool>(transfer.featurize), "transfer sources without a featurizer");
   std::vector<Record> records = read_transfer_sources(transfer.paths);
   records.insert(records.end(), transfer.records.begin(), transfer.records.end());
   try {
-    search_.model.transfer = std::make_shared<TransferModel>(
-        TransferModel::train(records, task_.key, transfer.featurize, task_.features.size(),
-                             task_.features.schema()));
+    search_.model.transfer = std::make_shared<TransferModel>(TransferModel::train(
+        records, task_.key, transfer.featurize, task_.features.size(), task_.features.schema()));
   } catch (const std::invalid_argument& e) {
     if (transfer.required) throw UserError(fmt::format("--transfer-from: {}", e.what()));
   }
@@ -127,8 +126,10 @@ std::vector<Record> read_transfer_sources(const std::vector<std::filesystem::pat
   for (const std::filesystem::path& p : paths) {
     if (!std::filesystem::exists(p)) throw UserError(fmt::format("no such file: {}", p.string()));
     if (std::filesystem::is_directory(p)) {
-      throw UserError(fmt::format("{} is a directory; expected a tuning log or a Kernel Tuner "
-                                  "cache", p.string()));
+      throw UserError(
+          fmt::format("{} is a directory; expected a tuning log or a Kernel Tuner "
+                      "cache",
+                      p.string()));
     }
     if (is_kt_cache(p)) {
       std::vector<Record> r =
@@ -169,13 +170,13 @@ std::optional<std::string> log_problem(const std::filesystem::path& log, LogMode
   try {
     read = read_log(log);
   } catch (const RecordError& e) {
-    return fmt::format("{} is not a cutune tuning log ({}); name another --log", name,
-                       e.what());
+    return fmt::format("{} is not a cutune tuning log ({}); name another --log", name, e.what());
   }
   if (mode == LogMode::fresh) {
-    return fmt::format("log {} exists ({} records); add --resume to continue it, or name a new "
-                       "--log",
-                       name, read.records.size());
+    return fmt::format(
+        "log {} exists ({} records); add --resume to continue it, or name a new "
+        "--log",
+        name, read.records.size());
   }
   if (mode == LogMode::shared || read.records.empty()) return std::nullopt;
   const TaskKey* closest = nullptr;
@@ -188,9 +189,10 @@ std::optional<std::string> log_problem(const std::filesystem::path& log, LogMode
       closest = &r.task;
     }
   }
-  return fmt::format("--resume: {} holds no records of this task; its closest task differs in "
-                     "{}",
-                     name, fmt::join(differences(*closest, key), ", "));
+  return fmt::format(
+      "--resume: {} holds no records of this task; its closest task differs in "
+      "{}",
+      name, fmt::join(differences(*closest, key), ", "));
 }
 
 }  // namespace cutune

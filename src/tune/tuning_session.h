@@ -30,7 +30,7 @@ namespace cutune {
 
 // What is tuned. The space and the features must outlive the session.
 struct TuningTask {
-  TaskKey key;                                   // what records are written under
+  TaskKey key;  // what records are written under
   const ConfigSpace& space;
   const cost_model::FeatureExtractor& features;  // for xgb and transfer learning
   std::optional<double> flops;                   // work of one kernel run, for GFLOP/s

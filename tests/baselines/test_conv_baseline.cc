@@ -59,7 +59,8 @@ class NameWalker : public ir::IRVisitor {
 };
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cutune_" + name + "_" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cutune_" + name + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -69,7 +70,8 @@ std::filesystem::path fresh_dir(const std::string& name) {
 
 TEST_CASE("a ResNet-18 NCHW layer maps onto cuDNN's descriptors", "[cudnn]") {
   // C4: 56x56, 64 -> 128, 3x3, stride 2, pad 1.
-  const CudnnConvProblem p = problem_of("conv2d", {1, 64, 56, 56, 128, 3, 3, 2, 1, 1}, "conv2d_nchw");
+  const CudnnConvProblem p =
+      problem_of("conv2d", {1, 64, 56, 56, 128, 3, 3, 2, 1, 1}, "conv2d_nchw");
   CHECK(p.layout == CudnnActivationLayout::nchw);
   CHECK(p.filter_layout == CudnnFilterLayout::kcrs);
   CHECK(p.output == 0);
@@ -114,9 +116,10 @@ TEST_CASE("depthwise maps to one group per channel", "[cudnn]") {
 }
 
 TEST_CASE("cuDNN's output extents agree with the templates' on odd shapes", "[cudnn]") {
-  const std::vector<std::vector<int64_t>> shapes = {
-      {1, 3, 224, 224, 64, 7, 7, 2, 3, 1}, {3, 5, 13, 11, 7, 1, 1, 2, 0, 1},
-      {2, 4, 15, 9, 6, 3, 5, 1, 2, 2},     {1, 7, 8, 8, 3, 3, 3, 3, 1, 1}};
+  const std::vector<std::vector<int64_t>> shapes = {{1, 3, 224, 224, 64, 7, 7, 2, 3, 1},
+                                                    {3, 5, 13, 11, 7, 1, 1, 2, 0, 1},
+                                                    {2, 4, 15, 9, 6, 3, 5, 1, 2, 2},
+                                                    {1, 7, 8, 8, 3, 3, 3, 3, 1, 1}};
   for (const auto& s : shapes) {
     const ConvShape shape = conv2d_shape(s);
     for (const char* t : {"conv2d_nchw", "conv2d_nhwc"}) {
@@ -158,7 +161,8 @@ TEST_CASE("the RSCK filter is copied to KRSC element by element", "[cudnn]") {
   CHECK_THROWS_AS(rsck_to_krsc(rsck, r, s, c, k + 1), std::invalid_argument);
 }
 
-TEST_CASE("the cuDNN problem round-trips as JSON and follows the template's declaration", "[cudnn]") {
+TEST_CASE("the cuDNN problem round-trips as JSON and follows the template's declaration",
+          "[cudnn]") {
   const CudnnConvProblem p = problem_of("conv2d", {2, 3, 17, 19, 5, 3, 3, 2, 1, 1}, "conv2d_nhwc");
   CHECK(CudnnConvProblem::from_json(p.to_json()) == p);
   nlohmann::json broken = p.to_json();
@@ -171,7 +175,8 @@ TEST_CASE("the cuDNN problem round-trips as JSON and follows the template's decl
   auto conv = make_template("conv2d", {1, 64, 56, 56, 64, 3, 3, 1, 1, 1});
   const BaselineSpec declared = conv->baseline();
   REQUIRE(declared.kind == BaselineSpec::Kind::conv);
-  CHECK(cudnn_conv_problem(BaselineSpec::from_json(declared.to_json())) == *cudnn_conv_problem(*conv));
+  CHECK(cudnn_conv_problem(BaselineSpec::from_json(declared.to_json())) ==
+        *cudnn_conv_problem(*conv));
 
   auto fp16 = make_template("conv2d_fp16", {1, 16, 9, 9, 8, 3, 3, 1, 1});
   const std::optional<CudnnConvProblem> half = cudnn_conv_problem(*fp16);
@@ -223,7 +228,8 @@ TEST_CASE("the conv templates declare every loop and buffer their IR contains", 
     std::vector<Config> configs = tmpl->reference_configs();
     std::mt19937_64 rng(7);
     for (int i = 0; i < 60; ++i)
-      if (std::optional<Config> cfg = tmpl->space().sample_valid(rng, 10000)) configs.push_back(*cfg);
+      if (std::optional<Config> cfg = tmpl->space().sample_valid(rng, 10000))
+        configs.push_back(*cfg);
     int built = 0;
     for (const Config& cfg : configs) {
       ir::Kernel kernel;

@@ -41,7 +41,8 @@ inline CliRun run_cutune(const std::string& args, const std::filesystem::path& c
   CliRun r;
   r.command = std::string(CUTUNE_BINARY_DIR) + "/src/cli/cutune " + args;
   const fs::path out = dir / "stdout", err = dir / "stderr";
-  std::string shell = (cwd.empty() ? "" : "cd '" + cwd.string() + "' && ") + r.command + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  std::string shell = (cwd.empty() ? "" : "cd '" + cwd.string() + "' && ") + r.command + " >" +
+                      out.string() + " 2>" + err.string() + " </dev/null";
   int raw = std::system(shell.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   r.out = slurp(out);
@@ -52,5 +53,7 @@ inline CliRun run_cutune(const std::string& args, const std::filesystem::path& c
 }  // namespace cutune::test
 
 // What a run printed, for failure messages.
-#define INFO_RUN(r) \
-  INFO("$ " << (r).command << "\nexit " << (r).status << "\nstdout:\n" << (r).out << "stderr:\n" << (r).err)
+#define INFO_RUN(r)                                                    \
+  INFO("$ " << (r).command << "\nexit " << (r).status << "\nstdout:\n" \
+            << (r).out << "stderr:\n"                                  \
+            << (r).err)

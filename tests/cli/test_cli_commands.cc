@@ -88,7 +88,8 @@ TEST_CASE("cli: show accepts a configuration as JSON, and reports violations", "
 }
 
 TEST_CASE("cli: compile --json reports the outcome of a small sample", "[cli][nvrtc]") {
-  json j = parse_stdout(run_cutune("compile gemm --shape 64,64,64 --sample 3 --jobs 2 --seed 7 --json"));
+  json j =
+      parse_stdout(run_cutune("compile gemm --shape 64,64,64 --sample 3 --jobs 2 --seed 7 --json"));
   for (const char* key : {"sampled", "rejected", "compiled", "failed", "configs_per_second"}) {
     INFO(key);
     CHECK(j.contains(key));

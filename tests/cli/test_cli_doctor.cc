@@ -40,8 +40,8 @@ TEST_CASE("cli: doctor --json lists devices, the driver and every library", "[cl
       CHECK(std::find(j["missing"].begin(), j["missing"].end(), l["name"]) != j["missing"].end());
     }
   }
-  CHECK(keys == std::set<std::string>{"driver", "nvrtc", "cupti", "cublas", "cublaslt", "cudnn",
-                                      "nvml"});
+  CHECK(keys ==
+        std::set<std::string>{"driver", "nvrtc", "cupti", "cublas", "cublaslt", "cudnn", "nvml"});
   CHECK(j["search_folders"].is_array());
 }
 

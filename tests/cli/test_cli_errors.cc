@@ -9,15 +9,15 @@ using cutune::test::run_cutune;
 
 namespace {
 
-#define CHECK_USAGE_ERROR(args, needle)                        \
-  do {                                                         \
-    CliRun r_ = run_cutune(args);                              \
-    INFO_RUN(r_);                                              \
-    CHECK(r_.status == 2);                                     \
-    CHECK(r_.err_lines() == 1);                                \
-    CHECK(r_.out.empty());                                     \
-    CHECK_THAT(r_.err, Catch::StartsWith("cutune: "));         \
-    CHECK_THAT(r_.err, Catch::Contains(needle));               \
+#define CHECK_USAGE_ERROR(args, needle)                \
+  do {                                                 \
+    CliRun r_ = run_cutune(args);                      \
+    INFO_RUN(r_);                                      \
+    CHECK(r_.status == 2);                             \
+    CHECK(r_.err_lines() == 1);                        \
+    CHECK(r_.out.empty());                             \
+    CHECK_THAT(r_.err, Catch::StartsWith("cutune: ")); \
+    CHECK_THAT(r_.err, Catch::Contains(needle));       \
   } while (0)
 
 const char* kShow = "show gemm --shape 64,64,64 ";

@@ -22,14 +22,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#define CHECK_ONE_LINE_ERROR(run, code, needle)          \
-  do {                                                   \
-    const CliRun& r_ = (run);                            \
-    INFO_RUN(r_);                                        \
-    CHECK(r_.status == (code));                          \
-    CHECK(r_.err_lines() == 1);                          \
-    CHECK_THAT(r_.err, Catch::StartsWith("cutune: "));   \
-    CHECK_THAT(r_.err, Catch::Contains(needle));         \
+#define CHECK_ONE_LINE_ERROR(run, code, needle)        \
+  do {                                                 \
+    const CliRun& r_ = (run);                          \
+    INFO_RUN(r_);                                      \
+    CHECK(r_.status == (code));                        \
+    CHECK(r_.err_lines() == 1);                        \
+    CHECK_THAT(r_.err, Catch::StartsWith("cutune: ")); \
+    CHECK_THAT(r_.err, Catch::Contains(needle));       \
   } while (0)
 
 fs::path scratch() {
@@ -45,8 +45,8 @@ fs::path write_cache(const fs::path& dir, const std::string& device, int side = 
     for (int b = 0; b < side; ++b) {
       const double t = 1.0 + 0.1 * (a - 3) * (a - 3) + 0.05 * (b - 5) * (b - 5);
       cache += (cache.empty() ? "" : ",") + std::string("\"") + std::to_string(a) + "," +
-               std::to_string(b) + "\":{\"a\":" + std::to_string(a) + ",\"b\":" +
-               std::to_string(b) + ",\"time\":" + std::to_string(t) + "}";
+               std::to_string(b) + "\":{\"a\":" + std::to_string(a) +
+               ",\"b\":" + std::to_string(b) + ",\"time\":" + std::to_string(t) + "}";
     }
   }
   std::string file = device + ".json";
@@ -92,8 +92,8 @@ TEST_CASE("cli scripts: verify's tolerance follows the output dtype", "[cli][emu
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("by output dtype float16 and reduction length 33"));
   CHECK_THAT(r.out, Catch::Contains("2 of 2 passed"));
-  nlohmann::json j = nlohmann::json::parse(
-      run_cutune("verify gemm --shape 33,17,9 --sample 1 --json").out);
+  nlohmann::json j =
+      nlohmann::json::parse(run_cutune("verify gemm --shape 33,17,9 --sample 1 --json").out);
   CHECK(j["tolerance_source"] == "by output dtype float32 and reduction length 9");
   CHECK(j["tolerance"].get<double>() > 0);
 }
@@ -105,8 +105,7 @@ TEST_CASE("cli scripts: verify refuses bad tolerances, violating configs, huge s
                        "--tolerance 'nan'");
   CHECK_ONE_LINE_ERROR(run_cutune("verify gemm --shape 64,64,64 --config 4049999"), 2,
                        "--config violates a constraint of gemm_nn");
-  CHECK_ONE_LINE_ERROR(run_cutune("verify gemm --shape 4096,4096,4096"), 2,
-                       "too large to emulate");
+  CHECK_ONE_LINE_ERROR(run_cutune("verify gemm --shape 4096,4096,4096"), 2, "too large to emulate");
   CHECK_ONE_LINE_ERROR(run_cutune("verify conv2d --shape 64,256,224,224,256,3,3 --shrink"), 2,
                        "--shrink knows GEMM shapes only");
 }
@@ -170,9 +169,9 @@ TEST_CASE("cli scripts: a second writer of a log is refused", "[cli]") {
   const fs::path dir = scratch();
   const fs::path cache = write_cache(dir, "GPU A");
   const fs::path log = dir / "a.jsonl";
-  REQUIRE(run_cutune("tune --replay " + cache.string() + " --quiet --trials 5 --log " +
-                     log.string())
-              .status == 0);
+  REQUIRE(
+      run_cutune("tune --replay " + cache.string() + " --quiet --trials 5 --log " + log.string())
+          .status == 0);
   const int fd = ::open(log.c_str(), O_RDONLY);  // as a run in progress holds it
   REQUIRE(fd >= 0);
   REQUIRE(::flock(fd, LOCK_EX) == 0);
@@ -197,8 +196,7 @@ TEST_CASE("cli scripts: with no --log the records go to a file it names", "[cli]
   fs::remove_all(dir);
 }
 
-TEST_CASE("cli scripts: Ctrl-C ends the batch in flight, logs it and says how to resume",
-          "[cli]") {
+TEST_CASE("cli scripts: Ctrl-C ends the batch in flight, logs it and says how to resume", "[cli]") {
   const fs::path dir = scratch();
   const fs::path cache = write_cache(dir, "GPU A", 64);
   // xgb refitting after every 2 trials keeps the run going for far longer than 2 s.
@@ -227,8 +225,10 @@ TEST_CASE("cli scripts: Ctrl-C ends the batch in flight, logs it and says how to
 TEST_CASE("cli scripts: tune without a GPU points to --replay", "[cli]") {
   CliRun r = run_cutune("tune gemm --shape 256,256,256 --trials 5 --log /tmp/never.jsonl");
   INFO_RUN(r);
-  if (r.status == 0) SUCCEED("a GPU is present");
-  else CHECK_ONE_LINE_ERROR(r, 1, "to try the tuner without a GPU: cutune tune --replay CACHE");
+  if (r.status == 0)
+    SUCCEED("a GPU is present");
+  else
+    CHECK_ONE_LINE_ERROR(r, 1, "to try the tuner without a GPU: cutune tune --replay CACHE");
 }
 
 TEST_CASE("cli scripts: a template that cannot run on --arch is refused before compiling",
@@ -249,8 +249,8 @@ TEST_CASE("cli scripts: files that are not what they should be", "[cli]") {
                        "--replay: " + dir.string() + " is a directory");
   CHECK_ONE_LINE_ERROR(run_cutune("replay --cache " + (dir / "none.json").string()), 2,
                        "--cache: no such file");
-  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--log " + (dir / "no/such/folder/x.jsonl").string()),
-                       2, "does not exist");
+  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--log " + (dir / "no/such/folder/x.jsonl").string()), 2,
+                       "does not exist");
   CHECK_ONE_LINE_ERROR(run_cutune(tune + "--log /dev/full"), 2, "No space left on device");
   CHECK_ONE_LINE_ERROR(run_cutune("export " + cache.string() + " --out " + cache.string()), 2,
                        "exists and is not a folder");
@@ -259,9 +259,8 @@ TEST_CASE("cli scripts: files that are not what they should be", "[cli]") {
 
 TEST_CASE("cli scripts: negative or NaN numbers are refused", "[cli]") {
   const fs::path dir = scratch();
-  const std::string tune =
-      "tune --replay " + write_cache(dir, "GPU A").string() + " --quiet --log " +
-      (dir / "x.jsonl").string() + " ";
+  const std::string tune = "tune --replay " + write_cache(dir, "GPU A").string() +
+                           " --quiet --log " + (dir / "x.jsonl").string() + " ";
   CHECK_ONE_LINE_ERROR(run_cutune(tune + "--seed -1"), 2, "--seed: must be an integer >= 0");
   CHECK_ONE_LINE_ERROR(run_cutune(tune + "--kappa nan"), 2, "--kappa must be a finite number");
   CHECK_ONE_LINE_ERROR(run_cutune(tune + "--kappa -2"), 2, "--kappa must be a finite number");
@@ -277,9 +276,9 @@ TEST_CASE("cli scripts: a record with a zero time is refused with its line numbe
   const fs::path dir = scratch();
   const fs::path cache = write_cache(dir, "GPU A");
   const fs::path log = dir / "a.jsonl";
-  REQUIRE(run_cutune("tune --replay " + cache.string() + " --quiet --trials 3 --log " +
-                     log.string())
-              .status == 0);
+  REQUIRE(
+      run_cutune("tune --replay " + cache.string() + " --quiet --trials 3 --log " + log.string())
+          .status == 0);
   std::string text = slurp(log);
   const size_t second = text.find('\n') + 1;
   const size_t times = text.find("\"times\":[", second) + 9;
@@ -299,7 +298,8 @@ TEST_CASE("cli scripts: --version, replay's progress, help defaults and columns"
 
   const fs::path dir = scratch();
   const fs::path cache = write_cache(dir, "GPU A");
-  CliRun r = run_cutune("replay --cache " + cache.string() + " --tuner random --trials 20 --seeds 3");
+  CliRun r =
+      run_cutune("replay --cache " + cache.string() + " --tuner random --trials 20 --seeds 3");
   INFO_RUN(r);
   CHECK(r.status == 0);
   CHECK_THAT(r.err, Catch::Contains("[seed 3/3]"));
@@ -308,8 +308,7 @@ TEST_CASE("cli scripts: --version, replay's progress, help defaults and columns"
   CHECK_THAT(r.out, Catch::Contains("batch 32"));  // the default the help shows, below
 
   // Every default --help shows is the one used: replay's --batch is 32, tune's 64.
-  CHECK(std::regex_search(run_cutune("replay --help").out,
-                          std::regex(R"(--batch INT=32 )")));
+  CHECK(std::regex_search(run_cutune("replay --help").out, std::regex(R"(--batch INT=32 )")));
   CHECK(std::regex_search(run_cutune("tune --help").out, std::regex(R"(--batch INT=64 )")));
   fs::remove_all(dir);
 }

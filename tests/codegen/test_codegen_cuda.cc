@@ -23,20 +23,21 @@ CudaSource generate(const Kernel& k) {
   return generate_cuda(k, r.launch);
 }
 
-#define CHECK_HAS(code, needle)              \
-  do {                                       \
-    INFO("code:\n" << (code));               \
+#define CHECK_HAS(code, needle)                  \
+  do {                                           \
+    INFO("code:\n" << (code));                   \
     CHECK_THAT((code), Catch::Contains(needle)); \
   } while (0)
-#define CHECK_LACKS(code, needle)            \
-  do {                                       \
-    INFO("code:\n" << (code));               \
+#define CHECK_LACKS(code, needle)                 \
+  do {                                            \
+    INFO("code:\n" << (code));                    \
     CHECK_THAT((code), !Catch::Contains(needle)); \
   } while (0)
 
 size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
-  for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1)) ++n;
+  for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1))
+    ++n;
   return n;
 }
 
@@ -46,8 +47,9 @@ Kernel scale_kernel() {
   Expr idx = v("bx") * 128 + v("tx");
   Stmt body = For::make(
       "bx", 0, 2, ForKind::block_x,
-      For::make("tx", 0, 128, ForKind::thread_x,
-                IfThenElse::make(idx < v("n"), Store::make(y, idx, Load::make(x, idx) * f32(2.0)))));
+      For::make(
+          "tx", 0, 128, ForKind::thread_x,
+          IfThenElse::make(idx < v("n"), Store::make(y, idx, Load::make(x, idx) * f32(2.0)))));
   return Kernel{"scale", {y, x}, {v("n")}, body};
 }
 
@@ -68,14 +70,14 @@ Kernel vector_kernel() {
   Buffer y = global_f32("Y", 512), x = global_f32("X", 512, true);
   Buffer s = Buffer::make("S", Type::f32(), MemoryScope::shared, 512);
   Expr tx = v("tx");
-  Stmt body = For::make(
-      "tx", 0, 64, ForKind::thread_x,
-      Allocate::make(s, Block::make({
-                            Store::make(s, tx * 4, Load::make(x, tx * 4, 4)),
-                            Store::make(s, tx * 2 + 256, Load::make(x, tx * 2 + 256, 2)),
-                            Sync::make(),
-                            Store::make(y, tx * 4, Load::make(s, tx * 4, 4)),
-                        })));
+  Stmt body =
+      For::make("tx", 0, 64, ForKind::thread_x,
+                Allocate::make(s, Block::make({
+                                      Store::make(s, tx * 4, Load::make(x, tx * 4, 4)),
+                                      Store::make(s, tx * 2 + 256, Load::make(x, tx * 2 + 256, 2)),
+                                      Sync::make(),
+                                      Store::make(y, tx * 4, Load::make(s, tx * 4, 4)),
+                                  })));
   return Kernel{"vectors", {y, x}, {}, body};
 }
 
@@ -90,11 +92,12 @@ Kernel shared_kernel(int64_t floats) {
       Allocate::make(
           s, Allocate::make(
                  t, Allocate::make(
-                        r, Block::make({Store::make(s, tx, f32(1.0)), Store::make(t, tx % 100, f32(2.0)),
-                                        Store::make(r, tx % 4, f32(3.0)), Sync::make(),
-                                        Store::make(y, tx,
-                                                    Load::make(s, 255 - tx) + Load::make(t, tx % 100) +
-                                                        Load::make(r, tx % 4))})))));
+                        r, Block::make(
+                               {Store::make(s, tx, f32(1.0)), Store::make(t, tx % 100, f32(2.0)),
+                                Store::make(r, tx % 4, f32(3.0)), Sync::make(),
+                                Store::make(y, tx,
+                                            Load::make(s, 255 - tx) + Load::make(t, tx % 100) +
+                                                Load::make(r, tx % 4))})))));
   return Kernel{"staged", {y}, {}, body};
 }
 
@@ -107,8 +110,7 @@ Kernel loop_kernel() {
       Block::make({
           For::make("k", 0, v("n"), ForKind::serial, Store::make(y, tx, f32(0.0))),
           For::make("j", 0, 4, ForKind::unrolled,
-                    Store::make(y, min(tx * 4 + j, v("n")),
-                                max(Load::make(y, tx), f32(0.5)))),
+                    Store::make(y, min(tx * 4 + j, v("n")), max(Load::make(y, tx), f32(0.5)))),
           For::make("k", v("k0"), 8, ForKind::serial,
                     LetStmt::make("t", tx * 2, Store::make(y, v("t") + 512, cast(Type::f32(), k)))),
       }));
@@ -150,15 +152,15 @@ TEST_CASE("a small kernel generates exactly this CUDA", "[codegen]") {
 TEST_CASE("thread- and block-bound loops become const ints, not loops", "[codegen]") {
   Buffer y = global_f32("Y", 1 << 16);
   Expr idx = (v("by") * 4 + v("bx")) * 256 + v("ty") * 32 + v("tx");
-  Stmt body = For::make(
-      "by", 0, 2, ForKind::block_y,
-      For::make("bx", 0, 4, ForKind::block_x,
-                For::make("ty", 0, 8, ForKind::thread_y,
-                          For::make("tx", 0, 32, ForKind::thread_x,
-                                    Store::make(y, idx, f32(1.0))))));
+  Stmt body = For::make("by", 0, 2, ForKind::block_y,
+                        For::make("bx", 0, 4, ForKind::block_x,
+                                  For::make("ty", 0, 8, ForKind::thread_y,
+                                            For::make("tx", 0, 32, ForKind::thread_x,
+                                                      Store::make(y, idx, f32(1.0))))));
   CudaSource src = generate(Kernel{"bound", {y}, {}, body});
-  CHECK_HAS(src.code, "  const int by = blockIdx.y;\n  const int bx = blockIdx.x;\n"
-                      "  const int ty = threadIdx.y;\n  const int tx = threadIdx.x;\n");
+  CHECK_HAS(src.code,
+            "  const int by = blockIdx.y;\n  const int bx = blockIdx.x;\n"
+            "  const int ty = threadIdx.y;\n  const int tx = threadIdx.x;\n");
   CHECK_LACKS(src.code, "for (");
   CHECK_HAS(src.code, "__launch_bounds__(256)");
   CHECK(src.launch.grid == Dim3{4, 2, 1});
@@ -172,20 +174,24 @@ TEST_CASE("floor-division helpers only where non-negativity is not proven", "[co
   CHECK_LACKS(plain.code, "cutune_floormod");
 
   CudaSource helpers = generate(division_kernel(false));
-  CHECK_HAS(helpers.code, "cutune_floordiv(tx - 64, 4) + cutune_floormod(tx - 64, 8) + "
-                          "cutune_floordiv(n, 2)");
+  CHECK_HAS(helpers.code,
+            "cutune_floordiv(tx - 64, 4) + cutune_floormod(tx - 64, 8) + "
+            "cutune_floordiv(n, 2)");
   CHECK(count(helpers.code, "__device__ __forceinline__ int cutune_floordiv(int a, int b)") == 1);
   CHECK(count(helpers.code, "__device__ __forceinline__ int cutune_floormod(int a, int b)") == 1);
 }
 
 TEST_CASE("vector loads and stores are float2/float4 reinterpret_casts", "[codegen]") {
   CudaSource src = generate(vector_kernel());
-  CHECK_HAS(src.code, "*reinterpret_cast<float4*>(&S[tx * 4]) = "
-                      "*reinterpret_cast<const float4*>(&X[tx * 4]);");
-  CHECK_HAS(src.code, "*reinterpret_cast<float2*>(&S[tx * 2 + 256]) = "
-                      "*reinterpret_cast<const float2*>(&X[tx * 2 + 256]);");
-  CHECK_HAS(src.code, "*reinterpret_cast<float4*>(&Y[tx * 4]) = "
-                      "*reinterpret_cast<const float4*>(&S[tx * 4]);");
+  CHECK_HAS(src.code,
+            "*reinterpret_cast<float4*>(&S[tx * 4]) = "
+            "*reinterpret_cast<const float4*>(&X[tx * 4]);");
+  CHECK_HAS(src.code,
+            "*reinterpret_cast<float2*>(&S[tx * 2 + 256]) = "
+            "*reinterpret_cast<const float2*>(&X[tx * 2 + 256]);");
+  CHECK_HAS(src.code,
+            "*reinterpret_cast<float4*>(&Y[tx * 4]) = "
+            "*reinterpret_cast<const float4*>(&S[tx * 4]);");
   CHECK_HAS(src.code, "__shared__ __align__(16) float S[512];");
   CHECK_HAS(src.code, "__syncthreads();");
 }
@@ -212,22 +218,26 @@ TEST_CASE("shared memory up to 48 KiB is static, above it one dynamic array", "[
 TEST_CASE("loops, lets, min/max and casts read like hand-written CUDA", "[codegen]") {
   CudaSource src = generate(loop_kernel());
   CHECK_HAS(src.code, "  for (int k = 0; k < n; ++k) {\n    Y[tx] = 0.0f;\n  }\n");
-  CHECK_HAS(src.code, "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n"
-                      "    Y[min(tx * 4 + j, n)] = fmaxf(Y[tx], 0.5f);\n  }\n");
-  CHECK_HAS(src.code, "  for (int k = k0; k < k0 + 8; ++k) {\n    const int t = tx * 2;\n"
-                      "    Y[t + 512] = static_cast<float>(k);\n  }\n");
+  CHECK_HAS(src.code,
+            "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n"
+            "    Y[min(tx * 4 + j, n)] = fmaxf(Y[tx], 0.5f);\n  }\n");
+  CHECK_HAS(src.code,
+            "  for (int k = k0; k < k0 + 8; ++k) {\n    const int t = tx * 2;\n"
+            "    Y[t + 512] = static_cast<float>(k);\n  }\n");
   CHECK_HAS(src.code, "__launch_bounds__(32) loops(float* __restrict__ Y, int n, int k0)");
 }
 
 TEST_CASE("every hand-built kernel compiles with NVRTC for sm_90", "[codegen][nvrtc]") {
-  std::vector<CudaSource> sources = {generate(scale_kernel()),      generate(division_kernel(true)),
-                                     generate(division_kernel(false)), generate(vector_kernel()),
-                                     generate(shared_kernel(1024)),  generate(shared_kernel(16384)),
-                                     generate(loop_kernel())};
+  std::vector<CudaSource> sources = {
+      generate(scale_kernel()),  generate(division_kernel(true)), generate(division_kernel(false)),
+      generate(vector_kernel()), generate(shared_kernel(1024)),   generate(shared_kernel(16384)),
+      generate(loop_kernel())};
   NvrtcBuilder builder(BuildOptions{}, 2);
   std::vector<CompileResult> results = builder.compile_batch(sources);
   for (size_t i = 0; i < results.size(); ++i) {
-    INFO("kernel " << sources[i].kernel_name << ":\n" << sources[i].code << "log:\n" << results[i].log);
+    INFO("kernel " << sources[i].kernel_name << ":\n"
+                   << sources[i].code << "log:\n"
+                   << results[i].log);
     CHECK(results[i].ok());
   }
 }

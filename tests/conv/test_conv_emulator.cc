@@ -119,8 +119,8 @@ TEST_CASE("conv2d_nhwc: float4 im2col loads, double buffered, with padding", "[c
   auto tmpl = make_template("conv2d", {2, 8, 7, 9, 12, 3, 3, 2, 1}, "conv2d_nhwc");
   for (int db : {0, 1}) {
     nlohmann::json j;
-    j["knobs"] = {{"block_m", 32}, {"block_n", 16}, {"block_k", 8},  {"thread_m", 4},
-                  {"thread_n", 4}, {"frag_m", 4},   {"frag_n", 4},   {"vec_load", 4},
+    j["knobs"] = {{"block_m", 32}, {"block_n", 16},       {"block_k", 8}, {"thread_m", 4},
+                  {"thread_n", 4}, {"frag_m", 4},         {"frag_n", 4},  {"vec_load", 4},
                   {"smem_pad", 4}, {"double_buffer", db}, {"unroll_k", 1}};
     Config c = tmpl->space().from_json(j);
     REQUIRE(tmpl->space().is_valid(c));

@@ -57,8 +57,9 @@ TEST_CASE("impossible conv shapes are TaskErrors with one-line messages", "[conv
   CHECK_THROWS_AS(conv2d_shape({0, 3, 4, 4, 8, 3, 3}), TaskError);
   CHECK_THROWS_AS(conv2d_shape({1, 3, 4, 4, 8, 3, 3, 0}), TaskError);  // stride 0
   CHECK_THROWS_AS(conv2d_shape({1, 3, 4, 4, 8, 3, 3, 1, -1}), TaskError);
-  CHECK(message([] { conv2d_shape({64, 512, 1024, 1024, 8, 3, 3}); }).find("2^31") !=
-        std::string::npos);
+  CHECK(message([] {
+          conv2d_shape({64, 512, 1024, 1024, 8, 3, 3});
+        }).find("2^31") != std::string::npos);
   CHECK_THROWS_AS(depthwise_shape({1, 8, 2, 2, 3, 3}), TaskError);
   CHECK_THROWS_AS(depthwise_shape({1, 8, 2, 2, 3}), TaskError);
 }
@@ -87,8 +88,7 @@ TEST_CASE("the registry makes conv2d and depthwise templates", "[conv]") {
   CHECK(dw->reduction_length() == 9);
   CHECK_THROWS_AS(make_template("conv2d", shape, "conv2d_winograd"), TaskError);
   CHECK_THROWS_AS(make_template("conv2d", {1, 3, 9, 9}), TaskError);
-  CHECK_THROWS_AS(make_template("depthwise_conv2d", {1, 3, 9, 9, 3, 3}, "conv2d_nchw"),
-                  TaskError);
+  CHECK_THROWS_AS(make_template("depthwise_conv2d", {1, 3, 9, 9, 3, 3}, "conv2d_nchw"), TaskError);
 }
 
 TEST_CASE("the CPU reference computes a padded, strided convolution", "[conv]") {

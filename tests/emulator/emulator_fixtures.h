@@ -108,12 +108,11 @@ inline std::string gemm_64x64_code() {
 }
 
 inline CudaSource gemm_64x64_source(int m, int n, int k) {
-  return make_source("gemm_kernel", gemm_64x64_code(),
-                     {buffer_param("C", int64_t{m} * n), buffer_param("A", int64_t{m} * k, true),
-                      buffer_param("B", int64_t{k} * n, true), int_param("M"), int_param("N"),
-                      int_param("K")},
-                     Dim3{static_cast<uint32_t>(n / 64), static_cast<uint32_t>(m / 64), 1},
-                     Dim3{16, 16, 1});
+  return make_source(
+      "gemm_kernel", gemm_64x64_code(),
+      {buffer_param("C", int64_t{m} * n), buffer_param("A", int64_t{m} * k, true),
+       buffer_param("B", int64_t{k} * n, true), int_param("M"), int_param("N"), int_param("K")},
+      Dim3{static_cast<uint32_t>(n / 64), static_cast<uint32_t>(m / 64), 1}, Dim3{16, 16, 1});
 }
 
 }  // namespace cutune::emu::testing

@@ -96,14 +96,15 @@ Helper start_spinning_helper() {
     std::string dir = emu.work_dir().string() + "\n";
     if (write(fds[1], dir.data(), dir.size()) != static_cast<ssize_t>(dir.size())) _exit(1);
     close(fds[1]);
-    CudaSource src = make_source("spin", R"(extern "C" __global__ void spin(float* __restrict__ out) {
+    CudaSource src =
+        make_source("spin", R"(extern "C" __global__ void spin(float* __restrict__ out) {
   volatile int forever = 1;
   while (forever) {
   }
   out[threadIdx.x] = 1.0f;
 }
 )",
-                                 {buffer_param("out", 32)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
+                    {buffer_param("out", 32)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
     std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 32)};
     emu.run(src, bufs);
     _exit(0);

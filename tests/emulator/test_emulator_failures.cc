@@ -15,16 +15,18 @@ using testing::make_source;
 
 // C[i] = A[i] + B[i] with the tail guard `i <= n` instead of `i < n`.
 CudaSource off_by_one_source(int n) {
-  return make_source("add_off_by_one", R"(extern "C" __global__ void add_off_by_one(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int n) {
+  return make_source(
+      "add_off_by_one",
+      R"(extern "C" __global__ void add_off_by_one(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i <= n) {
     C[i] = 1.0f;
   }
 }
 )",
-                     {buffer_param("C", n), buffer_param("A", n, true), buffer_param("B", n, true),
-                      int_param("n")},
-                     Dim3{static_cast<uint32_t>(n / 64 + 1), 1, 1}, Dim3{64, 1, 1});
+      {buffer_param("C", n), buffer_param("A", n, true), buffer_param("B", n, true),
+       int_param("n")},
+      Dim3{static_cast<uint32_t>(n / 64 + 1), 1, 1}, Dim3{64, 1, 1});
 }
 
 EmuResult run_off_by_one(int n) {
@@ -53,15 +55,17 @@ TEST_CASE("an off-by-one write into the alignment slack is caught by the canary"
 
 TEST_CASE("an out-of-bounds read is reported with buffer and index", "[emulator]") {
   const int n = 256;
-  CudaSource src = make_source("shift_left", R"(extern "C" __global__ void shift_left(float* __restrict__ out, const float* __restrict__ in, int n) {
+  CudaSource src = make_source(
+      "shift_left",
+      R"(extern "C" __global__ void shift_left(float* __restrict__ out, const float* __restrict__ in, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     out[i] = in[i + 1];
   }
 }
 )",
-                               {buffer_param("out", n), buffer_param("in", n, true), int_param("n")},
-                               Dim3{2, 1, 1}, Dim3{128, 1, 1});
+      {buffer_param("out", n), buffer_param("in", n, true), int_param("n")}, Dim3{2, 1, 1},
+      Dim3{128, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), n),
                                   HostBuffer::zeros(ir::Type::f32(), n)};
   Emulator emu;
@@ -75,13 +79,14 @@ TEST_CASE("an out-of-bounds read is reported with buffer and index", "[emulator]
 }
 
 TEST_CASE("a write through a cast-away const is reported", "[emulator]") {
-  CudaSource src = make_source("write_input", R"(extern "C" __global__ void write_input(float* __restrict__ out, const float* __restrict__ in) {
+  CudaSource src = make_source(
+      "write_input",
+      R"(extern "C" __global__ void write_input(float* __restrict__ out, const float* __restrict__ in) {
   const_cast<float*>(in)[threadIdx.x] = 0.0f;
   out[threadIdx.x] = 1.0f;
 }
 )",
-                               {buffer_param("out", 32), buffer_param("in", 32, true)},
-                               Dim3{1, 1, 1}, Dim3{32, 1, 1});
+      {buffer_param("out", 32), buffer_param("in", 32, true)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 32),
                                   HostBuffer::zeros(ir::Type::f32(), 32)};
   Emulator emu;
@@ -92,7 +97,8 @@ TEST_CASE("a write through a cast-away const is reported", "[emulator]") {
 }
 
 TEST_CASE("threads that exit while others wait at __syncthreads diverge", "[emulator]") {
-  CudaSource src = make_source("early_exit", R"(extern "C" __global__ void early_exit(float* __restrict__ out) {
+  CudaSource src =
+      make_source("early_exit", R"(extern "C" __global__ void early_exit(float* __restrict__ out) {
   if (threadIdx.x >= 32) {
     return;
   }
@@ -100,7 +106,7 @@ TEST_CASE("threads that exit while others wait at __syncthreads diverge", "[emul
   out[threadIdx.x] = 1.0f;
 }
 )",
-                               {buffer_param("out", 64)}, Dim3{1, 1, 1}, Dim3{64, 1, 1});
+                  {buffer_param("out", 64)}, Dim3{1, 1, 1}, Dim3{64, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 64)};
   Emulator emu;
   EmuResult r = emu.run(src, bufs);
@@ -110,7 +116,8 @@ TEST_CASE("threads that exit while others wait at __syncthreads diverge", "[emul
 }
 
 TEST_CASE("threads waiting at different __syncthreads diverge", "[emulator]") {
-  CudaSource src = make_source("two_barriers", R"(extern "C" __global__ void two_barriers(float* __restrict__ out) {
+  CudaSource src = make_source("two_barriers",
+                               R"(extern "C" __global__ void two_barriers(float* __restrict__ out) {
   if (threadIdx.x % 2 == 0) {
     __syncthreads();
   } else {
@@ -147,12 +154,12 @@ TEST_CASE("a kernel that never ends times out", "[emulator]") {
 }
 
 TEST_CASE("a kernel that divides by zero crashes with the signal's name", "[emulator]") {
-  CudaSource src = make_source("divide", R"(extern "C" __global__ void divide(float* __restrict__ out, int d) {
+  CudaSource src =
+      make_source("divide", R"(extern "C" __global__ void divide(float* __restrict__ out, int d) {
   out[threadIdx.x] = static_cast<float>(100 / (d + threadIdx.x - 3));
 }
 )",
-                               {buffer_param("out", 8), int_param("d")}, Dim3{1, 1, 1},
-                               Dim3{8, 1, 1});
+                  {buffer_param("out", 8), int_param("d")}, Dim3{1, 1, 1}, Dim3{8, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 8)};
   Emulator emu;
   EmuResult r = emu.run(src, bufs, {ScalarArg::i32(0)});
@@ -162,11 +169,12 @@ TEST_CASE("a kernel that divides by zero crashes with the signal's name", "[emul
 }
 
 TEST_CASE("a syntax error is a compile error carrying the compiler's log", "[emulator]") {
-  CudaSource src = make_source("broken", R"(extern "C" __global__ void broken(float* __restrict__ out) {
+  CudaSource src =
+      make_source("broken", R"(extern "C" __global__ void broken(float* __restrict__ out) {
   out[threadIdx.x] = ;
 }
 )",
-                               {buffer_param("out", 32)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
+                  {buffer_param("out", 32)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 32)};
   Emulator emu;
   EmuResult r = emu.run(src, bufs);
@@ -175,12 +183,12 @@ TEST_CASE("a syntax error is a compile error carrying the compiler's log", "[emu
 }
 
 TEST_CASE("parameters that disagree with the CudaSource are a compile error", "[emulator]") {
-  CudaSource src = make_source("takes_int", R"(extern "C" __global__ void takes_int(float* __restrict__ out, int n) {
+  CudaSource src = make_source(
+      "takes_int", R"(extern "C" __global__ void takes_int(float* __restrict__ out, int n) {
   out[threadIdx.x] = n;
 }
 )",
-                               {buffer_param("out", 32), buffer_param("n", 32)}, Dim3{1, 1, 1},
-                               Dim3{32, 1, 1});
+      {buffer_param("out", 32), buffer_param("n", 32)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 32),
                                   HostBuffer::zeros(ir::Type::f32(), 32)};
   Emulator emu;
@@ -205,9 +213,9 @@ TEST_CASE("CUTUNE_CXX chooses the compiler; a missing one is a compile error", "
   REQUIRE(emu.run(src, bufs).status == EmuStatus::ok);
 }
 
-TEST_CASE("a thread that overflows its stack crashes instead of corrupting others",
-          "[emulator]") {
-  CudaSource src = make_source("big_frame", R"(extern "C" __global__ void big_frame(float* __restrict__ out) {
+TEST_CASE("a thread that overflows its stack crashes instead of corrupting others", "[emulator]") {
+  CudaSource src =
+      make_source("big_frame", R"(extern "C" __global__ void big_frame(float* __restrict__ out) {
   volatile float local[100000];
   for (int i = 0; i < 100000; i += 1000) {
     local[i] = threadIdx.x;
@@ -215,7 +223,7 @@ TEST_CASE("a thread that overflows its stack crashes instead of corrupting other
   out[threadIdx.x] = local[0];
 }
 )",
-                               {buffer_param("out", 32)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
+                  {buffer_param("out", 32)}, Dim3{1, 1, 1}, Dim3{32, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 32)};
   Emulator emu;
   EmuResult r = emu.run(src, bufs);

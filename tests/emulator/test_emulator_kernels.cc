@@ -24,7 +24,9 @@ void require_ok(const EmuResult& r) {
 
 // A 2D grid of 2D blocks over a W x H image, with the tail guard the code generator emits.
 CudaSource add_2d_source(int w, int h) {
-  return make_source("add_2d", R"(extern "C" __global__ void add_2d(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int W, int H) {
+  return make_source(
+      "add_2d",
+      R"(extern "C" __global__ void add_2d(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int W, int H) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x < W && y < H) {
@@ -32,10 +34,10 @@ CudaSource add_2d_source(int w, int h) {
   }
 }
 )",
-                     {buffer_param("C", w * h), buffer_param("A", w * h, true),
-                      buffer_param("B", w * h, true), int_param("W"), int_param("H")},
-                     Dim3{static_cast<uint32_t>((w + 15) / 16), static_cast<uint32_t>((h + 7) / 8), 1},
-                     Dim3{16, 8, 1});
+      {buffer_param("C", w * h), buffer_param("A", w * h, true), buffer_param("B", w * h, true),
+       int_param("W"), int_param("H")},
+      Dim3{static_cast<uint32_t>((w + 15) / 16), static_cast<uint32_t>((h + 7) / 8), 1},
+      Dim3{16, 8, 1});
 }
 
 TEST_CASE("a 2D vector add with a tail guard matches a CPU loop", "[emulator]") {
@@ -54,7 +56,9 @@ TEST_CASE("a 2D vector add with a tail guard matches a CPU loop", "[emulator]") 
 
 TEST_CASE("a grid-stride loop sees blockDim and gridDim, float4 loads work", "[emulator]") {
   const int n4 = 1000;  // float4 elements
-  CudaSource src = make_source("scale4", R"(extern "C" __global__ void scale4(float* __restrict__ out, const float* __restrict__ in, int n4) {
+  CudaSource src = make_source(
+      "scale4",
+      R"(extern "C" __global__ void scale4(float* __restrict__ out, const float* __restrict__ in, int n4) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += blockDim.x * gridDim.x) {
     float4 v = __ldg(reinterpret_cast<const float4*>(in) + i);
     v.x *= 3.0f; v.y *= 3.0f; v.z *= 3.0f; v.w *= 3.0f;
@@ -62,9 +66,8 @@ TEST_CASE("a grid-stride loop sees blockDim and gridDim, float4 loads work", "[e
   }
 }
 )",
-                                 {buffer_param("out", 4 * n4), buffer_param("in", 4 * n4, true),
-                                  int_param("n4")},
-                                 Dim3{3, 1, 1}, Dim3{64, 1, 1});
+      {buffer_param("out", 4 * n4), buffer_param("in", 4 * n4, true), int_param("n4")},
+      Dim3{3, 1, 1}, Dim3{64, 1, 1});
   std::vector<float> in = random_floats(4 * n4, 3);
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 4 * n4),
                                   HostBuffer::from_floats(in)};
@@ -77,7 +80,9 @@ TEST_CASE("a grid-stride loop sees blockDim and gridDim, float4 loads work", "[e
 // 32x32 tiles, 256 threads as 8 x 32, each thread a 1x4 strip read from shared memory as a
 // float4; every load and store guarded, so any M, N, K works.
 CudaSource odd_gemm_source(int m, int n, int k) {
-  return make_source("gemm_tail", R"(extern "C" __global__ void __launch_bounds__(256) gemm_tail(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K) {
+  return make_source(
+      "gemm_tail",
+      R"(extern "C" __global__ void __launch_bounds__(256) gemm_tail(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K) {
   __shared__ __align__(16) float A_shared[256];
   __shared__ __align__(16) float B_shared[256];
   float C_local[4];
@@ -113,11 +118,10 @@ CudaSource odd_gemm_source(int m, int n, int k) {
   }
 }
 )",
-                     {buffer_param("C", m * n), buffer_param("A", m * k, true),
-                      buffer_param("B", k * n, true), int_param("M"), int_param("N"),
-                      int_param("K")},
-                     Dim3{static_cast<uint32_t>((n + 31) / 32), static_cast<uint32_t>((m + 31) / 32), 1},
-                     Dim3{8, 32, 1});
+      {buffer_param("C", m * n), buffer_param("A", m * k, true), buffer_param("B", k * n, true),
+       int_param("M"), int_param("N"), int_param("K")},
+      Dim3{static_cast<uint32_t>((n + 31) / 32), static_cast<uint32_t>((m + 31) / 32), 1},
+      Dim3{8, 32, 1});
 }
 
 std::vector<float> run_odd_gemm(Emulator& emu, int m, int n, int k) {
@@ -156,7 +160,9 @@ TEST_CASE("results do not depend on the number of host threads", "[emulator]") {
 
 TEST_CASE("a shared-memory tree reduction with a barrier per level", "[emulator]") {
   const int n = 1000, block = 256, blocks = (n + block - 1) / block;
-  CudaSource src = make_source("block_sum", R"(extern "C" __global__ void block_sum(float* __restrict__ out, const float* __restrict__ in, int n) {
+  CudaSource src = make_source(
+      "block_sum",
+      R"(extern "C" __global__ void block_sum(float* __restrict__ out, const float* __restrict__ in, int n) {
   __shared__ float partial[256];
   const int i = blockIdx.x * 256 + threadIdx.x;
   partial[threadIdx.x] = i < n ? in[i] : 0.0f;
@@ -172,9 +178,8 @@ TEST_CASE("a shared-memory tree reduction with a barrier per level", "[emulator]
   }
 }
 )",
-                               {buffer_param("out", blocks), buffer_param("in", n, true),
-                                int_param("n")},
-                               Dim3{blocks, 1, 1}, Dim3{block, 1, 1});
+      {buffer_param("out", blocks), buffer_param("in", n, true), int_param("n")},
+      Dim3{blocks, 1, 1}, Dim3{block, 1, 1});
   std::vector<float> in = random_floats(n, 6);
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), blocks),
                                   HostBuffer::from_floats(in)};
@@ -190,7 +195,8 @@ TEST_CASE("a shared-memory tree reduction with a barrier per level", "[emulator]
 
 TEST_CASE("dynamic shared memory holds the launch's size", "[emulator]") {
   const int block = 128, blocks = 3, n = block * blocks;
-  CudaSource src = make_source("reverse_blocks", R"(extern __shared__ __align__(16) unsigned char dyn_smem[];
+  CudaSource src =
+      make_source("reverse_blocks", R"(extern __shared__ __align__(16) unsigned char dyn_smem[];
 extern "C" __global__ void reverse_blocks(float* __restrict__ out, const float* __restrict__ in) {
   float* buf = reinterpret_cast<float*>(dyn_smem);
   const int base = blockIdx.x * blockDim.x;
@@ -199,10 +205,11 @@ extern "C" __global__ void reverse_blocks(float* __restrict__ out, const float* 
   out[base + threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
 }
 )",
-                               {buffer_param("out", n), buffer_param("in", n, true)},
-                               Dim3{blocks, 1, 1}, Dim3{block, 1, 1}, block * 4);
+                  {buffer_param("out", n), buffer_param("in", n, true)}, Dim3{blocks, 1, 1},
+                  Dim3{block, 1, 1}, block * 4);
   std::vector<float> in = random_floats(n, 7);
-  std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), n), HostBuffer::from_floats(in)};
+  std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), n),
+                                  HostBuffer::from_floats(in)};
   Emulator emu;
   require_ok(emu.run(src, bufs));
   std::vector<float> out = bufs[0].to_floats();
@@ -212,7 +219,8 @@ extern "C" __global__ void reverse_blocks(float* __restrict__ out, const float* 
 }
 
 TEST_CASE("shared memory nobody wrote reads as NaN", "[emulator]") {
-  CudaSource src = make_source("read_unwritten", R"(extern "C" __global__ void read_unwritten(float* __restrict__ out) {
+  CudaSource src = make_source(
+      "read_unwritten", R"(extern "C" __global__ void read_unwritten(float* __restrict__ out) {
   __shared__ float s[64];
   if (threadIdx.x < 32) {
     s[threadIdx.x] = 1.0f;
@@ -221,7 +229,7 @@ TEST_CASE("shared memory nobody wrote reads as NaN", "[emulator]") {
   out[blockIdx.x * 64 + threadIdx.x] = s[threadIdx.x];
 }
 )",
-                               {buffer_param("out", 128)}, Dim3{2, 1, 1}, Dim3{64, 1, 1});
+      {buffer_param("out", 128)}, Dim3{2, 1, 1}, Dim3{64, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 128)};
   EmulatorOptions options;
   options.host_threads = 1;  // the second block reuses the first one's shared memory
@@ -239,8 +247,10 @@ TEST_CASE("shared memory nobody wrote reads as NaN", "[emulator]") {
   std::vector<float> out = bufs[0].to_floats();
   for (int b = 0; b < 2; ++b) {
     for (int t = 0; t < 64; ++t) {
-      if (t < 32) REQUIRE(out[b * 64 + t] == 1.0f);
-      else REQUIRE(std::isnan(out[b * 64 + t]));
+      if (t < 32)
+        REQUIRE(out[b * 64 + t] == 1.0f);
+      else
+        REQUIRE(std::isnan(out[b * 64 + t]));
     }
   }
 }
@@ -269,7 +279,8 @@ TEST_CASE("one emulator serves runs from several threads at once", "[emulator]")
       std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), w * h),
                                       HostBuffer::from_floats(random_floats(w * h, 10 + t)),
                                       HostBuffer::from_floats(random_floats(w * h, 20 + t))};
-      statuses[t] = emu.run(add_2d_source(w, h), bufs, {ScalarArg::i32(w), ScalarArg::i32(h)}).status;
+      statuses[t] =
+          emu.run(add_2d_source(w, h), bufs, {ScalarArg::i32(w), ScalarArg::i32(h)}).status;
       outs[t] = bufs[0].to_floats();
     });
   }

@@ -46,12 +46,13 @@ Kernel lowered(const std::string& op, std::vector<int64_t> shape, const std::str
 }
 
 Kernel gemm_fp32() {
-  return lowered("gemm", {127, 255, 63}, "gemm_nn", [](const Template& t, Config& c) -> const Config& {
-    c = t.space().from_json(nlohmann::json::parse(
-        R"({"knobs":{"block_m":64,"block_n":32,"block_k":8,"thread_m":4,"thread_n":2,"warp_n":4,)"
-        R"("frag_m":2,"frag_n":2,"vec_load":1,"smem_pad":0,"double_buffer":0,"unroll_k":0}})"));
-    return c;
-  });
+  return lowered(
+      "gemm", {127, 255, 63}, "gemm_nn", [](const Template& t, Config& c) -> const Config& {
+        c = t.space().from_json(nlohmann::json::parse(
+            R"({"knobs":{"block_m":64,"block_n":32,"block_k":8,"thread_m":4,"thread_n":2,"warp_n":4,)"
+            R"("frag_m":2,"frag_n":2,"vec_load":1,"smem_pad":0,"double_buffer":0,"unroll_k":0}})"));
+        return c;
+      });
 }
 
 Kernel conv2d_nchw() {
@@ -66,14 +67,15 @@ Kernel conv2d_nchw() {
 }
 
 Kernel gemm_fp16() {
-  return lowered("gemm_fp16", {128, 72, 40}, "gemm_fp16_nn",
-                 [](const Template& t, Config& c) -> const Config& {
-                   c = t.space().from_json(nlohmann::json::parse(
-                       R"({"knobs":{"block_m":64,"block_n":64,"block_k":32,"warp_m":32,"warp_n":32,)"
-                       R"("stages":3,"smem_layout":2,"copy_bytes":16,"ldmatrix":1,"raster_group":4,)"
-                       R"("split_k":1,"epilogue_vec":2}})"));
-                   return c;
-                 });
+  return lowered(
+      "gemm_fp16", {128, 72, 40}, "gemm_fp16_nn",
+      [](const Template& t, Config& c) -> const Config& {
+        c = t.space().from_json(nlohmann::json::parse(
+            R"({"knobs":{"block_m":64,"block_n":64,"block_k":32,"warp_m":32,"warp_n":32,)"
+            R"("stages":3,"smem_layout":2,"copy_bytes":16,"ldmatrix":1,"raster_group":4,)"
+            R"("split_k":1,"epilogue_vec":2}})"));
+        return c;
+      });
 }
 
 // Replaces every occurrence of `from` in the code with `to`; returns the (1-based) lines changed.
@@ -199,5 +201,6 @@ TEST_CASE("tensor-core GEMM (cp.async, ldmatrix, mma): clean, each planted bug i
     REQUIRE(lines_in(r.message).count(*planted.begin()) == 1);
   }
   require_caught(k, "&A[tile_m * 2560 + a_cp * 1280", "&A[-1 + tile_m * 2560 + a_cp * 1280",
-                 "out_of_bounds", "read of A[-1] (A has 5120 elements) by block (0,0,0) thread (0,0,0)");
+                 "out_of_bounds",
+                 "read of A[-1] (A has 5120 elements) by block (0,0,0) thread (0,0,0)");
 }

@@ -67,7 +67,7 @@ EmuResult run_unchecked(const CudaSource& src, std::vector<HostBuffer>& bufs,
 
 double decode_f16(uint16_t h) {
   int e = h >> 10 & 0x1f, m = h & 0x3ff;
-  double v = e == 31 ? (m != 0 ? NAN : INFINITY)
+  double v = e == 31  ? (m != 0 ? NAN : INFINITY)
              : e == 0 ? std::ldexp(m, -24)
                       : std::ldexp(1024 + m, e - 25);
   return (h & 0x8000) != 0 ? -v : v;
@@ -117,20 +117,48 @@ uint16_t round_to(const Format& f, double x) {
   return sign | f.bits[hi];
 }
 
-bool is_nan(const Format& f, uint16_t b) { return (b & f.inf) == f.inf && (b & ~f.inf & 0x7fff) != 0; }
+bool is_nan(const Format& f, uint16_t b) {
+  return (b & f.inf) == f.inf && (b & ~f.inf & 0x7fff) != 0;
+}
 
-TEST_CASE("f32 to f16/bf16 conversions and packs round to nearest even", "[emulator][tensor_core]") {
-  std::vector<float> in = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.996f, 65520.0f, 1e9f,
-                           -65520.0f, INFINITY, -INFINITY, NAN, -NAN,
-                           1.0f + 0x1p-11f,                 // f16 tie, even below: 1.0
-                           1.0f + 3 * 0x1p-11f,             // f16 tie, odd below: rounds up
-                           1.0f + 0x1p-11f + 0x1p-20f,      // just above a tie
-                           1.0f + 0x1p-8f,                  // bf16 tie: 1.0 (truncation agrees)
-                           1.0f + 3 * 0x1p-8f,              // bf16 tie, odd below: up
-                           1.0f + 0x1p-8f + 0x1p-16f,       // bf16 above tie: truncation is wrong
-                           0x1p-14f, 0x1p-15f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1.000002p-25f,
-                           0x1.8p-24f, 0x1.4p-24f, 3 * 0x1p-26f, 0x1p-26f, 0x1.ff8p-15f,
-                           0x1.ffcp-15f, 0x1p-130f, 0x1p-149f, -0x1p-140f, 3.4e38f, -3.39e38f};
+TEST_CASE("f32 to f16/bf16 conversions and packs round to nearest even",
+          "[emulator][tensor_core]") {
+  std::vector<float> in = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -1.0f,
+                           65504.0f,
+                           65519.996f,
+                           65520.0f,
+                           1e9f,
+                           -65520.0f,
+                           INFINITY,
+                           -INFINITY,
+                           NAN,
+                           -NAN,
+                           1.0f + 0x1p-11f,             // f16 tie, even below: 1.0
+                           1.0f + 3 * 0x1p-11f,         // f16 tie, odd below: rounds up
+                           1.0f + 0x1p-11f + 0x1p-20f,  // just above a tie
+                           1.0f + 0x1p-8f,              // bf16 tie: 1.0 (truncation agrees)
+                           1.0f + 3 * 0x1p-8f,          // bf16 tie, odd below: up
+                           1.0f + 0x1p-8f + 0x1p-16f,   // bf16 above tie: truncation is wrong
+                           0x1p-14f,
+                           0x1p-15f,
+                           0x1p-24f,
+                           0x1p-25f,
+                           0x1.8p-25f,
+                           0x1.000002p-25f,
+                           0x1.8p-24f,
+                           0x1.4p-24f,
+                           3 * 0x1p-26f,
+                           0x1p-26f,
+                           0x1.ff8p-15f,
+                           0x1.ffcp-15f,
+                           0x1p-130f,
+                           0x1p-149f,
+                           -0x1p-140f,
+                           3.4e38f,
+                           -3.39e38f};
   std::mt19937 rng(6);
   std::uniform_int_distribution<uint32_t> mantissa(0, 0x7fffff), exponent(95, 146), any;
   for (int i = 0; i < 3000; ++i) {
@@ -142,7 +170,9 @@ TEST_CASE("f32 to f16/bf16 conversions and packs round to nearest even", "[emula
   std::vector<uint32_t> in_bits(n);
   for (int i = 0; i < n; ++i) in_bits[i] = std::bit_cast<uint32_t>(in[i]);
 
-  CudaSource src = make_source("convert", R"(extern "C" __global__ void convert(unsigned* out, float* widened, const unsigned* in, int n) {
+  CudaSource src = make_source(
+      "convert",
+      R"(extern "C" __global__ void convert(unsigned* out, float* widened, const unsigned* in, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   const cutune_half h = (cutune_half)i;
   widened[2 * i] = cutune_f16_to_f32(h);
@@ -155,9 +185,9 @@ TEST_CASE("f32 to f16/bf16 conversions and packs round to nearest even", "[emula
   out[4 * i + 3] = cutune_pack_bf16x2(-x, x);
 }
 )",
-                               {word_param("out", 4 * n), buffer_param("widened", 2 * 65536),
-                                word_param("in", n, true), int_param("n")},
-                               Dim3{65536 / 256, 1, 1}, Dim3{256, 1, 1});
+      {word_param("out", 4 * n), buffer_param("widened", 2 * 65536), word_param("in", n, true),
+       int_param("n")},
+      Dim3{65536 / 256, 1, 1}, Dim3{256, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 4 * n),
                                   HostBuffer::zeros(ir::Type::f32(), 2 * 65536), words(in_bits)};
   REQUIRE(run(src, bufs, {ScalarArg::i32(n)}).status == EmuStatus::ok);
@@ -180,11 +210,11 @@ TEST_CASE("f32 to f16/bf16 conversions and packs round to nearest even", "[emula
     check(bf16(), in[i], out[4 * i + 3] >> 16);
   }
   // Spot checks that pin the reference itself.
-  REQUIRE(out[4 * 6] == 0x7c00);                            // 65520 -> +Inf
-  REQUIRE(out[4 * 5] == 0x7bff);                            // just below 65520 -> 65504
-  REQUIRE(out[4 * 18 + 1] == 0x3f81);                       // rounded, not truncated (0x3f80)
-  REQUIRE(out[4 * 21] == 0x0001);                           // 2^-24, the smallest subnormal
-  REQUIRE(out[4 * 22] == 0x0000);                           // 2^-25: tie to even zero
+  REQUIRE(out[4 * 6] == 0x7c00);       // 65520 -> +Inf
+  REQUIRE(out[4 * 5] == 0x7bff);       // just below 65520 -> 65504
+  REQUIRE(out[4 * 18 + 1] == 0x3f81);  // rounded, not truncated (0x3f80)
+  REQUIRE(out[4 * 21] == 0x0001);      // 2^-24, the smallest subnormal
+  REQUIRE(out[4 * 22] == 0x0000);      // 2^-25: tie to even zero
 
   std::vector<float> widened = bufs[1].to_floats();
   for (uint32_t b = 0; b < 65536; ++b) {
@@ -205,7 +235,8 @@ TEST_CASE("f32 to f16/bf16 conversions and packs round to nearest even", "[emula
   }
 }
 
-// ---- mma.m16n8k16: the PTX ISA's "Matrix Fragments for mma.m16n8k16 with floating point type" ----
+// ---- mma.m16n8k16: the PTX ISA's "Matrix Fragments for mma.m16n8k16 with floating point type"
+// ----
 
 struct RowCol {
   int row, col;
@@ -216,12 +247,14 @@ int thread_in_group(int lane) { return lane % 4; }
 // A (16x16, .row): a0..a7, two per .b32 register.
 RowCol a_element(int lane, int i) {
   int row = (i < 2 || (i >= 4 && i < 6)) ? group_id(lane) : group_id(lane) + 8;
-  int col = i < 4 ? thread_in_group(lane) * 2 + (i & 0x1) : thread_in_group(lane) * 2 + (i & 0x1) + 8;
+  int col =
+      i < 4 ? thread_in_group(lane) * 2 + (i & 0x1) : thread_in_group(lane) * 2 + (i & 0x1) + 8;
   return {row, col};
 }
 // B (16x8, .col): b0..b3, two per .b32 register.
 RowCol b_element(int lane, int i) {
-  int row = i < 2 ? thread_in_group(lane) * 2 + (i & 0x1) : thread_in_group(lane) * 2 + (i & 0x1) + 8;
+  int row =
+      i < 2 ? thread_in_group(lane) * 2 + (i & 0x1) : thread_in_group(lane) * 2 + (i & 0x1) + 8;
   return {row, group_id(lane)};
 }
 // C and D (16x8, f32): c0..c3.
@@ -237,7 +270,8 @@ std::vector<int> shuffled(int first, int count, std::mt19937& rng) {
   return v;
 }
 
-const char* kMmaLanes = R"(extern "C" __global__ void mma_lanes(float* d_out, const unsigned* a_frag, const unsigned* b_frag, const float* c_frag, int mode) {
+const char* kMmaLanes =
+    R"(extern "C" __global__ void mma_lanes(float* d_out, const unsigned* a_frag, const unsigned* b_frag, const float* c_frag, int mode) {
   const int t = threadIdx.x;
   unsigned a[4];
   unsigned b[2];
@@ -295,12 +329,12 @@ TEST_CASE("mma.m16n8k16 f16 and bf16 follow the ISA fragment layouts, two warps 
       }
     }
   }
-  CudaSource src = make_source(
-      "mma_lanes", kMmaLanes,
-      {buffer_param("d_out", kWarps * 128), word_param("a_frag", kWarps * 128, true),
-       word_param("b_frag", kWarps * 64, true), buffer_param("c_frag", kWarps * 128, true),
-       int_param("mode")},
-      Dim3{1, 1, 1}, Dim3{32 * kWarps, 1, 1});
+  CudaSource src =
+      make_source("mma_lanes", kMmaLanes,
+                  {buffer_param("d_out", kWarps * 128), word_param("a_frag", kWarps * 128, true),
+                   word_param("b_frag", kWarps * 64, true),
+                   buffer_param("c_frag", kWarps * 128, true), int_param("mode")},
+                  Dim3{1, 1, 1}, Dim3{32 * kWarps, 1, 1});
   for (int mode = 0; mode < 4; ++mode) {
     bool is_bf16 = (mode & 1) != 0;
     INFO((is_bf16 ? "bf16" : "f16") << ((mode & 2) != 0 ? ", d aliasing c" : ""));
@@ -325,7 +359,8 @@ TEST_CASE("mma.m16n8k16 f16 and bf16 follow the ISA fragment layouts, two warps 
 
 TEST_CASE("an mma that half a warp skips, or that lanes reach at different calls, diverges",
           "[emulator][tensor_core]") {
-  CudaSource src = make_source("half_mma", R"(extern "C" __global__ void half_mma(float* out, int split_calls) {
+  CudaSource src = make_source(
+      "half_mma", R"(extern "C" __global__ void half_mma(float* out, int split_calls) {
   unsigned a[4] = {0u, 0u, 0u, 0u};
   unsigned b[2] = {0u, 0u};
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -337,15 +372,14 @@ TEST_CASE("an mma that half a warp skips, or that lanes reach at different calls
   out[threadIdx.x] = c[0];
 }
 )",
-                               {buffer_param("out", 64), int_param("split_calls")}, Dim3{1, 1, 1},
-                               Dim3{64, 1, 1});
+      {buffer_param("out", 64), int_param("split_calls")}, Dim3{1, 1, 1}, Dim3{64, 1, 1});
   for (int split : {0, 1}) {
     std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 64)};
     EmuResult r = run(src, bufs, {ScalarArg::i32(split)});
     INFO(r.message);
     REQUIRE(r.status == EmuStatus::barrier_divergence);
-    REQUIRE_THAT(r.message, Contains("half_mma") && Contains("cutune_mma_m16n8k16_f16") &&
-                                Contains("line 6"));
+    REQUIRE_THAT(r.message,
+                 Contains("half_mma") && Contains("cutune_mma_m16n8k16_f16") && Contains("line 6"));
     REQUIRE_THAT(r.message, Contains(split != 0 ? "line 8" : "has exited"));
   }
 }
@@ -357,7 +391,9 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans hands every lane its fragme
   // 32 logical rows of 8 distinct halves; row r sits at shared row 31 - r, rows 48 bytes apart,
   // and lane l addresses logical row l. Lanes that give no row pass an address that would
   // crash if it were read.
-  CudaSource src = make_source("ldmatrix_lanes", R"(extern "C" __global__ void ldmatrix_lanes(unsigned* out, const unsigned* rows, int variant) {
+  CudaSource src = make_source(
+      "ldmatrix_lanes",
+      R"(extern "C" __global__ void ldmatrix_lanes(unsigned* out, const unsigned* rows, int variant) {
   __shared__ __align__(16) cutune_half tile[32 * 24];
   const int lane = threadIdx.x;
   for (int c = 0; c < 8; ++c) {
@@ -380,12 +416,12 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans hands every lane its fragme
   }
 }
 )",
-                               {word_param("out", 128), word_param("rows", 128, true),
-                                int_param("variant")},
-                               Dim3{1, 1, 1}, Dim3{32, 1, 1});
+      {word_param("out", 128), word_param("rows", 128, true), int_param("variant")}, Dim3{1, 1, 1},
+      Dim3{32, 1, 1});
   std::mt19937 rng(8);
   std::vector<int> values = shuffled(0x1000, 256, rng);
-  auto element = [&](int matrix, int row, int col) {  // row `row` of matrix `matrix`, as given by lane 8 * matrix + row
+  auto element = [&](int matrix, int row,
+                     int col) {  // row `row` of matrix `matrix`, as given by lane 8 * matrix + row
     return static_cast<uint32_t>(values[(8 * matrix + row) * 8 + col]);
   };
   std::vector<uint32_t> rows(128);
@@ -419,7 +455,9 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans hands every lane its fragme
 
 TEST_CASE("cp.async zero-fills past src_bytes and lands only when its group is waited for",
           "[emulator][tensor_core]") {
-  CudaSource src = make_source("cp_async_lanes", R"(extern "C" __global__ void cp_async_lanes(unsigned* before, unsigned* after, unsigned* groups, const unsigned* in) {
+  CudaSource src = make_source(
+      "cp_async_lanes",
+      R"(extern "C" __global__ void cp_async_lanes(unsigned* before, unsigned* after, unsigned* groups, const unsigned* in) {
   __shared__ __align__(16) unsigned slot[9 * 4];
   __shared__ __align__(16) unsigned staged[4];
   const int t = threadIdx.x;
@@ -452,9 +490,9 @@ TEST_CASE("cp.async zero-fills past src_bytes and lands only when its group is w
   }
 }
 )",
-                               {word_param("before", 36), word_param("after", 36),
-                                word_param("groups", 16), word_param("in", 48, true)},
-                               Dim3{1, 1, 1}, Dim3{32, 1, 1});
+      {word_param("before", 36), word_param("after", 36), word_param("groups", 16),
+       word_param("in", 48, true)},
+      Dim3{1, 1, 1}, Dim3{32, 1, 1});
   std::vector<uint32_t> in(48);
   for (int i = 0; i < 48; ++i) in[i] = 0x01020304u * (i + 1);
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 36),
@@ -481,16 +519,19 @@ TEST_CASE("cp.async zero-fills past src_bytes and lands only when its group is w
     }
   }
   const uint32_t p = 0xffffffffu;
-  std::vector<uint32_t> want_groups = {in[40], p,      p,      p,       // wait_group 2
-                                       in[40], in[41], p,      p,       // wait_group 1
-                                       in[40], in[41], in[42], p,       // wait_group 0: not the uncommitted copy
-                                       in[40], in[41], in[42], in[43]}; // after its commit
+  std::vector<uint32_t> want_groups = {
+      in[40], p,      p,      p,        // wait_group 2
+      in[40], in[41], p,      p,        // wait_group 1
+      in[40], in[41], in[42], p,        // wait_group 0: not the uncommitted copy
+      in[40], in[41], in[42], in[43]};  // after its commit
   REQUIRE(to_words(bufs[2]) == want_groups);
 }
 
 TEST_CASE("cp.async misuse: too many source bytes, a source past its buffer, misalignment",
           "[emulator][tensor_core]") {
-  CudaSource src = make_source("cp_async_misuse", R"(extern "C" __global__ void cp_async_misuse(unsigned* out, const unsigned* in, int mode) {
+  CudaSource src = make_source(
+      "cp_async_misuse",
+      R"(extern "C" __global__ void cp_async_misuse(unsigned* out, const unsigned* in, int mode) {
   __shared__ __align__(16) unsigned slot[4];
   if (mode == 0) cutune_cp_async_16(slot, in, 17);
   if (mode == 1) cutune_cp_async_16(slot, in + 16, 16);
@@ -501,8 +542,8 @@ TEST_CASE("cp.async misuse: too many source bytes, a source past its buffer, mis
   out[threadIdx.x] = slot[0];
 }
 )",
-                               {word_param("out", 32), word_param("in", 16, true), int_param("mode")},
-                               Dim3{1, 1, 1}, Dim3{32, 1, 1});
+      {word_param("out", 32), word_param("in", 16, true), int_param("mode")}, Dim3{1, 1, 1},
+      Dim3{32, 1, 1});
   auto run_mode = [&](int mode) {
     std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 32),
                                     HostBuffer::zeros(ir::Type::i32(), 16)};
@@ -537,7 +578,8 @@ TEST_CASE("cp.async misuse: too many source bytes, a source past its buffer, mis
 
 TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads; shuffles move lanes' values",
           "[emulator][tensor_core]") {
-  CudaSource src = make_source("warp_ops", R"(extern "C" __global__ void warp_ops(int* ints, float* floats, int mode) {
+  CudaSource src = make_source(
+      "warp_ops", R"(extern "C" __global__ void warp_ops(int* ints, float* floats, int mode) {
   __shared__ int seen[64];
   const int t = threadIdx.x;
   const int lane = t % 32;
@@ -571,9 +613,8 @@ TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads; shuffles m
   ints[t * 8 + 6] = __shfl_sync(0xffffffffu, sum, 0);
 }
 )",
-                               {word_param("ints", 64 * 8), buffer_param("floats", 64 * 8),
-                                int_param("mode")},
-                               Dim3{1, 1, 1}, Dim3{64, 1, 1});
+      {word_param("ints", 64 * 8), buffer_param("floats", 64 * 8), int_param("mode")},
+      Dim3{1, 1, 1}, Dim3{64, 1, 1});
   auto run_mode = [&](int mode) {
     std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 64 * 8),
                                     HostBuffer::zeros(ir::Type::f32(), 64 * 8)};
@@ -590,7 +631,8 @@ TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads; shuffles m
                                     HostBuffer::zeros(ir::Type::f32(), 64 * 8)};
     EmuResult r = run(src, bufs, {ScalarArg::i32(0)});
     REQUIRE(r.status == EmuStatus::race);
-    REQUIRE_THAT(r.message, Contains("seen[1]") && Contains("written by thread (1,0,0) at line 7") &&
+    REQUIRE_THAT(r.message, Contains("seen[1]") &&
+                                Contains("written by thread (1,0,0) at line 7") &&
                                 Contains("read by thread (0,0,0) at line 9"));
   }
   std::vector<int32_t> synced = run_mode(1).first;

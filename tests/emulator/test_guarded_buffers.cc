@@ -7,9 +7,9 @@ namespace cutune::emu {
 namespace {
 
 CudaSource two_buffers(int64_t n0, int64_t n1) {
-  return testing::make_source("k", "", {testing::buffer_param("x", n0),
-                                        testing::int_param("n"),
-                                        testing::buffer_param("y", n1, true)},
+  return testing::make_source("k", "",
+                              {testing::buffer_param("x", n0), testing::int_param("n"),
+                               testing::buffer_param("y", n1, true)},
                               Dim3{}, Dim3{});
 }
 

@@ -21,7 +21,8 @@ using namespace cutune;
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cutune_" + name + "_" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cutune_" + name + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -28,10 +28,10 @@ std::string show(const T& ir) {
 }  // namespace cutune::test
 
 // Checks that `actual` (computed from `input`) is structurally equal to `expected`.
-#define CHECK_IR(input, actual, expected)                                   \
-  do {                                                                      \
-    INFO("input:\n" << ::cutune::test::show(input));                     \
-    INFO("actual:\n" << ::cutune::test::show(actual));                   \
-    INFO("expected:\n" << ::cutune::test::show(expected));               \
-    CHECK(::cutune::ir::equal((actual), (expected)));                       \
+#define CHECK_IR(input, actual, expected)                  \
+  do {                                                     \
+    INFO("input:\n" << ::cutune::test::show(input));       \
+    INFO("actual:\n" << ::cutune::test::show(actual));     \
+    INFO("expected:\n" << ::cutune::test::show(expected)); \
+    CHECK(::cutune::ir::equal((actual), (expected)));      \
   } while (0)

@@ -11,15 +11,15 @@ using cutune::test::v;
 
 namespace {
 
-#define CHECK_EQUAL_IR(a, b)                                                    \
-  do {                                                                          \
+#define CHECK_EQUAL_IR(a, b)                                                         \
+  do {                                                                               \
     INFO("left:\n" << cutune::test::show(a) << "right:\n" << cutune::test::show(b)); \
-    CHECK(equal((a), (b)));                                                     \
+    CHECK(equal((a), (b)));                                                          \
   } while (0)
-#define CHECK_DIFFERENT_IR(a, b)                                                \
-  do {                                                                          \
+#define CHECK_DIFFERENT_IR(a, b)                                                     \
+  do {                                                                               \
     INFO("left:\n" << cutune::test::show(a) << "right:\n" << cutune::test::show(b)); \
-    CHECK_FALSE(equal((a), (b)));                                               \
+    CHECK_FALSE(equal((a), (b)));                                                    \
   } while (0)
 
 }  // namespace
@@ -55,8 +55,7 @@ TEST_CASE("expressions differing anywhere are not equal", "[equality]") {
   CHECK_DIFFERENT_IR(cast(Type::f32(), i), cast(Type::f32(), j));
 }
 
-TEST_CASE("loads compare their buffers by name, type, scope, size and constness",
-          "[equality]") {
+TEST_CASE("loads compare their buffers by name, type, scope, size and constness", "[equality]") {
   Buffer a = global_f32("A", 64, true);
   Expr i = v("i");
   CHECK_EQUAL_IR(Load::make(a, i), Load::make(global_f32("A", 64, true), i));

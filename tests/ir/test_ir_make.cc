@@ -42,8 +42,8 @@ TEST_CASE("operand types must agree", "[make]") {
   CHECK_THROWS_AS(i + x, IRError);
   CHECK_THROWS_AS(i * IntImm::make(Type::i64(), 2), IRError);
   CHECK_THROWS_AS(i < x, IRError);
-  CHECK_THROWS_AS(b + b, IRError);          // arithmetic on Bool
-  CHECK_THROWS_AS(i && i, IRError);         // logic on Int32
+  CHECK_THROWS_AS(b + b, IRError);   // arithmetic on Bool
+  CHECK_THROWS_AS(i && i, IRError);  // logic on Int32
   CHECK_THROWS_AS(!i, IRError);
   CHECK_THROWS_AS(select(i, i, i), IRError);  // condition not Bool
   CHECK_THROWS_AS(select(b, i, x), IRError);  // branches differ

@@ -32,18 +32,17 @@ Stmt sample_program() {
   return For::make(
       "i", 0, 4, ForKind::serial,
       Allocate::make(
-          s, Block::make({
-                 Store::make(s, i * 16, Load::make(a, i * 16, 4)),
-                 Sync::make(),
-                 LetStmt::make("t", max(i, n),
-                               For::make("j", 0, 16, ForKind::unrolled,
-                                         IfThenElse::make(j < v("t"),
-                                                          Store::make(c, i * 16 + j,
-                                                                      Load::make(s, j)),
-                                                          Store::make(c, j, f32(0.0))))),
-                 Evaluate::make(Call::make(Type::f32(), "expf",
-                                           {cast(Type::f32(), n), f32(1.0)})),
-             })));
+          s,
+          Block::make({
+              Store::make(s, i * 16, Load::make(a, i * 16, 4)),
+              Sync::make(),
+              LetStmt::make("t", max(i, n),
+                            For::make("j", 0, 16, ForKind::unrolled,
+                                      IfThenElse::make(j < v("t"),
+                                                       Store::make(c, i * 16 + j, Load::make(s, j)),
+                                                       Store::make(c, j, f32(0.0))))),
+              Evaluate::make(Call::make(Type::f32(), "expf", {cast(Type::f32(), n), f32(1.0)})),
+          })));
 }
 
 }  // namespace

@@ -11,12 +11,12 @@ using cutune::test::v;
 
 namespace {
 
-#define CHECK_TEXT(ir, expected)                         \
-  do {                                                   \
-    std::string actual_ = to_string(ir);                 \
-    INFO("actual:\n" << actual_);                        \
-    INFO("expected:\n" << (expected));                   \
-    CHECK(actual_ == (expected));                        \
+#define CHECK_TEXT(ir, expected)         \
+  do {                                   \
+    std::string actual_ = to_string(ir); \
+    INFO("actual:\n" << actual_);        \
+    INFO("expected:\n" << (expected));   \
+    CHECK(actual_ == (expected));        \
   } while (0)
 
 }  // namespace
@@ -88,12 +88,10 @@ TEST_CASE("a small program prints exactly", "[printer]") {
       LetStmt::make("t", i * 2,
                     IfThenElse::make(t < 4, Store::make(c, t, Load::make(s, i)),
                                      Store::make(c, t, f32(0.0)))),
-      For::make("k", v("k0"), 4, ForKind::unrolled,
-                Store::make(r, k - v("k0"), Load::make(s, k))),
+      For::make("k", v("k0"), 4, ForKind::unrolled, Store::make(r, k - v("k0"), Load::make(s, k))),
       IfThenElse::make(i < 1, Evaluate::make(Call::make(Type::i32(), "trap", {}))),
   });
-  Stmt prog = For::make("i", 0, 4, ForKind::serial,
-                        Allocate::make(s, Allocate::make(r, body)));
+  Stmt prog = For::make("i", 0, 4, ForKind::serial, Allocate::make(s, Allocate::make(r, body)));
   CHECK_TEXT(prog,
              "for i in [0, 4) serial {\n"
              "  allocate S: float[32] shared\n"
@@ -123,9 +121,10 @@ TEST_CASE("a kernel prints its parameters and bound loops", "[printer]") {
   Expr idx = bx * 128 + tx;
   Stmt body = For::make(
       "bx", 0, 2, ForKind::block_x,
-      For::make("tx", 0, 128, ForKind::thread_x,
-                IfThenElse::make(idx < n, Store::make(y, idx, Load::make(x, idx) * alpha +
-                                                                  Load::make(y, idx)))));
+      For::make(
+          "tx", 0, 128, ForKind::thread_x,
+          IfThenElse::make(idx < n,
+                           Store::make(y, idx, Load::make(x, idx) * alpha + Load::make(y, idx)))));
   Kernel k{"axpy", {y, x}, {n, alpha}, body};
   CHECK_TEXT(k,
              "kernel axpy(Y: float[256], const X: float[256], n: int, alpha: float) {\n"

@@ -15,11 +15,11 @@ using cutune::test::yes;
 namespace {
 
 // Simplifies `input` under `env` and compares with `expected`, printing all three on failure.
-#define CHECK_SIMPLIFIES(input, expected, ...)               \
-  do {                                                       \
-    auto in_ = (input);                                      \
-    auto out_ = simplify(in_ __VA_OPT__(, ) __VA_ARGS__);    \
-    CHECK_IR(in_, out_, (expected));                         \
+#define CHECK_SIMPLIFIES(input, expected, ...)            \
+  do {                                                    \
+    auto in_ = (input);                                   \
+    auto out_ = simplify(in_ __VA_OPT__(, ) __VA_ARGS__); \
+    CHECK_IR(in_, out_, (expected));                      \
   } while (0)
 
 Stmt store(const Buffer& b, Expr index, Expr value) {
@@ -102,8 +102,7 @@ TEST_CASE("y / c is 0 and y % c is y when 0 <= y < c", "[simplify]") {
 TEST_CASE("loop bounds make index arithmetic collapse", "[simplify]") {
   Buffer c = global_f32("C", 64);
   Expr tx = v("tx");
-  Stmt input = For::make("tx", 0, 8, ForKind::serial,
-                         store(c, tx / 8 * 100 + tx % 8, f32(1.0)));
+  Stmt input = For::make("tx", 0, 8, ForKind::serial, store(c, tx / 8 * 100 + tx % 8, f32(1.0)));
   Stmt expected = For::make("tx", 0, 8, ForKind::serial, store(c, tx, f32(1.0)));
   CHECK_SIMPLIFIES(input, expected);
 }
@@ -159,8 +158,7 @@ TEST_CASE("IfThenElse and Select with constant conditions", "[simplify]") {
   CHECK_SIMPLIFIES(select(x < y, x, y), select(x < y, x, y));
 }
 
-TEST_CASE("an if whose then case vanishes becomes an if on the negated condition",
-          "[simplify]") {
+TEST_CASE("an if whose then case vanishes becomes an if on the negated condition", "[simplify]") {
   Buffer c = global_f32("C", 64);
   Expr n = v("n");
   Stmt b = store(c, 1, f32(2.0));
@@ -188,9 +186,8 @@ TEST_CASE("a serial loop of extent 1 is replaced by its body", "[simplify]") {
 TEST_CASE("let-bound values carry their bounds", "[simplify]") {
   Buffer c = global_f32("C", 64);
   Expr t = v("t");
-  Stmt input = For::make(
-      "tx", 0, 32, ForKind::thread_x,
-      LetStmt::make("t", v("tx") % 8, store(c, t / 8 + t, f32(1.0))));
+  Stmt input = For::make("tx", 0, 32, ForKind::thread_x,
+                         LetStmt::make("t", v("tx") % 8, store(c, t / 8 + t, f32(1.0))));
   Stmt expected = For::make("tx", 0, 32, ForKind::thread_x,
                             LetStmt::make("t", v("tx") % 8, store(c, t, f32(1.0))));
   CHECK_SIMPLIFIES(input, expected);
@@ -200,15 +197,16 @@ TEST_CASE("simplifying simplified IR keeps every node shared", "[simplify]") {
   Buffer c = global_f32("C", 1024);
   Buffer a = global_f32("A", 1024, true);
   Expr i = v("i"), j = v("j"), n = v("n");
-  Stmt body = Block::make(
-      {store(c, i * 32 + j, Load::make(a, i * 32 + j) * f32(2.0)),
-       IfThenElse::make(i * 32 + j < n, store(c, (j + n) / 4, f32(0.0))),
-       store(c, select(i < n, i, j), max(Load::make(a, j), f32(0.0)))});
+  Stmt body = Block::make({store(c, i * 32 + j, Load::make(a, i * 32 + j) * f32(2.0)),
+                           IfThenElse::make(i * 32 + j < n, store(c, (j + n) / 4, f32(0.0))),
+                           store(c, select(i < n, i, j), max(Load::make(a, j), f32(0.0)))});
   Stmt input = For::make("i", 0, 32, ForKind::serial, For::make("j", 0, 32, ForKind::serial, body));
   Stmt once = simplify(input);
   Stmt twice = simplify(once);
-  INFO("input:\n" << to_string(input) << "once:\n" << to_string(once) << "twice:\n"
-                  << to_string(twice));
+  INFO("input:\n"
+       << to_string(input) << "once:\n"
+       << to_string(once) << "twice:\n"
+       << to_string(twice));
   CHECK(equal(once, input));
   CHECK(once.same_as(input));
   CHECK(twice.same_as(once));

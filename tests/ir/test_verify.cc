@@ -28,21 +28,21 @@ std::string joined(const VerifyResult& r) {
 }
 
 // Checks that verification failed with exactly one error mentioning `needle`.
-#define CHECK_ONE_ERROR(body, needle)                                   \
-  do {                                                                  \
-    Stmt body_ = (body);                                                \
-    VerifyResult r_ = verify_body(body_);                               \
+#define CHECK_ONE_ERROR(body, needle)                                  \
+  do {                                                                 \
+    Stmt body_ = (body);                                               \
+    VerifyResult r_ = verify_body(body_);                              \
     INFO("input:\n" << to_string(body_) << "errors:\n" << joined(r_)); \
-    CHECK(r_.errors.size() == 1);                                       \
-    CHECK_THAT(joined(r_), Catch::Contains(needle));                    \
+    CHECK(r_.errors.size() == 1);                                      \
+    CHECK_THAT(joined(r_), Catch::Contains(needle));                   \
   } while (0)
 
-#define CHECK_VERIFIES(body)                                            \
-  do {                                                                  \
-    Stmt body_ = (body);                                                \
-    VerifyResult r_ = verify_body(body_);                               \
+#define CHECK_VERIFIES(body)                                           \
+  do {                                                                 \
+    Stmt body_ = (body);                                               \
+    VerifyResult r_ = verify_body(body_);                              \
     INFO("input:\n" << to_string(body_) << "errors:\n" << joined(r_)); \
-    CHECK(r_.ok());                                                     \
+    CHECK(r_.ok());                                                    \
   } while (0)
 
 }  // namespace
@@ -53,11 +53,13 @@ TEST_CASE("the launch shape is read off bound loops and allocations", "[verify]"
   Buffer l = Buffer::make("L", Type::f32(), MemoryScope::local, 16);
   Stmt body = For::make(
       "by", 0, 3, ForKind::block_y,
-      For::make("bx", 0, 7, ForKind::block_x,
-                For::make("ty", 0, 4, ForKind::thread_y,
-                          For::make("tx", 0, 32, ForKind::thread_x,
-                                    Allocate::make(s, Allocate::make(s2, Allocate::make(
-                                        l, touch(v("tx") + v("ty") * 32))))))));
+      For::make(
+          "bx", 0, 7, ForKind::block_x,
+          For::make("ty", 0, 4, ForKind::thread_y,
+                    For::make("tx", 0, 32, ForKind::thread_x,
+                              Allocate::make(
+                                  s, Allocate::make(
+                                         s2, Allocate::make(l, touch(v("tx") + v("ty") * 32))))))));
   VerifyResult r = verify_body(body);
   INFO(joined(r));
   REQUIRE(r.ok());
@@ -102,8 +104,9 @@ TEST_CASE("every loop bound to one axis has the same extent", "[verify]") {
   CHECK_VERIFIES(agree);
   Stmt disagree = Block::make({For::make("tx", 0, 64, ForKind::thread_x, touch(v("tx"))),
                                For::make("tx2", 0, 32, ForKind::thread_x, touch(v("tx2")))});
-  CHECK_ONE_ERROR(disagree, "loop tx2 bound to threadIdx.x has extent 32, but another loop "
-                            "bound to it has 64");
+  CHECK_ONE_ERROR(disagree,
+                  "loop tx2 bound to threadIdx.x has extent 32, but another loop "
+                  "bound to it has 64");
   // Different axes are independent.
   CHECK_VERIFIES(Block::make({For::make("tx", 0, 64, ForKind::thread_x, touch(v("tx"))),
                               For::make("ty", 0, 8, ForKind::thread_y, touch(v("ty")))}));
@@ -129,16 +132,16 @@ TEST_CASE("a barrier under a thread-dependent condition is an error", "[verify]"
   CHECK_ONE_ERROR(in_threads(IfThenElse::make(tx < 32, touch(tx), Sync::make())),
                   "thread-dependent");  // the else branch diverges as much as the then branch
   // A let-bound value derived from the thread index is thread-dependent too.
-  CHECK_ONE_ERROR(in_threads(LetStmt::make("t", tx % 4,
-                                           IfThenElse::make(v("t") < 2, Sync::make()))),
-                  "thread-dependent");
+  CHECK_ONE_ERROR(
+      in_threads(LetStmt::make("t", tx % 4, IfThenElse::make(v("t") < 2, Sync::make()))),
+      "thread-dependent");
   // So is a loop whose extent depends on the thread index.
   CHECK_ONE_ERROR(in_threads(For::make("k", 0, tx, ForKind::serial, Sync::make())),
                   "thread-dependent");
   // Uniform conditions and loops are fine.
   CHECK_VERIFIES(in_threads(IfThenElse::make(n < 32, Sync::make())));
-  CHECK_VERIFIES(in_threads(For::make("k", 0, n, ForKind::serial,
-                                      Block::make({touch(tx), Sync::make()}))));
+  CHECK_VERIFIES(
+      in_threads(For::make("k", 0, n, ForKind::serial, Block::make({touch(tx), Sync::make()}))));
   CHECK_VERIFIES(in_threads(Block::make({IfThenElse::make(tx < 32, touch(tx)), Sync::make()})));
 }
 
@@ -152,8 +155,9 @@ TEST_CASE("shared memory within the opt-in limit passes; above it is an error", 
   INFO(joined(big));
   CHECK(big.ok());
   CHECK(big.launch.shared_bytes == 100 * 1024);
-  CHECK_ONE_ERROR(with_shared(60000), "240000 bytes of shared memory exceed the sm_90 limit of "
-                                      "232448");
+  CHECK_ONE_ERROR(with_shared(60000),
+                  "240000 bytes of shared memory exceed the sm_90 limit of "
+                  "232448");
   TargetLimits small;
   small.arch = "sm_80";
   small.max_shared_bytes_optin = 163 * 1024;

@@ -30,7 +30,8 @@ inline std::vector<Config> sample_configs(const Template& t, int count, uint64_t
 inline std::string describe(const Template& t, const Config& c) {
   std::string shape;
   for (int64_t s : t.shape()) shape += (shape.empty() ? "" : ",") + std::to_string(s);
-  return t.name() + " " + shape + " config " + std::to_string(c.index()) + ": " + c.to_json().dump();
+  return t.name() + " " + shape + " config " + std::to_string(c.index()) + ": " +
+         c.to_json().dump();
 }
 
 }  // namespace cutune::test

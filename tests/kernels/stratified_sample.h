@@ -22,9 +22,10 @@ namespace cutune::test {
 // `missing` (if given) receives the values some sample had but no usable pick covered (values
 // the shape's constraints rule out altogether cannot be emulated on it and are not listed:
 // callers choose shapes that admit the values they care about, and say so).
-inline std::vector<Config> stratified_configs(
-    const Template& t, uint64_t seed, const std::function<bool(const Config&)>& usable,
-    std::vector<std::string>* missing = nullptr, int pool = 4000) {
+inline std::vector<Config> stratified_configs(const Template& t, uint64_t seed,
+                                              const std::function<bool(const Config&)>& usable,
+                                              std::vector<std::string>* missing = nullptr,
+                                              int pool = 4000) {
   std::mt19937_64 rng(seed);
   std::vector<Config> candidates;
   for (int i = 0; i < pool; ++i) {

@@ -32,8 +32,8 @@ void emulate_sample(const std::string& layout, std::vector<int64_t> shape, int c
     EmulatedCheck r = check_in_emulator(*tmpl, *c, ir::TargetLimits{}, emulator);
     if (r.status == "rejected") continue;  // the verifier's call; compile tests cover those
     ++ran;
-    INFO(test::describe(*tmpl, *c) << "\nstatus " << r.status << ": " << r.message
-                                   << "\nmax rel error " << r.max_rel_error);
+    INFO(test::describe(*tmpl, *c)
+         << "\nstatus " << r.status << ": " << r.message << "\nmax rel error " << r.max_rel_error);
     CHECK(r.passed);
     CHECK(r.max_rel_error < 1e-4);
   }

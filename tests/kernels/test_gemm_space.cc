@@ -65,13 +65,12 @@ TEST_CASE("the GEMM space's size is the product of its knobs' cardinalities", "[
   CHECK(space.size() == 5ull * 5 * 4 * 5 * 5 * 5 * 3 * 3 * 3 * 3 * 2 * 2);
   std::vector<std::string> names;
   for (const Knob& k : space.knobs()) names.push_back(k.name());
-  CHECK(names == std::vector<std::string>{"block_m", "block_n", "block_k", "thread_m",
-                                          "thread_n", "warp_n", "frag_m", "frag_n", "vec_load",
-                                          "smem_pad", "double_buffer", "unroll_k"});
+  CHECK(names == std::vector<std::string>{"block_m", "block_n", "block_k", "thread_m", "thread_n",
+                                          "warp_n", "frag_m", "frag_n", "vec_load", "smem_pad",
+                                          "double_buffer", "unroll_k"});
 }
 
-TEST_CASE("the GEMM valid count equals a brute-force count (nn, aligned shape)",
-          "[gemm][space]") {
+TEST_CASE("the GEMM valid count equals a brute-force count (nn, aligned shape)", "[gemm][space]") {
   GemmTemplate t(1024, 1024, 1024, GemmLayout::nn);
   std::optional<uint64_t> valid = t.space().count_valid();
   REQUIRE(valid.has_value());
@@ -130,8 +129,8 @@ TEST_CASE("shape strings: non-negative integers separated by commas", "[gemm][ta
   CHECK(parse_shape("127,255,63") == std::vector<int64_t>{127, 255, 63});
   CHECK(parse_shape("1") == std::vector<int64_t>{1});
   CHECK(parse_shape("1,3,8,8,4,3,3,1,0,1") == std::vector<int64_t>{1, 3, 8, 8, 4, 3, 3, 1, 0, 1});
-  for (const char* bad : {"", "-1,4,4", "4,-4,4", "a,b,c", "4,,4", "4,4,", ",4,4",
-                          "1.5,2,3", "4, 4,4", "99999999999999999999,1,1", "4;4;4"}) {
+  for (const char* bad : {"", "-1,4,4", "4,-4,4", "a,b,c", "4,,4", "4,4,", ",4,4", "1.5,2,3",
+                          "4, 4,4", "99999999999999999999,1,1", "4;4;4"}) {
     INFO("shape '" << bad << "'");
     CHECK_THROWS_AS(parse_shape(bad), TaskError);
   }

@@ -119,8 +119,10 @@ TEST_CASE("row-major GEMM maps onto column-major cublasSgemm", "[cublas]") {
 
 TEST_CASE("sticky CUDA errors poison the context but refused launches do not", "[fault]") {
   CHECK(classify_cuda_error(CUDA_ERROR_ILLEGAL_ADDRESS, false).poisoned);
-  CHECK(classify_cuda_error(CUDA_ERROR_LAUNCH_FAILED, false).status == MeasureStatus::runtime_error);
-  CHECK(classify_cuda_error(CUDA_ERROR_ILLEGAL_ADDRESS, true).status == MeasureStatus::runtime_error);
+  CHECK(classify_cuda_error(CUDA_ERROR_LAUNCH_FAILED, false).status ==
+        MeasureStatus::runtime_error);
+  CHECK(classify_cuda_error(CUDA_ERROR_ILLEGAL_ADDRESS, true).status ==
+        MeasureStatus::runtime_error);
   const CudaFault refused = classify_cuda_error(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, true);
   CHECK(refused.status == MeasureStatus::launch_error);
   CHECK_FALSE(refused.poisoned);

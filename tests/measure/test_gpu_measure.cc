@@ -47,8 +47,8 @@ WorkerOptions gpu_worker(double timeout_s = 20) {
 }
 
 // A kernel C[M*N], A, B (the GEMM task's parameters) with a hand-written body.
-MeasureRequest handwritten(uint64_t id, const std::string& name, const std::string& body,
-                           Dim3 grid, Dim3 block) {
+MeasureRequest handwritten(uint64_t id, const std::string& name, const std::string& body, Dim3 grid,
+                           Dim3 block) {
   CudaSource s;
   s.kernel_name = name;
   s.code = "extern \"C\" __global__ void " + name +
@@ -96,13 +96,14 @@ TEST_CASE("the timer measures a kernel of known duration", "[gpu]") {
   WorkerSupervisor s(gpu_worker());
   s.set_task(task, {});
   // Spins on the global ns timer for 200 us.
-  const MeasureRequest spin = handwritten(
-      1, "spin200us",
-      "  unsigned long long t0, t;\n"
-      "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
-      "  do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < 200000ull);\n"
-      "  if (threadIdx.x == 0) C[0] = float(t - t0);",
-      {1, 1, 1}, {32, 1, 1});
+  const MeasureRequest spin =
+      handwritten(1, "spin200us",
+                  "  unsigned long long t0, t;\n"
+                  "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+                  "  do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - "
+                  "t0 < 200000ull);\n"
+                  "  if (threadIdx.x == 0) C[0] = float(t - t0);",
+                  {1, 1, 1}, {32, 1, 1});
   const MeasureReply r = s.measure(spin);
   INFO(r.result.error << " " << r.result.extra.dump());
   REQUIRE(r.result.ok());
@@ -122,26 +123,31 @@ TEST_CASE("a wrong kernel is caught and a right one passes", "[gpu]") {
   // Checked (not -1, "unchecked") and within the float32 rule for a 64-long reduction.
   CHECK(right.result.max_rel_error >= 0);
   CHECK(right.result.max_rel_error <= error_tolerance("float32", 64));
-  const MeasureReply wrong = s.measure(handwritten(
-      2, "off_by_one",
-      "  int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;\n"
-      "  float acc = 0.f;\n"
-      "  for (int k = 0; k < 63; ++k) acc += A[i * 64 + k] * B[k * 64 + j];\n"
-      "  C[i * 64 + j] = acc;",
-      {4, 4, 1}, {16, 16, 1}));
+  const MeasureReply wrong =
+      s.measure(handwritten(2, "off_by_one",
+                            "  int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * "
+                            "blockDim.x + threadIdx.x;\n"
+                            "  float acc = 0.f;\n"
+                            "  for (int k = 0; k < 63; ++k) acc += A[i * 64 + k] * B[k * 64 + j];\n"
+                            "  C[i * 64 + j] = acc;",
+                            {4, 4, 1}, {16, 16, 1}));
   CHECK(wrong.result.status == MeasureStatus::wrong_answer);
-  const MeasureReply partial = s.measure(handwritten(
-      3, "half_written", "  if (threadIdx.x == 0 && blockIdx.x == 0) C[0] = 0.f;", {1, 1, 1}, {32, 1, 1}));
+  const MeasureReply partial = s.measure(
+      handwritten(3, "half_written", "  if (threadIdx.x == 0 && blockIdx.x == 0) C[0] = 0.f;",
+                  {1, 1, 1}, {32, 1, 1}));
   CHECK(partial.result.status == MeasureStatus::wrong_answer);
   CHECK_THAT(partial.result.error, Catch::Contains("NaN/Inf"));
 }
 
-TEST_CASE("trap and out-of-bounds write and hang are each recorded while the run goes on", "[gpu]") {
+TEST_CASE("trap and out-of-bounds write and hang are each recorded while the run goes on",
+          "[gpu]") {
   skip_without_device();
   WorkerSupervisor s(gpu_worker(/*timeout_s=*/5));
   s.set_task(gemm64_task(), {});
   std::vector<MeasureReply> replies;
-  auto good = [&](uint64_t id) { return handwritten(id, "naive", kNaiveGemm, {4, 4, 1}, {16, 16, 1}); };
+  auto good = [&](uint64_t id) {
+    return handwritten(id, "naive", kNaiveGemm, {4, 4, 1}, {16, 16, 1});
+  };
   replies.push_back(s.measure(good(0)));
   replies.push_back(s.measure(handwritten(1, "traps", "  __trap();", {1, 1, 1}, {32, 1, 1})));
   replies.push_back(s.measure(good(2)));
@@ -198,7 +204,8 @@ TEST_CASE("the GPU measurer measures GEMM candidates end to end", "[gpu]") {
 TEST_CASE("an exported kernel runs through the loader and matches cuBLAS", "[gpu]") {
   skip_without_device();
   auto tmpl = make_template("gemm", {256, 512, 128}, "gemm_nn");
-  const auto dir = std::filesystem::temp_directory_path() / ("cutune_export_gpu_" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cutune_export_gpu_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   Record r;
@@ -212,7 +219,8 @@ TEST_CASE("an exported kernel runs through the loader and matches cuBLAS", "[gpu
     w.append(r);
   }
   REQUIRE(export_log(dir / "log.jsonl", dir / "out").written.size() == 1);
-  const std::string command = tool("CUTUNE_EXPORT_EXAMPLE", CUTUNE_EXPORT_EXAMPLE) + " " + (dir / "out").string();
+  const std::string command =
+      tool("CUTUNE_EXPORT_EXAMPLE", CUTUNE_EXPORT_EXAMPLE) + " " + (dir / "out").string();
   CHECK(std::system(command.c_str()) == 0);
   std::filesystem::remove_all(dir);
 }

@@ -106,7 +106,8 @@ TEST_CASE("an infinite best time and a result survive JSON", "[worker]") {
 TEST_CASE("a task round-trips", "[worker]") {
   WorkerTask t = small_task();
   t.reference = ReferenceKind::baseline;
-  t.baseline = BaselineSpec::of(GemmBaseline{5, 6, 7, true, ir::DType::Float16, ir::DType::Float32});
+  t.baseline =
+      BaselineSpec::of(GemmBaseline{5, 6, 7, true, ir::DType::Float16, ir::DType::Float32});
   t.tensors[0].zero_init = true;
   t.tensors[1].dtype = "bfloat16";
   t.timing.flush_l2 = false;
@@ -194,9 +195,9 @@ TEST_CASE("every way a worker fails becomes a result and the worker is replaced"
 TEST_CASE("a run of mixed faults loses no record", "[worker]") {
   WorkerSupervisor s(fake_worker(0.3));
   s.set_task(small_task(), {});
-  const std::vector<std::string> plan = {"fake_ok",    "fake_crash", "fake_ok",  "fake_sleep",
-                                         "fake_wrong", "fake_poison", "fake_exit", "fake_ok",
-                                         "fake_garbage", "fake_slow", "fake_ok"};
+  const std::vector<std::string> plan = {"fake_ok",      "fake_crash",  "fake_ok",   "fake_sleep",
+                                         "fake_wrong",   "fake_poison", "fake_exit", "fake_ok",
+                                         "fake_garbage", "fake_slow",   "fake_ok"};
   std::vector<MeasureReply> replies;
   for (size_t i = 0; i < plan.size(); ++i) replies.push_back(s.measure(request(i, plan[i])));
   REQUIRE(replies.size() == plan.size());
@@ -231,7 +232,8 @@ TEST_CASE("a worker that cannot take the task is a WorkerError", "[worker]") {
   CHECK(m.pid() == -1);
 }
 
-TEST_CASE("16-bit and split-K tensors reach the worker sized and started by their dtype", "[worker]") {
+TEST_CASE("16-bit and split-K tensors reach the worker sized and started by their dtype",
+          "[worker]") {
   struct Case {
     std::string op, name;
     int64_t c_bytes, ab_bytes;  // per element
@@ -255,7 +257,8 @@ TEST_CASE("16-bit and split-K tensors reach the worker sized and started by thei
     const MeasureReply reply = s.measure(request(1, "fake_ok"));
     REQUIRE(reply.result.ok());
     const nlohmann::json& e = reply.result.extra;
-    CHECK(e["tensor_bytes"] == nlohmann::json({m * n * c.c_bytes, m * k * c.ab_bytes, k * n * c.ab_bytes}));
+    CHECK(e["tensor_bytes"] ==
+          nlohmann::json({m * n * c.c_bytes, m * k * c.ab_bytes, k * n * c.ab_bytes}));
     CHECK(e["zero_init"] == nlohmann::json({c.c_zero_init, false, false}));
     const BaselineSpec b = BaselineSpec::from_json(e["baseline"]);
     REQUIRE(b.kind == BaselineSpec::Kind::gemm);

@@ -8,13 +8,13 @@ namespace cutune {
 namespace {
 
 TEST_CASE("every status and timer name round-trips", "[records]") {
-  for (MeasureStatus s :
-       {MeasureStatus::ok, MeasureStatus::invalid, MeasureStatus::compile_error,
-        MeasureStatus::launch_error, MeasureStatus::runtime_error, MeasureStatus::timeout,
-        MeasureStatus::wrong_answer}) {
+  for (MeasureStatus s : {MeasureStatus::ok, MeasureStatus::invalid, MeasureStatus::compile_error,
+                          MeasureStatus::launch_error, MeasureStatus::runtime_error,
+                          MeasureStatus::timeout, MeasureStatus::wrong_answer}) {
     CHECK(parse_measure_status(to_string(s)) == s);
   }
-  for (TimerKind t : {TimerKind::none, TimerKind::cupti, TimerKind::cuda_event, TimerKind::replay}) {
+  for (TimerKind t :
+       {TimerKind::none, TimerKind::cupti, TimerKind::cuda_event, TimerKind::replay}) {
     CHECK(parse_timer_kind(to_string(t)) == t);
   }
   CHECK(to_string(MeasureStatus::compile_error) == "compile_error");

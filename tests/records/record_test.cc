@@ -9,10 +9,10 @@
 namespace cutune {
 namespace {
 
-using testing::gemm_task;
-using testing::make_record;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using testing::gemm_task;
+using testing::make_record;
 
 // A well-formed line to damage one field at a time.
 nlohmann::json good_json() {
@@ -42,10 +42,9 @@ TEST_CASE("a record encodes as one line in the documented layout", "[records]") 
 }
 
 TEST_CASE("records of every status round-trip exactly", "[records]") {
-  for (MeasureStatus s :
-       {MeasureStatus::ok, MeasureStatus::invalid, MeasureStatus::compile_error,
-        MeasureStatus::launch_error, MeasureStatus::runtime_error, MeasureStatus::timeout,
-        MeasureStatus::wrong_answer}) {
+  for (MeasureStatus s : {MeasureStatus::ok, MeasureStatus::invalid, MeasureStatus::compile_error,
+                          MeasureStatus::launch_error, MeasureStatus::runtime_error,
+                          MeasureStatus::timeout, MeasureStatus::wrong_answer}) {
     Record r = make_record(gemm_task(512), 7, {}, s, "2026-01-02T03:04:05.678Z");
     if (s == MeasureStatus::wrong_answer) {
       r.result.times_s = {0.1 / 3, 2.0 / 3};

@@ -340,8 +340,8 @@ TEST_CASE("merging drops duplicates and orders by time", "[records]") {
   const Record r2 = make_record(task, 2, {1e-3}, MeasureStatus::ok, "2026-11-30T09:00:01.500Z");
   const Record r3 = make_record(task, 3, {1e-3}, MeasureStatus::ok, "2026-11-30T09:00:02Z");
   const Record r1_again = make_record(task, 1, {9e-3}, MeasureStatus::ok, "2026-11-30T09:00:03Z");
-  const Record other_task = make_record(gemm_task(64), 1, {1e-3}, MeasureStatus::ok,
-                                        "2026-11-30T09:00:01Z");
+  const Record other_task =
+      make_record(gemm_task(64), 1, {1e-3}, MeasureStatus::ok, "2026-11-30T09:00:01Z");
 
   const auto a = dir / "a.jsonl", b = dir / "b.jsonl";
   {

@@ -68,9 +68,7 @@ void check_tiny(const KtCache& c) {
 
 TEST_CASE("plain and gzip caches load alike") {
   auto dir = temp_dir();
-  {
-    std::ofstream(dir / "tiny.json") << kTinyCache;
-  }
+  { std::ofstream(dir / "tiny.json") << kTinyCache; }
   write_gzip(dir / "tiny.json.gz", kTinyCache);
   check_tiny(load_kt_cache((dir / "tiny.json").string()));
   check_tiny(load_kt_cache((dir / "tiny.json.gz").string()));
@@ -101,9 +99,7 @@ TEST_CASE("malformed caches are one-line ConfigErrors") {
              Contains("not an integer"));
   CHECK_THROWS_AS(load_kt_cache("/nonexistent/cache.json"), cutune::ConfigError);
   auto dir = temp_dir();
-  {
-    std::ofstream(dir / "bad.json.gz", std::ios::binary) << "\x1f\x8b garbage";
-  }
+  { std::ofstream(dir / "bad.json.gz", std::ios::binary) << "\x1f\x8b garbage"; }
   CHECK_THROWS_AS(load_kt_cache((dir / "bad.json.gz").string()), cutune::ConfigError);
 }
 
@@ -114,7 +110,8 @@ void check_dataset(const char* file, size_t entries, size_t valid) {
   cutune::test::require_dataset_path(path);
   auto t0 = std::chrono::steady_clock::now();
   KtCache cache = load_kt_cache(path);
-  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("load %s: %zu entries in %.1f ms\n", file, cache.entries.size(), ms);
   CHECK(cache.entries.size() == entries);
   CHECK(cache.valid_count() == valid);

@@ -86,7 +86,7 @@ TEST_CASE("names bind to positions") {
   CHECK_FALSE(test(kNot, gemm, {128, 128, 8, 8}));
   CHECK(test(kNot, gemm, {128, 128, 8, 16}));
   std::vector<std::string> kwg{"KWG", "MDIMC", "NDIMC", "MDIMA"};
-  CHECK(test("KWG % ((MDIMC * NDIMC)/MDIMA) == 0", kwg, {32, 8, 8, 16}));      // 32 % 4.0
+  CHECK(test("KWG % ((MDIMC * NDIMC)/MDIMA) == 0", kwg, {32, 8, 8, 16}));          // 32 % 4.0
   CHECK_FALSE(test("KWG % ((MDIMC * NDIMC)/MDIMA) == 0", kwg, {32, 32, 32, 16}));  // 32 % 64.0
 }
 
@@ -142,7 +142,8 @@ TEST_CASE("every T1 condition and value list in the datasets parses") {
       // The listed Parameters are read; convolution_milo's list omits the filter sizes.
       std::vector<std::string> declared = c["Parameters"];
       for (const auto& name : declared) {
-        int position = static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+        int position =
+            static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
         CHECK(std::count(e.used_positions().begin(), e.used_positions().end(), position) == 1);
       }
       ++conditions;

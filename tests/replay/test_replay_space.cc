@@ -81,7 +81,8 @@ TEST_CASE("tiny cache: space, summary and measurer") {
   CHECK(drawn.size() == 2);
   ReplayMeasurer same_seed(task, true, 42);
   ReplayMeasurer again(task, true, 42);
-  for (int i = 0; i < 16; ++i) CHECK(same_seed.measure(batch[0]).time_ms == again.measure(batch[0]).time_ms);
+  for (int i = 0; i < 16; ++i)
+    CHECK(same_seed.measure(batch[0]).time_ms == again.measure(batch[0]).time_ms);
 }
 
 TEST_CASE("gemm RTX 3090 replay space is exactly the cache") {
@@ -96,7 +97,8 @@ TEST_CASE("gemm RTX 3090 replay space is exactly the cache") {
   auto times = task.sorted_valid_times();
   REQUIRE(times.size() == 17956);
   CHECK(times.front() == s.best_time_ms);
-  std::printf("gemm/RTX_3090: optimum %.4f ms at %s\n", s.best_time_ms, s.best->to_string().c_str());
+  std::printf("gemm/RTX_3090: optimum %.4f ms at %s\n", s.best_time_ms,
+              s.best->to_string().c_str());
   // Every cache entry is found again from its configuration.
   ReplayMeasurer measurer(task);
   const auto& entry = task.cache().entries[1234];
@@ -127,8 +129,8 @@ TEST_CASE("convolution_milo A4000: cache space and T1 spec space agree") {
   CHECK(by_spec.entries_outside_space() == 0);
   CHECK(by_spec.space().size() == 10240);
   ReplaySummary t = by_spec.summary();
-  CHECK(t.points == 4362);       // T1-valid configurations
-  CHECK(t.measured == 4362);     // all of them in the cache
+  CHECK(t.points == 4362);    // T1-valid configurations
+  CHECK(t.measured == 4362);  // all of them in the cache
   CHECK(t.measured_valid == 4201);
   CHECK(t.best_time_ms == s.best_time_ms);
   // Every T1-valid configuration is in the cache, and every T1-invalid one is not.
@@ -167,7 +169,8 @@ TEST_CASE("gemm_milo T1 spec loads") {
   CHECK(*valid > 0);
   CHECK(*valid < space.size());
   std::printf("gemm_milo: %llu of %llu configurations valid\n",
-              static_cast<unsigned long long>(*valid), static_cast<unsigned long long>(space.size()));
+              static_cast<unsigned long long>(*valid),
+              static_cast<unsigned long long>(space.size()));
 }
 
 TEST_CASE("a spec that does not match the cache is a ConfigError") {

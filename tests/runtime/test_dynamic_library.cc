@@ -53,9 +53,8 @@ TEST_CASE("the search list holds the toolkit folders, then every wheel's lib fol
   FakeMachine m;
   const std::vector<fs::path> folders = library_folders(m.environment());
   const std::vector<fs::path> expected = {
-      m.cuda / "lib64", m.cuda / "extras" / "CUPTI" / "lib64",
-      m.site / "nvidia" / "cu13" / "lib", m.site / "nvidia" / "cublas" / "lib",
-      m.site / "nvidia" / "cudnn" / "lib"};
+      m.cuda / "lib64", m.cuda / "extras" / "CUPTI" / "lib64", m.site / "nvidia" / "cu13" / "lib",
+      m.site / "nvidia" / "cublas" / "lib", m.site / "nvidia" / "cudnn" / "lib"};
   REQUIRE(folders.size() == expected.size());  // nccl has no lib/, absent homes are skipped
   for (size_t i = 0; i < expected.size(); ++i) CHECK(folders[i] == fs::canonical(expected[i]));
 }
@@ -67,7 +66,8 @@ TEST_CASE("a library in a wheel folder is found by its full path, a miss lists e
   fs::copy_file(CUTUNE_FAKE_LIBRARY, copy);
   const std::vector<fs::path> folders = library_folders(m.environment());
 
-  const LibraryLookup found = find_library({"libcutune_fake.so.10", "libcutune_fake.so.9"}, folders);
+  const LibraryLookup found =
+      find_library({"libcutune_fake.so.10", "libcutune_fake.so.9"}, folders);
   REQUIRE(found.found());
   CHECK(found.path == fs::canonical(copy).string());
   CHECK(found.error().empty());
@@ -107,7 +107,10 @@ TEST_CASE("site-packages of an activated venv are found without running Python",
   const std::string saved = old ? old : "";
   setenv("VIRTUAL_ENV", (m.root / "venv").c_str(), 1);
   const std::vector<fs::path> sites = python_site_packages();
-  if (old) setenv("VIRTUAL_ENV", saved.c_str(), 1); else unsetenv("VIRTUAL_ENV");
+  if (old)
+    setenv("VIRTUAL_ENV", saved.c_str(), 1);
+  else
+    unsetenv("VIRTUAL_ENV");
   REQUIRE_FALSE(sites.empty());
   CHECK(sites.front() == fs::canonical(m.site));
   CHECK(contains(sites, m.site));
@@ -132,8 +135,7 @@ TEST_CASE("every CUDA library is either found at an existing path or explains th
   }
 }
 
-TEST_CASE("NVRTC is used through its table when it loads, and named when it does not",
-          "[dynlib]") {
+TEST_CASE("NVRTC is used through its table when it loads, and named when it does not", "[dynlib]") {
   if (load_cuda_library(CudaLibrary::nvrtc).found()) {
     REQUIRE(nvrtc_api() != nullptr);
     CHECK(nvrtc_unavailable_reason().empty());

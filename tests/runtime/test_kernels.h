@@ -13,7 +13,9 @@ inline CudaSource axpy_source(const std::string& name = "axpy", float a = 2.0f) 
   source.code = "extern \"C\" __global__ void " + name +
                 "(float* y, const float* x, int n) {\n"
                 "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                "  if (i < n) y[i] = " + std::to_string(a) + "f * x[i] + y[i];\n"
+                "  if (i < n) y[i] = " +
+                std::to_string(a) +
+                "f * x[i] + y[i];\n"
                 "}\n";
   source.params = {{"y", ir::Type::f32(), true, false, 256},
                    {"x", ir::Type::f32(), true, true, 256},
@@ -26,9 +28,10 @@ inline CudaSource axpy_source(const std::string& name = "axpy", float a = 2.0f) 
 inline CudaSource syntax_error_source() {
   CudaSource source;
   source.kernel_name = "broken";
-  source.code = "extern \"C\" __global__ void broken(float* y) {\n"
-                "  y[threadIdx.x] = 1.0f + ;\n"
-                "}\n";
+  source.code =
+      "extern \"C\" __global__ void broken(float* y) {\n"
+      "  y[threadIdx.x] = 1.0f + ;\n"
+      "}\n";
   return source;
 }
 

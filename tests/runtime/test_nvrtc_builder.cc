@@ -49,12 +49,13 @@ TEST_CASE("a syntax error is a compile_error result carrying the log", "[nvrtc]"
 TEST_CASE("too much static shared memory is the candidate's compile_error", "[nvrtc]") {
   CudaSource source;
   source.kernel_name = "greedy";
-  source.code = "extern \"C\" __global__ void greedy(float* y) {\n"
-                "  __shared__ float s[100000];\n"
-                "  s[threadIdx.x] = y[threadIdx.x];\n"
-                "  __syncthreads();\n"
-                "  y[threadIdx.x] = s[(threadIdx.x + 1) % 100000];\n"
-                "}\n";
+  source.code =
+      "extern \"C\" __global__ void greedy(float* y) {\n"
+      "  __shared__ float s[100000];\n"
+      "  s[threadIdx.x] = y[threadIdx.x];\n"
+      "  __syncthreads();\n"
+      "  y[threadIdx.x] = s[(threadIdx.x + 1) % 100000];\n"
+      "}\n";
   NvrtcBuilder builder(BuildOptions{});
   const CompileResult result = builder.compile(source);
   CHECK(result.status == CompileStatus::compile_error);
@@ -105,9 +106,9 @@ TEST_CASE("options shape the flag list", "[nvrtc]") {
   options.line_info = true;
   options.extra_flags = {"-DFOO=1"};
   NvrtcBuilder builder(options);
-  const std::vector<std::string> expected = {"--gpu-architecture=sm_90", "-std=c++17",
-                                             "-default-device", "--ptxas-options=-v",
-                                             "--use_fast_math", "-lineinfo", "-DFOO=1"};
+  const std::vector<std::string> expected = {
+      "--gpu-architecture=sm_90", "-std=c++17", "-default-device", "--ptxas-options=-v",
+      "--use_fast_math",          "-lineinfo",  "-DFOO=1"};
   CHECK(builder.flags() == expected);
 }
 

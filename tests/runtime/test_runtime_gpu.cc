@@ -76,12 +76,13 @@ TEST_CASE("dynamic shared memory above 48 KiB is opted into", "[gpu]") {
   const DeviceInfo device = list_devices().front();
   CudaSource source;
   source.kernel_name = "big_smem";
-  source.code = "extern \"C\" __global__ void big_smem(float* y) {\n"
-                "  extern __shared__ float s[];\n"
-                "  s[threadIdx.x] = 3.0f;\n"
-                "  __syncthreads();\n"
-                "  y[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];\n"
-                "}\n";
+  source.code =
+      "extern \"C\" __global__ void big_smem(float* y) {\n"
+      "  extern __shared__ float s[];\n"
+      "  s[threadIdx.x] = 3.0f;\n"
+      "  __syncthreads();\n"
+      "  y[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];\n"
+      "}\n";
   source.launch.grid = {1, 1, 1};
   source.launch.block = {64, 1, 1};
   source.launch.dynamic_smem_bytes = 64 * 1024;

@@ -108,8 +108,12 @@ TEST_CASE("mixed-radix index round trips on a space of more than 10^9 points") {
 
 TEST_CASE("size beyond 2^63 is a ConfigError") {
   ConfigSpace space;
-  for (int i = 0; i < 8; ++i) space.define_choice("k" + std::to_string(i), std::vector<int64_t>(
-      [] { std::vector<int64_t> v(400); for (int j = 0; j < 400; ++j) v[j] = j; return v; }()));
+  for (int i = 0; i < 8; ++i)
+    space.define_choice("k" + std::to_string(i), std::vector<int64_t>([] {
+                          std::vector<int64_t> v(400);
+                          for (int j = 0; j < 400; ++j) v[j] = j;
+                          return v;
+                        }()));
   CHECK_THROWS_AS(space.size(), ConfigError);
   CHECK_FALSE(space.count_valid().has_value());
 }

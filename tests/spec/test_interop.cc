@@ -61,8 +61,10 @@ TEST_CASE("a log written as a Kernel Tuner cache reads back exactly") {
     CHECK(a.values == b.values);
     CHECK(a.valid == b.valid);
     CHECK(a.times_ms == b.times_ms);  // exact: doubles are written to round-trip
-    if (a.valid) CHECK(a.time_ms == b.time_ms);
-    else CHECK(a.error == b.error);
+    if (a.valid)
+      CHECK(a.time_ms == b.time_ms);
+    else
+      CHECK(a.error == b.error);
   }
   CHECK(back.entries[0].times_ms == std::vector<double>{1.25e-4 * 1e3, 1.3e-4 * 1e3, 1.2e-4 * 1e3});
   CHECK(back.entries[2].error == "CompilationFailedConfig");

@@ -98,7 +98,8 @@ TEST_CASE("sampled configurations of both examples compile with NVRTC for sm_90"
     NvrtcBuilder builder(build, 2);
     std::mt19937_64 rng(7);
     std::vector<CudaSource> sources;
-    for (int i = 0; i < 4; ++i) sources.push_back(task.nvrtc_source(task.instantiate(*task.space().sample_valid(rng))));
+    for (int i = 0; i < 4; ++i)
+      sources.push_back(task.nvrtc_source(task.instantiate(*task.space().sample_valid(rng))));
     for (const CompileResult& r : builder.compile_batch(sources)) {
       INFO(file << ": " << r.log);
       CHECK(r.ok());

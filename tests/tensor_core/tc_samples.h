@@ -41,7 +41,7 @@ inline const char* kTcFull =
 // with NVRTC for sm_90 (2 jobs): a verifier-passed configuration that fails to compile fails
 // the test, and at least half the sample must reach the compiler.
 inline void compile_sample(const std::string& op, const std::string& name,
-                    const std::vector<int64_t>& shape, int count, uint64_t seed) {
+                           const std::vector<int64_t>& shape, int count, uint64_t seed) {
   auto tmpl = make_template(op, shape, name);
   std::vector<Config> configs = test::sample_configs(*tmpl, count, seed);
   REQUIRE(int(configs.size()) == count);

@@ -9,7 +9,6 @@
 
 using namespace cutune;
 
-
 TEST_CASE("60 gemm_fp16_nn configurations on 256x256x128 compile", "[tensor_core][nvrtc]") {
   test::compile_sample("gemm_fp16", "gemm_fp16_nn", {256, 256, 128}, 60, 601);
 }
@@ -18,8 +17,7 @@ TEST_CASE("50 gemm_fp16_nt configurations on 128x72x40 compile", "[tensor_core][
   test::compile_sample("gemm_fp16", "gemm_fp16_nt", {128, 72, 40}, 50, 602);
 }
 
-TEST_CASE("30 gemm_bf16_nn_out16 configurations on 200x136x264 compile",
-          "[tensor_core][nvrtc]") {
+TEST_CASE("30 gemm_bf16_nn_out16 configurations on 200x136x264 compile", "[tensor_core][nvrtc]") {
   test::compile_sample("gemm_bf16", "gemm_bf16_nn_out16", {200, 136, 264}, 30, 603);
 }
 

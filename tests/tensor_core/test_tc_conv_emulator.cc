@@ -34,8 +34,7 @@ void emulate_sample(const std::string& op, const std::string& name,
   for (int draws = 0; ran < count && draws < count * 4; ++draws) {
     std::optional<Config> c = tmpl->space().sample_valid(rng);
     REQUIRE(c.has_value());
-    EmulatedCheck r =
-        check_in_emulator(*tmpl, *c, ir::TargetLimits{}, emulator());
+    EmulatedCheck r = check_in_emulator(*tmpl, *c, ir::TargetLimits{}, emulator());
     if (r.status == "rejected") continue;
     ++ran;
     INFO(test::describe(*tmpl, *c)

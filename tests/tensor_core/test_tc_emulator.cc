@@ -22,12 +22,11 @@ void emulate_sample(const std::string& op, const std::string& name, std::vector<
   for (int draws = 0; ran < count && draws < count * 4; ++draws) {
     std::optional<Config> c = tmpl->space().sample_valid(rng);
     REQUIRE(c.has_value());
-    EmulatedCheck r =
-        check_in_emulator(*tmpl, *c, ir::TargetLimits{}, emulator);
+    EmulatedCheck r = check_in_emulator(*tmpl, *c, ir::TargetLimits{}, emulator);
     if (r.status == "rejected") continue;
     ++ran;
-    INFO(test::describe(*tmpl, *c) << "\nstatus " << r.status << ": " << r.message
-                                   << "\nmax rel error " << r.max_rel_error);
+    INFO(test::describe(*tmpl, *c)
+         << "\nstatus " << r.status << ": " << r.message << "\nmax rel error " << r.max_rel_error);
     CHECK(r.passed);
   }
   CHECK(ran == count);

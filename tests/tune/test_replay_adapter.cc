@@ -51,7 +51,8 @@ TEST_CASE("replay adapter: --replay-cost-ms makes every answer take that long") 
   const std::vector<Config> batch = {task.space().get(0), task.space().get(1), task.space().get(0)};
   const auto start = std::chrono::steady_clock::now();
   const std::vector<MeasureResult> r = slow.measure(batch);
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(elapsed >= 3 * 0.020);  // a lower bound: the sleep happened for each configuration
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(elapsed >= 3 * 0.020);      // a lower bound: the sleep happened for each configuration
   CHECK(r == fast.measure(batch));  // and the answers are those of the free adapter
 }

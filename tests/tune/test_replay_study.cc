@@ -72,8 +72,8 @@ TEST_CASE("on real GEMM and convolution caches, the xgb tuner beats random clear
   const auto names = {"gemm/RTX_2080_Ti.json.gz", "convolution_milo/A4000.json.gz"};
   for (const char* name : names) test::require_dataset(name);
   for (const char* name : names) {
-    replay::ReplayTask task = replay::ReplayTask::from_cache(
-        replay::load_kt_cache(test::kDatasets + "/" + name));
+    replay::ReplayTask task =
+        replay::ReplayTask::from_cache(replay::load_kt_cache(test::kDatasets + "/" + name));
     auto features = cost_model::make_knob_features(task.space());
     StudyOptions o;
     o.trials = 100;

@@ -46,9 +46,8 @@ TEST_CASE("the transfer model's scores enter the local model as its base margin"
   TaskKey own;
   own.op = "synthetic";
   own.device_name = "Synthetic GPU";
-  auto transfer = std::make_shared<TransferModel>(
-      TransferModel::train(other_gpu_records(task, 150), own, featurize, features.size(),
-                           features.schema()));
+  auto transfer = std::make_shared<TransferModel>(TransferModel::train(
+      other_gpu_records(task, 150), own, featurize, features.size(), features.schema()));
   CHECK(transfer->tasks() == 1);
   CHECK(transfer->weight(0) == 1.0);
   CHECK(transfer->weight(64) == 0.5);

@@ -253,7 +253,9 @@ TEST_CASE("the session refuses logs it must not write") {
   session.run(measurer, {log, LogMode::fresh}, {.progress = false});
 
   SECTION("an existing log without resume") {
-    CHECK_THAT(user_error_of([&] { session.run(measurer, {log, LogMode::fresh}); }),
+    CHECK_THAT(user_error_of([&] {
+                 session.run(measurer, {log, LogMode::fresh});
+               }),
                Catch::Contains("exists (10 records); add --resume"));
     CHECK(read_log(log).records.size() == 10);
   }
@@ -261,7 +263,9 @@ TEST_CASE("the session refuses logs it must not write") {
     TaskKey other = synthetic_key();
     other.device_name = "Other GPU";
     TuningSession elsewhere({other, task.space(), features, std::nullopt}, search);
-    CHECK(user_error_of([&] { elsewhere.run(measurer, {log, LogMode::resume}); }) ==
+    CHECK(user_error_of([&] {
+            elsewhere.run(measurer, {log, LogMode::resume});
+          }) ==
           fmt::format("--resume: {} holds no records of this task; its closest task differs in "
                       "device 'Synthetic GPU' (this run: 'Other GPU')",
                       log.string()));
@@ -269,16 +273,22 @@ TEST_CASE("the session refuses logs it must not write") {
   SECTION("a file that is not a cutune log, even with resume") {
     auto text = fresh_log("not-a-log");
     std::ofstream(text) << "hello\n";
-    CHECK_THAT(user_error_of([&] { session.run(measurer, {text, LogMode::resume}); }),
+    CHECK_THAT(user_error_of([&] {
+                 session.run(measurer, {text, LogMode::resume});
+               }),
                Catch::Contains("is not a cutune tuning log"));
   }
   SECTION("a log another run is writing") {
     LogWriter other_run(log, {.exclusive = true});
-    CHECK_THAT(user_error_of([&] { session.run(measurer, {log, LogMode::resume}); }),
+    CHECK_THAT(user_error_of([&] {
+                 session.run(measurer, {log, LogMode::resume});
+               }),
                Catch::Contains("is being written by another cutune run"));
   }
   SECTION("a directory") {
-    CHECK_THAT(user_error_of([&] { session.run(measurer, {log.parent_path(), LogMode::fresh}); }),
+    CHECK_THAT(user_error_of([&] {
+                 session.run(measurer, {log.parent_path(), LogMode::fresh});
+               }),
                Catch::Contains("is a directory"));
   }
 }
@@ -287,8 +297,9 @@ TEST_CASE("search options out of range, and transfer without xgb, are user error
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   test::ValueFeatures features(task.space());
   const auto make = [&](SearchOptions o, TransferSources t = {}) {
-    return user_error_of(
-        [&] { TuningSession({synthetic_key(), task.space(), features, std::nullopt}, o, t); });
+    return user_error_of([&] {
+      TuningSession({synthetic_key(), task.space(), features, std::nullopt}, o, t);
+    });
   };
   CHECK(make({.trials = 0}) == "--trials must be >= 1 (got 0)");
   CHECK(make({.batch = -3}) == "--batch must be >= 1 (got -3)");
