@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "src/emulator/emulator.h"
+#include "src/emulator/sanitizer.h"
 #include "tests/emulator/emulator_fixtures.h"
 
 namespace cutune::emu {
@@ -230,6 +231,58 @@ TEST_CASE("a thread that overflows its stack crashes instead of corrupting other
   INFO(r.message);
   REQUIRE(r.status == EmuStatus::crashed);
   REQUIRE_THAT(r.message, Contains("big_frame: SIGSEGV"));
+}
+
+
+TEST_CASE("the sampled blocks: corners, their neighbours, the middle", "[emulator][sanitizer]") {
+  // Grid 8x4: corners (0,0) (7,0) (0,3) (7,3), neighbours (1,0) (0,1) (6,3) (7,2), middle (4,2).
+  REQUIRE(sampled_blocks(Dim3{8, 4, 1}) == std::vector<uint64_t>{0, 1, 7, 8, 20, 23, 24, 30, 31});
+  REQUIRE(sampled_blocks(Dim3{1, 1, 1}) == std::vector<uint64_t>{0});
+  REQUIRE(sampled_blocks(Dim3{3, 1, 1}) == std::vector<uint64_t>{0, 1, 2});
+}
+
+// Every block writes its own 64 elements of `out`; block `thief` also writes element 0, which
+// block (0,0,0) owns.
+EmuResult run_overlap(unsigned thief, bool all_blocks) {
+  const int n = 64 * 64;
+  CudaSource src = make_source("overlap", R"(extern "C" __global__ void overlap(float* __restrict__ out, int thief) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = 1.0f;
+  if (blockIdx.x == thief && threadIdx.x == 5) {
+    out[0] = 2.0f;
+  }
+}
+)",
+                               {buffer_param("out", n), int_param("thief")}, Dim3{64, 1, 1},
+                               Dim3{64, 1, 1});
+  std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), n)};
+  EmulatorOptions o;
+  o.sanitize_all_blocks = all_blocks;
+  Emulator emu(o);
+  return emu.run(src, bufs, {ScalarArg::i32(static_cast<int>(thief))});
+}
+
+TEST_CASE("two blocks writing one global element race, whether sampled or not",
+          "[emulator][sanitizer]") {
+  // Block 1 is sampled, as block 0 is: caught by the shadows, with both lines.
+  EmuResult both = run_overlap(1, false);
+  INFO(both.message);
+  REQUIRE(both.status == EmuStatus::race);
+  REQUIRE_THAT(both.message, Contains("data race on global memory out[0]") &&
+                                 Contains("block (1,0,0)") && Contains("block (0,0,0) at line 3"));
+  // Block 10 is not sampled: caught by the changed value of what block 0 wrote.
+  EmuResult unsampled = run_overlap(10, false);
+  INFO(unsampled.message);
+  REQUIRE(unsampled.status == EmuStatus::race);
+  REQUIRE_THAT(unsampled.message, Contains("out[0]: written by block (0,0,0) at line 3") &&
+                                      Contains("did not instrument"));
+  // With every block instrumented, the shadows name block 10 itself.
+  EmuResult all = run_overlap(10, true);
+  INFO(all.message);
+  REQUIRE(all.status == EmuStatus::race);
+  REQUIRE_THAT(all.message, Contains("out[0]") && Contains("block (10,0,0)"));
+  // Without the overlap, clean.
+  REQUIRE(run_overlap(1000, false).status == EmuStatus::ok);
 }
 
 }  // namespace
