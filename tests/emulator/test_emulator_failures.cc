@@ -233,7 +233,6 @@ TEST_CASE("a thread that overflows its stack crashes instead of corrupting other
   REQUIRE_THAT(r.message, Contains("big_frame: SIGSEGV"));
 }
 
-
 TEST_CASE("the sampled blocks: corners, their neighbours, the middle", "[emulator][sanitizer]") {
   // Grid 8x4: corners (0,0) (7,0) (0,3) (7,3), neighbours (1,0) (0,1) (6,3) (7,2), middle (4,2).
   REQUIRE(sampled_blocks(Dim3{8, 4, 1}) == std::vector<uint64_t>{0, 1, 7, 8, 20, 23, 24, 30, 31});
@@ -245,7 +244,8 @@ TEST_CASE("the sampled blocks: corners, their neighbours, the middle", "[emulato
 // block (0,0,0) owns.
 EmuResult run_overlap(unsigned thief, bool all_blocks) {
   const int n = 64 * 64;
-  CudaSource src = make_source("overlap", R"(extern "C" __global__ void overlap(float* __restrict__ out, int thief) {
+  CudaSource src = make_source(
+      "overlap", R"(extern "C" __global__ void overlap(float* __restrict__ out, int thief) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   out[i] = 1.0f;
   if (blockIdx.x == thief && threadIdx.x == 5) {
@@ -253,8 +253,7 @@ EmuResult run_overlap(unsigned thief, bool all_blocks) {
   }
 }
 )",
-                               {buffer_param("out", n), int_param("thief")}, Dim3{64, 1, 1},
-                               Dim3{64, 1, 1});
+      {buffer_param("out", n), int_param("thief")}, Dim3{64, 1, 1}, Dim3{64, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), n)};
   EmulatorOptions o;
   o.sanitize_all_blocks = all_blocks;

@@ -172,11 +172,14 @@ TEST_CASE("a planted off-by-one in the M tail guard is an out-of-bounds write to
   EmulatedCheck r = run_with_planted_bug("gemm_nn", 127, ir_text);
   INFO("buggy IR:\n" << ir_text << "status " << r.status << ": " << r.message);
   CHECK_FALSE(r.passed);
-  CHECK(r.status == "out_of_bounds");
+  CHECK((r.status == "out_of_bounds" || r.status == "race"));
   CHECK_THAT(r.message, Catch::Contains("C["));
 }
 
-TEST_CASE("a planted off-by-one in the N tail guard is an out-of-bounds write to C",
+// The widened guard lets the last column of threads write one element past its tile: into the
+// next block's tile (a race between blocks, which the sanitizer reports first) or past C's end
+// (out of bounds). Either names C.
+TEST_CASE("a planted off-by-one in the N tail guard is a bad write to C",
           "[gemm][emulator][planted]") {
   std::string ir_text;
   EmulatedCheck r = run_with_planted_bug("gemm_nt", 255, ir_text);
