@@ -18,11 +18,18 @@ namespace cutune {
 
 namespace {
 
-// The fastest ok cuBLAS-baseline time recorded for a task, if a bench run left one in extra.
-std::optional<double> cublas_time(const Record& r) {
-  if (r.result.extra.is_object() && r.result.extra.contains("cublas_time_s") &&
-      r.result.extra["cublas_time_s"].is_number())
-    return r.result.extra["cublas_time_s"].get<double>();
+// The baseline the worker timed with this record (its median, as extra.baseline_s), if any.
+std::optional<double> baseline_time(const Record& r) {
+  const nlohmann::json& e = r.result.extra;
+  if (e.is_object() && e.contains("baseline_s") && e["baseline_s"].is_number())
+    return e["baseline_s"].get<double>();
+  return std::nullopt;
+}
+
+std::optional<std::string> baseline_name(const Record& r) {
+  const nlohmann::json& e = r.result.extra;
+  if (e.is_object() && e.contains("baseline") && e["baseline"].is_string())
+    return e["baseline"].get<std::string>();
   return std::nullopt;
 }
 
@@ -70,7 +77,8 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
       k.registers = compiled.ptxas.registers;
       k.flops = tmpl->flops();
       k.time_s = r.result.median_s();
-      k.cublas_time_s = cublas_time(r);
+      k.baseline_s = baseline_time(r);
+      k.baseline = baseline_name(r);
       summary.written.push_back(k.name);
       kernels.emplace_back(std::move(k), compiled.to_cubin());
     } catch (const TaskError& e) {

@@ -81,7 +81,8 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
           {"flops", k.flops},
           {"time_s", k.time_s},
           {"gflops", k.time_s > 0 ? k.flops / k.time_s * 1e-9 : 0.0},
-          {"cublas_time_s", k.cublas_time_s ? nlohmann::json(*k.cublas_time_s) : nullptr}};
+          {"baseline", k.baseline ? nlohmann::json(*k.baseline) : nullptr},
+          {"baseline_s", k.baseline_s ? nlohmann::json(*k.baseline_s) : nullptr}};
 }
 
 void write_export(const std::filesystem::path& dir,

@@ -14,7 +14,10 @@
 //     "registers": r,
 //     "params": [{"name": "C", "type": "float32", "pointer": true, "const": false,
 //                 "elements": n, "bytes": 4n}, ...],
-//     "flops": f, "time_s": t, "gflops": g, "cublas_time_s": c | null}]}
+//     "flops": f, "time_s": t, "gflops": g,
+//     "baseline": "cudnn" | null, "baseline_s": b | null}]}
+//   baseline_s: the median time of the task's vendor-library baseline measured in the same
+//   harness, where the record carries it (the worker adds it to a convolution's records).
 
 #include <cstdint>
 #include <filesystem>
@@ -37,7 +40,8 @@ struct ExportedKernel {
   int registers = -1;
   double flops = 0;
   double time_s = 0;  // measured median
-  std::optional<double> cublas_time_s;
+  std::optional<std::string> baseline;  // "cudnn", "cublas", ...
+  std::optional<double> baseline_s;     // its median, seconds
 };
 
 // "gemm_nn_1024x1024x1024_sm_90": letters, digits and '_' only.

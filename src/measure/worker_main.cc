@@ -145,6 +145,9 @@ int run_worker(int fd, WorkerBackend& backend) {
 }
 
 int worker_main(const std::vector<std::string>& args) {
+  // Ctrl-C reaches the whole process group; the parent ends the run after the batch in flight
+  // (and then shuts its workers down), so the candidate being measured must not die of it.
+  signal(SIGINT, SIG_IGN);
   int fd = 3;
   bool fake = false;
   for (size_t i = 0; i < args.size(); ++i) {
