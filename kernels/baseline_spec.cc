@@ -9,18 +9,10 @@ namespace cutune {
 
 namespace {
 
-const char* type_name(ir::DType t) {
-  switch (t) {
-    case ir::DType::Float32:
-      return "float32";
-    case ir::DType::Float16:
-      return "float16";
-    case ir::DType::BFloat16:
-      return "bfloat16";
-    default:
-      break;
-  }
-  throw std::invalid_argument("a baseline's tensors are float32, float16 or bfloat16");
+std::string type_name(ir::DType t) {
+  if (t != ir::DType::Float32 && t != ir::DType::Float16 && t != ir::DType::BFloat16)
+    throw std::invalid_argument("a baseline's tensors are float32, float16 or bfloat16");
+  return ir::dtype_name(t);
 }
 
 ir::DType parse_type(const nlohmann::json& j, const char* key) {

@@ -50,7 +50,7 @@ std::pair<double, std::string> tolerance_for(const Template& tmpl, const std::st
   }
   std::string dtype = "float32";
   for (const TensorSpec& t : tmpl.tensors()) {
-    if (t.is_output) dtype = dtype_name(t.type.dtype);
+    if (t.is_output) dtype = storage_dtype(t.type.dtype);
   }
   return {
       error_tolerance(dtype, tmpl.reduction_length()),

@@ -22,25 +22,7 @@ void write_file(const std::filesystem::path& path, const char* data, size_t size
   if (ec) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), ec.message()));
 }
 
-std::string dtype_name(const ir::Type& type) {
-  switch (type.dtype) {
-    case ir::DType::Bool:
-      return "bool";
-    case ir::DType::Int32:
-      return "int32";
-    case ir::DType::Int64:
-      return "int64";
-    case ir::DType::Float32:
-      return "float32";
-    case ir::DType::Float16:
-      return "float16";
-    case ir::DType::BFloat16:
-      return "bfloat16";
-    case ir::DType::UInt32:
-      return "uint32";
-  }
-  return "unknown";
-}
+std::string dtype_name(const ir::Type& type) { return ir::dtype_name(type.dtype); }
 
 }  // namespace
 

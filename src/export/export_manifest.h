@@ -39,7 +39,7 @@ struct ExportedKernel {
   CudaSource source;      // kernel name, code, params, launch
   int registers = -1;
   double flops = 0;
-  double time_s = 0;  // measured median
+  double time_s = 0;                    // measured median
   std::optional<std::string> baseline;  // "cudnn", "cublas", ...
   std::optional<double> baseline_s;     // its median, seconds
 };

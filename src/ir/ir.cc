@@ -65,6 +65,26 @@ const char* for_kind_name(ForKind kind) {
   return "?";
 }
 
+std::string dtype_name(DType d) {
+  switch (d) {
+    case DType::Bool:
+      return "bool";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::Float32:
+      return "float32";
+    case DType::Float16:
+      return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::UInt32:
+      return "uint32";
+  }
+  return "unknown";
+}
+
 std::string cuda_type_name(Type t) {
   std::string base;
   switch (t.dtype) {

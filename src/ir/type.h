@@ -68,4 +68,8 @@ struct Type {
 // The CUDA C spelling of a type: "float", "int", "float4", "cutune_half", "unsigned", ...
 std::string cuda_type_name(Type t);
 
+// The storage name of a dtype as records, manifests and the worker protocol write it:
+// "bool", "int32", "int64", "float32", "float16", "bfloat16", "uint32".
+std::string dtype_name(DType d);
+
 }  // namespace cutune::ir

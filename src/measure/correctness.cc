@@ -98,19 +98,14 @@ double error_tolerance(const std::string& output_dtype, int64_t reduction_length
   return std::max(64.0 * u32 * std::sqrt(n), 16.0 * u32) + 2.0 * output_roundoff;
 }
 
-std::string dtype_name(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::Float32:
-      return "float32";
-    case ir::DType::Float16:
-      return "float16";
-    case ir::DType::BFloat16:
-      return "bfloat16";
-    default:
-      break;
-  }
-  throw std::invalid_argument("tensors are stored as float32, float16 or bfloat16");
+std::string storage_dtype(ir::DType dtype) {
+  if (dtype != ir::DType::Float32 && dtype != ir::DType::Float16 && dtype != ir::DType::BFloat16)
+    throw std::invalid_argument("tensors are stored as float32, float16 or bfloat16");
+  return ir::dtype_name(dtype);
 }
+
+uint16_t half_bits(float value) { return to_f16(value); }
+float half_value(uint16_t bits) { return from_f16(bits); }
 
 int64_t dtype_bytes(const std::string& dtype) {
   if (dtype == "float32") return 4;

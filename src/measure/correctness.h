@@ -25,7 +25,11 @@ namespace cutune {
 std::vector<float> fill_input(uint64_t seed, int tensor_index, int64_t elements);
 
 // "float32", "float16", "bfloat16" for those ir types; std::invalid_argument otherwise.
-std::string dtype_name(ir::DType dtype);
+std::string storage_dtype(ir::DType dtype);
+// IEEE binary16 bits of `value` rounded to nearest even, and the value of such bits.
+uint16_t half_bits(float value);
+float half_value(uint16_t bits);
+
 // Bytes of one element: 4, 2, 2; std::invalid_argument (one line) for another name.
 int64_t dtype_bytes(const std::string& dtype);
 

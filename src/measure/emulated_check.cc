@@ -14,7 +14,7 @@ namespace cutune {
 
 float round_to_storage(float value, ir::DType storage) {
   if (storage != ir::DType::Float16 && storage != ir::DType::BFloat16) return value;
-  return round_to_storage(value, dtype_name(storage));
+  return round_to_storage(value, storage_dtype(storage));
 }
 
 EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& source,
@@ -24,7 +24,7 @@ EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& s
   std::vector<std::vector<float>> host(specs.size());
   std::vector<emu::HostBuffer> buffers(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    const std::string dtype = dtype_name(specs[i].type.dtype);
+    const std::string dtype = storage_dtype(specs[i].type.dtype);
     if (specs[i].is_output) {
       const float start = specs[i].zero_init ? 0.0f : std::numeric_limits<float>::quiet_NaN();
       host[i].assign(size_t(specs[i].elements), start);
@@ -55,7 +55,7 @@ EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& s
   out.passed = true;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!specs[i].is_output) continue;
-    const std::string dtype = dtype_name(specs[i].type.dtype);
+    const std::string dtype = storage_dtype(specs[i].type.dtype);
     const double tol = tolerance ? *tolerance : error_tolerance(dtype, tmpl.reduction_length());
     out.tolerance = std::max(out.tolerance, tol);
     const std::vector<float> got = decode_values(

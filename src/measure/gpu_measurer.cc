@@ -232,7 +232,7 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   const std::vector<TensorSpec> tensors = tmpl.tensors();
   for (const TensorSpec& t : tensors)
     task.tensors.push_back(
-        {t.name, dtype_name(t.type.dtype), t.elements, t.is_output, t.zero_init});
+        {t.name, storage_dtype(t.type.dtype), t.elements, t.is_output, t.zero_init});
   if (allow_baseline) task.baseline = tmpl.baseline();
   expected->clear();
   if (!options.check) return task;

@@ -25,25 +25,6 @@ float bits_float(uint32_t u) {
   return f;
 }
 
-// `f` is already a binary16 value (round_to_storage made it one), so this only re-encodes.
-uint16_t exact_f16_bits(float f) {
-  const uint32_t sign = (float_bits(f) >> 16) & 0x8000u;
-  const float a = std::fabs(f);
-  if (std::isnan(a)) return 0x7fff;
-  if (std::isinf(a)) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (a < 0x1p-14f) return static_cast<uint16_t>(sign | static_cast<uint32_t>(a * 0x1p24f));
-  const uint32_t u = float_bits(a);
-  return static_cast<uint16_t>(sign | (((u >> 23) - 112) << 10) | ((u >> 13) & 0x3ffu));
-}
-
-float f16_value(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
-  if (e == 0) return bits_float(sign | float_bits(float(m) * 0x1p-24f));
-  return bits_float(sign | ((e + 112) << 23) | (m << 13));
-}
-
 template <class T>
 void put(std::vector<std::byte>& bytes, int64_t i, T v) {
   std::memcpy(bytes.data() + i * int64_t(sizeof(T)), &v, sizeof(T));
@@ -59,7 +40,7 @@ T get(const std::vector<std::byte>& bytes, int64_t i) {
 void store(ArgData& d, int64_t i, double v) {
   switch (d.type) {
     case ElemType::f16:
-      put(d.bytes, i, exact_f16_bits(round_to_storage(float(v), ir::DType::Float16)));
+      put(d.bytes, i, half_bits(float(v)));
       break;
     case ElemType::bf16:
       put(d.bytes, i, uint16_t(float_bits(round_to_storage(float(v), ir::DType::BFloat16)) >> 16));
@@ -100,7 +81,7 @@ void store(ArgData& d, int64_t i, double v) {
 double load(const ArgData& d, int64_t i) {
   switch (d.type) {
     case ElemType::f16:
-      return f16_value(get<uint16_t>(d.bytes, i));
+      return half_value(get<uint16_t>(d.bytes, i));
     case ElemType::bf16:
       return bits_float(uint32_t(get<uint16_t>(d.bytes, i)) << 16);
     case ElemType::f32:
