@@ -29,6 +29,7 @@ struct VerifyArgs {
   std::string tolerance = "dtype";
   bool shrink = false;
   bool no_racecheck = false;
+  bool all_blocks = false;
 };
 
 // The tolerance asked for, or by the correctness rule from the output's dtype and the
@@ -127,6 +128,7 @@ void run_verify(const VerifyArgs& args) {
   }
   emu::EmulatorOptions emulator_options;
   emulator_options.racecheck = !args.no_racecheck;
+  emulator_options.sanitize_all_blocks = args.all_blocks;
   emu::Emulator emulator(emulator_options);
   nlohmann::json results = nlohmann::json::array();
   int passed = 0, rejected = 0;
@@ -189,6 +191,9 @@ void add_verify_command(CLI::App& app) {
                 "a GEMM too large to emulate is checked at a smaller shape with the same tails");
   cmd->add_flag("--no-racecheck", args->no_racecheck,
                 "skip the emulator's data-race check (bounds and uninitialised reads stay)");
+  cmd->add_flag("--all-blocks", args->all_blocks,
+                "run every block with the sanitizer (default: the grid's corners, their "
+                "neighbours and the middle block; the rest run plain)");
   cmd->callback([args] { run_verify(*args); });
 }
 

@@ -85,6 +85,18 @@ TEST_CASE("cli scripts: verify exits 1 when a configuration fails, 0 when all pa
   CHECK_THAT(pass.out, Catch::Contains("2 of 2 passed"));
 }
 
+TEST_CASE("cli scripts: verify sanitizes every block on request or skips the race check",
+          "[cli][emulator]") {
+  // A grid of 7x2x1 blocks: more than the default sample, so --all-blocks changes what runs.
+  for (const char* flags : {"--all-blocks", "--no-racecheck"}) {
+    CliRun r = run_cutune(
+        std::string("verify conv2d --shape 1,5,40,40,7,3,3,1,1 --sample 2 --seed 1 ") + flags);
+    INFO_RUN(r);
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("2 of 2 passed"));
+  }
+}
+
 TEST_CASE("cli scripts: verify's tolerance follows the output dtype", "[cli][emulator]") {
   CliRun r = run_cutune(
       "verify gemm_fp16 --template gemm_fp16_nn_out16 --shape 67,45,33 --sample 2 --seed 1");
