@@ -93,8 +93,15 @@ LogWriter::LogWriter(std::filesystem::path path, LogWriterOptions options)
       if (!options_.exclusive) ::flock(fd_, LOCK_SH);
     } else if (errno == EWOULDBLOCK) {
       if (options_.exclusive) throw busy();
-      // Shared writers never wait on an exclusive one: that one is a tuning run in progress.
-      if (::flock(fd_, LOCK_SH | LOCK_NB) != 0) throw busy();
+      // Shared writers never wait long on an exclusive one: that one is a tuning run in
+      // progress. Another shared writer holds the exclusive lock only for the moment its
+      // repair check takes (several tasks of one run open the log at once), so try a while.
+      bool shared = false;
+      for (int attempt = 0; attempt < 200 && !shared; ++attempt) {
+        shared = ::flock(fd_, LOCK_SH | LOCK_NB) == 0;
+        if (!shared) ::usleep(1000);
+      }
+      if (!shared) throw busy();
       struct stat st {};
       char last = '\n';
       if (::fstat(fd_, &st) == 0 && st.st_size > 0 && ::pread(fd_, &last, 1, st.st_size - 1) != 1) {

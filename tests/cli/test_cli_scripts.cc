@@ -211,8 +211,9 @@ TEST_CASE("cli scripts: with no --log the records go to a file it names", "[cli]
 TEST_CASE("cli scripts: Ctrl-C ends the batch in flight, logs it and says how to resume", "[cli]") {
   const fs::path dir = scratch();
   const fs::path cache = write_cache(dir, "GPU A", 64);
-  // xgb refitting after every 2 trials keeps the run going for far longer than 2 s.
-  const std::string cmd = "timeout --preserve-status -s INT 2 " + std::string(CUTUNE_BINARY_DIR) +
+  // xgb refitting after every 2 trials keeps the run going for far longer than 5 s (long
+  // enough after start-up, on a loaded machine, for the handler to be in place).
+  const std::string cmd = "timeout --preserve-status -s INT 5 " + std::string(CUTUNE_BINARY_DIR) +
                           "/src/cli/cutune tune --replay " + cache.string() +
                           " --tuner xgb --batch 2 --trials 4000 --quiet --log " +
                           (dir / "b.jsonl").string() + " >" + (dir / "out").string() + " 2>" +
