@@ -106,6 +106,8 @@ std::string storage_dtype(ir::DType dtype) {
 
 uint16_t half_bits(float value) { return to_f16(value); }
 float half_value(uint16_t bits) { return from_f16(bits); }
+uint16_t bfloat16_bits(float value) { return to_bf16(value); }
+float bfloat16_value(uint16_t bits) { return bits_float(uint32_t(bits) << 16); }
 
 int64_t dtype_bytes(const std::string& dtype) {
   if (dtype == "float32") return 4;

@@ -29,6 +29,9 @@ std::string storage_dtype(ir::DType dtype);
 // IEEE binary16 bits of `value` rounded to nearest even, and the value of such bits.
 uint16_t half_bits(float value);
 float half_value(uint16_t bits);
+// The same for bfloat16.
+uint16_t bfloat16_bits(float value);
+float bfloat16_value(uint16_t bits);
 
 // Bytes of one element: 4, 2, 2; std::invalid_argument (one line) for another name.
 int64_t dtype_bytes(const std::string& dtype);

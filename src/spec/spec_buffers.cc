@@ -13,18 +13,6 @@ namespace cutune::spec {
 
 namespace {
 
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 template <class T>
 void put(std::vector<std::byte>& bytes, int64_t i, T v) {
   std::memcpy(bytes.data() + i * int64_t(sizeof(T)), &v, sizeof(T));
@@ -43,7 +31,7 @@ void store(ArgData& d, int64_t i, double v) {
       put(d.bytes, i, half_bits(float(v)));
       break;
     case ElemType::bf16:
-      put(d.bytes, i, uint16_t(float_bits(round_to_storage(float(v), ir::DType::BFloat16)) >> 16));
+      put(d.bytes, i, bfloat16_bits(float(v)));
       break;
     case ElemType::f32:
       put(d.bytes, i, float(v));
@@ -83,7 +71,7 @@ double load(const ArgData& d, int64_t i) {
     case ElemType::f16:
       return half_value(get<uint16_t>(d.bytes, i));
     case ElemType::bf16:
-      return bits_float(uint32_t(get<uint16_t>(d.bytes, i)) << 16);
+      return bfloat16_value(get<uint16_t>(d.bytes, i));
     case ElemType::f32:
       return get<float>(d.bytes, i);
     case ElemType::f64:
