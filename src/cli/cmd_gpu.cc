@@ -2,12 +2,16 @@
 //
 // `bench` times the library baseline — cuBLAS SGEMM (TF32 off) for gemm, cuDNN's fastest fp32
 // algorithm (CUDNN_FMA_MATH) for conv2d and depthwise_conv2d — and the best kernel of a tuning
-// log in the same worker, with the same timer and the same L2 flush, so their ratio is fair.
+// log in the same worker, with the same timer and the same L2 flush, interleaved (baseline,
+// tuned, baseline, tuned, ...: measure_interleaved), so their ratio is fair. The log's record
+// must come from this GPU's kind (--any-device to take another's); without an ok record the
+// baseline is still timed and printed.
 
 #include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "src/cli/cli_common.h"
 #include "src/lower/lower.h"
@@ -52,24 +56,13 @@ struct BenchArgs {
   bool no_flush = false;
   int device = 0;
   double seconds = 2.0;
+  int rounds = 5;
+  bool any_device = false;
 };
 
 // fp32 FMA peak: SMs x clock x 128 FMA lanes per SM per clock x 2 flops.
 double fp32_peak_flops(const DeviceInfo& d) {
   return double(d.sm_count) * double(d.clock_khz) * 1e3 * 128.0 * 2.0;
-}
-
-// The fastest ok record of this task in the log (any device name), or nullopt.
-std::optional<Record> best_in_log(const std::string& path, const Template& tmpl) {
-  const LogReadResult read = read_log(path, {.lenient = true});
-  std::vector<Record> mine;
-  for (const Record& r : read.records)
-    if (r.task.op == tmpl.op() && r.task.shape == tmpl.shape() &&
-        r.task.template_name == tmpl.name())
-      mine.push_back(r);
-  const std::vector<Record> best = best_records(mine, 1);
-  if (best.empty()) return std::nullopt;
-  return best.front();
 }
 
 void run_bench(const BenchArgs& args) {
@@ -86,12 +79,31 @@ void run_bench(const BenchArgs& args) {
     throw UsageError(fmt::format("--device {}: {} device(s) present", args.device, devices.size()));
   const DeviceInfo& device = devices[size_t(args.device)];
 
+  // The log first: a record of another GPU kind is refused before anything is timed.
+  std::optional<Record> record;
+  std::string no_record_note;
+  if (!args.log.empty()) {
+    const LogReadResult read = read_log(args.log, {.lenient = true});
+    const DeviceBest best = best_record_on_device(read.records, tmpl->op(), tmpl->shape(),
+                                                  tmpl->name(), device.name, args.any_device);
+    record = best.record;
+    if (!record && !best.other_devices.empty())
+      throw UsageError(fmt::format(
+          "{} holds records of {} {} from {} only, not from this GPU ({}); add --any-device to "
+          "time their best here",
+          args.log, tmpl->name(), args.task.shape, fmt::join(best.other_devices, ", "),
+          device.name));
+    if (!record)
+      no_record_note = fmt::format("{} has no ok record for {} {}: the baseline alone is timed",
+                                   args.log, tmpl->name(), args.task.shape);
+  }
+
   GpuMeasureOptions options;
   options.device = args.device;
   options.flush_l2 = !args.no_flush;
-  options.min_repeats = 20;
+  options.min_repeats = std::max(20 / std::max(args.rounds, 1), 5);
   options.max_repeats = 1000;
-  options.max_measure_seconds = args.seconds;
+  options.max_measure_seconds = args.seconds / std::max(args.rounds, 1);
   options.early_stop_factor = 0;
   std::vector<char> expected;
   WorkerTask task = worker_task(*tmpl, options, &expected);
@@ -106,18 +118,11 @@ void run_bench(const BenchArgs& args) {
   baseline_request.what = MeasureWhat::baseline;
   // cuBLAS is a GEMM's reference itself; cuDNN is checked against the CPU reference too.
   baseline_request.check = !gemm;
-  const MeasureReply baseline_reply = worker.measure(baseline_request);
   const std::string baseline_name = !gemm                                       ? "cudnn"
                                     : declared.gemm.input == ir::DType::Float32 ? "cublas_sgemm"
                                                                                 : "cublas_gemm_ex";
-
-  std::optional<MeasureReply> tuned;
-  std::optional<Record> record;
-  if (!args.log.empty()) {
-    record = best_in_log(args.log, *tmpl);
-    if (!record)
-      throw UsageError(
-          fmt::format("{} has no ok record for {} {}", args.log, tmpl->name(), args.task.shape));
+  std::vector<MeasureRequest> requests = {baseline_request};
+  if (record) {
     ir::TargetLimits limits;
     limits.arch = device.arch();
     limits.max_threads_per_block = device.max_threads_per_block;
@@ -142,8 +147,11 @@ void run_bench(const BenchArgs& args) {
       for (size_t i = 0; i < tensors.size(); ++i)
         if (tensors[i].name == p.name) request.args.push_back(int(i));
     }
-    tuned = worker.measure(request);
+    requests.push_back(std::move(request));
   }
+  const std::vector<MeasureResult> timed = measure_interleaved(
+      [&](const MeasureRequest& r) { return worker.measure(r); }, requests, args.rounds);
+  const MeasureResult& baseline_result = timed[0];
 
   const double peak = fp32_peak_flops(device);
   const double flops = tmpl->flops();
@@ -160,6 +168,8 @@ void run_bench(const BenchArgs& args) {
       j["percent_of_fp32_peak"] = peak > 0 ? 100.0 * flops / t / peak : 0.0;
       if (r.extra.contains("median_ci_s")) j["median_ci_s"] = r.extra["median_ci_s"];
       if (r.extra.contains("throttled")) j["throttled"] = r.extra["throttled"];
+      for (const char* key : {"rounds", "round_medians_s", "gpu_before", "gpu_after"})
+        if (r.extra.contains(key)) j[key] = r.extra[key];
     }
     return j;
   };
@@ -171,20 +181,31 @@ void run_bench(const BenchArgs& args) {
                         {"fp32_peak_tflops", peak * 1e-12},
                         {"op", tmpl->op()},
                         {"baseline", baseline_name},
-                        {"results", {row(baseline_name, baseline_reply.result)}}};
-  if (!gemm && baseline_reply.result.extra.is_object()) {
-    const nlohmann::json& e = baseline_reply.result.extra;
+                        {"interleaved_rounds", args.rounds},
+                        {"results", {row(baseline_name, baseline_result)}}};
+  if (!no_record_note.empty()) out["note"] = no_record_note;
+  if (!gemm && baseline_result.extra.is_object()) {
+    const nlohmann::json& e = baseline_result.extra;
     out["reference"] = e.value("reference", "");
     if (e.contains("baseline_algo")) out["results"][0]["algo"] = e["baseline_algo"];
     if (e.contains("cudnn_note")) out["cudnn_note"] = e["cudnn_note"];
   }
-  if (tuned) {
-    out["results"].push_back(
-        row(fmt::format("cutune config {}", record->config_index), tuned->result));
-    if (tuned->result.ok() && baseline_reply.result.ok()) {
-      const double ratio = baseline_reply.result.median_s() / tuned->result.median_s();
-      out["ratio_to_baseline"] = ratio;
-      out[gemm ? "ratio_to_cublas" : "ratio_to_cudnn"] = ratio;
+  if (record) {
+    const MeasureResult& tuned = timed[1];
+    out["results"].push_back(row(fmt::format("cutune config {}", record->config_index), tuned));
+    out["record_device"] = record->task.device_name;
+    const auto mixed = [](const MeasureResult& r) {
+      return r.extra.is_object() && r.extra.value("mixed_timers", false);
+    };
+    if (tuned.ok() && baseline_result.ok()) {
+      if (tuned.timer != baseline_result.timer || mixed(tuned) || mixed(baseline_result)) {
+        out["ratio_note"] = fmt::format("no ratio: the baseline was timed by {} and cutune by {}",
+                                        to_string(baseline_result.timer), to_string(tuned.timer));
+      } else {
+        const double ratio = baseline_result.median_s() / tuned.median_s();
+        out["ratio_to_baseline"] = ratio;
+        out[gemm ? "ratio_to_cublas" : "ratio_to_cudnn"] = ratio;
+      }
     }
   }
   if (args.task.json) {
@@ -206,6 +227,8 @@ void run_bench(const BenchArgs& args) {
                r["runs"].get<size_t>(), r["timer"].get<std::string>());
   }
   if (out.contains("cudnn_note")) fmt::print("  note: {}\n", out["cudnn_note"].get<std::string>());
+  if (out.contains("note")) fmt::print("  note: {}\n", out["note"].get<std::string>());
+  if (out.contains("ratio_note")) fmt::print("  note: {}\n", out["ratio_note"].get<std::string>());
   if (out.contains("ratio_to_baseline"))
     fmt::print("  cutune / {} speed: {:.3f}\n", gemm ? "cuBLAS" : "cuDNN",
                out["ratio_to_baseline"].get<double>());
@@ -230,8 +253,18 @@ void add_gpu_commands(CLI::App& app) {
   bench->add_option("--log", bench_args->log, "tuning log whose best kernel for the task is timed");
   bench->add_flag("--no-flush", bench_args->no_flush, "keep L2 warm between runs");
   bench->add_option("--device", bench_args->device, "CUDA device ordinal")->capture_default_str();
-  bench->add_option("--seconds", bench_args->seconds, "time cap per kernel")->capture_default_str();
-  bench->callback([bench_args] { run_bench(*bench_args); });
+  bench->add_option("--seconds", bench_args->seconds, "time cap per kernel, all rounds together")
+      ->capture_default_str();
+  bench->add_option("--rounds", bench_args->rounds,
+                    "baseline and tuned kernel measured in turn this many times")
+      ->capture_default_str();
+  bench->add_flag("--any-device", bench_args->any_device,
+                  "take the log's best record even when another GPU kind measured it");
+  bench->callback([bench_args] {
+    if (bench_args->rounds < 1 || bench_args->rounds > 100)
+      throw UsageError(fmt::format("--rounds must be in [1, 100] (got {})", bench_args->rounds));
+    run_bench(*bench_args);
+  });
 
   // The measuring worker (see src/measure/worker_process.h); not for people.
   auto* worker = app.add_subcommand("__worker", "");

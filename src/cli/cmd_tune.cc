@@ -13,6 +13,7 @@
 #include "src/cli/cli_common.h"
 #include "src/distributed/replay_suite.h"
 #include "src/measure/device_selection.h"
+#include "src/measure/emulator_measurer.h"
 #include "src/measure/gpu_measurer.h"
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
@@ -119,6 +120,9 @@ struct TuneArgs {
   double replay_cost_ms = 0;
   bool coordinator_only = false;
   int concurrent_tasks = 0;
+  std::string device = "gpu";  // --device: gpu, or emulator (correctness only, no GPU time)
+  int remeasure_top = -1;      // -1: 8 on a GPU, off for the emulator and replays
+  int remeasure_rounds = 3;
 };
 
 std::vector<std::filesystem::path> as_paths(const std::vector<std::string>& v) {
@@ -131,6 +135,7 @@ nlohmann::json summary_json(const TaskKey& task, const TuneSummary& s, const std
   if (s.best) {
     best = {{"config", s.best->to_json()}, {"time_ms", s.best_s * 1e3}};
     if (flops) best["gflops"] = *flops / s.best_s * 1e-9;
+    if (task.device_name == kEmulatorDevice) best["time_is"] = "CPU emulator wall time, not GPU time";
   }
   return {{"task", task.to_string()},
           {"trials", s.total()},
@@ -140,6 +145,7 @@ nlohmann::json summary_json(const TaskKey& task, const TuneSummary& s, const std
           {"exhausted", s.exhausted},
           {"interrupted", s.interrupted},
           {"best", best},
+          {"remeasured", s.remeasured},
           {"seconds", s.seconds},
           {"log", log}};
 }
@@ -153,6 +159,7 @@ void print_summary(const TaskKey& task, const TuneSummary& s, const std::string&
     fmt::print("no valid configuration found\n");
   } else {
     std::string rate = flops ? fmt::format(" ({:.0f} GFLOP/s)", *flops / s.best_s * 1e-9) : "";
+    if (task.device_name == kEmulatorDevice) rate = " (CPU emulator wall time, not GPU time)";
     fmt::print("best: {:.4g} ms{}  config {}: {}\n", s.best_s * 1e3, rate, s.best->index(),
                s.best->to_string());
   }
@@ -203,6 +210,9 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
       if (j.contains("line")) fmt::print("{}\n", j["line"].get<std::string>());
     }
   }
+  if (s.remeasured > 0 && !args.search.json)
+    fmt::print("best chosen on a re-measurement of the {} fastest ({} rounds, interleaved)\n",
+               s.remeasured, args.remeasure_rounds);
   if (s.interrupted) {
     fmt::print(stderr,
                "interrupted: the batch in flight was measured and logged; resume with\n  {}\n",
@@ -211,8 +221,36 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
   }
 }
 
+// --device emulator: the candidates run in the CPU emulator (src/measure/emulator_measurer.h);
+// records say device "emulator" and timer "emulator", never GPU times.
+void run_tune_emulated(const TuneArgs& args, SearchOptions search, TaskOptions task_options,
+                       const Template& tmpl) {
+  if (!args.devices.empty()) throw UsageError("--devices names GPUs; drop it with --device emulator");
+  EmulatorMeasureOptions emulated;
+  emulated.limits = task_options.limits();
+  require_arch_supports(tmpl, emulated.limits.arch);
+  task_options.arch = emulated.limits.arch;
+  search.remeasure_top = args.remeasure_top < 0 ? 0 : args.remeasure_top;
+  std::unique_ptr<Measurer> measurer = make_emulator_measurer(tmpl, emulated);
+  auto features = cost_model::make_ir_features(tmpl, emulated.limits);
+  TaskKey key;
+  key.op = tmpl.op();
+  key.shape = tmpl.shape();
+  key.target_arch = emulated.limits.arch;
+  key.device_name = measurer->device_name();
+  key.template_name = tmpl.name();
+  TuningSession session({key, tmpl.space(), *features, std::nullopt}, search,
+                        {.paths = as_paths(args.transfer_from),
+                         .featurize = template_featurizer(key, *features, emulated.limits)});
+  fmt::print(stderr, "measuring in the CPU emulator: correctness only; its times are emulator "
+                     "wall times, not GPU times\n");
+  tune_and_report(session, *measurer, args, {});
+}
+
 void run_tune(const TuneArgs& args) {
-  const SearchOptions search = args.search.options();
+  SearchOptions search = args.search.options();
+  search.remeasure_rounds = args.remeasure_rounds;
+  search.remeasure_top = args.remeasure_top < 0 ? 0 : args.remeasure_top;
   if (!args.log.empty()) require_writable_file(args.log, "--log");
 
   if (!args.replay.cache.empty()) {
@@ -250,6 +288,7 @@ void run_tune(const TuneArgs& args) {
   task_options.template_name = args.template_name;
   task_options.arch = args.arch;
   auto tmpl = task_options.make();
+  if (args.device == "emulator") return run_tune_emulated(args, search, task_options, *tmpl);
   GpuMeasureOptions gpu;
   gpu.arch = args.arch;
   gpu.devices = select_devices(args.devices, list_devices(), args.arch);
@@ -263,6 +302,7 @@ void run_tune(const TuneArgs& args) {
         e.what()));
   }
   require_arch_supports(*tmpl, measurer->target_arch());
+  if (args.remeasure_top < 0) search.remeasure_top = 8;
   task_options.arch = measurer->target_arch();
   ir::TargetLimits limits = task_options.limits();
   auto features = cost_model::make_ir_features(*tmpl, limits);
@@ -442,6 +482,16 @@ void add_tune_commands(CLI::App& app) {
   tune->add_option("--spec", targs->replay.spec, "with --replay: the T1 space specification");
   tune->add_flag("--noise", targs->replay.noise, "with --replay: answer with one drawn repetition");
   tune->add_flag("--quiet", targs->quiet, "no progress line");
+  tune->add_option("--device", targs->device,
+                   "gpu, or emulator: run each candidate in the CPU emulator (correctness only; "
+                   "its times are emulator wall times, not GPU times)")
+      ->capture_default_str();
+  tune->add_option("--remeasure-top", targs->remeasure_top,
+                   "at the end, measure the K fastest again (interleaved, --remeasure-rounds "
+                   "rounds) and choose the best on that (default: 8 on a GPU, 0 otherwise)");
+  tune->add_option("--remeasure-rounds", targs->remeasure_rounds,
+                   "rounds of the end-of-run re-measurement")
+      ->capture_default_str();
   tune->add_option("--devices", targs->devices,
                    "GPUs to measure on, one worker each: all (default: every GPU of the task's "
                    "kind) or ordinals, e.g. 0,2");
@@ -451,6 +501,12 @@ void add_tune_commands(CLI::App& app) {
     if (targs->replay_cost_ms > 0 && targs->replays.empty())
       throw UsageError("--replay-cost-ms needs --replay CACHE");
     if (targs->concurrent_tasks < 0) throw UsageError("--concurrent-tasks must be >= 0");
+    if (targs->device != "gpu" && targs->device != "emulator")
+      throw UsageError(
+          fmt::format("--device must be gpu or emulator (got '{}')", targs->device));
+    if (targs->device == "emulator" && !targs->replays.empty())
+      throw UsageError("--device emulator measures operators; drop --replay");
+    if (targs->remeasure_top < -1) throw UsageError("--remeasure-top must be >= 0");
     if (targs->replays.size() > 1 || distributed::process_count() > 1 || targs->coordinator_only)
       return run_tune_scaled(*targs);
     if (!targs->replays.empty()) targs->replay.cache = targs->replays.front();

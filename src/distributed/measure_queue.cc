@@ -6,7 +6,8 @@
 
 namespace cutune::distributed {
 
-std::vector<MeasureResult> MeasureQueue::measure(int task, const std::vector<Config>& batch) {
+std::vector<MeasureResult> MeasureQueue::measure(int task, const std::vector<Config>& batch,
+                                                 const ResultSink& on_result) {
   std::vector<MeasureResult> results(batch.size());
   if (batch.empty()) return results;
   auto remaining = std::make_shared<size_t>(batch.size());
@@ -14,7 +15,7 @@ std::vector<MeasureResult> MeasureQueue::measure(int task, const std::vector<Con
   CUTUNE_CHECK(!closed_, "a batch was queued after the measure queue closed");
   for (size_t i = 0; i < batch.size(); ++i) {
     WorkItem item{next_id_++, task, batch[i].index()};
-    pending_.emplace(item.id, Pending{&results, i, remaining});
+    pending_.emplace(item.id, Pending{&results, on_result ? &on_result : nullptr, i, remaining});
     queue_.push_back(item);
   }
   work_cv_.notify_all();
@@ -43,6 +44,8 @@ void MeasureQueue::complete(const WorkItem& item, MeasureResult result, const st
   auto it = pending_.find(item.id);
   CUTUNE_CHECK(it != pending_.end(), fmt::format("result for unknown work item {}", item.id));
   (*it->second.results)[it->second.slot] = std::move(result);
+  if (it->second.sink != nullptr)
+    (*it->second.sink)(it->second.slot, (*it->second.results)[it->second.slot]);
   if (--*it->second.remaining == 0) done_cv_.notify_all();
   pending_.erase(it);
 }

@@ -7,7 +7,8 @@
 //
 // measure() returns the batch's results in proposal order whichever lanes measured them and in
 // whatever order they finished, so a tuning run's records do not depend on how many lanes
-// there are (the policy sees results per batch, never per arrival).
+// there are (the policy sees results per batch, never per arrival). A sink given to measure()
+// gets each result as it arrives (for the log: an aborted job loses only what is in flight).
 
 #include <condition_variable>
 #include <cstdint>
@@ -35,8 +36,11 @@ struct WorkItem {
 
 class MeasureQueue {
  public:
-  // Queues one batch and waits for all of its results. Thread-safe.
-  std::vector<MeasureResult> measure(int task, const std::vector<Config>& batch);
+  // Queues one batch and waits for all of its results. Thread-safe. `on_result`, when set, is
+  // called as each result arrives, on the completing lane's thread, under the queue's lock
+  // (so never twice at once; it must not call back into the queue).
+  std::vector<MeasureResult> measure(int task, const std::vector<Config>& batch,
+                                     const ResultSink& on_result = {});
 
   // The next candidate, waiting for one when `wait`; nullopt when closed (or, without wait,
   // when none is queued).
@@ -54,6 +58,7 @@ class MeasureQueue {
  private:
   struct Pending {
     std::vector<MeasureResult>* results;
+    const ResultSink* sink;
     size_t slot;
     std::shared_ptr<size_t> remaining;
   };
@@ -105,6 +110,10 @@ class TaskMeasurer final : public Measurer {
         arch_(std::move(target_arch)) {}
   std::vector<MeasureResult> measure(const std::vector<Config>& batch) override {
     return queue_.measure(task_, batch);
+  }
+  std::vector<MeasureResult> measure_streaming(const std::vector<Config>& batch,
+                                               const ResultSink& on_result) override {
+    return queue_.measure(task_, batch, on_result);
   }
   std::string device_name() const override { return device_; }
   std::string target_arch() const override { return arch_; }

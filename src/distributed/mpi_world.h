@@ -7,7 +7,7 @@
 //   r -> rank 0   tag kResult  {"id": n, "device": "r" | "r:ordinal", "result": {...}}
 //   rank 0 -> r   tag kStop    {}   (no more work: r leaves its loop and finalizes)
 // A rank that dies takes the whole MPI job down (mpirun's default); rank 0 has appended every
-// finished batch to the log by then, so `--resume` continues with any number of ranks.
+// result that arrived to the log by then, so `--resume` continues with any number of ranks.
 
 #include <thread>
 

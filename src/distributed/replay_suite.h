@@ -12,8 +12,9 @@
 // on its results in proposal order, never on how many ranks or lanes measured them or when
 // answers arrived (the determinism the MPI test checks).
 //
-// Records are appended per batch as each task's batch completes, so an aborted job loses at
-// most the batches in flight (one per running task); --resume continues each task from the log.
+// Records are appended as results arrive (each with its trial number, so the log's order may
+// differ between runs while the trials do not), so an aborted job loses at most the candidates
+// in flight; --resume continues each task from the log.
 
 #include <functional>
 #include <memory>

@@ -258,6 +258,41 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   return task;
 }
 
+std::vector<MeasureResult> measure_interleaved(
+    const std::function<MeasureReply(const MeasureRequest&)>& send,
+    const std::vector<MeasureRequest>& requests, int rounds) {
+  std::vector<MeasureResult> merged(requests.size());
+  std::vector<nlohmann::json> medians(requests.size(), nlohmann::json::array());
+  std::vector<bool> failed(requests.size(), false);
+  std::vector<bool> mixed(requests.size(), false);
+  for (int round = 0; round < std::max(rounds, 1); ++round) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (failed[i]) continue;
+      MeasureResult r = send(requests[i]).result;
+      if (!r.ok()) {
+        merged[i] = std::move(r);
+        failed[i] = true;
+        continue;
+      }
+      if (!medians[i].empty() && r.timer != merged[i].timer) mixed[i] = true;
+      medians[i].push_back(r.median_s());
+      std::vector<double> earlier = std::move(merged[i].times_s);
+      const double compile_s = merged[i].compile_s;
+      merged[i] = std::move(r);
+      merged[i].times_s.insert(merged[i].times_s.begin(), earlier.begin(), earlier.end());
+      merged[i].compile_s += compile_s;
+    }
+  }
+  for (size_t i = 0; i < merged.size(); ++i) {
+    if (failed[i]) continue;
+    if (!merged[i].extra.is_object()) merged[i].extra = nlohmann::json::object();
+    merged[i].extra["rounds"] = medians[i].size();
+    merged[i].extra["round_medians_s"] = medians[i];
+    if (mixed[i]) merged[i].extra["mixed_timers"] = true;  // no ratio may use these times
+  }
+  return merged;
+}
+
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
                                             const GpuMeasureOptions& options) {
   require_driver();

@@ -6,6 +6,7 @@
 // a result with its status; a worker that crashes or hangs is replaced and the batch goes on.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,16 @@ TimingOptions timing_options(const GpuMeasureOptions& options);
 // fill `expected`.
 WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
                        std::vector<char>* expected, bool allow_baseline = true);
+
+// Measures `requests` in turn, `rounds` times (A B A B ... for a baseline and a tuned kernel),
+// each round through `send` (a worker: same harness, timer, L2 flush and clocks for all), so
+// that drift touches each alike. One result per request, in order: every round's times
+// together (extra of the last round, plus "rounds": how many rounds the times come from and
+// "round_medians_s"); a request that fails in a round keeps that failure and is not sent again.
+// Request ids are left as given. rounds < 1 is taken as 1.
+std::vector<MeasureResult> measure_interleaved(
+    const std::function<MeasureReply(const MeasureRequest&)>& send,
+    const std::vector<MeasureRequest>& requests, int rounds);
 
 // Throws NoDeviceError ("no CUDA device found") where there is no usable GPU. The GPUs of
 // options.devices must be of one kind (src/measure/device_selection.h chooses them).

@@ -19,11 +19,12 @@ constexpr std::array<std::pair<MeasureStatus, std::string_view>, 7> kStatusNames
     {MeasureStatus::wrong_answer, "wrong_answer"},
 }};
 
-constexpr std::array<std::pair<TimerKind, std::string_view>, 4> kTimerNames = {{
+constexpr std::array<std::pair<TimerKind, std::string_view>, 5> kTimerNames = {{
     {TimerKind::none, "none"},
     {TimerKind::cupti, "cupti"},
     {TimerKind::cuda_event, "cuda_event"},
     {TimerKind::replay, "replay"},
+    {TimerKind::emulator, "emulator"},
 }};
 
 template <typename Table, typename Enum>

@@ -35,7 +35,8 @@ enum class TimerKind {
   none,        // nothing was timed (the candidate failed before running)
   cupti,       // kernel duration from CUPTI activity records
   cuda_event,  // elapsed time between two CUDA events around the launch
-  replay       // copied from an earlier measurement (replayed space, cache)
+  replay,      // copied from an earlier measurement (replayed space, cache)
+  emulator     // wall time of a run in the CPU emulator: NOT a GPU time, never a speed figure
 };
 
 // The names used in logs and on the command line: exactly the enumerators' spelling.

@@ -189,7 +189,10 @@ nlohmann::ordered_json record_to_json(const Record& record) {
   if (!record.result.extra.is_null()) {
     result["extra"] = nlohmann::ordered_json(record.result.extra);
   }
-  return {
+  nlohmann::ordered_json config = {{"index", record.config_index},
+                                    {"knobs", nlohmann::ordered_json(record.knobs)}};
+  if (record.trial >= 0) config["trial"] = record.trial;
+  nlohmann::ordered_json out = {
       {"v", record.version},
       {"task",
        {{"op", record.task.op},
@@ -198,10 +201,12 @@ nlohmann::ordered_json record_to_json(const Record& record) {
         {"arch", record.task.target_arch},
         {"device", record.task.device_name},
         {"template", record.task.template_name}}},
-      {"config", {{"index", record.config_index}, {"knobs", nlohmann::ordered_json(record.knobs)}}},
+      {"config", std::move(config)},
       {"result", std::move(result)},
       {"time", record.timestamp},
   };
+  if (record.kind == RecordKind::remeasure) out["kind"] = "remeasure";
+  return out;
 }
 
 Record record_from_json(const json& value) {
@@ -219,6 +224,16 @@ Record record_from_json(const json& value) {
   if (const json* knobs = config.find("knobs")) {
     if (!knobs->is_object()) config.wrong_type("knobs", "an object");
     record.knobs = *knobs;
+  }
+  if (config.find("trial") != nullptr) {
+    record.trial = config.int64("trial");
+    if (record.trial < 0) fail("field 'config.trial' must be >= 0");
+  }
+  const std::string kind = f.string_or("kind", "trial");
+  if (kind == "remeasure") {
+    record.kind = RecordKind::remeasure;
+  } else if (kind != "trial") {
+    fail(fmt::format("unknown kind '{}' in 'kind' (expected trial or remeasure)", kind));
   }
   record.result = result_from_json(f.required("result"));
   record.timestamp = f.string("time");

@@ -9,6 +9,10 @@
 //    "time":"2026-11-30T09:00:00Z"}
 //
 // "result" may also hold "max_rel_error" (only when checked) and "extra" (only when non-null).
+// "config" may hold "trial" (the configuration's position in its task's tuning run, in the
+// order proposed; logs append in the order results arrive, which under several measuring
+// lanes differs), and a record may hold "kind": "remeasure" (the end-of-run re-measurement of
+// an already measured configuration, Record::kind). Both are absent in older logs.
 // On decode, "task.dtype", "config.knobs", "result.compile_s", "result.timer" and
 // "result.error" may be absent and take their defaults; everything else is required. Unknown
 // fields are ignored, so later writers may add fields without a version bump.
@@ -57,8 +61,15 @@ struct TaskKey {
   friend bool operator==(const TaskKey&, const TaskKey&) = default;
 };
 
+// What a record is. A `remeasure` record repeats a configuration that has a `trial` record of
+// the same task: it does not count as a trial (resume skips it), and where a task has any, the
+// final best is chosen among them (best_records).
+enum class RecordKind { trial, remeasure };
+
 struct Record {
   int version = kRecordVersion;
+  RecordKind kind = RecordKind::trial;
+  int64_t trial = -1;  // position in the task's run, proposal order; -1 when unknown
   TaskKey task;
   uint64_t config_index = 0;                        // index in the template's configuration space
   nlohmann::json knobs = nlohmann::json::object();  // the configuration, knob name -> value

@@ -270,11 +270,19 @@ std::map<TaskKey, std::vector<Record>> group_by_task(const std::vector<Record>& 
 std::vector<Record> best_records(const std::vector<Record>& records, int k) {
   std::vector<Record> out;
   if (k <= 0) return out;
+  // A task's end-of-run re-measurement (more repeats, interleaved) decides its winners: where
+  // it exists, the trials' first, noisier times are not compared with it.
+  std::set<TaskKey> remeasured;
+  for (const Record& record : records)
+    if (record.kind == RecordKind::remeasure && record.result.ok() &&
+        !record.result.times_s.empty())
+      remeasured.insert(record.task);
   // Per task, the fastest record of each configuration, in order of first appearance.
   std::map<TaskKey, std::vector<std::pair<double, const Record*>>> candidates;
   std::map<TaskKey, std::unordered_map<uint64_t, size_t>> slot;
   for (const Record& record : records) {
     if (!record.result.ok() || record.result.times_s.empty()) continue;
+    if (record.kind != RecordKind::remeasure && remeasured.count(record.task)) continue;
     const double median = record.result.median_s();
     auto& list = candidates[record.task];
     auto [it, inserted] = slot[record.task].try_emplace(record.config_index, list.size());
@@ -290,6 +298,28 @@ std::vector<Record> best_records(const std::vector<Record>& records, int k) {
     const size_t n = std::min(list.size(), static_cast<size_t>(k));
     for (size_t i = 0; i < n; ++i) out.push_back(*list[i].second);
   }
+  return out;
+}
+
+DeviceBest best_record_on_device(const std::vector<Record>& records, const std::string& op,
+                                 const std::vector<int64_t>& shape,
+                                 const std::string& template_name, const std::string& device,
+                                 bool any_device) {
+  DeviceBest out;
+  std::vector<Record> mine;
+  for (const Record& r : records) {
+    if (r.task.op != op || r.task.shape != shape || r.task.template_name != template_name)
+      continue;
+    if (any_device || r.task.device_name == device) {
+      mine.push_back(r);
+    } else if (r.result.ok()) {
+      out.other_devices.insert(r.task.device_name);
+    }
+  }
+  // Every device's tasks are ranked apart; with any_device the fastest of all wins.
+  std::vector<Record> best = best_records(mine, 1);
+  for (Record& r : best)
+    if (!out.record || r.result.median_s() < out.record->result.median_s()) out.record = r;
   return out;
 }
 

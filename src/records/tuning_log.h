@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -101,10 +102,23 @@ std::map<TaskKey, std::vector<Record>> group_by_task(const std::vector<Record>& 
 // For each task, its k fastest distinct configurations among ok records with times, by median
 // time (a configuration measured more than once counts once, with its best median). Output is
 // grouped by task in TaskKey order, fastest first within a task; ties keep input order.
+// Where a task has ok `remeasure` records, only those are ranked (the end-of-run
+// re-measurement picks the winner).
 // k <= 0 gives nothing.
 std::vector<Record> best_records(const std::vector<Record>& records, int k);
 
-// The configuration indices of `task` that have a record of any status: what a resumed run
+// What `bench --log` times: the fastest ok record (best_records' rule) of the task named by
+// op, shape and template whose device is `device`, or of any device when `any_device`.
+struct DeviceBest {
+  std::optional<Record> record;
+  std::set<std::string> other_devices;  // devices of the task's ok records that were not used
+};
+DeviceBest best_record_on_device(const std::vector<Record>& records, const std::string& op,
+                                 const std::vector<int64_t>& shape,
+                                 const std::string& template_name, const std::string& device,
+                                 bool any_device);
+
+// The configuration indices of `task` that have a record of any status (and kind): what a resumed run
 // must not measure again.
 std::set<uint64_t> measured_indices(const std::vector<Record>& records, const TaskKey& task);
 

@@ -53,12 +53,18 @@ ReplayMeasurerAdapter::ReplayMeasurerAdapter(const replay::ReplayTask& task, boo
     : task_(task), measurer_(task, noise, seed), cost_ms_(cost_ms) {}
 
 std::vector<MeasureResult> ReplayMeasurerAdapter::measure(const std::vector<Config>& batch) {
+  return measure_streaming(batch, {});
+}
+
+std::vector<MeasureResult> ReplayMeasurerAdapter::measure_streaming(const std::vector<Config>& batch,
+                                                                    const ResultSink& on_result) {
   std::vector<MeasureResult> out;
   out.reserve(batch.size());
   for (const Config& c : batch) {
     if (cost_ms_ > 0)
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cost_ms_));
     out.push_back(to_measure_result(measurer_.measure(c)));
+    if (on_result) on_result(out.size() - 1, out.back());
   }
   return out;
 }

@@ -38,6 +38,9 @@ class ReplayMeasurerAdapter : public Measurer {
                                  uint64_t seed = 0, double cost_ms = 0);
 
   std::vector<MeasureResult> measure(const std::vector<Config>& batch) override;
+  // Each answer is handed over as soon as it is given (after its cost_ms).
+  std::vector<MeasureResult> measure_streaming(const std::vector<Config>& batch,
+                                               const ResultSink& on_result) override;
   std::string device_name() const override;
   std::string target_arch() const override { return "replay"; }
 

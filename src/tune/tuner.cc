@@ -1,7 +1,9 @@
 #include "src/tune/tuner.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <unordered_set>
@@ -24,14 +26,20 @@ Tuner::Tuner(const ConfigSpace& space, Measurer& measurer, SearchPolicy& policy,
 TuneSummary Tuner::run() {
   if (options_.trials < 1) throw std::invalid_argument("--trials must be >= 1");
   if (options_.batch < 1) throw std::invalid_argument("--batch must be >= 1");
+  if (options_.remeasure_top < 0) throw std::invalid_argument("--remeasure-top must be >= 0");
+  if (options_.remeasure_top > 0 && options_.remeasure_rounds < 1)
+    throw std::invalid_argument("--remeasure-rounds must be >= 1");
   auto start = std::chrono::steady_clock::now();
   policy_.reset(options_.seed);
   TuneSummary s;
   double best_s = std::numeric_limits<double>::infinity();
+  // Every ok result of the task (resumed and measured), for the end-of-run re-measurement.
+  std::vector<std::pair<double, Config>> ok_times;
   auto account = [&](const Config& c, const MeasureResult& r) {
     if (!r.ok()) return;
     ++s.valid;
-    double t = r.mean_s();
+    const double t = r.median_s();
+    ok_times.emplace_back(t, c);
     if (t < best_s) {
       best_s = t;
       s.best = c;
@@ -46,28 +54,56 @@ TuneSummary Tuner::run() {
     for (const std::string& w : log->warnings()) fmt::print(stderr, "cutune: warning: {}\n", w);
   }
 
+  int64_t next_trial = 0;
+  bool log_has_remeasure = false;
   if (options_.resume && log) {
     LogReadResult old = read_log(options_.log);
     for (const std::string& w : old.warnings) fmt::print(stderr, "cutune: warning: {}\n", w);
-    std::vector<Config> configs;
-    std::vector<MeasureResult> results;
-    std::unordered_set<uint64_t> seen;
+    std::vector<const Record*> mine;
+    bool all_numbered = true;
     for (const Record& r : old.records) {
       if (r.task != task_) continue;
+      if (r.kind == RecordKind::remeasure) {
+        log_has_remeasure = true;
+        continue;
+      }
       if (r.config_index >= space_.size()) {
         throw RecordError(fmt::format("{}: configuration {} is outside the space of {}",
                                       options_.log.string(), r.config_index, task_.to_string()));
       }
-      if (!seen.insert(r.config_index).second) continue;
-      configs.push_back(space_.get(r.config_index));
-      results.push_back(r.result);
-      account(configs.back(), r.result);
+      mine.push_back(&r);
+      all_numbered = all_numbered && r.trial >= 0;
+      next_trial = std::max(next_trial, r.trial + 1);
+    }
+    // The log holds results in the order they arrived; the policy sees them as proposed.
+    if (all_numbered)
+      std::stable_sort(mine.begin(), mine.end(),
+                       [](const Record* a, const Record* b) { return a->trial < b->trial; });
+    std::vector<Config> configs;
+    std::vector<MeasureResult> results;
+    std::unordered_set<uint64_t> seen;
+    for (const Record* r : mine) {
+      if (!seen.insert(r->config_index).second) continue;
+      configs.push_back(space_.get(r->config_index));
+      results.push_back(r->result);
+      account(configs.back(), r->result);
     }
     s.resumed = static_cast<int>(configs.size());
+    next_trial = std::max<int64_t>(next_trial, s.resumed);
     policy_.observe(configs, results);
   }
 
   ProgressLine progress(options_.progress ? stderr : nullptr, options_.trials, options_.flops);
+
+  auto make_record = [&](const Config& c, const MeasureResult& result) {
+    Record r;
+    r.task = task_;
+    r.config_index = c.index();
+    r.knobs = c.to_json()["knobs"];
+    r.result = result;
+    r.timestamp = utc_timestamp_now();
+    return r;
+  };
 
   records_.clear();
   while (s.total() < options_.trials) {
@@ -81,25 +117,80 @@ TuneSummary Tuner::run() {
       s.exhausted = true;
       break;
     }
-    std::vector<MeasureResult> results = measurer_.measure(batch);
+    const int64_t first_trial = next_trial;
+    next_trial += int64_t(batch.size());
+    std::vector<std::optional<Record>> arrived(batch.size());
+    std::exception_ptr log_error;
+    // Each result is logged as it arrives (the sink is never called twice at once, but maybe
+    // on a measuring thread: a log error waits for the batch's end to be thrown here).
+    std::vector<MeasureResult> results =
+        measurer_.measure_streaming(batch, [&](size_t i, const MeasureResult& result) {
+          if (i >= batch.size() || arrived[i] || log_error) return;
+          Record r = make_record(batch[i], result);
+          r.trial = first_trial + int64_t(i);
+          try {
+            if (log) log->append(r);
+          } catch (...) {
+            log_error = std::current_exception();
+            return;
+          }
+          arrived[i] = std::move(r);
+        });
+    if (log_error) std::rethrow_exception(log_error);
     if (results.size() != batch.size()) {
       throw std::logic_error(fmt::format("measurer returned {} results for {} configurations",
                                          results.size(), batch.size()));
     }
     for (size_t i = 0; i < batch.size(); ++i) {
-      Record r;
-      r.task = task_;
-      r.config_index = batch[i].index();
-      r.knobs = batch[i].to_json()["knobs"];
-      r.result = results[i];
-      r.timestamp = utc_timestamp_now();
-      if (log) log->append(r);
-      records_.push_back(std::move(r));
+      if (!arrived[i]) {  // a measurer that did not stream this one
+        Record r = make_record(batch[i], results[i]);
+        r.trial = first_trial + int64_t(i);
+        if (log) log->append(r);
+        arrived[i] = std::move(r);
+      }
+      records_.push_back(std::move(*arrived[i]));
       account(batch[i], results[i]);
     }
     s.measured += static_cast<int>(batch.size());
     policy_.observe(batch, results);
     progress.update(s.total(), s.valid, s.measured, best_s);
+  }
+
+  // The re-measurement: the first times of a candidate come from a few repeats, next to other
+  // candidates; the winner is picked from more repeats, the contenders interleaved.
+  const bool remeasure = options_.remeasure_top > 0 && !s.interrupted && !ok_times.empty() &&
+                         !(s.measured == 0 && log_has_remeasure);
+  if (remeasure) {
+    std::stable_sort(ok_times.begin(), ok_times.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Config> top;
+    std::unordered_set<uint64_t> picked;
+    for (const auto& [t, c] : ok_times) {
+      if (int(top.size()) >= options_.remeasure_top) break;
+      if (picked.insert(c.index()).second) top.push_back(c);
+    }
+    std::vector<MeasureResult> again = measurer_.remeasure(top, options_.remeasure_rounds);
+    if (again.size() != top.size()) {
+      throw std::logic_error(fmt::format("measurer re-measured {} results for {} configurations",
+                                         again.size(), top.size()));
+    }
+    double best_again = std::numeric_limits<double>::infinity();
+    std::optional<Config> winner;
+    for (size_t i = 0; i < top.size(); ++i) {
+      Record r = make_record(top[i], again[i]);
+      r.kind = RecordKind::remeasure;
+      if (log) log->append(r);
+      records_.push_back(std::move(r));
+      if (again[i].ok() && again[i].median_s() < best_again) {
+        best_again = again[i].median_s();
+        winner = top[i];
+      }
+    }
+    s.remeasured = int(top.size());
+    if (winner) {
+      s.best = winner;
+      best_s = best_again;
+    }
   }
   if (log) log->close();
   progress.update(s.total(), s.valid, s.measured, best_s);

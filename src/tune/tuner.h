@@ -1,14 +1,18 @@
 #pragma once
 // The tuning loop, behind a small façade: a policy proposes a batch, the measurer measures it,
-// every result is appended to the log at once (so a killed run loses nothing), the policy
-// observes the results, until `trials` configurations of the task have been measured or the
-// space has nothing left.
+// every result is appended to the log as it arrives (Measurer::measure_streaming; so a killed
+// run loses only the candidates in flight), the policy observes the batch's results in
+// proposal order, until `trials` configurations of the task have been measured or the space
+// has nothing left. Each record carries its `trial` (position in proposal order), since the
+// log holds them in the order they arrived. Optionally the fastest few are then measured again
+// (TuneOptions::remeasure_top) and the best is chosen on that.
 //
 //   Tuner tuner(space, measurer, policy, task, options);
 //   TuneSummary s = tuner.run();
 //
-// Resume: with options.resume, the log's records of this task (same TaskKey) count towards
-// `trials` and are observed by the policy first; they are never measured again.
+// Resume: with options.resume, the log's trial records of this task (same TaskKey) count
+// towards `trials` and are observed by the policy first, in trial order; they are never
+// measured again. Remeasure records are not trials: they neither count nor are observed.
 //
 // Commands do not drive this loop directly: they go through TuningSession (tuning_session.h),
 // which checks the log, trains the transfer model and builds the policy.
@@ -38,6 +42,13 @@ struct TuneOptions {
   // Read before each batch: once true, the run stops after the batch in flight (which is
   // measured and logged in full) and the summary says `interrupted`. Null: never.
   const std::atomic<bool>* stop = nullptr;
+  // At the end (unless interrupted, and unless a resumed run had nothing left to measure and
+  // its log already holds a re-measurement), the `remeasure_top` fastest ok configurations of
+  // the task, resumed ones included, are measured again `remeasure_rounds` times interleaved
+  // (Measurer::remeasure) and logged as `remeasure` records; the summary's best is the
+  // fastest of them by median. 0: off.
+  int remeasure_top = 0;
+  int remeasure_rounds = 3;
 };
 
 struct TuneSummary {
@@ -46,8 +57,9 @@ struct TuneSummary {
   int valid = 0;             // ok results among resumed + measured
   bool exhausted = false;    // the policy had nothing left to propose
   bool interrupted = false;  // options.stop ended the run before `trials`
+  int remeasured = 0;         // configurations re-measured at the end
   std::optional<Config> best;
-  double best_s = 0;   // mean time of `best`, seconds
+  double best_s = 0;   // median time of `best`, seconds (of its re-measurement, if any)
   double seconds = 0;  // wall time of run()
   int total() const { return resumed + measured; }
 };
@@ -63,7 +75,8 @@ class Tuner {
   // space; std::invalid_argument for trials < 1 or batch < 1.
   TuneSummary run();
 
-  // The records run() appended (with a log) or would have appended (without), in order.
+  // The records run() appended (with a log) or would have appended (without): the trials in
+  // proposal order, then any re-measurement.
   const std::vector<Record>& records() const { return records_; }
 
  private:

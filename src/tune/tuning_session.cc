@@ -54,6 +54,9 @@ std::vector<std::string> differences(const TaskKey& theirs, const TaskKey& ours)
 void SearchOptions::validate() const {
   require(trials >= 1, fmt::format("--trials must be >= 1 (got {})", trials));
   require(batch >= 1, fmt::format("--batch must be >= 1 (got {})", batch));
+  require(remeasure_top >= 0, fmt::format("--remeasure-top must be >= 0 (got {})", remeasure_top));
+  require(remeasure_rounds >= 1,
+          fmt::format("--remeasure-rounds must be >= 1 (got {})", remeasure_rounds));
   if (tuner != TunerKind::xgb) return;
   require(model.epsilon >= 0 && model.epsilon <= 1,
           fmt::format("--epsilon must be in [0, 1] (got {})", model.epsilon));
@@ -113,6 +116,8 @@ TuningOutcome TuningSession::run(Measurer& measurer, const LogOptions& log,
   o.progress = controls.progress;
   o.flops = task_.flops;
   o.stop = controls.stop;
+  o.remeasure_top = search_.remeasure_top;
+  o.remeasure_rounds = search_.remeasure_rounds;
   std::unique_ptr<SearchPolicy> policy = make_policy();
   Tuner tuner(task_.space, measurer, *policy, task_.key, o);
   TuningOutcome out;

@@ -42,6 +42,9 @@ struct SearchOptions {
   int trials = 200;          // configurations of the task to have measured, resumed included
   int batch = 64;            // configurations per measured batch (and per model refit)
   uint64_t seed = 0;
+  // End-of-run re-measurement of the fastest few (TuneOptions::remeasure_top); 0: off.
+  int remeasure_top = 0;
+  int remeasure_rounds = 3;
 
   // UserError naming the option (as its flag) when a value is out of range or NaN.
   void validate() const;

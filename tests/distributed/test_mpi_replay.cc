@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -65,8 +66,9 @@ std::string mpirun(int ranks) {
          cutune_binary();
 }
 
-// Each task's records in log order, without what legitimately differs between runs: the
-// timestamp and which rank measured ("device" in the result's extra).
+// Each task's records in trial order (the log holds them as they arrived), without what
+// legitimately differs between runs: the timestamp and which rank measured ("device" in the
+// result's extra).
 std::map<TaskKey, std::vector<Record>> comparable(const fs::path& log) {
   std::vector<Record> records = read_log(log).records;
   for (Record& r : records) {
@@ -76,7 +78,11 @@ std::map<TaskKey, std::vector<Record>> comparable(const fs::path& log) {
       if (r.result.extra.empty()) r.result.extra = nullptr;
     }
   }
-  return group_by_task(records);
+  std::map<TaskKey, std::vector<Record>> by_task = group_by_task(records);
+  for (auto& [task, rs] : by_task)
+    std::stable_sort(rs.begin(), rs.end(),
+                     [](const Record& a, const Record& b) { return a.trial < b.trial; });
+  return by_task;
 }
 
 }  // namespace
@@ -96,6 +102,7 @@ TEST_CASE("mpirun -n 3 gives exactly the records of a single-process run", "[mpi
     INFO(task.to_string());
     REQUIRE(b.count(task) == 1);
     CHECK(records.size() == 48);
+    for (size_t i = 0; i < records.size(); ++i) CHECK(records[i].trial == int64_t(i));
     CHECK(b.at(task) == records);  // configurations, order of proposal and results
   }
   // Both measuring ranks took part, and each record names its rank.
