@@ -133,6 +133,7 @@ void run_tune_suite(const SuiteArgs& args) {
   search.batch = args.batch;
   search.seed = args.seed;
   search.remeasure_top = 8;  // the layer's best is chosen on a re-measurement (tuner.h)
+  search.pipeline = true;    // the next batch compiles while this one is measured
   search.validate();
   if (args.batch_size != 1 && args.batch_size != 16)
     throw UsageError(

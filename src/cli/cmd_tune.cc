@@ -123,6 +123,7 @@ struct TuneArgs {
   std::string device = "gpu";  // --device: gpu, or emulator (correctness only, no GPU time)
   int remeasure_top = -1;      // -1: 8 on a GPU, off for the emulator and replays
   int remeasure_rounds = 3;
+  bool no_pipeline = false;
 };
 
 std::vector<std::filesystem::path> as_paths(const std::vector<std::string>& v) {
@@ -303,6 +304,7 @@ void run_tune(const TuneArgs& args) {
   }
   require_arch_supports(*tmpl, measurer->target_arch());
   if (args.remeasure_top < 0) search.remeasure_top = 8;
+  search.pipeline = !args.no_pipeline;
   task_options.arch = measurer->target_arch();
   ir::TargetLimits limits = task_options.limits();
   auto features = cost_model::make_ir_features(*tmpl, limits);
@@ -489,6 +491,9 @@ void add_tune_commands(CLI::App& app) {
   tune->add_option("--remeasure-top", targs->remeasure_top,
                    "at the end, measure the K fastest again (interleaved, --remeasure-rounds "
                    "rounds) and choose the best on that (default: 8 on a GPU, 0 otherwise)");
+  tune->add_flag("--no-pipeline", targs->no_pipeline,
+                 "GPU: propose each batch only after the previous one is measured (default: the "
+                 "next batch is proposed and compiled while the current one is measured)");
   tune->add_option("--remeasure-rounds", targs->remeasure_rounds,
                    "rounds of the end-of-run re-measurement")
       ->capture_default_str();

@@ -122,7 +122,8 @@ class CuptiTimer final : public KernelTimer {
   TimerKind kind() const override { return TimerKind::cupti; }
 
   std::vector<double> time(const std::function<void()>& before_each,
-                           const std::function<void()>& launch, int repeats) override {
+                           const std::function<void()>& launch, int repeats,
+                           int kernels_per_run) override {
     const DriverApi& driver = require_driver();
     const CuptiApi& api = state().api;
     CUTUNE_CU_CHECK(driver.cuCtxSynchronize());
@@ -135,9 +136,8 @@ class CuptiTimer final : public KernelTimer {
     CUTUNE_CU_CHECK(driver.cuCtxSynchronize());
     flush_all(api);
     std::vector<KernelSpan> spans = take_spans();
-    if (spans.empty() || repeats <= 0 || spans.size() % size_t(repeats) != 0)
-      throw std::runtime_error(
-          fmt::format("CUPTI returned {} kernel record(s) for {} run(s)", spans.size(), repeats));
+    if (std::optional<std::string> why = cupti_record_problem(spans.size(), repeats, kernels_per_run))
+      throw std::runtime_error(*why);
     std::sort(spans.begin(), spans.end(),
               [](const KernelSpan& a, const KernelSpan& b) { return a.start < b.start; });
     const size_t per_run = spans.size() / size_t(repeats);
@@ -161,6 +161,17 @@ class CuptiTimer final : public KernelTimer {
 };
 
 }  // namespace
+
+std::optional<std::string> cupti_record_problem(size_t records, int repeats, int kernels_per_run) {
+  if (repeats <= 0) return fmt::format("no runs to time ({} repeats)", repeats);
+  const bool exact = kernels_per_run > 0 ? records == size_t(repeats) * size_t(kernels_per_run)
+                                         : records > 0 && records % size_t(repeats) == 0;
+  if (exact) return std::nullopt;
+  return kernels_per_run > 0
+             ? fmt::format("CUPTI returned {} kernel record(s) for {} run(s) of {} kernel(s)",
+                           records, repeats, kernels_per_run)
+             : fmt::format("CUPTI returned {} kernel record(s) for {} run(s)", records, repeats);
+}
 
 std::unique_ptr<KernelTimer> make_cupti_timer(std::string* why_not) {
   const CuptiState& s = state();

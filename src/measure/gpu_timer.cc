@@ -86,7 +86,8 @@ class EventTimer final : public KernelTimer {
   TimerKind kind() const override { return TimerKind::cuda_event; }
 
   std::vector<double> time(const std::function<void()>& before_each,
-                           const std::function<void()>& launch, int repeats) override {
+                           const std::function<void()>& launch, int repeats,
+                           int /*kernels_per_run*/) override {
     const DriverApi& api = require_driver();
     std::vector<Event> starts(repeats), stops(repeats);
     for (int r = 0; r < repeats; ++r) {

@@ -37,14 +37,24 @@ StopReason should_stop(const std::vector<double>& times, double elapsed_s,
 
 // Times `repeats` runs of `launch`, calling `before_each` (the L2 flush) before each run,
 // outside the timed region. A run may launch several kernels (a library call); its time is
-// from the first kernel's start to the last one's end. Throws CudaError when the device fails.
+// from the first kernel's start to the last one's end. `kernels_per_run`: how many kernels one
+// run launches when the caller knows (1 for a candidate), 0 for a library call (any count, the
+// same in every run). Throws CudaError when the device fails; the CUPTI timer throws
+// std::runtime_error when its kernel records do not match the runs exactly (then the caller
+// falls back to events and says so).
 class KernelTimer {
  public:
   virtual ~KernelTimer() = default;
   virtual TimerKind kind() const = 0;
   virtual std::vector<double> time(const std::function<void()>& before_each,
-                                   const std::function<void()>& launch, int repeats) = 0;
+                                   const std::function<void()>& launch, int repeats,
+                                   int kernels_per_run = 0) = 0;
 };
+
+// What the CUPTI timer requires of the `records` kernel records it got for `repeats` runs of
+// `kernels_per_run` kernels (0: unknown, any whole positive multiple of repeats): nullopt when
+// they account for the runs exactly, else the one-line reason.
+std::optional<std::string> cupti_record_problem(size_t records, int repeats, int kernels_per_run);
 
 // cuEventRecord around each run on the default stream. Needs a current context.
 std::unique_ptr<KernelTimer> make_event_timer();

@@ -30,6 +30,11 @@ class Measurer {
   virtual std::vector<MeasureResult> measure_streaming(const std::vector<Config>& batch,
                                                        const ResultSink& on_result);
 
+  // A hint that `next` will be measured after the batch about to be measured: a measurer that
+  // compiles (the GPU's) starts compiling it in the background, so that NVRTC works on batch
+  // b+1 while batch b runs. Returns at once; never changes any result. Default: nothing.
+  virtual void prefetch(const std::vector<Config>& /*next*/) {}
+
   // Measures `configs` again `rounds` times, interleaved (all of them, then all of them again,
   // so that clock and thermal drift touch each alike), and returns one result per
   // configuration with every round's times; a configuration that fails in any round keeps

@@ -275,12 +275,15 @@ class GpuBackend final : public WorkerBackend {
       if (!failure.empty()) throw CandidateFailure{MeasureStatus::wrong_answer, false, failure};
     }
 
-    time_runs(launch, request.best_so_far_s, result);
+    // A candidate is one kernel a run: CUPTI must return exactly one record per run.
+    time_runs(launch, request.best_so_far_s, result,
+              request.what == MeasureWhat::kernel ? 1 : 0);
   }
 
   // Warm-up, then timed rounds (each run after an L2 flush) until should_stop; fills
   // `result` (times, timer, status ok, statistics in extra). Throws CandidateFailure.
-  void time_runs(const std::function<void()>& launch, double best_so_far_s, MeasureResult& result) {
+  void time_runs(const std::function<void()>& launch, double best_so_far_s, MeasureResult& result,
+                 int kernels_per_run = 0) {
     const DriverApi& api = require_driver();
     const TimingOptions& o = task_.timing;
     for (int i = 0; i < o.warmup; ++i) guarded(launch, true, "warm-up launch");
@@ -300,8 +303,14 @@ class GpuBackend final : public WorkerBackend {
       batch = std::min(batch, std::max(o.max_repeats - int(result.times_s.size()), 1));
       std::vector<double> times;
       try {
-        times = timer_->time(flush, launch, batch);
+        times = timer_->time(flush, launch, batch, kernels_per_run);
       } catch (const CudaError& e) {
+        if (e.library() == "CUPTI" && timer_->kind() == TimerKind::cupti) {
+          // The profiler failed, not the kernel: events from now on, and say so.
+          timer_note_ = fmt::format("fell back to CUDA events: {}", e.what());
+          timer_ = make_event_timer();
+          continue;
+        }
         const CudaFault f = classify_cuda_error(e.library() == "CUDA driver" ? e.code() : 0, false);
         throw CandidateFailure{f.status, true, fmt::format("timed run: {}", e.what())};
       } catch (const std::runtime_error& e) {

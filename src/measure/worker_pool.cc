@@ -78,12 +78,27 @@ void WorkerPool::set_task(const WorkerTask& task, const std::vector<char>& expec
     if (e) std::rethrow_exception(e);
 }
 
-std::vector<PoolResult> WorkerPool::run(size_t n, const Prepare& prepare) {
+std::vector<PoolResult> WorkerPool::run(size_t n, const Prepare& prepare, const OnDone& on_done) {
   std::vector<PoolResult> results(n);
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::mutex error_mutex;
+  const auto fail = [&] {
+    std::lock_guard<std::mutex> lock(error_mutex);
+    if (!error) error = std::current_exception();
+    failed = true;
+  };
+  std::mutex done_mutex;  // on_done is never called twice at once
+  const auto done = [&](size_t i) {
+    if (!on_done) return;
+    try {
+      std::lock_guard<std::mutex> lock(done_mutex);
+      on_done(i, results[i]);
+    } catch (...) {
+      fail();
+    }
+  };
   last_counts_.assign(workers_.size(), 0);
 
   // Each supervisor is synchronous, and a free worker takes the next candidate at once, so a
@@ -91,8 +106,9 @@ std::vector<PoolResult> WorkerPool::run(size_t n, const Prepare& prepare) {
   on_every_worker([&](size_t w) {
     for (size_t i; !failed && (i = next++) < n;) {
       Prepared prepared = prepare(i);
-      if (auto* done = std::get_if<MeasureResult>(&prepared)) {
-        results[i].result = std::move(*done);
+      if (auto* finished = std::get_if<MeasureResult>(&prepared)) {
+        results[i].result = std::move(*finished);
+        done(i);
         continue;
       }
       MeasureRequest request = std::get<MeasureRequest>(std::move(prepared));
@@ -111,10 +127,10 @@ std::vector<PoolResult> WorkerPool::run(size_t n, const Prepare& prepare) {
         results[i].device = devices_[w];
         ++last_counts_[w];
       } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        failed = true;
+        fail();
+        continue;
       }
+      done(i);
     }
   });
   if (error) std::rethrow_exception(error);

@@ -55,9 +55,14 @@ class WorkerPool {
   // when any worker cannot be started or refuses the task.
   void set_task(const WorkerTask& task, const std::vector<char>& expected_outputs);
 
+  // Called as each candidate's result is known (index, result), from the worker threads but
+  // never two at once.
+  using OnDone = std::function<void(size_t index, const PoolResult& result)>;
+
   // See above. prepare must not throw; WorkerError (no worker can be started at all) ends the
-  // batch early and is rethrown after every worker thread has stopped.
-  std::vector<PoolResult> run(size_t n, const Prepare& prepare);
+  // batch early and is rethrown after every worker thread has stopped. `on_done`, when set,
+  // gets every result as it arrives (for logging before the batch ends).
+  std::vector<PoolResult> run(size_t n, const Prepare& prepare, const OnDone& on_done = {});
 
   const std::vector<int>& devices() const { return devices_; }
   int restarts() const;  // workers replaced after a failure, all GPUs together

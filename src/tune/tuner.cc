@@ -106,16 +106,31 @@ TuneSummary Tuner::run() {
   };
 
   records_.clear();
+  std::vector<Config> ahead;  // with options_.pipeline: the next batch, already proposed
+  bool have_ahead = false;
   while (s.total() < options_.trials) {
     if (options_.stop != nullptr && options_.stop->load()) {
       s.interrupted = true;
       break;
     }
-    int want = std::min(options_.batch, options_.trials - s.total());
-    std::vector<Config> batch = policy_.propose(want);
+    std::vector<Config> batch;
+    if (have_ahead) {
+      batch = std::move(ahead);
+      have_ahead = false;
+    } else {
+      batch = policy_.propose(std::min(options_.batch, options_.trials - s.total()));
+    }
     if (batch.empty()) {
       s.exhausted = true;
       break;
+    }
+    if (options_.pipeline) {
+      const int left = options_.trials - s.total() - int(batch.size());
+      if (left > 0) {
+        ahead = policy_.propose(std::min(options_.batch, left));
+        have_ahead = true;
+        if (!ahead.empty()) measurer_.prefetch(ahead);
+      }
     }
     const int64_t first_trial = next_trial;
     next_trial += int64_t(batch.size());

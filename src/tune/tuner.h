@@ -49,6 +49,12 @@ struct TuneOptions {
   // fastest of them by median. 0: off.
   int remeasure_top = 0;
   int remeasure_rounds = 3;
+  // Propose batch b+1 before batch b is measured and hand it to Measurer::prefetch, so that
+  // its compile overlaps b's measurement. The search then sees results one batch later (b+1
+  // is chosen on results up to b-1): still deterministic for a seed, but not the same
+  // proposals as without. Order: propose b0; [propose b1, prefetch b1, measure b0, observe
+  // b0]; [propose b2, prefetch b2, measure b1, observe b1]; ...
+  bool pipeline = false;
 };
 
 struct TuneSummary {

@@ -118,6 +118,7 @@ TuningOutcome TuningSession::run(Measurer& measurer, const LogOptions& log,
   o.stop = controls.stop;
   o.remeasure_top = search_.remeasure_top;
   o.remeasure_rounds = search_.remeasure_rounds;
+  o.pipeline = search_.pipeline;
   std::unique_ptr<SearchPolicy> policy = make_policy();
   Tuner tuner(task_.space, measurer, *policy, task_.key, o);
   TuningOutcome out;

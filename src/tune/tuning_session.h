@@ -45,6 +45,9 @@ struct SearchOptions {
   // End-of-run re-measurement of the fastest few (TuneOptions::remeasure_top); 0: off.
   int remeasure_top = 0;
   int remeasure_rounds = 3;
+  // Propose the next batch before the current one is measured, so that it compiles meanwhile
+  // (TuneOptions::pipeline; on for the GPU).
+  bool pipeline = false;
 
   // UserError naming the option (as its flag) when a value is out of range or NaN.
   void validate() const;

@@ -15,6 +15,7 @@
 #include "kernels/template.h"
 #include "src/measure/emulator_measurer.h"
 #include "src/measure/gpu_measurer.h"
+#include "src/measure/gpu_timer.h"
 #include "src/measure/worker_process.h"
 #include "src/records/tuning_log.h"
 #include "src/tune/search_policy.h"
@@ -291,4 +292,115 @@ TEST_CASE("the emulator measurer runs a tiny GEMM and labels its times", "[measu
     CHECK(x.max_rel_error >= 0);
     CHECK(x.extra["emulated"] == true);
   }
+}
+
+namespace {
+
+// Records the order of the loop's events: policy proposals and observations, and the
+// measurer's prefetches and measurements, each with the batch's first configuration.
+struct EventLog {
+  std::vector<std::string> events;
+};
+
+class RecordingPolicy final : public SearchPolicy {
+ public:
+  RecordingPolicy(std::unique_ptr<SearchPolicy> inner, EventLog& log)
+      : inner_(std::move(inner)), log_(log) {}
+  void reset(uint64_t seed) override { inner_->reset(seed); }
+  std::vector<Config> propose(int batch) override {
+    std::vector<Config> c = inner_->propose(batch);
+    log_.events.push_back("propose " + std::to_string(c.empty() ? 0 : c[0].index()));
+    return c;
+  }
+  void observe(const std::vector<Config>& c, const std::vector<MeasureResult>& r) override {
+    log_.events.push_back("observe " + std::to_string(c.empty() ? 0 : c[0].index()));
+    inner_->observe(c, r);
+  }
+  std::string name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<SearchPolicy> inner_;
+  EventLog& log_;
+};
+
+class RecordingMeasurer final : public Measurer {
+ public:
+  explicit RecordingMeasurer(EventLog& log) : log_(log) {}
+  std::vector<MeasureResult> measure(const std::vector<Config>& batch) override {
+    log_.events.push_back("measure " + std::to_string(batch[0].index()));
+    std::vector<MeasureResult> out(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      out[i].status = MeasureStatus::ok;
+      out[i].timer = TimerKind::cuda_event;
+      out[i].times_s = {1e-6 * double(1 + batch[i].index() % 89)};
+    }
+    return out;
+  }
+  void prefetch(const std::vector<Config>& next) override {
+    log_.events.push_back("prefetch " + std::to_string(next[0].index()));
+  }
+  std::string device_name() const override { return "fake"; }
+  std::string target_arch() const override { return "sm_90"; }
+
+ private:
+  EventLog& log_;
+};
+
+std::vector<uint64_t> pipelined_run(const Template& tmpl, bool pipeline, EventLog& events) {
+  RecordingMeasurer m(events);
+  RecordingPolicy policy(make_random_policy(tmpl.space()), events);
+  TuneOptions o;
+  o.trials = 10;
+  o.batch = 4;
+  o.seed = 9;
+  o.progress = false;
+  o.pipeline = pipeline;
+  Tuner tuner(tmpl.space(), m, policy, test_key(), o);
+  const TuneSummary s = tuner.run();
+  CHECK(s.measured == 10);
+  std::vector<uint64_t> configs;
+  for (const Record& r : tuner.records()) configs.push_back(r.config_index);
+  return configs;
+}
+
+}  // namespace
+
+TEST_CASE("the next batch is proposed and prefetched before the current one is measured",
+          "[measure]") {
+  auto tmpl = make_template("gemm", {64, 64, 64});
+  EventLog events;
+  const std::vector<uint64_t> a = pipelined_run(*tmpl, true, events);
+  // Batches of 4, 4, 2: b1 is proposed and prefetched before b0 is measured, and so on.
+  std::vector<std::string> kinds;
+  for (const std::string& e : events.events) kinds.push_back(e.substr(0, e.find(' ')));
+  CHECK(kinds == std::vector<std::string>{"propose", "propose", "prefetch", "measure", "observe",
+                                          "propose", "prefetch", "measure", "observe", "measure",
+                                          "observe"});
+  // What was prefetched is what is measured next.
+  CHECK(events.events[2].substr(9) == events.events[7].substr(8));
+  CHECK(events.events[6].substr(9) == events.events[9].substr(8));
+
+  // Deterministic for a seed; and no configuration twice.
+  EventLog again;
+  CHECK(pipelined_run(*tmpl, true, again) == a);
+  CHECK(again.events == events.events);
+  CHECK(std::set<uint64_t>(a.begin(), a.end()).size() == a.size());
+
+  // Without the pipeline: propose, measure, observe, one batch at a time, no prefetch.
+  EventLog plain;
+  pipelined_run(*tmpl, false, plain);
+  for (const std::string& e : plain.events) CHECK(e.rfind("prefetch", 0) != 0);
+  CHECK(plain.events.size() == 9);
+}
+
+TEST_CASE("CUPTI's kernel records must account for the runs exactly", "[measure]") {
+  CHECK(!cupti_record_problem(5, 5, 1));
+  CHECK(cupti_record_problem(4, 5, 1) ==
+        "CUPTI returned 4 kernel record(s) for 5 run(s) of 1 kernel(s)");
+  CHECK(cupti_record_problem(6, 5, 1));    // a foreign kernel among ours
+  CHECK(cupti_record_problem(10, 5, 1));   // two a run where one was launched
+  CHECK(!cupti_record_problem(10, 5, 0));  // a library call of two kernels
+  CHECK(cupti_record_problem(7, 5, 0));
+  CHECK(cupti_record_problem(0, 5, 0));
+  CHECK(cupti_record_problem(0, 0, 1));
 }

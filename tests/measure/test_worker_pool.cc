@@ -160,3 +160,35 @@ TEST_CASE("device selection picks GPUs of one kind", "[pool][devices]") {
   CHECK_THROWS_WITH(select_devices("x", host), Catch::Contains("comma-separated"));
   CHECK_THROWS_WITH(select_devices("all", host, "sm_75"), Catch::Contains("sm_75"));
 }
+
+TEST_CASE("the pool hands over each result as it arrives", "[worker][pool]") {
+  WorkerPool pool(fake_worker(), {0, 1});
+  pool.set_task(small_task(), {});
+  // Candidate 0 is slow: the others finish (and are handed over) before it does.
+  std::vector<size_t> order;
+  std::vector<PoolResult> seen(6);
+  const std::vector<PoolResult> results = pool.run(
+      6,
+      [&](size_t i) -> WorkerPool::Prepared {
+        if (i == 3) {
+          MeasureResult invalid;
+          invalid.status = MeasureStatus::invalid;
+          invalid.error = "rejected before measuring";
+          return invalid;
+        }
+        return request(i == 0 ? "fake_slow" : "fake_ok");
+      },
+      [&](size_t i, const PoolResult& r) {
+        order.push_back(i);
+        seen[i] = r;
+      });
+  REQUIRE(order.size() == 6);
+  CHECK(std::set<size_t>(order.begin(), order.end()).size() == 6);
+  CHECK(order.back() == 0);  // the slow one arrived last
+  for (size_t i = 0; i < 6; ++i) {
+    CHECK(seen[i].result == results[i].result);
+    CHECK(seen[i].device == results[i].device);
+  }
+  CHECK(results[3].result.status == MeasureStatus::invalid);
+  CHECK(results[3].device == -1);
+}
