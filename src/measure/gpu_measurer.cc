@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -99,16 +100,22 @@ class GpuMeasurer final : public Measurer {
   // builder's cache then hands measure() the cubins, and the real compile times are kept.
   void prefetch(const std::vector<Config>& next) override {
     if (prefetch_.joinable()) prefetch_.join();
+    prefetching_.clear();
+    for (const Config& c : next) prefetching_.insert(c.index());
     prefetch_ = std::thread([this, next] {
-      std::vector<CudaSource> sources;
-      for (const Config& c : next) {
-        Lowered lowered = lower(tmpl_, c, limits_);
-        if (lowered.ok()) sources.push_back(*lowered.source);
+      try {
+        std::vector<CudaSource> sources;
+        for (const Config& c : next) {
+          Lowered lowered = lower(tmpl_, c, limits_);
+          if (lowered.ok()) sources.push_back(*lowered.source);
+        }
+        const std::vector<CompileResult> compiled = builder_.compile_batch(sources);
+        std::lock_guard<std::mutex> lock(prefetched_mutex_);
+        for (size_t i = 0; i < sources.size() && i < compiled.size(); ++i)
+          prefetched_s_[builder_.cache_key(sources[i])] = compiled[i].seconds;
+      } catch (...) {
+        // Only a head start: measure() compiles whatever this did not, and reports its errors.
       }
-      const std::vector<CompileResult> compiled = builder_.compile_batch(sources);
-      std::lock_guard<std::mutex> lock(prefetched_mutex_);
-      for (size_t i = 0; i < sources.size() && i < compiled.size(); ++i)
-        prefetched_s_[builder_.cache_key(sources[i])] = compiled[i].seconds;
     });
   }
 
@@ -118,8 +125,12 @@ class GpuMeasurer final : public Measurer {
 
   std::vector<MeasureResult> measure_streaming(const std::vector<Config>& batch,
                                                const ResultSink& on_result) override {
-    // A prefetch of this batch finishes first (compiling it twice at once would gain nothing).
-    if (prefetch_.joinable()) prefetch_.join();
+    // A prefetch of this batch finishes first (compiling it twice at once would gain nothing);
+    // the prefetch of the next batch, started just before this one, goes on meanwhile.
+    if (prefetch_.joinable() &&
+        std::any_of(batch.begin(), batch.end(),
+                    [&](const Config& c) { return prefetching_.count(c.index()) > 0; }))
+      prefetch_.join();
     std::vector<MeasureResult> results(batch.size());
     std::vector<CudaSource> sources;
     std::vector<size_t> slot;  // sources[j] belongs to batch[slot[j]]
@@ -252,6 +263,7 @@ class GpuMeasurer final : public Measurer {
   NvrtcBuilder builder_;
   WorkerPool worker_;  // one worker per GPU; it keeps the best time for early stopping
   std::thread prefetch_;
+  std::unordered_set<uint64_t> prefetching_;  // the batch prefetch_ compiles
   std::mutex prefetched_mutex_;
   std::unordered_map<uint64_t, double> prefetched_s_;  // cache key -> seconds compiled ahead
 };

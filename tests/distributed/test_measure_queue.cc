@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "src/distributed/measure_queue.h"
@@ -104,4 +106,34 @@ TEST_CASE("a lane's rank is recorded as the result's device", "[distributed]") {
   const auto results = run(2, "3");
   for (const auto& task : results)
     for (const MeasureResult& r : task) CHECK(r.extra.at("device") == "3");
+}
+
+TEST_CASE("a batch's sink gets each result as it arrives, once, never two at once",
+          "[distributed]") {
+  const ConfigSpace space = small_space();
+  MeasureQueue queue;
+  std::vector<size_t> order;
+  std::vector<MeasureResult> seen(12);
+  std::atomic<int> inside{0};
+  bool overlapped = false;
+  std::vector<MeasureResult> results;
+  {
+    LocalLanes local(
+        queue, 3, [](int task) { return std::make_unique<FakeMeasurer>(task); }, {&space},
+        "");
+    std::vector<Config> batch;
+    for (uint64_t i = 0; i < 12; ++i) batch.push_back(space.get(i));
+    results = queue.measure(0, batch, [&](size_t i, const MeasureResult& r) {
+      if (inside++ > 0) overlapped = true;
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      order.push_back(i);
+      seen[i] = r;
+      --inside;
+    });
+    queue.close();
+  }
+  CHECK(!overlapped);
+  REQUIRE(order.size() == 12);
+  CHECK(std::set<size_t>(order.begin(), order.end()).size() == 12);
+  for (size_t i = 0; i < 12; ++i) CHECK(seen[i] == results[i]);
 }
