@@ -88,10 +88,28 @@ Histogram log_histogram(const std::vector<double>& times_s, int bins) {
   return h;
 }
 
-TaskSummary summarize_task(const TaskKey& key, const std::vector<Record>& records,
+// The task's trials in proposal order: the log holds them in arrival order (results stream in
+// as they finish) and also holds re-measurements, which are not trials.
+// Logs written before trial numbers existed keep their file order.
+static std::vector<Record> trials_in_order(const std::vector<Record>& records) {
+  std::vector<Record> trials;
+  bool numbered = true;
+  for (const Record& r : records) {
+    if (r.kind != RecordKind::trial) continue;
+    trials.push_back(r);
+    numbered = numbered && r.trial >= 0;
+  }
+  if (numbered)
+    std::stable_sort(trials.begin(), trials.end(),
+                     [](const Record& a, const Record& b) { return a.trial < b.trial; });
+  return trials;
+}
+
+TaskSummary summarize_task(const TaskKey& key, const std::vector<Record>& all_records,
                            const SpaceInfo& space, const SummaryOptions& options) {
   if (options.top < 0) throw std::invalid_argument("--top must be >= 0");
   if (options.batch < 1) throw std::invalid_argument("--batch must be >= 1");
+  const std::vector<Record> records = trials_in_order(all_records);
   TaskSummary s;
   s.task = key;
   s.space = space;
@@ -123,11 +141,10 @@ TaskSummary summarize_task(const TaskKey& key, const std::vector<Record>& record
   s.distinct_configs = static_cast<int64_t>(config_best.size());
   for (auto& [status, c] : failures) s.failures.push_back(std::move(c));
 
-  for (const Record& r : best_records(records, options.top)) {
+  for (const Record& r : best_records(all_records, options.top)) {
     TopConfig t{r.config_index, r.knobs, r.result.median_s(), 0};
     for (size_t i = 0; i < records.size(); ++i) {
-      if (records[i].config_index == r.config_index && timed_ok(records[i]) &&
-          records[i].result.median_s() == t.time_s) {
+      if (records[i].config_index == r.config_index && timed_ok(records[i])) {
         t.trial = static_cast<int64_t>(i) + 1;
         break;
       }
@@ -182,7 +199,7 @@ TaskSummary summarize_task(const TaskKey& key, const std::vector<Record>& record
     s.rounds.push_back(q);
   }
 
-  s.baseline = find_baseline(records);
+  s.baseline = find_baseline(all_records);
   return s;
 }
 

@@ -177,6 +177,29 @@ TEST_CASE("the curve is infinite until the first ok trial", "[report]") {
   CHECK(to_json(failed)["best"].is_null());
 }
 
+TEST_CASE("trials in proposal order; re-measurements are not trials but rank the top",
+          "[report]") {
+  const TaskKey t = gemm_task();
+  // Arrival order 2, 0, 1 (results stream in as they finish), then a re-measurement of config 7.
+  std::vector<Record> r = {make_record(t, 9, {1e-3}), make_record(t, 7, {4e-3}),
+                           make_record(t, 8, {3e-3}), make_record(t, 7, {2e-3})};
+  r[0].trial = 2;
+  r[1].trial = 0;
+  r[2].trial = 1;
+  r[3].kind = RecordKind::remeasure;
+  r[3].trial = 0;
+  TaskSummary s = summarize_task(t, r, SpaceInfo{}, {.top = 2, .batch = 64});
+  CHECK(s.trials == 3);
+  REQUIRE(s.best_so_far_s.size() == 3);
+  CHECK(s.best_so_far_s[0] == Approx(4e-3));
+  CHECK(s.best_so_far_s[1] == Approx(3e-3));
+  CHECK(s.best_so_far_s[2] == Approx(1e-3));
+  REQUIRE_FALSE(s.top.empty());
+  CHECK(s.top[0].index == 7);  // chosen on the re-measurement
+  CHECK(s.top[0].time_s == Approx(2e-3));
+  CHECK(s.top[0].trial == 1);  // first proposed
+}
+
 TEST_CASE("rounds: the share of the reference each round's ok candidates beat", "[report]") {
   const std::vector<Record> records = sample_records();
   TaskSummary s = summarize_task(records[0].task, records, SpaceInfo{}, {.top = 1, .batch = 3});
