@@ -18,6 +18,7 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/runtime/driver_api.h"
+#include "src/spec/spec_measurer.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -211,6 +212,36 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
   }
 }
 
+// `tune --spec SPEC.json`: a user's kernel (src/spec) measured on the GPU, searched on its
+// knob features (there is no IR), with transfer from logs or caches over the same parameters.
+void run_tune_spec(const TuneArgs& args, const SearchOptions& search) {
+  if (!args.op.empty() || !args.shape.empty() || !args.template_name.empty())
+    throw UsageError("--spec names the kernel and its problem size; drop OP/--shape/--template");
+  if (distributed::process_count() > 1)
+    throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
+  require_readable_file(args.replay.spec, "--spec");
+  const spec::SpecTask task(spec::load_kernel_spec(args.replay.spec));
+  task.source();  // a missing kernel file is named before anything else
+  GpuMeasureOptions gpu;
+  gpu.arch = args.arch;
+  gpu.devices = select_devices(args.devices, list_devices(), args.arch);
+  std::unique_ptr<Measurer> measurer;
+  try {
+    measurer = spec::make_spec_measurer(task, gpu);
+  } catch (const NoDeviceError& e) {
+    throw NoDeviceError(fmt::format(
+        "{}; without a GPU: cutune verify --spec {} (the emulator), or cutune tune --spec {} "
+        "--replay CACHE (a Kernel Tuner cache of this kernel)",
+        e.what(), args.replay.spec, args.replay.spec));
+  }
+  auto features = cost_model::make_knob_features(task.space());
+  const TaskKey key = spec::spec_task_key(task, measurer->target_arch(), measurer->device_name());
+  TuningSession session({key, task.space(), *features, std::nullopt}, search,
+                        {.paths = as_paths(args.transfer_from),
+                         .featurize = knob_featurizer(task.space(), *features)});
+  tune_and_report(session, *measurer, args, {});
+}
+
 void run_tune(const TuneArgs& args) {
   const SearchOptions search = args.search.options();
   if (!args.log.empty()) require_writable_file(args.log, "--log");
@@ -239,8 +270,9 @@ void run_tune(const TuneArgs& args) {
     return;
   }
 
+  if (!args.replay.spec.empty()) return run_tune_spec(args, search);
   if (args.op.empty() || args.shape.empty()) {
-    throw UsageError("tune needs OP and --shape (or --replay CACHE)");
+    throw UsageError("tune needs OP and --shape (or --spec SPEC.json, or --replay CACHE)");
   }
   if (distributed::process_count() > 1)
     throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
@@ -439,7 +471,9 @@ void add_tune_commands(CLI::App& app) {
                  "under mpirun: rank 0 searches and logs but does not measure");
   tune->add_option("--concurrent-tasks", targs->concurrent_tasks,
                    "replay suite: tasks searched at once (default: all)");
-  tune->add_option("--spec", targs->replay.spec, "with --replay: the T1 space specification");
+  tune->add_option("--spec", targs->replay.spec,
+                   "a T1 kernel specification: tune that kernel on the GPU (in place of OP and "
+                   "--shape); with --replay, the cache's space");
   tune->add_flag("--noise", targs->replay.noise, "with --replay: answer with one drawn repetition");
   tune->add_flag("--quiet", targs->quiet, "no progress line");
   tune->add_option("--devices", targs->devices,
