@@ -14,6 +14,7 @@
 
 #include "src/measure/worker_process.h"
 #include "src/spec/spec_buffers.h"
+#include "src/spec/spec_export.h"
 #include "src/spec/spec_measurer.h"
 
 using namespace cutune;
@@ -211,5 +212,52 @@ __global__ void scale(T* out, const T* in, int n) {
   CHECK(c.ptxas.parsed);
   const SpecWorkerTask t = spec_worker_task(task, {}, builder, target_limits("sm_90"));
   CHECK(t.task.user->reference_kernel.rfind("_Z", 0) == 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("export --spec writes the best configuration's cubin, source and launch manifest") {
+  const SpecTask task = load_example("reduction/reduce.json", {4096});
+  auto record = [&](std::vector<int64_t> params, double seconds, bool ok) {
+    Record r;
+    r.task = spec_task_key(task, "sm_90", "a GPU");
+    const Config c = task.config_of(params);
+    r.config_index = c.index();
+    r.knobs = c.to_json()["knobs"];
+    r.result.status = ok ? MeasureStatus::ok : MeasureStatus::wrong_answer;
+    r.result.times_s = {seconds};
+    return r;
+  };
+  std::vector<Record> records = {record({256, 256, 1, 0}, 3e-5, true),
+                                 record({128, 64, 4, 1}, 1e-5, true),
+                                 record({64, 128, 2, 1}, 5e-6, false)};
+  Record foreign = records[0];
+  foreign.knobs = {{"block_size_x", 32}};  // not this spec's parameters: skipped
+  foreign.result.times_s = {1e-9};
+  records.push_back(foreign);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "cutune_spec_export";
+  std::filesystem::remove_all(dir);
+  const SpecExport e = export_spec_best(task, records, dir);
+  const nlohmann::ordered_json& m = e.manifest_json;
+  CHECK(m["config_index"] == records[1].config_index);
+  CHECK(m["defines"]["block_size_x"] == 128);
+  CHECK(m["defines"]["vector_width"] == 4);
+  CHECK(m["block"] == nlohmann::json({128, 1, 1}));
+  CHECK(m["grid"] == nlohmann::json({8, 1, 1}));  // min(64, 4096 / (128 * 4))
+  CHECK(m["dynamic_smem_bytes"] == 128 * 4);
+  CHECK(m["symbol"] == "reduce_sum");
+  CHECK(m["arch"] == "sm_90");
+  CHECK(m["time_ms"].get<double>() == Approx(1e-2));
+  CHECK(m["arguments"].size() == 3);
+  CHECK(m["arguments"][2]["kind"] == "scalar");
+  std::ifstream cubin(e.cubin, std::ios::binary);
+  char magic[4] = {};
+  cubin.read(magic, 4);
+  CHECK(std::string(magic, 4) == "\x7f" "ELF");
+  std::ifstream source(e.source);
+  std::string first;
+  std::getline(source, first);
+  CHECK(first == "#define block_size_x 128");
+  CHECK(std::filesystem::exists(dir / "manifest.json"));
+  CHECK_THROWS_WITH(export_spec_best(task, {foreign}, dir), Catch::Contains("no ok record"));
   std::filesystem::remove_all(dir);
 }
