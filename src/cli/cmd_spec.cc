@@ -20,6 +20,7 @@
 #include "src/records/tuning_log.h"
 #include "src/spec/interop.h"
 #include "src/spec/spec_export.h"
+#include "src/measure/worker_process.h"
 #include "src/spec/spec_measurer.h"
 #include "src/spec/spec_verify.h"
 
@@ -466,6 +467,8 @@ int run_spec_bench(int argc, char** argv) {
   } catch (const NoDeviceError& e) {
     throw NoDeviceError(fmt::format("{}; without a GPU: cutune verify --spec {} (the emulator)",
                                     e.what(), opts.spec_path));
+  } catch (const WorkerError& e) {
+    throw UsageError(fmt::format("{}: {}", opts.spec_path, e.what()));
   }
   std::vector<Config> batch;
   for (const auto& [what, c] : todo) batch.push_back(c);

@@ -14,6 +14,7 @@
 #include "src/distributed/replay_suite.h"
 #include "src/measure/device_selection.h"
 #include "src/measure/gpu_measurer.h"
+#include "src/measure/worker_process.h"
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
@@ -233,6 +234,9 @@ void run_tune_spec(const TuneArgs& args, const SearchOptions& search) {
         "{}; without a GPU: cutune verify --spec {} (the emulator), or cutune tune --spec {} "
         "--replay CACHE (a Kernel Tuner cache of this kernel)",
         e.what(), args.replay.spec, args.replay.spec));
+  } catch (const WorkerError& e) {
+    // The worker could not set the task up: the reference kernel failed on the GPU.
+    throw UsageError(fmt::format("{}: {}", args.replay.spec, e.what()));
   }
   auto features = cost_model::make_knob_features(task.space());
   const TaskKey key = spec::spec_task_key(task, measurer->target_arch(), measurer->device_name());
