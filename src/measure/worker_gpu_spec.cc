@@ -76,7 +76,8 @@ class UserKernelBackend final : public WorkerBackend {
 
     size_t offset = 0;
     auto take = [&](int64_t bytes) {
-      std::vector<char> out(blob.begin() + long(offset), blob.begin() + long(offset + size_t(bytes)));
+      std::vector<char> out(blob.begin() + long(offset),
+                            blob.begin() + long(offset + size_t(bytes)));
       offset += size_t(bytes);
       return out;
     };
@@ -100,7 +101,8 @@ class UserKernelBackend final : public WorkerBackend {
     if (!u.expected_in_blob) {
       // The reference kernel's outputs on the same inputs are what candidates must produce.
       try {
-        Loaded ref = load(reference_cubin, u.reference_kernel, u.reference_launch, u.reference_args);
+        Loaded ref =
+            load(reference_cubin, u.reference_kernel, u.reference_launch, u.reference_args);
         reset_outputs();
         launch_kernel(ref.function, u.reference_launch, ref.args.data());
         CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
@@ -180,9 +182,12 @@ class UserKernelBackend final : public WorkerBackend {
         throw Failure{MeasureStatus::launch_error, false,
                       fmt::format("__constant__ '{}' has {} bytes; the spec fills {}", a.name,
                                   bytes, a.bytes)};
-      guarded([&] { CUTUNE_CU_CHECK(require_driver().cuMemcpyHtoD_v2(symbol, initial_[i].data(),
-                                                                     size_t(a.bytes))); },
-              false, "filling constant memory");
+      guarded(
+          [&] {
+            CUTUNE_CU_CHECK(
+                require_driver().cuMemcpyHtoD_v2(symbol, initial_[i].data(), size_t(a.bytes)));
+          },
+          false, "filling constant memory");
     }
     for (int index : arg_indices) {
       if (index < 0 || size_t(index) >= u.arguments.size() ||
@@ -209,7 +214,8 @@ class UserKernelBackend final : public WorkerBackend {
   // Outputs back to their initial bytes: a kernel may accumulate into them.
   void reset_outputs() {
     for (size_t i = 0; i < buffers_.size(); ++i)
-      if (task_.user->arguments[i].is_output && buffers_[i]) buffers_[i]->upload(initial_[i].data());
+      if (task_.user->arguments[i].is_output && buffers_[i])
+        buffers_[i]->upload(initial_[i].data());
   }
 
   std::vector<float> download(size_t i) const {
@@ -241,7 +247,8 @@ class UserKernelBackend final : public WorkerBackend {
             compare_outputs(actual.data(), expected_[i].data(), int64_t(actual.size()));
         worst = std::max(worst, c.max_rel_error);
         if (!c.ok(u.arguments[i].tolerance) && failure.empty())
-          failure = fmt::format("{}: {}", u.arguments[i].name, c.describe(u.arguments[i].tolerance));
+          failure =
+              fmt::format("{}: {}", u.arguments[i].name, c.describe(u.arguments[i].tolerance));
       }
       result.max_rel_error = std::isfinite(worst) ? worst : 1e300;
       if (!failure.empty()) throw Failure{MeasureStatus::wrong_answer, false, failure};
@@ -299,7 +306,7 @@ class UserKernelBackend final : public WorkerBackend {
   WorkerTask task_;
   std::optional<PrimaryContext> context_;
   DeviceInfo device_;
-  std::vector<std::vector<char>> initial_;           // per argument: its bytes before a launch
+  std::vector<std::vector<char>> initial_;            // per argument: its bytes before a launch
   std::vector<std::optional<DeviceBuffer>> buffers_;  // per argument: buffers only
   std::vector<std::vector<float>> expected_;          // per argument: outputs only
   std::optional<L2Flusher> flusher_;

@@ -54,9 +54,9 @@ SpecExport export_spec_best(const SpecTask& task, const std::vector<Record>& rec
     if (r.result.ok() && params_of(task, r)) fitting.push_back(r);
   const std::vector<Record> best = best_records(fitting, 1);
   if (best.empty())
-    throw SpecError(fmt::format(
-        "the log has no ok record whose configuration is one of {}'s (parameters {})",
-        task.spec().path.filename().string(), task.spec().space.parameters.size()));
+    throw SpecError(
+        fmt::format("the log has no ok record whose configuration is one of {}'s (parameters {})",
+                    task.spec().path.filename().string(), task.spec().space.parameters.size()));
   const Record& r = best.front();
   const SpecInstance in = task.instantiate(*params_of(task, r));
   const CudaSource src = task.nvrtc_source(in);

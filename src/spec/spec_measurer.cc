@@ -177,7 +177,8 @@ SpecWorkerTask spec_worker_task(const SpecTask& task, const GpuMeasureOptions& o
     std::string name, file;
     if (ref.kind == SpecReference::Kind::kernel) {
       name = ref.kernel_name;
-      if (ref.kernel_file != spec.kernel_file) file = read_file(ref.kernel_file, "Reference.KernelFile");
+      if (ref.kernel_file != spec.kernel_file)
+        file = read_file(ref.kernel_file, "Reference.KernelFile");
     }
     const CudaSource source = task.nvrtc_source(in, name, file);
     const CompileResult c = builder.compile(source);

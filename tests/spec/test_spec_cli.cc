@@ -53,9 +53,8 @@ TEST_CASE("tune --spec over a cache of the same kernel searches, resumes and tra
   const std::string other = kDatasets + "/convolution_old/RTX_2080_Ti.json.gz";
   for (const std::string& p : {spec, cache, other}) cutune::test::require_dataset_path(p);
   const auto log = scratch("replay.jsonl");
-  const std::string base =
-      "tune --spec " + spec + " --replay " + cache + " --batch 16 --quiet --json --log " +
-      log.string();
+  const std::string base = "tune --spec " + spec + " --replay " + cache +
+                           " --batch 16 --quiet --json --log " + log.string();
   const auto a = run_cutune(base + " --trials 32");
   INFO_RUN(a);
   REQUIRE(a.status == 0);
@@ -81,9 +80,9 @@ TEST_CASE("bad --spec command lines are one line and exit code 2") {
   const std::string spec = kSource + "/examples/reduction/reduce.json";
   for (const std::string& args : std::vector<std::string>{
            "tune --spec " + spec + " gemm --shape 4,4,4", "tune --spec /nonexistent/spec.json",
-        "bench --spec /nonexistent/spec.json", "bench --spec " + spec + " --seconds 0",
-        "bench --spec " + spec + " --config 999999999",
-        "export /nonexistent.jsonl --spec " + spec + " --out /tmp/x"}) {
+           "bench --spec /nonexistent/spec.json", "bench --spec " + spec + " --seconds 0",
+           "bench --spec " + spec + " --config 999999999",
+           "export /nonexistent.jsonl --spec " + spec + " --out /tmp/x"}) {
     const auto r = run_cutune(args);
     INFO_RUN(r);
     CHECK(r.status == 2);

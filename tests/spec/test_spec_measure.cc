@@ -252,7 +252,9 @@ TEST_CASE("export --spec writes the best configuration's cubin, source and launc
   std::ifstream cubin(e.cubin, std::ios::binary);
   char magic[4] = {};
   cubin.read(magic, 4);
-  CHECK(std::string(magic, 4) == "\x7f" "ELF");
+  CHECK(std::string(magic, 4) ==
+        "\x7f"
+        "ELF");
   std::ifstream source(e.source);
   std::string first;
   std::getline(source, first);

@@ -26,8 +26,8 @@ const std::string kDatasets = CUTUNE_SOURCE_DIR "/../shared/datasets";
 
 // The cache's trials-to-95% over `seeds` seeds with the default xgb tuner, with transfer from
 // `source` when it is not empty. A seed that never gets there counts as trials + 1.
-std::vector<int> trials_to_95(const replay::ReplayTask& task, const std::string& source,
-                              int trials, int seeds) {
+std::vector<int> trials_to_95(const replay::ReplayTask& task, const std::string& source, int trials,
+                              int seeds) {
   auto features = cost_model::make_knob_features(task.space());
   SearchOptions search;
   search.batch = 16;
@@ -43,7 +43,8 @@ std::vector<int> trials_to_95(const replay::ReplayTask& task, const std::string&
   o.seeds = seeds;
   o.batch = 16;
   o.threads = 2;
-  const StudyResult r = run_replay_study(task, [&] { return session.make_policy(); }, o);
+  const StudyResult r = run_replay_study(
+      task, [&] { return session.make_policy(); }, o);
   std::vector<int> out;
   for (const std::optional<int>& t : r.trials_to(0.95)) out.push_back(t ? *t : trials + 1);
   std::sort(out.begin(), out.end());
