@@ -9,7 +9,8 @@
 # only; the CUDA libraries are found by cutune's own search (cutune doctor shows where).
 #
 # Steps: preflight (cutune doctor, ldd of every packed program), the test_runtime_gpu smoke test
-# (stops the check when it fails), GEMM 1024^3 tune + bench and export round trip, ResNet-18
+# (stops the check when it fails), GEMM 1024^3 tune + bench and export round trip, the conv2d
+# example of examples/ (a user kernel from its T1 spec) tuned and benched, ResNet-18
 # C2/C7/C8 against cuDNN, fp16 GEMM 4096^3 against cuBLAS, fp32 GEMM 4096^3, the odd shapes
 # 2048x2048x64 and 127x4096x255, then the fault-injection and remaining gpu tests. Each step's
 # timeout is the smaller of its cap and what is left of the deadline.
@@ -147,6 +148,14 @@ figures_of() {  # kind file
       local layers
       layers=$(grep -o '"speedup": *[0-9.eE+-]*' "$file" | sed 's/.*: *//' | paste -sd, -)
       printf '{"geomean_speedup_over_cudnn": %s, "layer_speedups": [%s]}' "${geo:-null}" "$layers" ;;
+    spec_bench)
+      # results[0] is the spec's reference configuration, results[1] the log's best.
+      local reference best speedup
+      reference=$(grep -o '"median_s": *[0-9.eE+-]*' "$file" | sed -n 1p | sed 's/.*: *//')
+      best=$(grep -o '"median_s": *[0-9.eE+-]*' "$file" | sed -n 2p | sed 's/.*: *//')
+      speedup=$(json_number "$file" speedup_over_reference)
+      printf '{"reference_median_s": %s, "best_median_s": %s, "speedup_over_reference": %s}' \
+        "${reference:-null}" "${best:-null}" "${speedup:-null}" ;;
     *) printf '{}' ;;
   esac
 }
@@ -223,6 +232,18 @@ run_step gemm_1024_tune 75 tune $((2 * 1024 * 1024 * 1024)) -- "$bin/cutune" tun
   --trials 200 --log "$logs/gemm_1024.log" --quiet --json
 run_step gemm_1024_bench 25 bench -- "$bin/cutune" bench gemm --shape 1024,1024,1024 --log "$logs/gemm_1024.log" --json
 run_step gemm_1024_export 20 other -- bash -c "'$bin/cutune' export '$logs/gemm_1024.log' --out '$logs/export' && '$bin/export_example' '$logs/export'"
+
+# User kernels from T1 specs (examples/, packed beside bin/): the conv2d example tuned on the GPU
+# (constant memory, scalars, the reference configuration's output as the reference), then its
+# reference and best configurations timed by bench --spec, and the reduction example's reference
+# configuration (scalars, dynamic shared memory, atomics) checked and timed. (tests/spec's
+# test_spec_gpu is not packed: the pack would pass its 30 MiB; run it with ctest -L gpu.)
+run_step spec_conv2d_tune 60 tune $((2 * 4096 * 4096 * 49)) -- "$bin/cutune" tune \
+  --spec "$pack/examples/conv2d/conv2d.json" --trials 64 --log "$logs/spec_conv2d.log" --quiet --json
+run_step spec_conv2d_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/conv2d/conv2d.json" \
+  --log "$logs/spec_conv2d.log" --json
+run_step spec_reduce_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/reduction/reduce.json" \
+  --config 0 --json
 
 run_step resnet18_suite 120 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 --trials 60 \
   --log "$logs/resnet18.log" --quiet --json

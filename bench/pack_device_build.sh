@@ -3,6 +3,7 @@
 # NVIDIA's Python wheels but no Debian packages and no network:
 #   PACK/device_check.sh  the check (bench/device_check.sh), run as `bash PACK/device_check.sh`
 #   PACK/bin/             cutune, the worker, the gpu tests, export_example (debug info stripped)
+#   PACK/examples/        the T1 specs and kernels of examples/ (tune --spec)
 #   PACK/lib/             every shared library they need that is neither glibc's nor CUDA's
 #                         (libxgboost, libdmlc, libfmt, libboost_context, libz, libstdc++, ...)
 #   PACK/manifest.txt     what is packed, and what was missing from the build
@@ -47,6 +48,7 @@ done | sort -u | while read -r name path; do
 done
 strip --strip-unneeded "$pack"/lib/*.so* 2>/dev/null || true
 cp "$root/bench/device_check.sh" "$pack/device_check.sh"
+cp -r "$root/examples" "$pack/examples"  # the user-kernel specs that tune --spec steps run
 
 size=$(du -sm "$pack" | cut -f1)
 echo "pack: $pack, ${size} MiB: $(ls "$pack/bin" | tr '\n' ' ')"

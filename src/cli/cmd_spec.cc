@@ -15,9 +15,13 @@
 #include "src/cli/cli_common.h"
 #include "src/cli/cmd_spec.h"
 #include "src/runtime/device.h"
+#include "src/runtime/driver_api.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "src/records/tuning_log.h"
 #include "src/spec/interop.h"
+#include "src/spec/spec_export.h"
+#include "src/measure/worker_process.h"
+#include "src/spec/spec_measurer.h"
 #include "src/spec/spec_verify.h"
 
 namespace cutune::cli {
@@ -332,12 +336,14 @@ void add_interop_commands(CLI::App& app) {
 bool spec_requested(int argc, char** argv) {
   if (argc < 3) return false;
   if (std::string(argv[1]) == "export") {
-    for (int i = 2; i < argc; ++i)
-      if (std::string(argv[i]) == "--t4") return true;
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--t4" || a == "--spec" || a.rfind("--spec=", 0) == 0) return true;
+    }
     return false;
   }
-  static const std::set<std::string> kCommands = {"space",  "show", "compile",
-                                                  "verify", "tune", "bench"};
+  // `tune --spec` is cmd_tune.cc's (it shares the search options and --replay).
+  static const std::set<std::string> kCommands = {"space", "show", "compile", "verify", "bench"};
   if (!kCommands.count(argv[1])) return false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -367,15 +373,163 @@ int run_t4_export(int argc, char** argv) {
   return 0;
 }
 
+// `export LOG --spec SPEC --out DIR`: the best configuration's cubin, source and manifest.
+int run_spec_export(int argc, char** argv) {
+  CLI::App app{"cutune export LOG --spec SPEC --out DIR: the best kernel of a spec task's log"};
+  std::string log, out, task_filter, arch;
+  SpecOptions opts;
+  opts.add_to(app);
+  app.add_option("log", log, "tuning log (JSON lines)")->required();
+  app.add_option("--out", out, "output folder")->required();
+  app.add_option("--task", task_filter, "the task, when the log holds several");
+  try {
+    app.parse(argc - 1, argv + 1);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + " (see cutune export --spec FILE --help)");
+  }
+  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
+    throw UsageError(fmt::format("--out {} exists and is not a folder", out));
+  const spec::SpecTask task(opts.load(true));
+  const spec::SpecExport e =
+      spec::export_spec_best(task, log_records(log, task_filter), out, opts.arch);
+  if (opts.json) {
+    print_json(e.manifest_json);
+    return 0;
+  }
+  fmt::print("wrote {}, {} and {} ({} {}: config {}, {:.4g} ms)\n", e.cubin.string(),
+             e.source.string(), e.manifest.string(), e.manifest_json["symbol"].get<std::string>(),
+             e.manifest_json["arch"].get<std::string>(),
+             e.manifest_json["config_index"].get<uint64_t>(),
+             e.manifest_json["time_ms"].get<double>());
+  return 0;
+}
+
+// `bench --spec SPEC [--config C]... [--log LOG]`: the reference configuration, the given ones
+// and the log's best, each checked and timed on the GPU with the tuner's harness (longer runs,
+// no early stop).
+int run_spec_bench(int argc, char** argv) {
+  CLI::App app{"cutune bench --spec SPEC: time a user kernel's configurations on the GPU"};
+  SpecOptions opts;
+  opts.add_to(app);
+  std::vector<std::string> configs;
+  std::string log;
+  double seconds = 2.0;
+  bool no_flush = false;
+  app.add_option("--config", configs, "configurations to time (index or JSON)")->expected(1, -1);
+  app.add_option("--log", log, "a tuning log whose best configuration is timed too");
+  app.add_option("--seconds", seconds, "time cap per kernel")->capture_default_str();
+  app.add_flag("--no-flush", no_flush, "keep L2 warm between runs");
+  try {
+    app.parse(argc - 1, argv + 1);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + " (see cutune bench --spec FILE --help)");
+  }
+  if (!(seconds > 0 && seconds <= 60)) throw UsageError("--seconds must be in (0, 60]");
+  const spec::SpecTask task(opts.load(true));
+  std::vector<std::pair<std::string, Config>> todo;
+  todo.emplace_back("reference", task.config_of(task.spec().reference.configuration.empty()
+                                                    ? task.spec().defaults()
+                                                    : task.spec().reference.configuration));
+  for (const std::string& c : configs) todo.emplace_back("config", parse_config(task.space(), c));
+  if (!log.empty()) {
+    std::vector<Record> mine;
+    for (const Record& r : log_records(log, "")) {
+      try {
+        std::vector<int64_t> p;
+        for (const auto& param : task.spec().space.parameters)
+          p.push_back(r.knobs.at(param.name).get<int64_t>());
+        Record copy = r;
+        copy.config_index = task.config_of(p).index();
+        if (r.result.ok()) mine.push_back(copy);
+      } catch (const std::exception&) {
+        // not a configuration of this spec
+      }
+    }
+    const std::vector<Record> best = best_records(mine, 1);
+    if (best.empty()) throw UsageError(fmt::format("{} has no ok record of this spec", log));
+    todo.emplace_back("log best", task.space().get(best.front().config_index));
+  }
+  task.source();
+  GpuMeasureOptions gpu;
+  gpu.arch = opts.arch;
+  gpu.flush_l2 = !no_flush;
+  gpu.min_repeats = 20;
+  gpu.max_repeats = 1000;
+  gpu.max_measure_seconds = seconds;
+  gpu.early_stop_factor = 0;
+  std::unique_ptr<Measurer> measurer;
+  try {
+    measurer = spec::make_spec_measurer(task, gpu);
+  } catch (const NoDeviceError& e) {
+    throw NoDeviceError(fmt::format("{}; without a GPU: cutune verify --spec {} (the emulator)",
+                                    e.what(), opts.spec_path));
+  } catch (const WorkerError& e) {
+    throw UsageError(fmt::format("{}: {}", opts.spec_path, e.what()));
+  }
+  std::vector<Config> batch;
+  for (const auto& [what, c] : todo) batch.push_back(c);
+  const std::vector<MeasureResult> results = measurer->measure(batch);
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const MeasureResult& r = results[i];
+    nlohmann::json j = {{"name", todo[i].first},
+                        {"config", batch[i].to_json()},
+                        {"status", std::string(to_string(r.status))},
+                        {"error", r.error},
+                        {"timer", std::string(to_string(r.timer))},
+                        {"runs", r.times_s.size()}};
+    if (r.ok()) {
+      j["median_s"] = r.median_s();
+      j["max_rel_error"] = r.max_rel_error;
+      if (r.extra.contains("median_ci_s")) j["median_ci_s"] = r.extra["median_ci_s"];
+    }
+    rows.push_back(std::move(j));
+  }
+  nlohmann::json out = {{"spec", opts.spec_path},
+                        {"device", measurer->device_name()},
+                        {"arch", measurer->target_arch()},
+                        {"flush_l2", !no_flush},
+                        {"results", rows}};
+  if (results.front().ok())
+    for (size_t i = 1; i < results.size(); ++i)
+      if (results[i].ok())
+        out["results"][i]["speedup_over_reference"] =
+            results.front().median_s() / results[i].median_s();
+  if (opts.json) {
+    print_json(out);
+    return 0;
+  }
+  fmt::print("{} ({}), {}, L2 flush {}\n", measurer->device_name(), measurer->target_arch(),
+             opts.spec_path, no_flush ? "off" : "on");
+  for (const nlohmann::json& r : out["results"]) {
+    if (r["status"] != "ok") {
+      fmt::print("  {:<10} {} {}\n", r["name"].get<std::string>(), r["status"].get<std::string>(),
+                 r["error"].get<std::string>());
+      continue;
+    }
+    fmt::print("  {:<10} {:>10.2f} us  ({} runs, {}){}  {}\n", r["name"].get<std::string>(),
+               r["median_s"].get<double>() * 1e6, r["runs"].get<size_t>(),
+               r["timer"].get<std::string>(),
+               r.contains("speedup_over_reference")
+                   ? fmt::format("  {:.2f}x the reference", r["speedup_over_reference"].get<double>())
+                   : "",
+               r["config"].dump());
+  }
+  return 0;
+}
+
 int run_spec_command(int argc, char** argv) {
   const std::string command = argv[1];
-  if (command == "export") return run_t4_export(argc, argv);
-  if (command == "tune" || command == "bench")
-    throw UsageError(fmt::format(
-        "{} --spec is not implemented yet: measuring a user kernel on a GPU needs scalar and "
-        "constant-memory arguments in the worker protocol (available: space, show, compile, "
-        "verify --spec)",
-        command));
+  if (command == "export") {
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--t4") return run_t4_export(argc, argv);
+    return run_spec_export(argc, argv);
+  }
+  if (command == "bench") return run_spec_bench(argc, argv);
   CLI::App app{fmt::format("cutune {} --spec: a user kernel described by a T1 file", command)};
   SpecOptions opts;
   opts.add_to(app);

@@ -15,10 +15,12 @@
 #include "src/measure/device_selection.h"
 #include "src/measure/emulator_measurer.h"
 #include "src/measure/gpu_measurer.h"
+#include "src/measure/worker_process.h"
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/runtime/driver_api.h"
+#include "src/spec/spec_measurer.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -248,6 +250,41 @@ void run_tune_emulated(const TuneArgs& args, SearchOptions search, TaskOptions t
   tune_and_report(session, *measurer, args, {});
 }
 
+// `tune --spec SPEC.json`: a user's kernel (src/spec) measured on the GPU, searched on its
+// knob features (there is no IR), with transfer from logs or caches over the same parameters.
+void run_tune_spec(const TuneArgs& args, SearchOptions search) {
+  if (!args.op.empty() || !args.shape.empty() || !args.template_name.empty())
+    throw UsageError("--spec names the kernel and its problem size; drop OP/--shape/--template");
+  if (distributed::process_count() > 1)
+    throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
+  require_readable_file(args.replay.spec, "--spec");
+  const spec::SpecTask task(spec::load_kernel_spec(args.replay.spec));
+  task.source();  // a missing kernel file is named before anything else
+  GpuMeasureOptions gpu;
+  gpu.arch = args.arch;
+  gpu.devices = select_devices(args.devices, list_devices(), args.arch);
+  std::unique_ptr<Measurer> measurer;
+  try {
+    measurer = spec::make_spec_measurer(task, gpu);
+  } catch (const NoDeviceError& e) {
+    throw NoDeviceError(fmt::format(
+        "{}; without a GPU: cutune verify --spec {} (the emulator), or cutune tune --spec {} "
+        "--replay CACHE (a Kernel Tuner cache of this kernel)",
+        e.what(), args.replay.spec, args.replay.spec));
+  } catch (const WorkerError& e) {
+    // The worker could not set the task up: the reference kernel failed on the GPU.
+    throw UsageError(fmt::format("{}: {}", args.replay.spec, e.what()));
+  }
+  if (args.remeasure_top < 0) search.remeasure_top = 8;
+  search.pipeline = !args.no_pipeline;
+  auto features = cost_model::make_knob_features(task.space());
+  const TaskKey key = spec::spec_task_key(task, measurer->target_arch(), measurer->device_name());
+  TuningSession session({key, task.space(), *features, std::nullopt}, search,
+                        {.paths = as_paths(args.transfer_from),
+                         .featurize = knob_featurizer(task.space(), *features)});
+  tune_and_report(session, *measurer, args, {});
+}
+
 void run_tune(const TuneArgs& args) {
   SearchOptions search = args.search.options();
   search.remeasure_rounds = args.remeasure_rounds;
@@ -278,8 +315,9 @@ void run_tune(const TuneArgs& args) {
     return;
   }
 
+  if (!args.replay.spec.empty()) return run_tune_spec(args, search);
   if (args.op.empty() || args.shape.empty()) {
-    throw UsageError("tune needs OP and --shape (or --replay CACHE)");
+    throw UsageError("tune needs OP and --shape (or --spec SPEC.json, or --replay CACHE)");
   }
   if (distributed::process_count() > 1)
     throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
@@ -481,7 +519,9 @@ void add_tune_commands(CLI::App& app) {
                  "under mpirun: rank 0 searches and logs but does not measure");
   tune->add_option("--concurrent-tasks", targs->concurrent_tasks,
                    "replay suite: tasks searched at once (default: all)");
-  tune->add_option("--spec", targs->replay.spec, "with --replay: the T1 space specification");
+  tune->add_option("--spec", targs->replay.spec,
+                   "a T1 kernel specification: tune that kernel on the GPU (in place of OP and "
+                   "--shape); with --replay, the cache's space");
   tune->add_flag("--noise", targs->replay.noise, "with --replay: answer with one drawn repetition");
   tune->add_flag("--quiet", targs->quiet, "no progress line");
   tune->add_option("--device", targs->device,

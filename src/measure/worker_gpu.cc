@@ -60,6 +60,12 @@ class GpuBackend final : public WorkerBackend {
 
   void setup(const WorkerTask& task, std::vector<char> expected_blob) override {
     release();
+    user_.reset();
+    if (task.user) {  // a user kernel's task: worker_gpu_spec.cc
+      user_ = make_gpu_user_backend();
+      user_->setup(task, std::move(expected_blob));
+      return;
+    }
     task_ = task;
     context_.emplace(task.device);
     context_->make_current();
@@ -116,6 +122,7 @@ class GpuBackend final : public WorkerBackend {
   }
 
   MeasureReply measure(const MeasureRequest& request) override {
+    if (user_) return user_->measure(request);
     MeasureReply reply;
     reply.id = request.id;
     MeasureResult& result = reply.result;
@@ -469,6 +476,7 @@ class GpuBackend final : public WorkerBackend {
   std::string cudnn_note_;
   std::string reference_name_ = "none";
 
+  std::unique_ptr<WorkerBackend> user_;  // the backend of a user kernel's task
   WorkerTask task_;
   std::optional<PrimaryContext> context_;
   DeviceInfo device_;

@@ -32,6 +32,13 @@ namespace cutune {
 // the reference), for `cutune bench`.
 std::unique_ptr<WorkerBackend> make_gpu_backend();
 
+// The backend make_gpu_backend() hands a user kernel's task (WorkerTask::user) to
+// (worker_gpu_spec.cc): the parent's argument bytes, scalars by value, __constant__ symbols
+// filled after every module load, outputs reset to their initial bytes before every launch,
+// and the reference kernel run once at setup unless the expected outputs came with the task.
+// Timed like the templates' kernels (warm-up, L2 flush, the same stop rule).
+std::unique_ptr<WorkerBackend> make_gpu_user_backend();
+
 // How a failed driver call of a candidate is recorded. `at_launch`: cuLaunchKernel itself
 // returned it (a refused launch, unless the error is a sticky one left by the kernel before).
 // Sticky errors (illegal address, trap, misaligned access, ...) poison the context.

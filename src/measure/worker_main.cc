@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -18,10 +19,11 @@ class FakeBackend final : public WorkerBackend {
  public:
   explicit FakeBackend(int fd) : fd_(fd) {}
 
-  void setup(const WorkerTask& task, std::vector<char>) override {
+  void setup(const WorkerTask& task, std::vector<char> blob) override {
     for (const WorkerTensor& t : task.tensors)
       if (t.name == "fail_setup") throw std::runtime_error("fake setup failure requested");
     ++setups_;
+    user_ = task.user ? user_summary(*task.user, blob) : nlohmann::json();
     // What a GPU backend would allocate for this task, and how it would start each output.
     tensor_bytes_ = nlohmann::json::array();
     zero_init_ = nlohmann::json::array();
@@ -60,6 +62,7 @@ class FakeBackend final : public WorkerBackend {
                     {"tensor_bytes", tensor_bytes_},
                     {"zero_init", zero_init_},
                     {"baseline", baseline_}};
+    if (!user_.is_null()) result.extra["user"] = user_;
     if (what == "fake_ok" || what == "fake_slow") {
       result.status = MeasureStatus::ok;
       result.times_s = {1e-3 * double(1 + r.id % 3)};
@@ -80,8 +83,39 @@ class FakeBackend final : public WorkerBackend {
   }
 
  private:
+  // What a GPU backend would see of a user kernel's task: per argument its kind, size and
+  // first (up to 8) initial bytes in hex, and the blob's other sections.
+  static nlohmann::json user_summary(const UserKernelTask& u, const std::vector<char>& blob) {
+    nlohmann::json args = nlohmann::json::array();
+    size_t offset = 0;
+    for (const UserArgument& a : u.arguments) {
+      std::string hex;
+      for (int64_t i = 0; i < std::min<int64_t>(a.bytes, 8); ++i) {
+        static const char digits[] = "0123456789abcdef";
+        const auto b = static_cast<unsigned char>(blob[offset + size_t(i)]);
+        hex += digits[b >> 4];
+        hex += digits[b & 15];
+      }
+      args.push_back({{"name", a.name},
+                      {"kind", a.kind == UserArgKind::scalar     ? "scalar"
+                               : a.kind == UserArgKind::constant ? "constant"
+                                                                 : "buffer"},
+                      {"bytes", a.bytes},
+                      {"is_output", a.is_output},
+                      {"first_bytes", hex}});
+      offset += size_t(a.bytes);
+    }
+    return {{"arguments", args},
+            {"expected_bytes", u.expected_bytes()},
+            {"reference_kernel", u.reference_kernel},
+            {"reference_args", u.reference_args},
+            {"reference_cubin_bytes", u.reference_cubin_bytes},
+            {"blob_bytes", blob.size()}};
+  }
+
   int fd_;
   int setups_ = 0;
+  nlohmann::json user_;
   nlohmann::json tensor_bytes_, zero_init_, baseline_;
   int device_ = -1;
 };

@@ -24,7 +24,9 @@ class WorkerBackend {
 
 // The fake backend picks its behaviour from the request's kernel name:
 //   fake_ok       answers ok, one time of (1 + id % 3) ms, extra {pid, setups, device,
-//                 cubin_bytes, tensor_bytes and zero_init per task tensor, the task's baseline}
+//                 cubin_bytes, tensor_bytes and zero_init per task tensor, the task's baseline,
+//                 and for a user kernel's task `user`: its arguments' kinds, sizes and first
+//                 initial bytes, the expected and reference-cubin sizes}
 //   fake_slow     sleeps 0.3 s, then answers like fake_ok
 //   fake_wrong    answers wrong_answer
 //   fake_poison   answers runtime_error with context_poisoned

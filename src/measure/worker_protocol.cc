@@ -18,6 +18,19 @@ namespace cutune {
 
 int64_t WorkerTensor::bytes() const { return elements * dtype_bytes(dtype); }
 
+int64_t UserKernelTask::argument_bytes() const {
+  int64_t n = 0;
+  for (const UserArgument& a : arguments) n += a.bytes;
+  return n;
+}
+
+int64_t UserKernelTask::expected_bytes() const {
+  int64_t n = 0;
+  if (expected_in_blob)
+    for (const UserArgument& a : arguments) n += a.is_output ? a.bytes : 0;
+  return n;
+}
+
 namespace {
 
 constexpr uint32_t kMagic = 0x4b575443;  // "CTWK" read as little-endian bytes
@@ -130,6 +143,49 @@ ReferenceKind parse_reference(const std::string& s) {
   if (s == "host") return ReferenceKind::host;
   if (s == "baseline") return ReferenceKind::baseline;
   throw std::invalid_argument(fmt::format("worker message: unknown reference '{}'", s));
+}
+
+const char* user_arg_kind_name(UserArgKind k) {
+  return k == UserArgKind::scalar ? "scalar" : k == UserArgKind::constant ? "constant" : "buffer";
+}
+
+UserArgKind parse_user_arg_kind(const std::string& s) {
+  if (s == "buffer") return UserArgKind::buffer;
+  if (s == "scalar") return UserArgKind::scalar;
+  if (s == "constant") return UserArgKind::constant;
+  throw std::invalid_argument(fmt::format("worker message: unknown argument kind '{}'", s));
+}
+
+nlohmann::json user_task_json(const UserKernelTask& u) {
+  nlohmann::json args = nlohmann::json::array();
+  for (const UserArgument& a : u.arguments)
+    args.push_back({{"name", a.name},
+                    {"kind", user_arg_kind_name(a.kind)},
+                    {"elem", a.elem},
+                    {"bytes", a.bytes},
+                    {"is_output", a.is_output},
+                    {"tolerance", a.tolerance}});
+  return {{"arguments", args},
+          {"expected_in_blob", u.expected_in_blob},
+          {"reference_kernel", u.reference_kernel},
+          {"reference_launch", to_json(u.reference_launch)},
+          {"reference_args", u.reference_args},
+          {"reference_cubin_bytes", u.reference_cubin_bytes}};
+}
+
+UserKernelTask user_task_from_json(const nlohmann::json& j) {
+  UserKernelTask u;
+  for (const nlohmann::json& a : field(j, "arguments"))
+    u.arguments.push_back({get<std::string>(a, "name"),
+                           parse_user_arg_kind(get<std::string>(a, "kind")),
+                           get<std::string>(a, "elem"), get<int64_t>(a, "bytes"),
+                           get<bool>(a, "is_output"), get<double>(a, "tolerance")});
+  u.expected_in_blob = get<bool>(j, "expected_in_blob");
+  u.reference_kernel = get<std::string>(j, "reference_kernel");
+  u.reference_launch = launch_spec_from_json(field(j, "reference_launch"));
+  u.reference_args = get<std::vector<int>>(j, "reference_args");
+  u.reference_cubin_bytes = get<int64_t>(j, "reference_cubin_bytes");
+  return u;
 }
 
 }  // namespace
@@ -250,6 +306,7 @@ Frame task_frame(const WorkerTask& t, std::vector<char> expected_outputs) {
               {"baseline", t.baseline.to_json()},
               {"reduction_length", t.reduction_length},
               {"timing", to_json(t.timing)}};
+  if (t.user) f.header["user"] = user_task_json(*t.user);
   f.blob = std::move(expected_outputs);
   return f;
 }
@@ -271,6 +328,14 @@ WorkerTask task_from_frame(const Frame& f) {
   t.baseline = BaselineSpec::from_json(field(j, "baseline"));
   t.reduction_length = get<int64_t>(j, "reduction_length");
   t.timing = timing_options_from_json(field(j, "timing"));
+  if (j.contains("user")) {
+    t.user = user_task_from_json(j.at("user"));
+    const int64_t want = t.user->argument_bytes() + t.user->expected_bytes() +
+                         t.user->reference_cubin_bytes;
+    if (want != int64_t(f.blob.size()))
+      throw std::invalid_argument(fmt::format(
+          "worker message: a user task's blob has {} bytes, its arguments {}", f.blob.size(), want));
+  }
   return t;
 }
 

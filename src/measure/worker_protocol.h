@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,8 +88,38 @@ enum class ReferenceKind {
   baseline  // the task's baseline (cuBLAS) computes them on the GPU
 };
 
+// A user kernel's task (src/spec): arguments as raw bytes of the user's element types, made by
+// the parent; scalars are passed by value, constants fill the module's __constant__ symbol of
+// that name after every load. The task's blob is every argument's initial bytes in order, then
+// (with expected_in_blob) the expected bytes of every output in order, then the reference
+// kernel's cubin. Without expected_in_blob the worker runs the reference kernel once at setup
+// (on the same initial bytes) and its outputs are the reference.
+enum class UserArgKind { buffer, scalar, constant };
+
+struct UserArgument {
+  std::string name;
+  UserArgKind kind = UserArgKind::buffer;
+  std::string elem = "float32";  // float16, bfloat16, float32, float64, int8 ... uint64
+  int64_t bytes = 0;             // all elements
+  bool is_output = false;
+  double tolerance = 0;  // outputs: the largest accepted error (correctness.h)
+};
+
+struct UserKernelTask {
+  std::vector<UserArgument> arguments;
+  bool expected_in_blob = false;
+  std::string reference_kernel;   // lowered name in the reference cubin
+  LaunchSpec reference_launch;
+  std::vector<int> reference_args;  // per kernel parameter, the argument it takes
+  int64_t reference_cubin_bytes = 0;
+
+  int64_t argument_bytes() const;  // sum over arguments
+  int64_t expected_bytes() const;  // sum over outputs when expected_in_blob, else 0
+};
+
 struct WorkerTask {
   int device = 0;
+  std::optional<UserKernelTask> user;  // set: a user kernel; `tensors` is then empty
   uint64_t seed = 0;  // inputs are fill_input(seed, tensor index, ...)
   std::vector<WorkerTensor> tensors;
   ReferenceKind reference = ReferenceKind::none;

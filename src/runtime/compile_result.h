@@ -27,7 +27,7 @@ struct CompileResult {
   double seconds = 0;       // wall time of the NVRTC compile that made this result; a cache
                             // hit keeps that of the original compile
   bool from_cache = false;
-  std::string kernel_name;
+  std::string kernel_name;  // the symbol to look up: a name expression's lowered name
   std::string arch;
 
   bool ok() const { return status == CompileStatus::ok; }

@@ -30,6 +30,7 @@
   X(cuModuleLoadData)                            \
   X(cuModuleUnload)                              \
   X(cuModuleGetFunction)                         \
+  X(cuModuleGetGlobal_v2)                        \
   X(cuFuncSetAttribute)                          \
   X(cuFuncGetAttribute)                          \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \

@@ -85,11 +85,23 @@ CompileResult NvrtcBuilder::compile(const CudaSource& source) {
 
 CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
   const auto start = std::chrono::steady_clock::now();
-  NvrtcProgram program(source.code, source.kernel_name + ".cu");
+  // A kernel name with template arguments ("k<128, float>") is an NVRTC name expression: the
+  // template is instantiated and the result names its mangled (lowered) symbol.
+  const bool name_expression = source.kernel_name.find('<') != std::string::npos;
+  NvrtcProgram program(source.code,
+                       (name_expression ? std::string("kernel") : source.kernel_name) + ".cu");
+  if (name_expression)
+    CUTUNE_NVRTC_CHECK(nvrtc().nvrtcAddNameExpression(program.get(), source.kernel_name.c_str()));
   const nvrtcResult status = program.compile(flags_);
 
   CompileResult result;
   result.kernel_name = source.kernel_name;
+  if (name_expression && status == NVRTC_SUCCESS) {
+    const char* lowered = nullptr;
+    CUTUNE_NVRTC_CHECK(
+        nvrtc().nvrtcGetLoweredName(program.get(), source.kernel_name.c_str(), &lowered));
+    result.kernel_name = lowered;
+  }
   result.arch = options_.arch;
   result.log = program.log();
   if (status == NVRTC_SUCCESS) {
@@ -103,7 +115,7 @@ CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
     throw_cuda_error("NVRTC", static_cast<int>(status), "nvrtcCompileProgram",
                      nvrtc_error_text(status), __FILE__, __LINE__);
   }
-  if (result.ok()) result.ptxas = parse_ptxas_info(result.log, source.kernel_name);
+  if (result.ok()) result.ptxas = parse_ptxas_info(result.log, result.kernel_name);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

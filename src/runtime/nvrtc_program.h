@@ -24,7 +24,9 @@
   X(nvrtcGetProgramLogSize)       \
   X(nvrtcGetProgramLog)           \
   X(nvrtcGetCUBINSize)            \
-  X(nvrtcGetCUBIN)
+  X(nvrtcGetCUBIN)                \
+  X(nvrtcAddNameExpression)       \
+  X(nvrtcGetLoweredName)
 
 namespace cutune {
 

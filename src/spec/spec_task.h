@@ -52,8 +52,11 @@ class SpecTask {
 
   // The translation unit NVRTC compiles: defines, then the user's file unchanged (with #line,
   // so diagnostics name the user's lines). Kernel parameters follow the spec's arguments,
-  // constant-memory ones excluded. The kernel must be extern "C" unless it is a template.
-  CudaSource nvrtc_source(const SpecInstance& instance) const;
+  // constant-memory ones excluded. The kernel must be extern "C" unless it is a template,
+  // whose kernel_name is then the name expression "name<args>". `kernel_name` / `file_source`
+  // select another kernel (a reference kernel) compiled with the same defines.
+  CudaSource nvrtc_source(const SpecInstance& instance, const std::string& kernel_name = {},
+                          const std::string& file_source = {}) const;
   // The same for the CPU emulator: the source above plus an entry function that copies the
   // constant-memory arguments into their __constant__ symbols (once per run) and calls the
   // kernel; its parameters are all the spec's arguments, in order. `kernel_name` / `file`

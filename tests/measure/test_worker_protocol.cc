@@ -291,3 +291,49 @@ TEST_CASE("a 16-bit convolution carries the CPU reference on rounded inputs", "[
   const MeasureReply reply = s.measure(request(1, "fake_ok"));
   CHECK(reply.result.extra["tensor_bytes"][0] == task.tensors[0].elements * 2);
 }
+
+TEST_CASE("a user kernel's task: argument sizes, scalar bytes and constant uploads arrive right",
+          "[worker]") {
+  // Arguments: an int32 output of 6, a float input of 5, an int32 scalar 77 by value, and 3
+  // floats for the __constant__ symbol "coeffs"; then the reference cubin (here 4 bytes).
+  WorkerTask t;
+  t.seed = 2;
+  UserKernelTask u;
+  u.arguments = {{"out", UserArgKind::buffer, "int32", 24, true, 0.0},
+                 {"in", UserArgKind::buffer, "float32", 20, false, 0.0},
+                 {"n", UserArgKind::scalar, "int32", 4, false, 0.0},
+                 {"coeffs", UserArgKind::constant, "float32", 12, false, 0.0}};
+  u.reference_kernel = "ref";
+  u.reference_launch.grid = {2, 1, 1};
+  u.reference_args = {0, 1, 2};
+  u.reference_cubin_bytes = 4;
+  t.user = u;
+  std::vector<char> blob(24 + 20, 0);
+  const int32_t n = 77;
+  const float coeffs[3] = {0.5f, 1.5f, -2.0f};
+  blob.insert(blob.end(), reinterpret_cast<const char*>(&n), reinterpret_cast<const char*>(&n) + 4);
+  blob.insert(blob.end(), reinterpret_cast<const char*>(coeffs),
+              reinterpret_cast<const char*>(coeffs) + 12);
+  blob.insert(blob.end(), {'c', 'u', 'b', 'n'});
+
+  const WorkerTask back = task_from_frame(task_frame(t, blob));
+  REQUIRE(back.user);
+  CHECK(back.user->arguments[2].kind == UserArgKind::scalar);
+  CHECK(back.user->arguments[3].name == "coeffs");
+  CHECK(back.user->reference_args == std::vector<int>{0, 1, 2});
+  CHECK(back.user->reference_launch.grid == Dim3{2, 1, 1});
+  CHECK_THROWS_WITH(task_from_frame(task_frame(t, std::vector<char>(blob.begin(), blob.end() - 1))),
+                    Catch::Contains("blob has"));
+
+  WorkerSupervisor s(fake_worker());
+  s.set_task(t, blob);
+  const MeasureReply reply = s.measure(request(1, "fake_ok"));
+  const nlohmann::json& got = reply.result.extra.at("user");
+  CHECK(got["blob_bytes"] == blob.size());
+  CHECK(got["reference_cubin_bytes"] == 4);
+  CHECK(got["arguments"][0]["bytes"] == 24);
+  CHECK(got["arguments"][1]["bytes"] == 20);
+  CHECK(got["arguments"][2]["first_bytes"] == "4d000000");          // 77, little-endian
+  CHECK(got["arguments"][3]["first_bytes"] == "0000003f0000c03f");  // 0.5f, 1.5f
+  CHECK(got["arguments"][3]["kind"] == "constant");
+}
