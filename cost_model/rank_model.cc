@@ -2,16 +2,21 @@
 
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "cost_model/tree_ensemble.h"
 
 // Throws with file:line, the call as written and XGBoost's own message.
 #define CUTUNE_XGB_CHECK(call)                                                               \
@@ -34,6 +39,7 @@ std::string last_xgb_error() {
 constexpr const char* kSchemaAttr = "cutune_feature_schema";
 constexpr const char* kFeatureCountAttr = "cutune_feature_count";
 constexpr const char* kOptionsAttr = "cutune_options";
+constexpr const char* kColumnsAttr = "cutune_columns";
 constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 
 // Owns one DMatrix for the duration of a call.
@@ -96,7 +102,8 @@ nlohmann::json options_to_json(const RankModelOptions& o) {
           {"lambda", o.lambda},
           {"max_bin", o.max_bin},
           {"nthread", o.nthread},
-          {"seed", o.seed}};
+          {"seed", o.seed},
+          {"drop_redundant_columns", o.drop_redundant_columns}};
 }
 
 RankModelOptions options_from_json(const nlohmann::json& j) {
@@ -115,6 +122,7 @@ RankModelOptions options_from_json(const nlohmann::json& j) {
   o.max_bin = j.at("max_bin").get<int>();
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
+  o.drop_redundant_columns = j.value("drop_redundant_columns", false);  // older models: all
   return o;
 }
 
@@ -140,6 +148,52 @@ std::string get_attr(BoosterHandle booster, const char* key) {
   int found = 0;
   CUTUNE_XGB_CHECK(XGBoosterGetAttr(booster, key, &out, &found));
   return found ? std::string(out) : std::string();
+}
+
+// Columns a tree can split on: not constant over the rows, and not equal (bit for bit) to an
+// earlier kept column. Equal columns give equal gains, and XGBoost keeps the lower feature
+// index on a tie, so the first of a set of copies is the one its trees would use.
+std::vector<int> splittable_columns(const FeatureMatrix& x) {
+  std::vector<int> out;
+  std::unordered_map<uint64_t, std::vector<int>> by_hash;  // of kept columns
+  std::vector<uint32_t> bits(x.rows);
+  auto column_bits = [&](int c, std::vector<uint32_t>& b) {
+    for (int r = 0; r < x.rows; ++r) std::memcpy(&b[r], &x.data[size_t(r) * x.cols + c], 4);
+  };
+  std::vector<uint32_t> other(x.rows);
+  for (int c = 0; c < x.cols; ++c) {
+    column_bits(c, bits);
+    bool constant = std::all_of(bits.begin(), bits.end(), [&](uint32_t v) { return v == bits[0]; });
+    if (constant) continue;
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t v : bits) h = (h ^ v) * 1099511628211ull;
+    std::vector<int>& same = by_hash[h];
+    bool copy = false;
+    for (int k : same) {
+      column_bits(k, other);
+      if (other == bits) {
+        copy = true;
+        break;
+      }
+    }
+    if (copy) continue;
+    same.push_back(c);
+    out.push_back(c);
+  }
+  // Nothing to split on: keep one column, so that XGBoost still has a matrix to fit (its
+  // trees are single leaves).
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+FeatureMatrix select_columns(const FeatureMatrix& x, const std::vector<int>& columns) {
+  FeatureMatrix out = FeatureMatrix::zeros(x.rows, static_cast<int>(columns.size()));
+  for (int r = 0; r < x.rows; ++r) {
+    const float* in = x.data.data() + static_cast<size_t>(r) * x.cols;
+    float* o = out.data.data() + static_cast<size_t>(r) * out.cols;
+    for (size_t k = 0; k < columns.size(); ++k) o[k] = in[columns[k]];
+  }
+  return out;
 }
 
 }  // namespace
@@ -176,7 +230,9 @@ RankModel::RankModel(RankModel&& other) noexcept
     : schema_(std::move(other.schema_)),
       options_(other.options_),
       feature_count_(std::exchange(other.feature_count_, 0)),
-      booster_(std::exchange(other.booster_, nullptr)) {}
+      booster_(std::exchange(other.booster_, nullptr)),
+      columns_(std::move(other.columns_)),
+      trees_(std::move(other.trees_)) {}
 
 RankModel& RankModel::operator=(RankModel&& other) noexcept {
   if (this != &other) {
@@ -185,6 +241,8 @@ RankModel& RankModel::operator=(RankModel&& other) noexcept {
     options_ = other.options_;
     feature_count_ = std::exchange(other.feature_count_, 0);
     booster_ = std::exchange(other.booster_, nullptr);
+    columns_ = std::move(other.columns_);
+    trees_ = std::move(other.trees_);
   }
   return *this;
 }
@@ -193,6 +251,8 @@ void RankModel::free_booster() noexcept {
   if (booster_ != nullptr) XGBoosterFree(booster_);
   booster_ = nullptr;
   feature_count_ = 0;
+  columns_.clear();
+  trees_.reset();
 }
 
 void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
@@ -218,7 +278,17 @@ void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
     }
   }
 
-  DMatrix train = DMatrix::dense(x, options_.nthread);
+  std::vector<int> columns;
+  if (options_.drop_redundant_columns) {
+    columns = splittable_columns(x);
+  } else {
+    columns.resize(x.cols);
+    std::iota(columns.begin(), columns.end(), 0);
+  }
+  FeatureMatrix kept;
+  const bool all = static_cast<int>(columns.size()) == x.cols;
+  if (!all) kept = select_columns(x, columns);
+  DMatrix train = DMatrix::dense(all ? x : kept, options_.nthread);
   train.set_floats("label", labels);
   if (!group_sizes.empty()) train.set_uints("group", group_sizes);
   if (!base_margin.empty()) train.set_floats("base_margin", base_margin);
@@ -229,7 +299,9 @@ void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
   // Owned by this from here on; a failing call below leaves the model untrained.
   booster_ = booster;
   try {
+    columns_ = std::move(columns);
     train_booster(train_handle, x.cols);
+    flatten();
   } catch (...) {
     free_booster();
     throw;
@@ -264,11 +336,21 @@ void RankModel::train_booster(void* train, int cols) {
   CUTUNE_XGB_CHECK(XGBoosterSetAttr(booster, kFeatureCountAttr, std::to_string(cols).c_str()));
   CUTUNE_XGB_CHECK(
       XGBoosterSetAttr(booster, kOptionsAttr, options_to_json(options_).dump().c_str()));
+  CUTUNE_XGB_CHECK(
+      XGBoosterSetAttr(booster, kColumnsAttr, nlohmann::json(columns_).dump().c_str()));
   feature_count_ = cols;
 }
 
-std::vector<float> RankModel::predict(const FeatureMatrix& x,
-                                      std::span<const float> base_margin) const {
+void RankModel::flatten() {
+  bst_ulong length = 0;
+  const char* bytes = nullptr;
+  CUTUNE_XGB_CHECK(XGBoosterSaveModelToBuffer(booster_, R"({"format": "ubj"})", &length, &bytes));
+  trees_ = std::make_unique<TreeEnsemble>(TreeEnsemble::from_ubjson(
+      {reinterpret_cast<const uint8_t*>(bytes), static_cast<size_t>(length)}, columns_));
+}
+
+void RankModel::check_predict_args(const FeatureMatrix& x,
+                                   std::span<const float> base_margin) const {
   if (!trained()) throw std::logic_error("RankModel::predict: the model is not trained");
   if (x.cols != feature_count_ || x.data.size() != static_cast<size_t>(x.rows) * x.cols) {
     throw std::invalid_argument(
@@ -279,12 +361,29 @@ std::vector<float> RankModel::predict(const FeatureMatrix& x,
     throw std::invalid_argument(
         fmt::format("RankModel::predict: {} base margins for {} rows", base_margin.size(), x.rows));
   }
+}
+
+std::vector<float> RankModel::predict(const FeatureMatrix& x,
+                                      std::span<const float> base_margin) const {
+  check_predict_args(x, base_margin);
+  std::vector<float> out(x.rows);
+  trees_->predict(x, base_margin, out);
+  return out;
+}
+
+std::vector<float> RankModel::predict_with_xgboost(const FeatureMatrix& x,
+                                                   std::span<const float> base_margin) const {
+  check_predict_args(x, base_margin);
+  FeatureMatrix kept;
+  const bool all = static_cast<int>(columns_.size()) == x.cols;
+  if (!all) kept = select_columns(x, columns_);
+  const FeatureMatrix& in = all ? x : kept;
   if (x.rows == 0) return {};
 
   // Inplace prediction reads the caller's buffer directly; the proxy carries only the margin.
   std::string array =
       fmt::format(R"({{"data": [{}, true], "shape": [{}, {}], "typestr": "<f4", "version": 3}})",
-                  reinterpret_cast<uintptr_t>(x.data.data()), x.rows, x.cols);
+                  reinterpret_cast<uintptr_t>(in.data.data()), in.rows, in.cols);
   const char* config =
       R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "cache_id": 0, )"
       R"("strict_shape": false, "missing": NaN})";
@@ -355,6 +454,20 @@ RankModel RankModel::load(const std::filesystem::path& path, std::string_view ex
   }
   model.options_ = options_from_json(nlohmann::json::parse(options_text));
   model.feature_count_ = cols;
+  std::string columns_text = get_attr(booster, kColumnsAttr);
+  if (columns_text.empty()) {  // a model from before columns were dropped: all of them
+    model.columns_.resize(cols);
+    std::iota(model.columns_.begin(), model.columns_.end(), 0);
+  } else {
+    model.columns_ = nlohmann::json::parse(columns_text).get<std::vector<int>>();
+    for (int c : model.columns_) {
+      if (c < 0 || c >= cols) {
+        throw std::runtime_error(fmt::format(
+            "{} is not a cutune cost model: column {} of {} features", path.string(), c, cols));
+      }
+    }
+  }
+  model.flatten();
   return model;
 }
 
