@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
 #include "cost_model/features.h"
 #include "kernels/template.h"
 #include "src/ir/ir.h"
+#include "src/ir/ir_equality.h"
+#include "src/ir/ir_printer.h"
 #include "src/tune/feature_cache.h"
 #include "src/tune/model_policy.h"
 
@@ -156,4 +159,28 @@ TEST_CASE("a refit replaces the memoised scores", "[round_caches]") {
   std::vector<float> after = a.predict(asked);
   CHECK(same_bits(after, b.predict(asked)));
   CHECK_FALSE(same_bits(after, before));
+}
+
+TEST_CASE("IR nodes from pooled memory survive the thread that built them", "[round_caches]") {
+  // Nodes come from per-thread free lists (src/ir/ir.cc): kernels built on threads that then
+  // end, read and freed on this one, and built again on fresh threads, are the kernels this
+  // thread builds.
+  auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
+  std::vector<Config> configs = distinct_valid(tmpl->space(), 24, 6);
+  for (int generation = 0; generation < 3; ++generation) {
+    std::vector<ir::Kernel> built(configs.size());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        for (size_t i = t; i < configs.size(); i += 3) built[i] = tmpl->build(configs[i]);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (size_t i = 0; i < configs.size(); ++i) {
+      ir::Kernel here = tmpl->build(configs[i]);
+      INFO("configuration " << configs[i].index());
+      CHECK(ir::equal(built[i].body, here.body));
+      CHECK(ir::to_string(built[i]) == ir::to_string(here));
+    }
+  }
 }
