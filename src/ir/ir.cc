@@ -139,7 +139,8 @@ std::shared_ptr<const T> make_node(Args&&... args) {
   return std::allocate_shared<const T>(NodeAllocator<T>(), std::forward<Args>(args)...);
 }
 
-void check(bool ok, const char* what, const std::string& detail = {}) {
+// The detail is a view: building a node must not pay for a message it will not print.
+void check(bool ok, const char* what, std::string_view detail = {}) {
   if (!ok) throw IRError(detail.empty() ? std::string(what) : fmt::format("{}: {}", what, detail));
 }
 
@@ -268,8 +269,9 @@ Expr::Expr(float value) : Expr(FloatImm::make(Type::f32(), value)) {}
 Expr IntImm::make(Type t, int64_t value) {
   check(t.is_int() || t.is_bool(), "IntImm needs an integer type");
   if (t.dtype == DType::Int32) {
-    check(value >= INT32_MIN && value <= INT32_MAX, "IntImm out of Int32 range",
-          std::to_string(value));
+    if (value < INT32_MIN || value > INT32_MAX) {
+      check(false, "IntImm out of Int32 range", std::to_string(value));
+    }
   }
   return Expr(make_node<IntImm>(t, value));
 }
@@ -336,8 +338,9 @@ Expr Load::make(Buffer buffer, Expr index, int lanes) {
   check(index.defined() && index.type() == Type::i32(), "Load index must be Int32", buffer->name);
   check(lanes == 1 || lanes == 2 || lanes == 4, "Load lanes must be 1, 2 or 4", buffer->name);
   if (auto i = as_const_int(index)) {
-    check(*i >= 0 && *i + lanes <= buffer->elements, "constant Load index out of bounds",
-          fmt::format("{}[{}]", buffer->name, *i));
+    if (*i < 0 || *i + lanes > buffer->elements) {
+      check(false, "constant Load index out of bounds", fmt::format("{}[{}]", buffer->name, *i));
+    }
   }
   Type t = buffer->type.with_lanes(lanes);
   return Expr(make_node<Load>(t, std::move(buffer), std::move(index)));
@@ -401,8 +404,9 @@ Stmt Store::make(Buffer buffer, Expr index, Expr value) {
   int lanes = value.type().lanes;
   check(lanes == 1 || lanes == 2 || lanes == 4, "Store lanes must be 1, 2 or 4", buffer->name);
   if (auto i = as_const_int(index)) {
-    check(*i >= 0 && *i + lanes <= buffer->elements, "constant Store index out of bounds",
-          fmt::format("{}[{}]", buffer->name, *i));
+    if (*i < 0 || *i + lanes > buffer->elements) {
+      check(false, "constant Store index out of bounds", fmt::format("{}[{}]", buffer->name, *i));
+    }
   }
   return Stmt(make_node<Store>(std::move(buffer), std::move(index), std::move(value)));
 }
