@@ -184,3 +184,26 @@ TEST_CASE("IR nodes from pooled memory survive the thread that built them", "[ro
     }
   }
 }
+
+TEST_CASE("a feature cache at its size limit empties itself and stays exact", "[round_caches]") {
+  auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
+  auto features = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  const int cols = features->size();
+  // Room for 10 rows: 25 distinct configurations, asked three times over.
+  FeatureCache cache(*features, 10 * cols * sizeof(float));
+  std::vector<Config> configs = distinct_valid(tmpl->space(), 25, 8);
+  std::vector<float> fresh(cols);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const Config& c : configs) {
+      features->extract(c, fresh);
+      CHECK(same_bits(cache.row(c), fresh));
+      CHECK(cache.cached() <= 10);
+    }
+  }
+  CHECK(cache.clears() >= 7);
+  cost_model::FeatureMatrix m = cache.matrix(std::span<const Config>(configs.data(), 8));
+  for (int i = 0; i < 8; ++i) {
+    features->extract(configs[i], fresh);
+    CHECK(same_bits(m.row(i), fresh));
+  }
+}
