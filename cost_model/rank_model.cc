@@ -150,34 +150,70 @@ std::string get_attr(BoosterHandle booster, const char* key) {
   return found ? std::string(out) : std::string();
 }
 
-// Columns a tree can split on: not constant over the rows, and not equal (bit for bit) to an
-// earlier kept column. Equal columns give equal gains, and XGBoost keeps the lower feature
-// index on a tie, so the first of a set of copies is the one its trees would use.
-std::vector<int> splittable_columns(const FeatureMatrix& x) {
+// Columns a tree can split on, each once. Dropped: columns constant over the rows; columns
+// equal (bit for bit) to an earlier kept one; and columns that order the rows as an earlier
+// kept one does (the same ranks, ties included) where both have at most max_bin / 2
+// distinct values and no NaN. Such a pair gives XGBoost's hist method the same bins (every
+// distinct value its own bin), so every node's histograms of the two are the same sums in
+// the same order and their best splits the same gains; XGBoost keeps the lower feature index
+// on a tie, so the first of the pair is the one its trees would use, and trees trained
+// without the other are the same trees (tests/cost_model/test_tree_ensemble.cc compares).
+std::vector<int> splittable_columns(const FeatureMatrix& x, int max_bin) {
   std::vector<int> out;
-  std::unordered_map<uint64_t, std::vector<int>> by_hash;  // of kept columns
-  std::vector<uint32_t> bits(x.rows);
-  auto column_bits = [&](int c, std::vector<uint32_t>& b) {
-    for (int r = 0; r < x.rows; ++r) std::memcpy(&b[r], &x.data[size_t(r) * x.cols + c], 4);
+  std::unordered_map<uint64_t, std::vector<int>> by_bits, by_ranks;  // of kept columns
+  std::vector<float> col(x.rows), other(x.rows), sorted;
+  std::vector<int32_t> ranks(x.rows), other_ranks(x.rows);
+  auto column = [&](int c, std::vector<float>& v) {
+    for (int r = 0; r < x.rows; ++r) v[r] = x.data[size_t(r) * x.cols + c];
   };
-  std::vector<uint32_t> other(x.rows);
-  for (int c = 0; c < x.cols; ++c) {
-    column_bits(c, bits);
-    bool constant = std::all_of(bits.begin(), bits.end(), [&](uint32_t v) { return v == bits[0]; });
-    if (constant) continue;
+  // Dense ranks of v, or false if v has NaN or more than max_bin / 2 distinct values.
+  auto rank = [&](const std::vector<float>& v, std::vector<int32_t>& out_ranks) {
+    sorted = v;
+    if (std::any_of(sorted.begin(), sorted.end(), [](float f) { return std::isnan(f); })) {
+      return false;
+    }
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    if (sorted.size() > static_cast<size_t>(max_bin / 2)) return false;
+    for (int r = 0; r < x.rows; ++r) {
+      out_ranks[r] = static_cast<int32_t>(std::lower_bound(sorted.begin(), sorted.end(), v[r]) -
+                                          sorted.begin());
+    }
+    return true;
+  };
+  auto hash = [](const void* data, size_t bytes) {
     uint64_t h = 1469598103934665603ull;
-    for (uint32_t v : bits) h = (h ^ v) * 1099511628211ull;
-    std::vector<int>& same = by_hash[h];
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+  };
+  for (int c = 0; c < x.cols; ++c) {
+    column(c, col);
+    if (std::all_of(col.begin(), col.end(),
+                    [&](float v) { return std::memcmp(&v, &col[0], sizeof(float)) == 0; })) {
+      continue;
+    }
+    std::vector<int>& same_bits = by_bits[hash(col.data(), col.size() * sizeof(float))];
     bool copy = false;
-    for (int k : same) {
-      column_bits(k, other);
-      if (other == bits) {
-        copy = true;
-        break;
-      }
+    for (int k : same_bits) {
+      column(k, other);
+      copy = std::memcmp(other.data(), col.data(), col.size() * sizeof(float)) == 0;
+      if (copy) break;
     }
     if (copy) continue;
-    same.push_back(c);
+    std::vector<int>* same_ranks = nullptr;
+    if (rank(col, ranks)) {
+      same_ranks = &by_ranks[hash(ranks.data(), ranks.size() * sizeof(int32_t))];
+      for (int k : *same_ranks) {
+        column(k, other);
+        rank(other, other_ranks);
+        copy = other_ranks == ranks;
+        if (copy) break;
+      }
+      if (copy) continue;
+    }
+    same_bits.push_back(c);
+    if (same_ranks) same_ranks->push_back(c);
     out.push_back(c);
   }
   // Nothing to split on: keep one column, so that XGBoost still has a matrix to fit (its
@@ -280,7 +316,7 @@ void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
 
   std::vector<int> columns;
   if (options_.drop_redundant_columns) {
-    columns = splittable_columns(x);
+    columns = splittable_columns(x, options_.max_bin);
   } else {
     columns.resize(x.cols);
     std::iota(columns.begin(), columns.end(), 0);

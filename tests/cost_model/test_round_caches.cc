@@ -207,3 +207,39 @@ TEST_CASE("a feature cache at its size limit empties itself and stays exact", "[
     CHECK(same_bits(m.row(i), fresh));
   }
 }
+
+TEST_CASE("training on the splittable IR columns only gives the same model", "[round_caches]") {
+  // IR features of a GEMM template: about a third of the columns vary, and many order the
+  // configurations as another does. The trees trained without them are the same trees.
+  auto tmpl = make_template("gemm", {512, 512, 512}, "gemm_nn");
+  auto features = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  FeatureCache cache(*features);
+  std::vector<Config> train = distinct_valid(tmpl->space(), 400, 12);
+  std::vector<Config> test(train.begin() + 300, train.end());
+  train.resize(300);
+  std::vector<Config> other = distinct_valid(tmpl->space(), 300, 13);
+  test.insert(test.end(), other.begin(), other.end());
+  std::vector<float> labels;
+  for (const Config& c : train) labels.push_back(float(1.0 / synthetic_result(c).times_s[0]));
+  cost_model::FeatureMatrix x = cache.matrix(train), y = cache.matrix(test);
+  cost_model::RankModelOptions all_columns;
+  all_columns.rounds = 40;
+  all_columns.drop_redundant_columns = false;
+  cost_model::RankModelOptions dropped = all_columns;
+  dropped.drop_redundant_columns = true;
+  cost_model::RankModel a("ir-test", all_columns), b("ir-test", dropped);
+  a.fit(x, labels);
+  b.fit(x, labels);
+  // With max_bin 2 no column has few enough values to be a rank copy: exact copies only.
+  cost_model::RankModelOptions copies_only = dropped;
+  copies_only.max_bin = 2;
+  cost_model::RankModel c("ir-test", copies_only);
+  c.fit(x, labels);
+  INFO(b.columns().size() << " of " << x.cols << " columns kept, " << c.columns().size()
+                          << " without the rank copies");
+  CHECK(b.columns().size() < size_t(x.cols) / 2);
+  CHECK(b.columns().size() < c.columns().size());
+  std::vector<float> pa = a.predict(y), pb = b.predict(y);
+  CHECK(same_bits(pa, pb));
+  CHECK(same_bits(pb, b.predict_with_xgboost(y)));
+}

@@ -127,3 +127,38 @@ TEST_CASE("a task with nothing to split on predicts its base score", "[tree_ense
   require_same_floats(p, model.predict_with_xgboost(other));
   for (float v : p) CHECK(v == p[0]);
 }
+
+TEST_CASE("a column ordering the rows as an earlier one is dropped, trees unchanged",
+          "[tree_ensemble]") {
+  // Knob-like columns of few distinct values: 1 an increasing function of 0 (dropped), 2 a
+  // decreasing one (kept: the same splits, but found from the other side), 3 an increasing
+  // function of 0 with many distinct values elsewhere (kept: not a rank copy), 4 a coarser
+  // quantisation of 0 (kept), 5-7 informative.
+  SyntheticTask base = make_task(600, 8, 21);
+  const int rows = base.x.rows;
+  SyntheticTask t{FeatureMatrix::zeros(rows, 8), base.labels};
+  for (int r = 0; r < rows; ++r) {
+    float q = std::floor(base.x.at(r, 0) * 12.0f) / 12.0f;  // 12 distinct values
+    t.x.at(r, 0) = q;
+    t.x.at(r, 1) = std::log2(1.0f + 3.0f * q);
+    t.x.at(r, 2) = 1.0f - q;
+    t.x.at(r, 3) = q + 1e-3f * base.x.at(r, 7);
+    t.x.at(r, 4) = std::floor(q * 4.0f);
+    for (int c = 5; c < 8; ++c) t.x.at(r, c) = base.x.at(r, c - 4);
+  }
+  // Rows on which column 1 is not the function of column 0 it was in training.
+  FeatureMatrix test = scrambled_rows(300, 22);
+  test = FeatureMatrix{300, 8, std::vector<float>(test.data.begin(), test.data.begin() + 2400)};
+  RankModelOptions all_columns;
+  all_columns.rounds = 60;
+  all_columns.drop_redundant_columns = false;
+  RankModelOptions dropped = all_columns;
+  dropped.drop_redundant_columns = true;
+  RankModel a(kSchema, all_columns), b(kSchema, dropped);
+  a.fit(t.x, t.labels);
+  b.fit(t.x, t.labels);
+  CHECK(b.columns() == std::vector<int>{0, 2, 3, 4, 5, 6, 7});
+  require_same_floats(a.predict(test), b.predict(test));
+  require_same_floats(a.predict(t.x), b.predict(t.x));
+  require_same_floats(b.predict(test), b.predict_with_xgboost(test));
+}
