@@ -112,6 +112,7 @@ void node_free(void* p, size_t bytes) {
     shared.free[c] = b;
     return;
   }
+  (void)&thread_lists_return;  // a thread that only frees nodes hands them back too
   b->next = thread_lists.free[c];
   thread_lists.free[c] = b;
 }
