@@ -2,16 +2,21 @@
 
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "cost_model/tree_ensemble.h"
 
 // Throws with file:line, the call as written and XGBoost's own message.
 #define CUTUNE_XGB_CHECK(call)                                                               \
@@ -34,6 +39,7 @@ std::string last_xgb_error() {
 constexpr const char* kSchemaAttr = "cutune_feature_schema";
 constexpr const char* kFeatureCountAttr = "cutune_feature_count";
 constexpr const char* kOptionsAttr = "cutune_options";
+constexpr const char* kColumnsAttr = "cutune_columns";
 constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 
 // Owns one DMatrix for the duration of a call.
@@ -96,7 +102,8 @@ nlohmann::json options_to_json(const RankModelOptions& o) {
           {"lambda", o.lambda},
           {"max_bin", o.max_bin},
           {"nthread", o.nthread},
-          {"seed", o.seed}};
+          {"seed", o.seed},
+          {"drop_redundant_columns", o.drop_redundant_columns}};
 }
 
 RankModelOptions options_from_json(const nlohmann::json& j) {
@@ -115,6 +122,7 @@ RankModelOptions options_from_json(const nlohmann::json& j) {
   o.max_bin = j.at("max_bin").get<int>();
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
+  o.drop_redundant_columns = j.value("drop_redundant_columns", false);  // older models: all
   return o;
 }
 
@@ -140,6 +148,88 @@ std::string get_attr(BoosterHandle booster, const char* key) {
   int found = 0;
   CUTUNE_XGB_CHECK(XGBoosterGetAttr(booster, key, &out, &found));
   return found ? std::string(out) : std::string();
+}
+
+// Columns a tree can split on, each once. Dropped: columns constant over the rows; columns
+// equal (bit for bit) to an earlier kept one; and columns that order the rows as an earlier
+// kept one does (the same ranks, ties included) where both have at most max_bin / 2
+// distinct values and no NaN. Such a pair gives XGBoost's hist method the same bins (every
+// distinct value its own bin), so every node's histograms of the two are the same sums in
+// the same order and their best splits the same gains; XGBoost keeps the lower feature index
+// on a tie, so the first of the pair is the one its trees would use, and trees trained
+// without the other are the same trees (tests/cost_model/test_tree_ensemble.cc compares).
+std::vector<int> splittable_columns(const FeatureMatrix& x, int max_bin) {
+  std::vector<int> out;
+  std::unordered_map<uint64_t, std::vector<int>> by_bits, by_ranks;  // of kept columns
+  std::vector<float> col(x.rows), other(x.rows), sorted;
+  std::vector<int32_t> ranks(x.rows), other_ranks(x.rows);
+  auto column = [&](int c, std::vector<float>& v) {
+    for (int r = 0; r < x.rows; ++r) v[r] = x.data[size_t(r) * x.cols + c];
+  };
+  // Dense ranks of v, or false if v has NaN or more than max_bin / 2 distinct values.
+  auto rank = [&](const std::vector<float>& v, std::vector<int32_t>& out_ranks) {
+    sorted = v;
+    if (std::any_of(sorted.begin(), sorted.end(), [](float f) { return std::isnan(f); })) {
+      return false;
+    }
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    if (sorted.size() > static_cast<size_t>(max_bin / 2)) return false;
+    for (int r = 0; r < x.rows; ++r) {
+      out_ranks[r] = static_cast<int32_t>(std::lower_bound(sorted.begin(), sorted.end(), v[r]) -
+                                          sorted.begin());
+    }
+    return true;
+  };
+  auto hash = [](const void* data, size_t bytes) {
+    uint64_t h = 1469598103934665603ull;
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+  };
+  for (int c = 0; c < x.cols; ++c) {
+    column(c, col);
+    if (std::all_of(col.begin(), col.end(),
+                    [&](float v) { return std::memcmp(&v, &col[0], sizeof(float)) == 0; })) {
+      continue;
+    }
+    std::vector<int>& same_bits = by_bits[hash(col.data(), col.size() * sizeof(float))];
+    bool copy = false;
+    for (int k : same_bits) {
+      column(k, other);
+      copy = std::memcmp(other.data(), col.data(), col.size() * sizeof(float)) == 0;
+      if (copy) break;
+    }
+    if (copy) continue;
+    std::vector<int>* same_ranks = nullptr;
+    if (rank(col, ranks)) {
+      same_ranks = &by_ranks[hash(ranks.data(), ranks.size() * sizeof(int32_t))];
+      for (int k : *same_ranks) {
+        column(k, other);
+        rank(other, other_ranks);
+        copy = other_ranks == ranks;
+        if (copy) break;
+      }
+      if (copy) continue;
+    }
+    same_bits.push_back(c);
+    if (same_ranks) same_ranks->push_back(c);
+    out.push_back(c);
+  }
+  // Nothing to split on: keep one column, so that XGBoost still has a matrix to fit (its
+  // trees are single leaves).
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+FeatureMatrix select_columns(const FeatureMatrix& x, const std::vector<int>& columns) {
+  FeatureMatrix out = FeatureMatrix::zeros(x.rows, static_cast<int>(columns.size()));
+  for (int r = 0; r < x.rows; ++r) {
+    const float* in = x.data.data() + static_cast<size_t>(r) * x.cols;
+    float* o = out.data.data() + static_cast<size_t>(r) * out.cols;
+    for (size_t k = 0; k < columns.size(); ++k) o[k] = in[columns[k]];
+  }
+  return out;
 }
 
 }  // namespace
@@ -176,7 +266,9 @@ RankModel::RankModel(RankModel&& other) noexcept
     : schema_(std::move(other.schema_)),
       options_(other.options_),
       feature_count_(std::exchange(other.feature_count_, 0)),
-      booster_(std::exchange(other.booster_, nullptr)) {}
+      booster_(std::exchange(other.booster_, nullptr)),
+      columns_(std::move(other.columns_)),
+      trees_(std::move(other.trees_)) {}
 
 RankModel& RankModel::operator=(RankModel&& other) noexcept {
   if (this != &other) {
@@ -185,6 +277,8 @@ RankModel& RankModel::operator=(RankModel&& other) noexcept {
     options_ = other.options_;
     feature_count_ = std::exchange(other.feature_count_, 0);
     booster_ = std::exchange(other.booster_, nullptr);
+    columns_ = std::move(other.columns_);
+    trees_ = std::move(other.trees_);
   }
   return *this;
 }
@@ -193,6 +287,8 @@ void RankModel::free_booster() noexcept {
   if (booster_ != nullptr) XGBoosterFree(booster_);
   booster_ = nullptr;
   feature_count_ = 0;
+  columns_.clear();
+  trees_.reset();
 }
 
 void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
@@ -218,7 +314,17 @@ void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
     }
   }
 
-  DMatrix train = DMatrix::dense(x, options_.nthread);
+  std::vector<int> columns;
+  if (options_.drop_redundant_columns) {
+    columns = splittable_columns(x, options_.max_bin);
+  } else {
+    columns.resize(x.cols);
+    std::iota(columns.begin(), columns.end(), 0);
+  }
+  FeatureMatrix kept;
+  const bool all = static_cast<int>(columns.size()) == x.cols;
+  if (!all) kept = select_columns(x, columns);
+  DMatrix train = DMatrix::dense(all ? x : kept, options_.nthread);
   train.set_floats("label", labels);
   if (!group_sizes.empty()) train.set_uints("group", group_sizes);
   if (!base_margin.empty()) train.set_floats("base_margin", base_margin);
@@ -229,7 +335,9 @@ void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
   // Owned by this from here on; a failing call below leaves the model untrained.
   booster_ = booster;
   try {
+    columns_ = std::move(columns);
     train_booster(train_handle, x.cols);
+    flatten();
   } catch (...) {
     free_booster();
     throw;
@@ -264,11 +372,21 @@ void RankModel::train_booster(void* train, int cols) {
   CUTUNE_XGB_CHECK(XGBoosterSetAttr(booster, kFeatureCountAttr, std::to_string(cols).c_str()));
   CUTUNE_XGB_CHECK(
       XGBoosterSetAttr(booster, kOptionsAttr, options_to_json(options_).dump().c_str()));
+  CUTUNE_XGB_CHECK(
+      XGBoosterSetAttr(booster, kColumnsAttr, nlohmann::json(columns_).dump().c_str()));
   feature_count_ = cols;
 }
 
-std::vector<float> RankModel::predict(const FeatureMatrix& x,
-                                      std::span<const float> base_margin) const {
+void RankModel::flatten() {
+  bst_ulong length = 0;
+  const char* bytes = nullptr;
+  CUTUNE_XGB_CHECK(XGBoosterSaveModelToBuffer(booster_, R"({"format": "ubj"})", &length, &bytes));
+  trees_ = std::make_unique<TreeEnsemble>(TreeEnsemble::from_ubjson(
+      {reinterpret_cast<const uint8_t*>(bytes), static_cast<size_t>(length)}, columns_));
+}
+
+void RankModel::check_predict_args(const FeatureMatrix& x,
+                                   std::span<const float> base_margin) const {
   if (!trained()) throw std::logic_error("RankModel::predict: the model is not trained");
   if (x.cols != feature_count_ || x.data.size() != static_cast<size_t>(x.rows) * x.cols) {
     throw std::invalid_argument(
@@ -279,12 +397,29 @@ std::vector<float> RankModel::predict(const FeatureMatrix& x,
     throw std::invalid_argument(
         fmt::format("RankModel::predict: {} base margins for {} rows", base_margin.size(), x.rows));
   }
+}
+
+std::vector<float> RankModel::predict(const FeatureMatrix& x,
+                                      std::span<const float> base_margin) const {
+  check_predict_args(x, base_margin);
+  std::vector<float> out(x.rows);
+  trees_->predict(x, base_margin, out);
+  return out;
+}
+
+std::vector<float> RankModel::predict_with_xgboost(const FeatureMatrix& x,
+                                                   std::span<const float> base_margin) const {
+  check_predict_args(x, base_margin);
+  FeatureMatrix kept;
+  const bool all = static_cast<int>(columns_.size()) == x.cols;
+  if (!all) kept = select_columns(x, columns_);
+  const FeatureMatrix& in = all ? x : kept;
   if (x.rows == 0) return {};
 
   // Inplace prediction reads the caller's buffer directly; the proxy carries only the margin.
   std::string array =
       fmt::format(R"({{"data": [{}, true], "shape": [{}, {}], "typestr": "<f4", "version": 3}})",
-                  reinterpret_cast<uintptr_t>(x.data.data()), x.rows, x.cols);
+                  reinterpret_cast<uintptr_t>(in.data.data()), in.rows, in.cols);
   const char* config =
       R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "cache_id": 0, )"
       R"("strict_shape": false, "missing": NaN})";
@@ -355,6 +490,20 @@ RankModel RankModel::load(const std::filesystem::path& path, std::string_view ex
   }
   model.options_ = options_from_json(nlohmann::json::parse(options_text));
   model.feature_count_ = cols;
+  std::string columns_text = get_attr(booster, kColumnsAttr);
+  if (columns_text.empty()) {  // a model from before columns were dropped: all of them
+    model.columns_.resize(cols);
+    std::iota(model.columns_.begin(), model.columns_.end(), 0);
+  } else {
+    model.columns_ = nlohmann::json::parse(columns_text).get<std::vector<int>>();
+    for (int c : model.columns_) {
+      if (c < 0 || c >= cols) {
+        throw std::runtime_error(fmt::format(
+            "{} is not a cutune cost model: column {} of {} features", path.string(), c, cols));
+      }
+    }
+  }
+  model.flatten();
   return model;
 }
 

@@ -1,12 +1,147 @@
 #include "src/ir/ir.h"
 
+#include <mutex>
+#include <new>
+#include <vector>
+
 #include <fmt/format.h>
 
 namespace cutune::ir {
 
 namespace {
 
-void check(bool ok, const char* what, const std::string& detail = {}) {
+// Node memory. A template's build makes a few hundred small nodes and drops them soon after
+// (feature extraction builds a kernel per configuration: tens of thousands a tuning round),
+// so every node comes from per-thread free lists of fixed-size blocks instead of malloc.
+// Blocks are carved from 64 KiB chunks that are never returned (a block freed on another
+// thread joins that thread's lists); a thread's lists pass to a shared one when it ends, and
+// a thread out of blocks takes the shared list before carving a chunk. Memory held is thus
+// the peak of live nodes, not their churn.
+constexpr size_t kGranule = 16;
+constexpr size_t kClasses = 16;  // blocks of 16, 32, ..., 256 bytes; larger nodes use new
+constexpr size_t kChunkBytes = 64 * 1024;
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+struct SharedLists {
+  std::mutex mutex;
+  FreeBlock* free[kClasses] = {};
+  std::vector<void*> chunks;  // kept reachable: never freed
+};
+
+SharedLists& shared_lists() {
+  static SharedLists* lists = new SharedLists;  // never destroyed: nodes may outlive statics
+  return *lists;
+}
+
+// Trivially destructible, so that it stays usable while other thread-locals are destroyed.
+struct ThreadLists {
+  FreeBlock* free[kClasses];
+  bool closed;  // the thread is ending: frees go to the shared lists
+};
+thread_local ThreadLists thread_lists{};
+
+// Hands the thread's blocks to the shared lists when the thread ends.
+struct ThreadListsReturn {
+  ~ThreadListsReturn() {
+    SharedLists& shared = shared_lists();
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    for (size_t c = 0; c < kClasses; ++c) {
+      while (FreeBlock* b = thread_lists.free[c]) {
+        thread_lists.free[c] = b->next;
+        b->next = shared.free[c];
+        shared.free[c] = b;
+      }
+    }
+    thread_lists.closed = true;
+  }
+};
+thread_local ThreadListsReturn thread_lists_return;
+
+void refill(size_t c) {
+  (void)&thread_lists_return;  // constructed in each thread that allocates nodes
+  SharedLists& shared = shared_lists();
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  if (shared.free[c] != nullptr) {
+    thread_lists.free[c] = std::exchange(shared.free[c], nullptr);
+    return;
+  }
+  const size_t size = (c + 1) * kGranule;
+  char* chunk = static_cast<char*>(::operator new(kChunkBytes));
+  shared.chunks.push_back(chunk);
+  FreeBlock* head = thread_lists.free[c];
+  for (size_t off = 0; off + size <= kChunkBytes; off += size) {
+    auto* b = reinterpret_cast<FreeBlock*>(chunk + off);
+    b->next = head;
+    head = b;
+  }
+  thread_lists.free[c] = head;
+}
+
+void* node_allocate(size_t bytes) {
+  if (bytes == 0 || bytes > kGranule * kClasses) return ::operator new(bytes);
+  const size_t c = (bytes - 1) / kGranule;
+  if (thread_lists.closed) {
+    SharedLists& shared = shared_lists();
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    if (FreeBlock* b = shared.free[c]) {
+      shared.free[c] = b->next;
+      return b;
+    }
+    return ::operator new(bytes);  // rare: at thread exit; never pooled again (see free)
+  }
+  if (thread_lists.free[c] == nullptr) refill(c);
+  FreeBlock* b = thread_lists.free[c];
+  thread_lists.free[c] = b->next;
+  return b;
+}
+
+void node_free(void* p, size_t bytes) {
+  if (bytes == 0 || bytes > kGranule * kClasses) {
+    ::operator delete(p);
+    return;
+  }
+  const size_t c = (bytes - 1) / kGranule;
+  auto* b = static_cast<FreeBlock*>(p);
+  if (thread_lists.closed) {
+    SharedLists& shared = shared_lists();
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    b->next = shared.free[c];
+    shared.free[c] = b;
+    return;
+  }
+  (void)&thread_lists_return;  // a thread that only frees nodes hands them back too
+  b->next = thread_lists.free[c];
+  thread_lists.free[c] = b;
+}
+
+// The allocator std::allocate_shared rebinds to its node-plus-count block.
+template <typename T>
+struct NodeAllocator {
+  using value_type = T;
+  NodeAllocator() = default;
+  template <typename U>
+  NodeAllocator(const NodeAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) {
+    static_assert(alignof(T) <= kGranule, "node alignment above the pool's");
+    return static_cast<T*>(node_allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) { node_free(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const NodeAllocator<U>&) const {
+    return true;
+  }
+};
+
+template <typename T, typename... Args>
+std::shared_ptr<const T> make_node(Args&&... args) {
+  return std::allocate_shared<const T>(NodeAllocator<T>(), std::forward<Args>(args)...);
+}
+
+// The detail is a view: building a node must not pay for a message it will not print.
+void check(bool ok, const char* what, std::string_view detail = {}) {
   if (!ok) throw IRError(detail.empty() ? std::string(what) : fmt::format("{}: {}", what, detail));
 }
 
@@ -124,8 +259,7 @@ Buffer Buffer::make(std::string name, Type type, MemoryScope scope, int64_t elem
   check(type.lanes == 1, "Buffer element type must be scalar", name);
   check(elements > 0, "Buffer needs a positive size", name);
   Buffer b;
-  b.node_ = std::make_shared<const BufferNode>(
-      BufferNode{std::move(name), type, scope, elements, read_only});
+  b.node_ = make_node<BufferNode>(BufferNode{std::move(name), type, scope, elements, read_only});
   return b;
 }
 
@@ -136,21 +270,22 @@ Expr::Expr(float value) : Expr(FloatImm::make(Type::f32(), value)) {}
 Expr IntImm::make(Type t, int64_t value) {
   check(t.is_int() || t.is_bool(), "IntImm needs an integer type");
   if (t.dtype == DType::Int32) {
-    check(value >= INT32_MIN && value <= INT32_MAX, "IntImm out of Int32 range",
-          std::to_string(value));
+    if (value < INT32_MIN || value > INT32_MAX) {
+      check(false, "IntImm out of Int32 range", std::to_string(value));
+    }
   }
-  return Expr(std::make_shared<const IntImm>(t, value));
+  return Expr(make_node<IntImm>(t, value));
 }
 
 Expr FloatImm::make(Type t, double value) {
   check(t.is_float() && !t.is_storage_only() && t.lanes == 1, "FloatImm needs a scalar float type");
-  return Expr(std::make_shared<const FloatImm>(t, value));
+  return Expr(make_node<FloatImm>(t, value));
 }
 
 Expr Var::make(Type t, std::string name) {
   check(!name.empty(), "Var needs a name");
   check(t.lanes == 1, "Var must be scalar", name);
-  return Expr(std::make_shared<const Var>(t, std::move(name)));
+  return Expr(make_node<Var>(t, std::move(name)));
 }
 
 template <NodeKind K>
@@ -168,7 +303,7 @@ Expr BinaryNode<K>::make(Expr a, Expr b) {
     check(!t.is_bool(), "arithmetic on Bool", node_kind_name(K));
     check(t.lanes == 1, "arithmetic is scalar", node_kind_name(K));
   }
-  return Expr(std::make_shared<const BinaryNode<K>>(t, std::move(a), std::move(b)));
+  return Expr(make_node<BinaryNode<K>>(t, std::move(a), std::move(b)));
 }
 
 template struct BinaryNode<NodeKind::Add>;
@@ -189,14 +324,14 @@ template struct BinaryNode<NodeKind::Or>;
 
 Expr Not::make(Expr a) {
   check(a.defined() && a.type().is_bool(), "Not needs a Bool operand");
-  return Expr(std::make_shared<const Not>(std::move(a)));
+  return Expr(make_node<Not>(std::move(a)));
 }
 
 Expr Select::make(Expr c, Expr t, Expr f) {
   check(c.defined() && c.type().is_bool(), "Select condition must be Bool");
   check(t.defined() && f.defined() && t.type() == f.type(), "Select branches differ in type");
   Type ty = t.type();
-  return Expr(std::make_shared<const Select>(ty, std::move(c), std::move(t), std::move(f)));
+  return Expr(make_node<Select>(ty, std::move(c), std::move(t), std::move(f)));
 }
 
 Expr Load::make(Buffer buffer, Expr index, int lanes) {
@@ -204,11 +339,12 @@ Expr Load::make(Buffer buffer, Expr index, int lanes) {
   check(index.defined() && index.type() == Type::i32(), "Load index must be Int32", buffer->name);
   check(lanes == 1 || lanes == 2 || lanes == 4, "Load lanes must be 1, 2 or 4", buffer->name);
   if (auto i = as_const_int(index)) {
-    check(*i >= 0 && *i + lanes <= buffer->elements, "constant Load index out of bounds",
-          fmt::format("{}[{}]", buffer->name, *i));
+    if (*i < 0 || *i + lanes > buffer->elements) {
+      check(false, "constant Load index out of bounds", fmt::format("{}[{}]", buffer->name, *i));
+    }
   }
   Type t = buffer->type.with_lanes(lanes);
-  return Expr(std::make_shared<const Load>(t, std::move(buffer), std::move(index)));
+  return Expr(make_node<Load>(t, std::move(buffer), std::move(index)));
 }
 
 Expr Cast::make(Type t, Expr value) {
@@ -217,7 +353,7 @@ Expr Cast::make(Type t, Expr value) {
   check(!t.is_storage_only() && !value.type().is_storage_only(),
         "Cast to or from a storage-only type: use a conversion intrinsic");
   if (t == value.type()) return value;
-  return Expr(std::make_shared<const Cast>(t, std::move(value)));
+  return Expr(make_node<Cast>(t, std::move(value)));
 }
 
 Expr Call::make(Type t, std::string name, std::vector<Expr> args) {
@@ -228,7 +364,7 @@ Expr Call::make(Type t, std::string name, std::vector<Expr> args) {
           "address_of takes one scalar Load");
     check(t == args[0].type(), "address_of has the type of the element it points to");
   }
-  return Expr(std::make_shared<const Call>(t, std::move(name), std::move(args)));
+  return Expr(make_node<Call>(t, std::move(name), std::move(args)));
 }
 
 Expr For::var_expr() const { return Var::make(Type::i32(), var); }
@@ -246,8 +382,8 @@ Stmt For::make(std::string var, Expr min, Expr extent, ForKind kind, Stmt body) 
   if (kind == ForKind::unrolled || kind == ForKind::vectorized) {
     check(as_const_int(extent).has_value(), "an unrolled loop has a constant extent", var);
   }
-  return Stmt(std::make_shared<const For>(std::move(var), std::move(min), std::move(extent), kind,
-                                          std::move(body)));
+  return Stmt(
+      make_node<For>(std::move(var), std::move(min), std::move(extent), kind, std::move(body)));
 }
 
 Stmt Allocate::make(Buffer buffer, Stmt body) {
@@ -255,7 +391,7 @@ Stmt Allocate::make(Buffer buffer, Stmt body) {
   check(buffer->scope != MemoryScope::global, "global buffers are parameters, not allocations",
         buffer->name);
   check(body.defined(), "Allocate needs a body", buffer->name);
-  return Stmt(std::make_shared<const Allocate>(std::move(buffer), std::move(body)));
+  return Stmt(make_node<Allocate>(std::move(buffer), std::move(body)));
 }
 
 Stmt Store::make(Buffer buffer, Expr index, Expr value) {
@@ -269,19 +405,20 @@ Stmt Store::make(Buffer buffer, Expr index, Expr value) {
   int lanes = value.type().lanes;
   check(lanes == 1 || lanes == 2 || lanes == 4, "Store lanes must be 1, 2 or 4", buffer->name);
   if (auto i = as_const_int(index)) {
-    check(*i >= 0 && *i + lanes <= buffer->elements, "constant Store index out of bounds",
-          fmt::format("{}[{}]", buffer->name, *i));
+    if (*i < 0 || *i + lanes > buffer->elements) {
+      check(false, "constant Store index out of bounds", fmt::format("{}[{}]", buffer->name, *i));
+    }
   }
-  return Stmt(std::make_shared<const Store>(std::move(buffer), std::move(index), std::move(value)));
+  return Stmt(make_node<Store>(std::move(buffer), std::move(index), std::move(value)));
 }
 
-Stmt Sync::make() { return Stmt(std::make_shared<const Sync>()); }
+Stmt Sync::make() { return Stmt(make_node<Sync>()); }
 
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
   check(condition.defined() && condition.type().is_bool(), "IfThenElse condition must be Bool");
   check(then_case.defined(), "IfThenElse needs a then case");
-  return Stmt(std::make_shared<const IfThenElse>(std::move(condition), std::move(then_case),
-                                                 std::move(else_case)));
+  return Stmt(
+      make_node<IfThenElse>(std::move(condition), std::move(then_case), std::move(else_case)));
 }
 
 Stmt Block::make(std::vector<Stmt> stmts) {
@@ -296,7 +433,7 @@ Stmt Block::make(std::vector<Stmt> stmts) {
   }
   check(!flat.empty(), "Block with no statements");
   if (flat.size() == 1) return flat.front();
-  return Stmt(std::make_shared<const Block>(std::move(flat)));
+  return Stmt(make_node<Block>(std::move(flat)));
 }
 
 Expr LetStmt::var_expr() const { return Var::make(value.type(), var); }
@@ -305,12 +442,12 @@ Stmt LetStmt::make(std::string var, Expr value, Stmt body) {
   check(!var.empty(), "LetStmt needs a name");
   check(value.defined() && value.type().lanes == 1, "LetStmt value must be a scalar", var);
   check(body.defined(), "LetStmt needs a body", var);
-  return Stmt(std::make_shared<const LetStmt>(std::move(var), std::move(value), std::move(body)));
+  return Stmt(make_node<LetStmt>(std::move(var), std::move(value), std::move(body)));
 }
 
 Stmt Evaluate::make(Expr value) {
   check(value.defined(), "Evaluate of an undefined value");
-  return Stmt(std::make_shared<const Evaluate>(std::move(value)));
+  return Stmt(make_node<Evaluate>(std::move(value)));
 }
 
 std::optional<int64_t> as_const_int(const Expr& e) {

@@ -4,13 +4,20 @@
 
 namespace cutune {
 
-FeatureCache::FeatureCache(const cost_model::FeatureExtractor& extractor)
-    : extractor_(extractor), cols_(extractor.size()) {}
+FeatureCache::FeatureCache(const cost_model::FeatureExtractor& extractor, size_t max_bytes)
+    : extractor_(extractor),
+      cols_(extractor.size()),
+      max_rows_(std::max<size_t>(1, max_bytes / (sizeof(float) * std::max(1, cols_)))) {}
 
 std::span<const float> FeatureCache::row(const Config& config) {
   uint64_t index = config.index();
   auto it = row_of_.find(index);
   if (it == row_of_.end()) {
+    if (row_of_.size() >= max_rows_) {
+      row_of_.clear();
+      data_.clear();
+      ++clears_;
+    }
     size_t offset = data_.size();
     data_.resize(offset + cols_);
     extractor_.extract(config, std::span<float>(data_.data() + offset, cols_));
