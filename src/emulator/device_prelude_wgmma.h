@@ -52,9 +52,10 @@ struct cutune_emu_wgmma_lane {
 
 // Reads the 16-bit element (mn, k) of the operand `desc` describes, as a float.
 template <bool kBf16>
-static CUTUNE_EMU_UNCHECKED const char* cutune_emu_wgmma_element(
-    const cutune_emu_abi::Thread* t, unsigned long long desc, bool mn_major, unsigned mn,
-    unsigned k, float* out) {
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_wgmma_element(const cutune_emu_abi::Thread* t,
+                                                                 unsigned long long desc,
+                                                                 bool mn_major, unsigned mn,
+                                                                 unsigned k, float* out) {
   unsigned address = cutune_wgmma_element_address(desc, mn_major, mn, k);
   if ((unsigned long)address + 2 > t->shared_window_bytes) {
     return "a wgmma descriptor addresses past the block's shared memory";
@@ -127,28 +128,29 @@ static inline void cutune_emu_wgmma(float* d, const unsigned* a, unsigned long l
                                   &args, line);
 }
 
-#define CUTUNE_EMU_WGMMA_SS(n_, ty, bf, ta, tb, sfx)                                          \
-  static __forceinline__ void cutune_wgmma_m64n##n_##k16_f32_##ty##_ss_##sfx(                \
-      float* d, unsigned long long desc_a, unsigned long long desc_b, int scale_d,         \
-      int line = __builtin_LINE()) {                                                       \
-    cutune_emu_wgmma<n_, bf, ta, tb, false>(d, nullptr, desc_a, desc_b, scale_d, line,      \
-                                           "cutune_wgmma_m64n" #n_ "k16_f32_" #ty "_ss_" #sfx); \
+#define CUTUNE_EMU_WGMMA_SS(n_, ty, bf, ta, tb, sfx)                                             \
+  static __forceinline__ void cutune_wgmma_m64n##n_##k16_f32_##ty##_ss_##sfx(                    \
+      float* d, unsigned long long desc_a, unsigned long long desc_b, int scale_d,               \
+      int line = __builtin_LINE()) {                                                             \
+    cutune_emu_wgmma<n_, bf, ta, tb, false>(d, nullptr, desc_a, desc_b, scale_d, line,           \
+                                            "cutune_wgmma_m64n" #n_ "k16_f32_" #ty "_ss_" #sfx); \
   }
-#define CUTUNE_EMU_WGMMA_RS(n_, ty, bf, tb, sfx)                                               \
-  static __forceinline__ void cutune_wgmma_m64n##n_##k16_f32_##ty##_rs_##sfx(                 \
-      float* d, const unsigned* a, unsigned long long desc_b, int scale_d,                  \
-      int line = __builtin_LINE()) {                                                        \
-    cutune_emu_wgmma<n_, bf, false, tb, true>(d, a, 0, desc_b, scale_d, line,                \
-                                             "cutune_wgmma_m64n" #n_ "k16_f32_" #ty "_rs_" #sfx); \
+#define CUTUNE_EMU_WGMMA_RS(n_, ty, bf, tb, sfx)                                                   \
+  static __forceinline__ void cutune_wgmma_m64n##n_##k16_f32_##ty##_rs_##sfx(                      \
+      float* d, const unsigned* a, unsigned long long desc_b, int scale_d,                         \
+      int line = __builtin_LINE()) {                                                               \
+    cutune_emu_wgmma<n_, bf, false, tb, true>(d, a, 0, desc_b, scale_d, line,                      \
+                                              "cutune_wgmma_m64n" #n_ "k16_f32_" #ty "_rs_" #sfx); \
   }
-#define CUTUNE_EMU_WGMMA_TYPE(n_, ty, bf)       \
+#define CUTUNE_EMU_WGMMA_TYPE(n_, ty, bf)           \
   CUTUNE_EMU_WGMMA_SS(n_, ty, bf, false, false, nn) \
   CUTUNE_EMU_WGMMA_SS(n_, ty, bf, false, true, nt)  \
   CUTUNE_EMU_WGMMA_SS(n_, ty, bf, true, false, tn)  \
   CUTUNE_EMU_WGMMA_SS(n_, ty, bf, true, true, tt)   \
   CUTUNE_EMU_WGMMA_RS(n_, ty, bf, false, n)         \
   CUTUNE_EMU_WGMMA_RS(n_, ty, bf, true, t)
-#define CUTUNE_EMU_WGMMA_N(n_) CUTUNE_EMU_WGMMA_TYPE(n_, f16, false) CUTUNE_EMU_WGMMA_TYPE(n_, bf16, true)
+#define CUTUNE_EMU_WGMMA_N(n_) \
+  CUTUNE_EMU_WGMMA_TYPE(n_, f16, false) CUTUNE_EMU_WGMMA_TYPE(n_, bf16, true)
 CUTUNE_EMU_WGMMA_N(8)
 CUTUNE_EMU_WGMMA_N(16)
 CUTUNE_EMU_WGMMA_N(24)
@@ -210,14 +212,14 @@ static inline void cutune_fence_proxy_async() { __asm__ __volatile__("" ::: "mem
 static CUTUNE_EMU_UNCHECKED const char* cutune_emu_setmaxnreg_run(void* const*, unsigned) {
   return nullptr;
 }
-#define CUTUNE_EMU_SETMAXNREG(count)                                                       \
-  static inline void cutune_setmaxnreg_inc_##count(int line = __builtin_LINE()) {          \
+#define CUTUNE_EMU_SETMAXNREG(count)                                                             \
+  static inline void cutune_setmaxnreg_inc_##count(int line = __builtin_LINE()) {                \
     cutune_emu_warpgroup_collective(&cutune_emu_setmaxnreg_run, "cutune_setmaxnreg_inc_" #count, \
-                                    nullptr, line);                                        \
-  }                                                                                        \
-  static inline void cutune_setmaxnreg_dec_##count(int line = __builtin_LINE()) {          \
+                                    nullptr, line);                                              \
+  }                                                                                              \
+  static inline void cutune_setmaxnreg_dec_##count(int line = __builtin_LINE()) {                \
     cutune_emu_warpgroup_collective(&cutune_emu_setmaxnreg_run, "cutune_setmaxnreg_dec_" #count, \
-                                    nullptr, line);                                        \
+                                    nullptr, line);                                              \
   }
 CUTUNE_EMU_SETMAXNREG(24)
 CUTUNE_EMU_SETMAXNREG(32)
