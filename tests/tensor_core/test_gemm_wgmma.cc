@@ -67,6 +67,38 @@ TEST_CASE("the reference configurations of the wgmma GEMMs match", "[wgmma][emul
   }
 }
 
+TEST_CASE("the knobs' less common choices match", "[wgmma][emulator]") {
+  // Two consumer warpgroups with split-K atomics and 32-byte swizzle; the interleaved layout
+  // with 8-byte copies, 6 stages and the staged epilogue; 64-byte swizzle, element copies of
+  // odd rows, 192-row tiles of three strips.
+  struct Case {
+    const char* name;
+    std::vector<int64_t> shape;
+    const char* knobs;
+  };
+  for (const Case& c :
+       {Case{"gemm_fp16_wgmma_nt",
+             {200, 72, 96},
+             R"({"knobs":{"block_m":128,"block_n":64,"block_k":32,"stages":2,"warpgroups":2,)"
+             R"("swizzle":32,"copy_bytes":16,"raster_group":4,"split_k":2,"epilogue":0}})"},
+        Case{"gemm_bf16_wgmma_nn",
+             {72, 200, 40},
+             R"({"knobs":{"block_m":64,"block_n":128,"block_k":32,"stages":6,"warpgroups":1,)"
+             R"("swizzle":0,"copy_bytes":8,"raster_group":1,"split_k":1,"epilogue":2}})"},
+        Case{"gemm_fp16_wgmma_nn",
+             {200, 96, 33},
+             R"({"knobs":{"block_m":192,"block_n":64,"block_k":64,"stages":3,"warpgroups":1,)"
+             R"("swizzle":64,"copy_bytes":2,"raster_group":8,"split_k":1,"epilogue":1}})"}}) {
+    auto tmpl = make_template(std::string(c.name).substr(0, 9), c.shape, c.name);
+    Config config = test::tc_config(*tmpl, c.knobs);
+    REQUIRE(tmpl->space().is_valid(config));
+    emu::Emulator emulator;
+    EmulatedCheck r = check_in_emulator(*tmpl, config, ir::TargetLimits{}, emulator);
+    INFO(test::describe(*tmpl, config) << "\nstatus " << r.status << ": " << r.message);
+    CHECK(r.passed);
+  }
+}
+
 TEST_CASE("20 gemm_fp16_wgmma_nn configurations on 72x200x40 match", "[wgmma][emulator]") {
   emulate_sample("gemm_fp16", "gemm_fp16_wgmma_nn", {72, 200, 40}, 20, 1201);
 }
