@@ -85,10 +85,10 @@ struct WgmmaTile {
     return at + xor_bits(chunk, phase, bits) * 8;
   }
   // Element offset of the start of a descriptor for rows row0.. of a K-major tile at k-step kk.
-  Expr k_major_start(const Expr& slot, int row0, const Expr& kk) const {
+  Expr k_major_start(const Expr& slot, const Expr& row0, const Expr& kk) const {
     const int w = p->row_bytes(), e = p->column_elems();
     return i32(base) + slot * i32(stage_elements()) + kk * 16 / e * i32(int64_t{rows} * w / 2) +
-           i32(int64_t{row0} * w / 2) + kk * 16 % e;
+           row0 * (w / 2) + kk * 16 % e;
   }
 };
 
@@ -297,7 +297,7 @@ Kernel GemmWgmmaTemplate::build(const Config& config) const {
   // block_k·16 and 8 of K by 128.
   const int w = p.row_bytes();
   const WgmmaSwizzle sw = swizzle_code(p.swizzle);
-  auto k_major_desc = [&](const WgmmaTile& t, const Expr& slot, int row0, const Expr& kk) {
+  auto k_major_desc = [&](const WgmmaTile& t, const Expr& slot, const Expr& row0, const Expr& kk) {
     const int lbo = p.swizzle == 0 ? t.rows * 16 : 16, sbo = p.swizzle == 0 ? 128 : 8 * w;
     return wgmma_descriptor(address_of(smem, t.k_major_start(slot, row0, kk)), lbo, sbo, sw);
   };
@@ -317,12 +317,8 @@ Kernel GemmWgmmaTemplate::build(const Config& config) const {
     // Strip j of warpgroup wg: tile rows wg·rows0 + 64·j, a multiple of 8 rows, so the
     // descriptor starts on a row group of the layout.
     Expr strip_rows = wg * rows0 + j * 64;
-    Expr a_start = i32(a_tile.base) + slot * i32(a_tile.stage_elements()) +
-                   kk * 16 / p.column_elems() * i32(int64_t{p.bm} * w / 2) + strip_rows * (w / 2) +
-                   kk * 16 % p.column_elems();
-    const int a_lbo = p.swizzle == 0 ? p.bm * 16 : 16, a_sbo = p.swizzle == 0 ? 128 : 8 * w;
-    Expr desc_a = wgmma_descriptor(address_of(smem, a_start), a_lbo, a_sbo, sw);
-    Expr desc_b = nn ? mn_major_desc(b_tile, slot, kk) : k_major_desc(b_tile, slot, 0, kk);
+    Expr desc_a = k_major_desc(a_tile, slot, strip_rows, kk);
+    Expr desc_b = nn ? mn_major_desc(b_tile, slot, kk) : k_major_desc(b_tile, slot, i32(0), kk);
     Stmt mma = wgmma_ss(WgmmaShape{p.bn, input_, false, nn}, address_of(acc, j * per_strip), desc_a,
                         desc_b, i32(1));
     return Block::make({fence_acc, wgmma_fence(),
