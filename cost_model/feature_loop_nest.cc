@@ -536,6 +536,12 @@ class Analyzer {
         } else if (op->name.starts_with("cutune_mma_")) {
           ops.mma += 1;
           ops.float_ops += kMmaFlopsPerLane;
+        } else if (op->name.starts_with("cutune_wgmma_m64n")) {
+          // A warpgroup's m64nNk16 is N/8 m16n8k16s per warp: counted as that many mma.sync
+          // calls, with its 2·64·N·16/128 flops per thread.
+          const int n = std::stoi(op->name.substr(17));
+          ops.mma += n / 8.0;
+          ops.float_ops += 2.0 * 64 * n * 16 / 128;
         } else if (op->name.starts_with("cutune_cp_async_wait_")) {
           ops.wait_pending = std::max(ops.wait_pending, std::stoi(op->name.substr(21)));
         } else if (op->name == "cutune_cp_async_commit") {

@@ -7,6 +7,7 @@
 
 #include "src/codegen/cuda_intrinsics.h"
 #include "src/ir/expr_text.h"
+#include "src/ir/hopper_intrinsics.h"
 #include "src/ir/ir_operators.h"
 #include "src/ir/ir_visitor.h"
 #include "src/ir/simplify.h"
@@ -77,6 +78,11 @@ class CudaEmitter : public IRVisitor {
     style_.cuda = true;
     style_.non_negative = [this](const Expr& e) { return provably_non_negative(e, env_); };
     dynamic_shared_ = launch.shared_bytes > kMaxStaticShared;
+    // wgmma reads swizzled tiles whose pattern starts on a 1024-byte boundary of shared memory.
+    UsedNames used;
+    used.visit(k.body);
+    for (const std::string& name : used.calls) arch_specific_ = arch_specific_ || needs_sm90a(name);
+    shared_align_ = arch_specific_ ? 1024 : 16;
   }
 
   CudaSource emit() {
@@ -103,7 +109,10 @@ class CudaEmitter : public IRVisitor {
     for (const auto& [name, kind] : bound.vars) {
       line(fmt::format("const int {} = {};", name, hardware_index(kind)));
     }
-    if (dynamic_shared_) line("extern __shared__ __align__(16) unsigned char cutune_smem[];");
+    if (dynamic_shared_) {
+      line(fmt::format("extern __shared__ __align__({}) unsigned char cutune_smem[];",
+                       shared_align_));
+    }
     visit(kernel_.body);
     std::string body = std::move(out_);
 
@@ -130,6 +139,7 @@ class CudaEmitter : public IRVisitor {
     code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
                         launch_.threads_per_block(), kernel_.name, params, body);
     src.code = std::move(code);
+    src.arch_specific = arch_specific_;
     src.launch.grid =
         Dim3{static_cast<uint32_t>(launch_.grid[0]), static_cast<uint32_t>(launch_.grid[1]),
              static_cast<uint32_t>(launch_.grid[2])};
@@ -172,9 +182,11 @@ class CudaEmitter : public IRVisitor {
     if (b->scope == MemoryScope::shared && dynamic_shared_) {
       line(fmt::format("{0}* {1} = reinterpret_cast<{0}*>(cutune_smem + {2});", type, b->name,
                        dynamic_offset_));
-      dynamic_offset_ += (b->elements * b->type.bytes() + 15) / 16 * 16;
+      dynamic_offset_ +=
+          (b->elements * b->type.bytes() + shared_align_ - 1) / shared_align_ * shared_align_;
     } else if (b->scope == MemoryScope::shared) {
-      line(fmt::format("__shared__ __align__(16) {} {}[{}];", type, b->name, b->elements));
+      line(fmt::format("__shared__ __align__({}) {} {}[{}];", shared_align_, type, b->name,
+                       b->elements));
     } else {
       line(fmt::format("__align__(16) {} {}[{}];", type, b->name, b->elements));
     }
@@ -239,6 +251,8 @@ class CudaEmitter : public IRVisitor {
   int indent_ = 0;
   bool dynamic_shared_ = false;
   int64_t dynamic_offset_ = 0;
+  bool arch_specific_ = false;
+  int64_t shared_align_ = 16;
 };
 
 }  // namespace

@@ -1,9 +1,12 @@
 #include "src/codegen/cuda_intrinsics.h"
 
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "src/codegen/cuda_intrinsics_hopper.h"
 
 namespace cutune {
 
@@ -150,6 +153,18 @@ std::string intrinsic_definitions(const std::set<std::string>& used) {
   for (const auto& [name, text] : ptx_definitions()) {
     if (used.count(name)) ptx += text;
   }
+  // The Hopper ones are generated per name (src/codegen/cuda_intrinsics_hopper.cc).
+  std::string hopper;
+  for (const std::string& name : used) {
+    if (std::optional<std::string> text = hopper_ptx_definition(name)) hopper += *text;
+  }
+  if (used.count("cutune_wgmma_desc")) {
+    std::string helpers = wgmma_descriptor_text();
+    const std::string once = "#pragma once\n";
+    if (size_t at = helpers.find(once); at != std::string::npos) helpers.erase(at, once.size());
+    hopper = helpers + hopper;
+  }
+  ptx += hopper;
   for (const auto& [name, text] : plain_definitions()) {
     if (used.count(name)) plain += text;
   }

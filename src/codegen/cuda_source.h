@@ -39,6 +39,9 @@ struct CudaSource {
   std::string code;         // the whole translation unit; includes nothing
   std::vector<KernelParam> params;
   LaunchSpec launch;
+  // The kernel uses instructions of an architecture-specific feature set (sm_90a's wgmma and
+  // setmaxnreg): the builder compiles it for the "a" variant of its architecture.
+  bool arch_specific = false;
 };
 
 }  // namespace cutune

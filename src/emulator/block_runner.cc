@@ -88,6 +88,11 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.thread.grid_dim = {launch.grid.x, launch.grid.y, launch.grid.z};
     s.thread.barrier = &BlockRunner::barrier;
     s.thread.warp_collective = &BlockRunner::warp_collective;
+    s.thread.warpgroup_collective = &BlockRunner::warpgroup_collective;
+    s.thread.wgmma_issue = &BlockRunner::wgmma_issue;
+    s.thread.wgmma_fence = &BlockRunner::wgmma_fence;
+    s.thread.wgmma_commit = &BlockRunner::wgmma_commit;
+    s.thread.wgmma_wait = &BlockRunner::wgmma_wait;
     s.thread.cp_async = &BlockRunner::cp_async;
     s.thread.cp_async_commit = &BlockRunner::cp_async_commit;
     s.thread.cp_async_wait = &BlockRunner::cp_async_wait;
@@ -96,12 +101,17 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.runner = this;
     s.linear = static_cast<unsigned>(&s - slots_.data());
   }
-  if (tls_touch != nullptr && (poison_shared || sanitize)) {
+  // Always looked up: wgmma descriptors address shared memory relative to this block.
+  if (tls_touch != nullptr) {
     tls_touch();
     TlsSearch search{reinterpret_cast<uintptr_t>(tls_touch)};
     dl_iterate_phdr(find_tls, &search);
     tls_block_ = search.block;
     tls_bytes_ = search.bytes;
+  }
+  for (Slot& s : slots_) {
+    s.thread.shared_window = reinterpret_cast<unsigned char*>(tls_block_);
+    s.thread.shared_window_bytes = tls_bytes_;
   }
   if (sanitize) {
     sanitizer_ = std::make_unique<BlockSanitizer>(tls_block_, tls_bytes_,
@@ -133,7 +143,85 @@ void BlockRunner::warp_collective(cutune_emu_abi::Thread* self, cutune_emu_abi::
   s->collective_name = name;
   s->collective_args = args;
   s->mask = mask;
+  s->group_lanes = 32;
   suspend(s, State::at_warp);
+}
+
+void BlockRunner::warpgroup_collective(cutune_emu_abi::Thread* self,
+                                       cutune_emu_abi::WarpCollective fn, const char* name,
+                                       void* args, int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  s->line = line;
+  s->collective = fn;
+  s->collective_name = name;
+  s->collective_args = args;
+  s->mask = ~0u;
+  s->group_lanes = 128;
+  suspend(s, State::at_warp);
+}
+
+const char* BlockRunner::wgmma_issue(cutune_emu_abi::Thread* self, void* dst, int bytes,
+                                     float** result) {
+  Slot* s = static_cast<Slot*>(self->host);
+  if (!s->wgmma_fenced) {
+    return "wgmma.mma_async without a wgmma.fence since the thread's last wgmma.wait_group";
+  }
+  auto* begin = static_cast<unsigned char*>(dst);
+  PendingAccumulators* chained = nullptr;
+  for (PendingAccumulators& p : s->wgmma) {
+    auto* other = static_cast<unsigned char*>(p.dst);
+    if (p.superseded || other + p.bytes <= begin || begin + bytes <= other) continue;
+    // The ISA orders accumulator accesses of wgmmas of one shape on the same registers.
+    if (p.dst != dst || p.bytes != bytes) {
+      return "accumulator registers overlap those of an unfinished wgmma of another shape";
+    }
+    chained = &p;
+  }
+  PendingAccumulators next{dst, bytes, s->wgmma_commits, false, {}};
+  next.data.resize(static_cast<size_t>(bytes) / sizeof(float));
+  if (chained != nullptr) {
+    next.data = chained->data;
+    chained->superseded = true;
+  } else {
+    std::memcpy(next.data.data(), dst, static_cast<size_t>(bytes));
+  }
+  std::memset(dst, 0xff, static_cast<size_t>(bytes));
+  s->wgmma.push_back(std::move(next));
+  *result = s->wgmma.back().data.data();
+  return nullptr;
+}
+
+void BlockRunner::wgmma_fence(cutune_emu_abi::Thread* self) {
+  static_cast<Slot*>(self->host)->wgmma_fenced = true;
+}
+
+void BlockRunner::wgmma_commit(cutune_emu_abi::Thread* self) {
+  ++static_cast<Slot*>(self->host)->wgmma_commits;
+}
+
+void BlockRunner::wgmma_wait(cutune_emu_abi::Thread* self, int pending) {
+  Slot* s = static_cast<Slot*>(self->host);
+  uint64_t keep = static_cast<uint64_t>(pending);
+  uint64_t complete_below = s->wgmma_commits > keep ? s->wgmma_commits - keep : 0;
+  size_t kept = 0;
+  for (PendingAccumulators& p : s->wgmma) {
+    if (p.group >= complete_below) {
+      s->wgmma[kept++] = std::move(p);
+      continue;
+    }
+    if (p.superseded) continue;
+    const auto* regs = static_cast<const unsigned char*>(p.dst);
+    for (int i = 0; i < p.bytes; ++i) {
+      if (regs[i] != 0xff) {
+        fail(self,
+             "the accumulator registers of an unfinished wgmma were written before the "
+             "wgmma.wait_group that completes it");
+      }
+    }
+    std::memcpy(p.dst, p.data.data(), static_cast<size_t>(p.bytes));
+  }
+  s->wgmma.resize(kept);
+  s->wgmma_fenced = false;
 }
 
 void BlockRunner::fail(cutune_emu_abi::Thread* self, const char* what) {
@@ -213,6 +301,7 @@ BlockRunner::Failure BlockRunner::release_warp(size_t first, bool& released) {
   for (size_t i = 0; i < lanes; ++i) {
     Slot& lead = slots_[first + i];
     if (lead.state != State::at_warp || (handled >> i & 1u) != 0) continue;
+    if (lead.group_lanes == 128) return release_warpgroup(first + i, released);
     unsigned mask = lead.mask;
     if ((mask >> i & 1u) == 0) {
       return {EmuStatus::crashed,
@@ -233,7 +322,7 @@ BlockRunner::Failure BlockRunner::release_warp(size_t first, bool& released) {
       }
       const Slot& other = slots_[first + j];
       if (other.state != State::at_warp || other.collective != lead.collective ||
-          other.line != lead.line || other.mask != mask) {
+          other.line != lead.line || other.mask != mask || other.group_lanes != 32) {
         return {EmuStatus::barrier_divergence, divergence(lead, other)};
       }
       args[j] = other.collective_args;
@@ -258,6 +347,41 @@ BlockRunner::Failure BlockRunner::release_warp(size_t first, bool& released) {
   return {};
 }
 
+BlockRunner::Failure BlockRunner::release_warpgroup(size_t index, bool& released) {
+  constexpr size_t kGroup = 128;
+  const size_t first = index / kGroup * kGroup;
+  const Slot& lead = slots_[index];
+  if (first + kGroup > slots_.size()) {
+    return {EmuStatus::barrier_divergence,
+            fmt::format("barrier divergence in block {}: thread {} waits at the warpgroup "
+                        "operation {} on line {}, but its warpgroup has only {} threads",
+                        dim(lead.thread.block_idx), dim(lead.thread.thread_idx),
+                        lead.collective_name, lead.line, slots_.size() - first)};
+  }
+  void* args[kGroup] = {};
+  for (size_t j = 0; j < kGroup; ++j) {
+    const Slot& other = slots_[first + j];
+    // A warp of the group still at a warp collective is released first, in this round.
+    if (other.state == State::at_warp && other.group_lanes == 32) return {};
+    if (other.state != State::at_warp || other.collective != lead.collective ||
+        other.line != lead.line) {
+      return {EmuStatus::barrier_divergence, divergence(lead, other)};
+    }
+    args[j] = other.collective_args;
+  }
+  t_current = &lead.thread;
+  const char* misuse = lead.collective(args, ~0u);
+  t_current = nullptr;
+  if (misuse != nullptr) {
+    return {EmuStatus::crashed,
+            fmt::format("block {} warpgroup {}: {} on line {}: {}", dim(lead.thread.block_idx),
+                        first / kGroup, lead.collective_name, lead.line, misuse)};
+  }
+  for (size_t j = 0; j < kGroup; ++j) slots_[first + j].state = State::ready;
+  released = true;
+  return {};
+}
+
 BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t per_thread = kStackBytes + page;
@@ -270,6 +394,9 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
     s.state = State::ready;
     s.copies.clear();
     s.commits = 0;
+    s.wgmma.clear();
+    s.wgmma_commits = 0;
+    s.wgmma_fenced = false;
     void* top = stacks_ + (i + 1) * per_thread;
     s.fiber = boost::context::fiber(std::allocator_arg, BorrowedStack{top, kStackBytes},
                                     [this, &s](boost::context::fiber&& scheduler) {
@@ -293,6 +420,12 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
       if (s.state == State::failed) {
         return {EmuStatus::crashed, fmt::format("block {} thread {}: {}", dim(block_idx),
                                                 dim(s.thread.thread_idx), s.failure)};
+      }
+      if (s.state == State::done && !s.wgmma.empty()) {
+        return {EmuStatus::crashed,
+                fmt::format("block {} thread {}: exited with {} wgmma result(s) never waited "
+                            "for (a missing wgmma.wait_group)",
+                            dim(block_idx), dim(s.thread.thread_idx), s.wgmma.size())};
       }
     }
     bool released = false;

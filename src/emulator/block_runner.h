@@ -12,7 +12,9 @@
 // undefinedly.
 //
 // Each thread also keeps its cp.async copies: recorded at issue with the source bytes, and
-// written to their destination only when a wait completes their commit group.
+// written to their destination only when a wait completes their commit group; and likewise its
+// wgmma accumulators, computed at issue and delivered at the wgmma wait that completes them.
+// A warpgroup collective (wgmma) is released once the 128 threads of its warpgroup wait at it.
 
 #include <boost/context/fiber.hpp>
 
@@ -63,6 +65,14 @@ class BlockRunner {
     uint32_t interval;  // the sanitizer's, at issue
     unsigned char data[16];
   };
+  // A wgmma's accumulators of one thread, written to `dst` when a wait completes `group`.
+  struct PendingAccumulators {
+    void* dst;
+    int bytes;
+    uint64_t group;
+    bool superseded = false;  // a later wgmma of the same registers delivers instead
+    std::vector<float> data;
+  };
   struct Slot {
     cutune_emu_abi::Thread thread{};
     boost::context::fiber fiber;      // the CUDA thread, while it is suspended
@@ -74,9 +84,13 @@ class BlockRunner {
     const char* collective_name = "";
     void* collective_args = nullptr;
     unsigned mask = 0;
+    unsigned group_lanes = 32;  // 128: a warpgroup collective
     const char* failure = "";         // failed: what the device code misused
     std::vector<PendingCopy> copies;  // issued, not yet completed, in issue order
     uint64_t commits = 0;
+    std::vector<PendingAccumulators> wgmma;  // issued, not yet delivered, in issue order
+    uint64_t wgmma_commits = 0;
+    bool wgmma_fenced = false;  // a wgmma.fence since the last wait
     BlockRunner* runner = nullptr;
     unsigned linear = 0;  // index in the block
   };
@@ -85,6 +99,14 @@ class BlockRunner {
   static void barrier(cutune_emu_abi::Thread* self, int line);
   static void warp_collective(cutune_emu_abi::Thread* self, cutune_emu_abi::WarpCollective fn,
                               const char* name, void* args, unsigned mask, int line);
+  static void warpgroup_collective(cutune_emu_abi::Thread* self,
+                                   cutune_emu_abi::WarpCollective fn, const char* name, void* args,
+                                   int line);
+  static const char* wgmma_issue(cutune_emu_abi::Thread* self, void* dst, int bytes,
+                                 float** result);
+  static void wgmma_fence(cutune_emu_abi::Thread* self);
+  static void wgmma_commit(cutune_emu_abi::Thread* self);
+  static void wgmma_wait(cutune_emu_abi::Thread* self, int pending);
   static void cp_async(cutune_emu_abi::Thread* self, void* dst, const void* src, int bytes,
                        int src_bytes, int line);
   static void cp_async_commit(cutune_emu_abi::Thread* self);
@@ -94,6 +116,9 @@ class BlockRunner {
   // Releases the lanes of the warp starting at slot `first` that wait at collectives, each
   // group once all its lanes have arrived; sets `released` when it released any.
   Failure release_warp(size_t first, bool& released);
+  // The same for the warpgroup of slot `index`, which waits at a warpgroup collective: released
+  // once all 128 threads wait at it; left waiting while some wait at a warp collective.
+  Failure release_warpgroup(size_t index, bool& released);
   std::string divergence(const Slot& a, const Slot& b) const;
 
   LaunchSpec launch_;

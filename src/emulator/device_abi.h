@@ -39,6 +39,25 @@ struct Thread {
   void (*cp_async_commit)(Thread* self);
   // Completes, in issue order, the copies of all committed groups but the `pending` most recent.
   void (*cp_async_wait)(Thread* self, int pending);
+  // The same for an operation of a whole warpgroup (wgmma, setmaxnreg): the 128 threads of
+  // linear indices 128g..128g+127 meet, and `collective` gets 128 lane arguments (mask ~0u).
+  void (*warpgroup_collective)(Thread* self, WarpCollective collective, const char* name,
+                               void* args, int line);
+  // wgmma's asynchronous accumulators (called by the wgmma collective for each lane): defers
+  // the write of `bytes` bytes to this thread's registers at `dst` to the wgmma_wait that
+  // completes the current group, poisons `dst` (0xFF bytes: NaN) meanwhile, and sets `*result`
+  // to the buffer that will be written, holding the accumulators' value as of issue (the
+  // pending value where an earlier wgmma of the same registers is still in flight). Returns
+  // null, or a static description of a misuse.
+  const char* (*wgmma_issue)(Thread* self, void* dst, int bytes, float** result);
+  void (*wgmma_fence)(Thread* self);
+  void (*wgmma_commit)(Thread* self);
+  // Delivers, in issue order, the results of all committed groups but the `pending` most
+  // recent; fails when the thread wrote pending accumulator registers meanwhile.
+  void (*wgmma_wait)(Thread* self, int pending);
+  // This block's shared memory as wgmma descriptors address it: the emulated shared window.
+  unsigned char* shared_window;
+  unsigned long shared_window_bytes;
   // Ends the block with a crash report: device code misused an operation (`what` says how).
   // Never returns.
   void (*fail)(Thread* self, const char* what);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "src/ir/hopper_intrinsics.h"
 #include "src/ir/ir_visitor.h"
 #include "src/ir/simplify.h"
 
@@ -136,6 +137,13 @@ class Verifier : public IRVisitor {
     if (collective && divergent_depth_ > 0) {
       error("warp-collective {} is under a thread-dependent condition", op->name);
     }
+    if (is_warpgroup_collective(op->name)) {
+      uses_warpgroup_ = true;
+      if (divergent_depth_ > 0) {
+        error("warpgroup-collective {} is under a thread-dependent condition", op->name);
+      }
+    }
+    if (needs_sm90a(op->name) && sm90a_user_.empty()) sm90a_user_ = op->name;
   }
 
   void visit_node(const Allocate* op) override {
@@ -175,6 +183,19 @@ class Verifier : public IRVisitor {
 
   void check_limits(VerifyResult& r) {
     const LaunchShape& l = r.launch;
+    // wgmma and setmaxnreg exist only in sm_90a, the architecture-specific feature set of
+    // compute capability 9.0 (sm_100a and later dropped wgmma); the builder compiles such a
+    // kernel for sm_90a when the target is sm_90.
+    if (!sm90a_user_.empty() && limits_.arch != "sm_90" && limits_.arch != "sm_90a") {
+      r.errors.push_back(fmt::format("{} needs sm_90a (Hopper's wgmma feature set), but the "
+                                     "target is {}",
+                                     sm90a_user_, limits_.arch));
+    }
+    if (uses_warpgroup_ && l.threads_per_block() % 128 != 0) {
+      r.errors.push_back(fmt::format("warpgroup intrinsics need a multiple of 128 threads per "
+                                     "block, got {}",
+                                     l.threads_per_block()));
+    }
     if (l.threads_per_block() > limits_.max_threads_per_block) {
       r.errors.push_back(fmt::format("{} threads per block exceed the limit of {}",
                                      l.threads_per_block(), limits_.max_threads_per_block));
@@ -210,6 +231,8 @@ class Verifier : public IRVisitor {
   int loop_depth_ = 0;
   int block_depth_ = 0;
   int divergent_depth_ = 0;
+  bool uses_warpgroup_ = false;
+  std::string sm90a_user_;  // the first sm_90a-only intrinsic, if any
   std::set<std::string> thread_vars_;
   BoundsEnv env_;
 };

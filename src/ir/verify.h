@@ -4,7 +4,9 @@
 //   the same extent (that extent is the launch dimension);
 // - block-bound loops enclose everything else (no block binding under another loop);
 // - no Sync under a condition or loop bound that depends on the thread index (all threads of
-//   a block must reach every barrier), nor a warp-collective intrinsic (mma, ldmatrix);
+//   a block must reach every barrier), nor a warp-collective intrinsic (mma, ldmatrix), nor a
+//   warpgroup-collective one (wgmma, setmaxnreg), which also needs a multiple of 128 threads;
+// - sm_90a-only intrinsics (wgmma, setmaxnreg) only on an sm_90 / sm_90a target;
 // - threads per block, block dimensions, grid dimensions and shared memory are within the
 //   target's limits;
 // - a load or store whose index is provably outside its buffer is an error.

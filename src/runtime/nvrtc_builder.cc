@@ -54,6 +54,13 @@ std::vector<std::string> make_flags(const BuildOptions& options) {
   return flags;
 }
 
+// The architecture a source compiles for: the builder's, or for a kernel that uses an
+// architecture-specific feature set (sm_90a's wgmma), its "a" variant.
+std::string arch_for(const BuildOptions& options, const CudaSource& source) {
+  if (!source.arch_specific) return options.arch;
+  return fmt::format("sm_{}a", arch_number(options.arch));
+}
+
 }  // namespace
 
 NvrtcBuilder::NvrtcBuilder(BuildOptions options, int jobs,
@@ -71,6 +78,7 @@ NvrtcBuilder::NvrtcBuilder(BuildOptions options, int jobs,
 uint64_t NvrtcBuilder::cache_key(const CudaSource& source) const {
   Fnv1a64 hash;
   hash.add("cutune-nvrtc-1").add(nvrtc_version_).add(source.kernel_name).add(source.code);
+  if (source.arch_specific) hash.add(arch_for(options_, source));
   for (const std::string& flag : flags_) hash.add(flag);
   return hash.value();
 }
@@ -92,7 +100,10 @@ CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
                        (name_expression ? std::string("kernel") : source.kernel_name) + ".cu");
   if (name_expression)
     CUTUNE_NVRTC_CHECK(nvrtc().nvrtcAddNameExpression(program.get(), source.kernel_name.c_str()));
-  const nvrtcResult status = program.compile(flags_);
+  const std::string arch = arch_for(options_, source);
+  std::vector<std::string> flags = flags_;
+  if (arch != options_.arch) flags.front() = "--gpu-architecture=" + arch;
+  const nvrtcResult status = program.compile(flags);
 
   CompileResult result;
   result.kernel_name = source.kernel_name;
@@ -102,7 +113,7 @@ CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
         nvrtc().nvrtcGetLoweredName(program.get(), source.kernel_name.c_str(), &lowered));
     result.kernel_name = lowered;
   }
-  result.arch = options_.arch;
+  result.arch = arch;
   result.log = program.log();
   if (status == NVRTC_SUCCESS) {
     result.cubin = program.cubin();

@@ -42,7 +42,8 @@ class NvrtcBuilder {
   // Compiles on up to `jobs` threads; results[i] belongs to sources[i].
   std::vector<CompileResult> compile_batch(const std::vector<CudaSource>& sources);
 
-  // The full NVRTC option list every compile uses.
+  // The full NVRTC option list every compile uses; a source with `arch_specific` set is
+  // compiled for the "a" variant of `options.arch` (sm_90 -> sm_90a) instead.
   const std::vector<std::string>& flags() const { return flags_; }
   const BuildOptions& options() const { return options_; }
   int jobs() const { return jobs_; }

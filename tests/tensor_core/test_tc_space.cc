@@ -3,18 +3,21 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/gemm_tc.h"
+#include "kernels/gemm_wgmma.h"
 #include "tests/tensor_core/tc_samples.h"
 
 using namespace cutune;
 
-TEST_CASE("gemm_fp16 and gemm_bf16 are registered with four templates each",
+TEST_CASE("gemm_fp16 and gemm_bf16 are registered with four templates each (and four wgmma)",
           "[tensor_core][task]") {
   for (const char* op : {"gemm_fp16", "gemm_bf16"}) {
     bool listed = false;
     for (const OpInfo& o : list_ops()) {
       if (o.op != op) continue;
       listed = true;
-      CHECK(o.templates == GemmTcTemplate::template_names(op));
+      std::vector<std::string> names = GemmTcTemplate::template_names(op);
+      for (const std::string& w : GemmWgmmaTemplate::template_names(op)) names.push_back(w);
+      CHECK(o.templates == names);  // the mma.sync templates, then the wgmma ones
       CHECK(o.shape_help == "M,N,K");
     }
     CHECK(listed);

@@ -1,0 +1,74 @@
+#pragma once
+// Hopper warpgroup-MMA GEMM: C[M,N] = A[M,K] · B with fp16 or bf16 inputs and fp32
+// accumulation on wgmma.mma_async m64nNk16 (src/ir/hopper_intrinsics.h), for sm_90a. A is
+// row-major [M,K]; B is row-major [K,N] (layout nn: B is MN-major in shared memory, imm-trans-b)
+// or column-major, stored [N,K] (layout nt: K-major). C is fp32, or the input type for the
+// `_out16` templates. Any M, N, K >= 1: every tail is guarded (cp.async zero-fill).
+//
+// Operators and templates: op `gemm_fp16` / `gemm_bf16`, templates `<op>_wgmma_nn`,
+// `<op>_wgmma_nt`, `<op>_wgmma_nn_out16`, `<op>_wgmma_nt_out16`.
+//
+// The kernel: a one-dimensional grid of block_m × block_n tiles in groups of raster_group tile
+// rows (as gemm_tc.h), times split_k along grid y (fp32 C, atomics, zeroed before the launch).
+// A block is `warpgroups` consumer warpgroups of 128 threads; warpgroup g owns rows
+// g·block_m/warpgroups.. of the tile, as block_m/(64·warpgroups) m64 strips, each one wgmma
+// m64n{block_n}k16 per 16 of K, with N = block_n accumulators per strip (block_n/2 floats a
+// thread). The K loop runs over block_k slices through a ring of `stages` shared slots filled
+// by cp.async (copy_bytes per copy; 2: synchronous element copies) — the load stage is one
+// function (load_slice) so that TMA can replace it — waited with cp.async.wait_group(stages-2),
+// fence.proxy.async and a barrier; each slice's wgmmas are one commit group, waited with
+// wait_group 0 before the slot is refilled.
+//
+// Shared tiles are the canonical wgmma layouts of src/ir/wgmma_descriptor.h: a tile of R rows
+// by C contiguous elements (A: [block_m][block_k]; B-nt: [block_n][block_k]; B-nn:
+// [block_k][block_n]) is split into columns of E = swizzle/2 elements (8 for swizzle 0, the
+// interleaved layout of 8x16-byte core matrices), each R rows of `swizzle` bytes, with the
+// swizzle's XOR of 16-byte chunks; every slot starts on a 1024-byte boundary.
+//
+// epilogue: 0 scalar stores (atomics with split-K), 1 pairs of adjacent columns (float2, or
+// one 32-bit word of 16-bit C; N even), 2 through shared memory: the tile is staged as fp32
+// rows and written by the whole block with 16-byte (fp32) or 2x4-byte (16-bit) stores of 4
+// consecutive columns (N a multiple of 4).
+
+#include "kernels/template.h"
+
+namespace cutune {
+
+enum class WgmmaLayout { nn, nt };
+
+class GemmWgmmaTemplate final : public Template {
+ public:
+  GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, WgmmaLayout layout, ir::DType input,
+                    bool out16);
+
+  std::string op() const override;
+  std::string name() const override;
+  std::vector<int64_t> shape() const override { return {m_, n_, k_}; }
+  const ConfigSpace& space() const override { return space_; }
+  ir::Kernel build(const Config& config) const override;
+  std::vector<TensorSpec> tensors() const override;
+  // Inputs are taken as given (the caller has rounded them to the input type).
+  void reference(std::vector<std::vector<float>>& tensors) const override;
+  double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
+  int64_t reduction_length() const override { return k_; }
+  BaselineSpec baseline() const override {
+    return BaselineSpec::of(GemmBaseline{m_, n_, k_, layout_ == WgmmaLayout::nt, input_,
+                                         out16_ ? input_ : ir::DType::Float32});
+  }
+  std::vector<Config> reference_configs() const override;
+  std::vector<std::string> loop_names() const override;
+  std::vector<std::string> buffer_names() const override;
+
+  static std::vector<std::string> template_names(const std::string& op);
+
+ private:
+  void define_space();
+
+  int64_t m_, n_, k_;
+  WgmmaLayout layout_;
+  ir::DType input_;
+  bool out16_;
+  ConfigSpace space_;
+};
+
+}  // namespace cutune

@@ -1,0 +1,140 @@
+// The warpgroup-MMA GEMM templates (kernels/gemm_wgmma.h) in the CPU emulator, which emulates
+// wgmma, its descriptors and swizzles, and cp.async per thread: sampled configurations match
+// the CPU reference on odd shapes within the correctness rule's tolerance, and planted bugs (a
+// wrong swizzle, a missing wait_group) are caught.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "src/lower/lower.h"
+#include "src/measure/emulated_check.h"
+#include "tests/tensor_core/tc_samples.h"
+
+using namespace cutune;
+
+namespace {
+
+void emulate_sample(const std::string& op, const std::string& name, std::vector<int64_t> shape,
+                    int count, uint64_t seed) {
+  auto tmpl = make_template(op, shape, name);
+  emu::Emulator emulator;
+  std::mt19937_64 rng(seed);
+  int ran = 0;
+  for (int draws = 0; ran < count && draws < count * 4; ++draws) {
+    std::optional<Config> c = tmpl->space().sample_valid(rng);
+    REQUIRE(c.has_value());
+    EmulatedCheck r = check_in_emulator(*tmpl, *c, ir::TargetLimits{}, emulator);
+    if (r.status == "rejected") continue;
+    ++ran;
+    INFO(test::describe(*tmpl, *c)
+         << "\nstatus " << r.status << ": " << r.message << "\nmax rel error " << r.max_rel_error);
+    CHECK(r.passed);
+  }
+  CHECK(ran == count);
+}
+
+const char* kSmall =
+    R"({"knobs":{"block_m":64,"block_n":64,"block_k":64,"stages":3,"warpgroups":1,)"
+    R"("swizzle":128,"copy_bytes":16,"raster_group":1,"split_k":1,"epilogue":1}})";
+
+// The source of a configuration with `from` replaced by `to` everywhere (at least once).
+CudaSource planted(const Template& t, const Config& c, const std::string& from,
+                   const std::string& to) {
+  CudaSource src = test::tc_source(t, c);
+  size_t count = 0;
+  for (size_t at = src.code.find(from); at != std::string::npos;
+       at = src.code.find(from, at + to.size())) {
+    src.code.replace(at, from.size(), to);
+    ++count;
+  }
+  INFO(from);
+  REQUIRE(count > 0);
+  return src;
+}
+
+}  // namespace
+
+TEST_CASE("the reference configurations of the wgmma GEMMs match", "[wgmma][emulator]") {
+  for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_fp16_wgmma_nt"}) {
+    auto tmpl = make_template("gemm_fp16", {136, 200, 72}, name);
+    emu::Emulator emulator;
+    REQUIRE(tmpl->reference_configs().size() == 2);
+    for (const Config& c : tmpl->reference_configs()) {
+      EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator);
+      INFO(test::describe(*tmpl, c) << "\nstatus " << r.status << ": " << r.message);
+      CHECK(r.passed);
+    }
+  }
+}
+
+TEST_CASE("the knobs' less common choices match", "[wgmma][emulator]") {
+  // Two consumer warpgroups with split-K atomics and 32-byte swizzle; the interleaved layout
+  // with 8-byte copies, 6 stages and the staged epilogue; 64-byte swizzle, element copies of
+  // odd rows, 192-row tiles of three strips.
+  struct Case {
+    const char* name;
+    std::vector<int64_t> shape;
+    const char* knobs;
+  };
+  for (const Case& c :
+       {Case{"gemm_fp16_wgmma_nt",
+             {200, 72, 96},
+             R"({"knobs":{"block_m":128,"block_n":64,"block_k":32,"stages":2,"warpgroups":2,)"
+             R"("swizzle":32,"copy_bytes":16,"raster_group":4,"split_k":2,"epilogue":0}})"},
+        Case{"gemm_bf16_wgmma_nn",
+             {72, 200, 40},
+             R"({"knobs":{"block_m":64,"block_n":128,"block_k":32,"stages":6,"warpgroups":1,)"
+             R"("swizzle":0,"copy_bytes":8,"raster_group":1,"split_k":1,"epilogue":2}})"},
+        Case{"gemm_fp16_wgmma_nn",
+             {200, 96, 33},
+             R"({"knobs":{"block_m":192,"block_n":64,"block_k":64,"stages":3,"warpgroups":1,)"
+             R"("swizzle":64,"copy_bytes":2,"raster_group":8,"split_k":1,"epilogue":1}})"}}) {
+    auto tmpl = make_template(std::string(c.name).substr(0, 9), c.shape, c.name);
+    Config config = test::tc_config(*tmpl, c.knobs);
+    REQUIRE(tmpl->space().is_valid(config));
+    emu::Emulator emulator;
+    EmulatedCheck r = check_in_emulator(*tmpl, config, ir::TargetLimits{}, emulator);
+    INFO(test::describe(*tmpl, config) << "\nstatus " << r.status << ": " << r.message);
+    CHECK(r.passed);
+  }
+}
+
+TEST_CASE("20 gemm_fp16_wgmma_nn configurations on 72x200x40 match", "[wgmma][emulator]") {
+  emulate_sample("gemm_fp16", "gemm_fp16_wgmma_nn", {72, 200, 40}, 20, 1201);
+}
+
+TEST_CASE("20 gemm_fp16_wgmma_nt configurations on 67x136x48 match", "[wgmma][emulator]") {
+  emulate_sample("gemm_fp16", "gemm_fp16_wgmma_nt", {67, 136, 48}, 20, 1202);
+}
+
+TEST_CASE("20 gemm_bf16_wgmma_nn configurations on 130x72x33 match", "[wgmma][emulator]") {
+  emulate_sample("gemm_bf16", "gemm_bf16_wgmma_nn", {130, 72, 33}, 20, 1203);
+}
+
+TEST_CASE("20 gemm_bf16_wgmma_nt configurations on 72x100x72 match", "[wgmma][emulator]") {
+  emulate_sample("gemm_bf16", "gemm_bf16_wgmma_nt", {72, 100, 72}, 20, 1204);
+}
+
+TEST_CASE("10 _out16 wgmma configurations match", "[wgmma][emulator]") {
+  emulate_sample("gemm_fp16", "gemm_fp16_wgmma_nt_out16", {72, 96, 40}, 5, 1205);
+  emulate_sample("gemm_bf16", "gemm_bf16_wgmma_nn_out16", {65, 128, 64}, 5, 1206);
+}
+
+TEST_CASE("planted bugs in the wgmma GEMM are caught", "[wgmma][emulator]") {
+  auto tmpl = make_template("gemm_fp16", {64, 64, 128}, "gemm_fp16_wgmma_nt");
+  Config c = test::tc_config(*tmpl, kSmall);
+  emu::Emulator emulator;
+  REQUIRE(check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator).passed);
+  // Descriptors that claim 64-byte swizzling of 128-byte-swizzled tiles read the wrong chunks.
+  EmulatedCheck swizzle =
+      check_source_in_emulator(*tmpl, planted(*tmpl, c, ", 1)", ", 2)"), emulator);
+  CHECK_FALSE(swizzle.passed);
+  CHECK(swizzle.status == "wrong_answer");
+  // Without the wait, the thread goes on with the slot's next refill and reads the poisoned
+  // accumulators; the emulator reports the unfinished wgmma.
+  EmulatedCheck no_wait = check_source_in_emulator(
+      *tmpl, planted(*tmpl, c, "cutune_wgmma_wait_group_0();", ""), emulator);
+  CHECK_FALSE(no_wait.passed);
+  INFO(no_wait.message);
+  CHECK(no_wait.message.find("wgmma") != std::string::npos);
+}
