@@ -145,7 +145,8 @@ void GemmTemplate::define_space() {
     GemmSharedRows rows = gemm_shared_rows(c, layout);
     int64_t stages = c.get("double_buffer") ? 2 : 1;
     int64_t shared = stages * c.get("block_k") * (rows.a + rows.b) * 4;
-    int64_t threads = (c.get("block_m") / c.get("thread_m")) * (c.get("block_n") / c.get("thread_n"));
+    int64_t threads =
+        (c.get("block_m") / c.get("thread_m")) * (c.get("block_n") / c.get("thread_n"));
     int64_t cap = std::min<int64_t>(255, 65536 / (c.get("min_blocks") * threads) / 8 * 8);
     return c.get("min_blocks") * shared <= kSmSharedBytes &&
            c.get("thread_m") * c.get("thread_n") + 32 <= cap;

@@ -11,9 +11,10 @@
 // one vector. Per K step of block_k, the block copies its A and B tiles from global memory
 // (vectors of vec_load elements along the contiguous dimension) through registers into shared
 // memory, A transposed to [k][m] and rows padded by smem_pad elements against bank conflicts
-// (smem_pad = -1: the conflict-free rule below); with double_buffer the next tile is fetched into registers while the current one is used,
-// with one barrier per step. unroll_k unrolls the inner product over block_k. min_blocks (1, 2)
-// is __launch_bounds__'s second argument: ptxas fits registers for that many blocks per SM.
+// (smem_pad = -1: the conflict-free rule below); with double_buffer the next tile is fetched into
+// registers while the current one is used, with one barrier per step. unroll_k unrolls the inner
+// product over block_k. min_blocks (1, 2) is __launch_bounds__'s second argument: ptxas fits
+// registers for that many blocks per SM.
 //
 // The conflict-free padding rule (smem_pad = -1). A transposed tile [k][rows] (A always, B in
 // layout nt) is written by scalar stores: vector v of a warp's 32 consecutive vectors holds

@@ -63,16 +63,14 @@ void define_tc_knobs(ConfigSpace& space) {
   // ptxas caps registers at 64K / (min_blocks · threads); below the accumulators, the
   // double-buffered fragments and ~32 for addresses and indices, the kernel spills. (At
   // min_blocks 1 the template's space is left as it was.)
-  space.add_constraint("min_blocks leave registers for accumulators and fragments",
-                       [](const Config& c) {
-                         if (c.get("min_blocks") == 1) return true;
-                         int64_t mi = c.get("warp_m") / 16, ni = c.get("warp_n") / 8;
-                         int64_t warps = (c.get("block_m") / c.get("warp_m")) *
-                                         (c.get("block_n") / c.get("warp_n"));
-                         int64_t cap = std::min<int64_t>(
-                             255, 65536 / (c.get("min_blocks") * 32 * warps) / 8 * 8);
-                         return mi * ni * 4 + 2 * (mi * 4 + ni * 2) + 32 <= cap;
-                       });
+  space.add_constraint(
+      "min_blocks leave registers for accumulators and fragments", [](const Config& c) {
+        if (c.get("min_blocks") == 1) return true;
+        int64_t mi = c.get("warp_m") / 16, ni = c.get("warp_n") / 8;
+        int64_t warps = (c.get("block_m") / c.get("warp_m")) * (c.get("block_n") / c.get("warp_n"));
+        int64_t cap = std::min<int64_t>(255, 65536 / (c.get("min_blocks") * 32 * warps) / 8 * 8);
+        return mi * ni * 4 + 2 * (mi * 4 + ni * 2) + 32 <= cap;
+      });
 }
 
 void add_tc_shape_constraints(ConfigSpace& space, bool b_k_major, int64_t n, int64_t k,
@@ -253,10 +251,10 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
       // b_r holds k 2*tig + r*8 and the next k, column group.
       Expr kx = k16 + tig * 2 + r * 8;
       Expr nx = wcol0 + j * 8 + g;
-      load_b = For::make(
-          "j", 0, ni, ForKind::unrolled,
-          For::make("r", 0, 2, ForKind::unrolled,
-                    Store::make(b_frag, b0 + j * 2 + r, pack_b16x2(b_at(kx, nx), b_at(kx + 1, nx)))));
+      load_b = For::make("j", 0, ni, ForKind::unrolled,
+                         For::make("r", 0, 2, ForKind::unrolled,
+                                   Store::make(b_frag, b0 + j * 2 + r,
+                                               pack_b16x2(b_at(kx, nx), b_at(kx + 1, nx)))));
     }
     return Block::make({load_a, load_b});
   };
@@ -266,11 +264,10 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
     Expr slot = (i * ni + j) * 4;
     return For::make(
         "i", 0, mi, ForKind::unrolled,
-        For::make("j", 0, ni, ForKind::unrolled,
-                  mma_m16n8k16(input, address_of(acc, slot),
-                               address_of(a_frag, buf * a_frag_len + i * 4),
-                               address_of(b_frag, buf * b_frag_len + j * 2),
-                               address_of(acc, slot))));
+        For::make(
+            "j", 0, ni, ForKind::unrolled,
+            mma_m16n8k16(input, address_of(acc, slot), address_of(a_frag, buf * a_frag_len + i * 4),
+                         address_of(b_frag, buf * b_frag_len + j * 2), address_of(acc, slot))));
   };
 
   // The cp.async ring, software-pipelined at two levels. Slices 0..stages-2 are in flight
@@ -311,8 +308,8 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
     std::vector<Stmt> pair;
     for (int half = 0; half < 2 && half < steps - 1; ++half) {
       Expr step = kk * 2 + half;
-      Stmt body = Block::make({load_fragments(read_stage, (step + 1) * 16, 1 - half),
-                               multiply(half)});
+      Stmt body =
+          Block::make({load_fragments(read_stage, (step + 1) * 16, 1 - half), multiply(half)});
       // An odd count of steps before the last leaves the second half of the last pair out.
       if (half == 1 && (steps - 1) % 2 != 0) body = IfThenElse::make(step < steps - 1, body);
       pair.push_back(body);

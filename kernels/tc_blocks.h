@@ -42,8 +42,8 @@ TcParams tc_params(const Config& c);
 void define_tc_knobs(ConfigSpace& space);
 
 // The constraints that follow the GEMM's N and K and the B tile's layout: shared memory within
-// the opt-in limit (min_blocks blocks' worth within an SM's), split-K only into fp32 C with scalar atomics and with a K slice for every
-// split, paired epilogue stores only for an even N.
+// the opt-in limit (min_blocks blocks' worth within an SM's), split-K only into fp32 C with scalar
+// atomics and with a K slice for every split, paired epilogue stores only for an even N.
 void add_tc_shape_constraints(ConfigSpace& space, bool b_k_major, int64_t n, int64_t k, bool out16);
 
 // A ring of `stages` shared tiles of rows × cols 16-bit elements, cols contiguous, laid out by

@@ -29,9 +29,10 @@ void run_sass(const SassArgs& args) {
     if (!args.config.empty()) return parse_config(tmpl->space(), args.config);
     std::vector<Config> refs = tmpl->reference_configs();
     if (refs.empty())
-      throw UsageError(fmt::format("{} has no reference configuration for this shape; "
-                                   "name one with --config",
-                                   tmpl->name()));
+      throw UsageError(
+          fmt::format("{} has no reference configuration for this shape; "
+                      "name one with --config",
+                      tmpl->name()));
     return refs.front();
   }();
   Lowered l = lower(*tmpl, config, limits);
@@ -46,8 +47,8 @@ void run_sass(const SassArgs& args) {
   CompileResult compiled = builder.compile(*l.source);
   if (!compiled.ok()) {
     std::cerr << compiled.log << "\n";
-    throw UsageError(fmt::format("configuration {} does not compile for {}", config.index(),
-                                 limits.arch));
+    throw UsageError(
+        fmt::format("configuration {} does not compile for {}", config.index(), limits.arch));
   }
   sass::SassReport report = sass::inspect(compiled, l.source->launch);
   if (args.task.json) {

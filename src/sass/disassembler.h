@@ -25,8 +25,8 @@ class MissingDisassemblerError : public std::runtime_error {
 
 // The outcome of one search.
 struct DisassemblerLookup {
-  std::filesystem::path path;                 // empty when not found
-  std::vector<std::filesystem::path> folders; // every folder looked in, in order
+  std::filesystem::path path;                  // empty when not found
+  std::vector<std::filesystem::path> folders;  // every folder looked in, in order
   bool found() const { return !path.empty(); }
   std::string error() const;  // one line; "" when found
 };

@@ -14,18 +14,18 @@ bool one_of(std::string_view op, std::initializer_list<std::string_view> list) {
 }
 
 bool is_memory(std::string_view op) {
-  return one_of(op, {"LD",     "LDG",    "LDS",     "LDL",     "LDC",      "LDSM",    "LDGSTS",
-                     "ST",     "STG",    "STS",     "STL",     "STSM",     "ATOM",    "ATOMG",
-                     "ATOMS",  "RED",    "REDG",    "LDGMC",   "UTMALDG",  "UTMASTG", "UTMAPF",
+  return one_of(op, {"LD",     "LDG",     "LDS",    "LDL",      "LDC",     "LDSM",    "LDGSTS",
+                     "ST",     "STG",     "STS",    "STL",      "STSM",    "ATOM",    "ATOMG",
+                     "ATOMS",  "RED",     "REDG",   "LDGMC",    "UTMALDG", "UTMASTG", "UTMAPF",
                      "UBLKCP", "UBLKRED", "UBLKPF", "UTMAREDG", "CCTL",    "ULDC"});
 }
 
 bool is_math(const Instruction& ins) {
   const std::string& op = ins.opcode;
   if (op == "HFMA2" && ins.has_modifier("MMA")) return false;  // a register move in disguise
-  return one_of(op, {"FFMA", "FADD", "FMUL", "FFMA2", "FADD2", "FMUL2", "HFMA2", "HADD2",
-                     "HMUL2", "DFMA", "DADD", "DMUL", "HMMA", "HGMMA", "IMMA", "IGMMA", "DMMA",
-                     "BMMA", "QGMMA"});
+  return one_of(
+      op, {"FFMA", "FADD", "FMUL", "FFMA2", "FADD2", "FMUL2", "HFMA2", "HADD2", "HMUL2", "DFMA",
+           "DADD", "DMUL", "HMMA", "HGMMA", "IMMA", "IGMMA", "DMMA", "BMMA", "QGMMA"});
 }
 
 bool is_barrier(std::string_view op) {
@@ -35,8 +35,7 @@ bool is_barrier(std::string_view op) {
 
 bool is_control(std::string_view op) {
   return one_of(op, {"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "NOP", "BSSY", "BSYNC",
-                     "BREAK", "BPT", "YIELD", "KILL", "ACQBULK", "ELECT", "VOTE",
-                     "VOTEU"});
+                     "BREAK", "BPT", "YIELD", "KILL", "ACQBULK", "ELECT", "VOTE", "VOTEU"});
 }
 
 // The access width in bits of a load or store, from its size modifier (32 when none).
@@ -128,18 +127,14 @@ long InstructionMix::first(const std::string& opcode) const {
 
 nlohmann::json InstructionMix::to_json() const {
   nlohmann::json classes = nlohmann::json::object();
-  for (InstructionClass c : {InstructionClass::math, InstructionClass::memory,
-                             InstructionClass::integer, InstructionClass::barrier,
-                             InstructionClass::control})
+  for (InstructionClass c :
+       {InstructionClass::math, InstructionClass::memory, InstructionClass::integer,
+        InstructionClass::barrier, InstructionClass::control})
     classes[class_name(c)] = count(c);
   nlohmann::json first = nlohmann::json::object();
   for (const auto& [op, at] : first_offset) first[op] = at;
-  return {{"instructions", total},
-          {"classes", classes},
-          {"kinds", by_kind},
-          {"first", first},
-          {"math_share", math_share()},
-          {"ffma_share", share_of("FFMA")}};
+  return {{"instructions", total}, {"classes", classes},         {"kinds", by_kind},
+          {"first", first},        {"math_share", math_share()}, {"ffma_share", share_of("FFMA")}};
 }
 
 InstructionMix mix_of(const Function& function, size_t first, size_t last) {

@@ -45,7 +45,7 @@ struct InstructionMix {
   double share(InstructionClass c) const;  // of total; 0 for an empty mix
   double math_share() const { return share(InstructionClass::math); }
   double share_of(const std::string& opcode) const;  // count_opcode / total
-  long first(const std::string& opcode) const;        // first_offset or -1
+  long first(const std::string& opcode) const;       // first_offset or -1
 
   nlohmann::json to_json() const;
 };

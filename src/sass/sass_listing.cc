@@ -10,7 +10,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -26,8 +27,8 @@ std::vector<std::string> split_dots(std::string_view s) {
 }
 
 bool is_branch_opcode(std::string_view op) {
-  return op == "BRA" || op == "BRX" || op == "JMP" || op == "JMX" || op == "CALL" ||
-         op == "BSSY" || op == "BREAK" || op == "BPT";
+  return op == "BRA" || op == "BRX" || op == "JMP" || op == "JMX" || op == "CALL" || op == "BSSY" ||
+         op == "BREAK" || op == "BPT";
 }
 
 // "/*01f0*/ BAR.SYNC 0x0 ;" -> address 0x1f0 and the rest; nullopt for other lines.

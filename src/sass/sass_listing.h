@@ -14,7 +14,7 @@ namespace cutune::sass {
 // One machine instruction. For "@!P0 LDG.E.128 R4, desc[UR6][R8.64] ;":
 // predicate "!P0", opcode "LDG", modifiers {"E", "128"}, operands "R4, desc[UR6][R8.64]".
 struct Instruction {
-  uint32_t address = 0;  // byte offset in the function's code section
+  uint32_t address = 0;   // byte offset in the function's code section
   std::string predicate;  // "" when unguarded; "P0", "!P1", "UP0"...
   std::string opcode;
   std::vector<std::string> modifiers;

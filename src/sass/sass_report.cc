@@ -8,8 +8,7 @@
 
 namespace cutune::sass {
 
-SassReport make_report(const Function& function, const PtxasInfo& ptxas,
-                       const LaunchSpec& launch) {
+SassReport make_report(const Function& function, const PtxasInfo& ptxas, const LaunchSpec& launch) {
   SassReport r;
   r.kernel_name = function.name;
   r.registers = ptxas.parsed ? ptxas.registers : -1;
@@ -72,12 +71,13 @@ std::string SassReport::to_text() const {
       kernel_name, registers, spill_store_bytes, spill_load_bytes, local_stores, local_loads,
       static_shared_bytes, dynamic_shared_bytes, instructions, loops);
   if (!main_loop) return s + "no loop: straight-line code\n";
-  s += fmt::format("main loop 0x{:04x}-0x{:04x}: {} instructions, math_share {:.1f}%, FFMA {:.1f}%\n",
-                   main_loop_begin, main_loop_end, mix.total, 100 * mix.math_share(),
-                   100 * mix.share_of("FFMA"));
-  for (InstructionClass c : {InstructionClass::math, InstructionClass::memory,
-                             InstructionClass::integer, InstructionClass::barrier,
-                             InstructionClass::control}) {
+  s += fmt::format(
+      "main loop 0x{:04x}-0x{:04x}: {} instructions, math_share {:.1f}%, FFMA {:.1f}%\n",
+      main_loop_begin, main_loop_end, mix.total, 100 * mix.math_share(),
+      100 * mix.share_of("FFMA"));
+  for (InstructionClass c :
+       {InstructionClass::math, InstructionClass::memory, InstructionClass::integer,
+        InstructionClass::barrier, InstructionClass::control}) {
     std::string kinds;
     for (const auto& [kind, n] : mix.by_kind)
       if (mix.kind_class.at(kind) == c) kinds += fmt::format(" {} {}", kind, n);

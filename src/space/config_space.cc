@@ -174,8 +174,8 @@ void ConfigSpace::define_choice(std::string name, std::vector<int64_t> values,
   if (if_omitted) {
     knob.omitted_entity_ = knob.find_value(*if_omitted);
     if (!knob.omitted_entity_)
-      throw ConfigError(fmt::format("choice '{}' does not list its default {}", knob.name_,
-                                    *if_omitted));
+      throw ConfigError(
+          fmt::format("choice '{}' does not list its default {}", knob.name_, *if_omitted));
   }
   add_knob(std::move(knob));
 }

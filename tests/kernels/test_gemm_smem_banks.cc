@@ -56,8 +56,8 @@ int transposed_store_conflict(int64_t rows, int64_t bk, int64_t vec, int64_t ld)
 
 // The worst conflict of the A fragment reads at one k row: lane -> thread_row by the warp
 // layout, fm consecutive words at tile_row(i) for each chunk i.
-int fragment_read_conflict(int64_t tm, int64_t fm, int64_t warp_n, int64_t threads_m,
-                           int64_t ld, int64_t k) {
+int fragment_read_conflict(int64_t tm, int64_t fm, int64_t warp_n, int64_t threads_m, int64_t ld,
+                           int64_t k) {
   int worst = 1;
   for (int64_t chunk = 0; chunk < tm / fm; ++chunk) {
     std::vector<std::vector<int64_t>> words(32);
@@ -72,9 +72,9 @@ int fragment_read_conflict(int64_t tm, int64_t fm, int64_t warp_n, int64_t threa
 }
 
 Config gemm_config(const GemmTemplate& t, int64_t bk, int64_t fm, int64_t vec, int64_t pad) {
-  nlohmann::json knobs = {{"block_m", 128}, {"block_n", 128},  {"block_k", bk},
-                          {"thread_m", 8},  {"thread_n", 8},   {"warp_n", 8},
-                          {"frag_m", fm},   {"frag_n", fm},    {"vec_load", vec},
+  nlohmann::json knobs = {{"block_m", 128},  {"block_n", 128},     {"block_k", bk},
+                          {"thread_m", 8},   {"thread_n", 8},      {"warp_n", 8},
+                          {"frag_m", fm},    {"frag_n", fm},       {"vec_load", vec},
                           {"smem_pad", pad}, {"double_buffer", 1}, {"unroll_k", 1}};
   return t.space().from_json({{"knobs", knobs}});
 }

@@ -43,8 +43,7 @@ TEST_CASE("sass without nvdisasm: one line saying where it looked, exit 2", "[sa
   CHECK(missing.out.empty());
 }
 
-TEST_CASE("sass --json: the reference configuration's registers and main-loop mix",
-          "[sass][cli]") {
+TEST_CASE("sass --json: the reference configuration's registers and main-loop mix", "[sass][cli]") {
   require_nvdisasm();
   CliRun r = run_cutune("sass gemm --shape 256,256,256 --arch sm_90 --json");
   INFO_RUN(r);

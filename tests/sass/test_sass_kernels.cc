@@ -75,8 +75,7 @@ TEST_CASE("the fp32 SGEMM reference: FFMA >= 85% of the main loop, LDS.128 only,
   }
 }
 
-TEST_CASE("the pipelined mma.sync reference: an HMMA before the main loop's barrier",
-          "[sass]") {
+TEST_CASE("the pipelined mma.sync reference: an HMMA before the main loop's barrier", "[sass]") {
   require_nvdisasm();
   for (const char* name : {"gemm_fp16_nn", "gemm_fp16_nt"}) {
     SassReport r = reference_report("gemm_fp16", {4096, 4096, 4096}, name);

@@ -82,7 +82,8 @@ TEST_CASE("nvdisasm text parses into instructions with resolved branch targets")
 
 TEST_CASE("text without code sections gives no functions") {
   CHECK(parse_nvdisasm("").empty());
-  CHECK(parse_nvdisasm("\t.section\t.nv.info,\"\",@\"SHT_CUDA_INFO\"\n  /*0000*/ FFMA R1, R2, R3, R4 ;\n")
+  CHECK(parse_nvdisasm(
+            "\t.section\t.nv.info,\"\",@\"SHT_CUDA_INFO\"\n  /*0000*/ FFMA R1, R2, R3, R4 ;\n")
             .empty());
   CHECK(parse_nvdisasm("nvdisasm fatal : Could not open input file 'x'\n").empty());
 }
