@@ -10,6 +10,7 @@ packages=(
   gnuplot-nox  # the plots of `cutune report`
   chromium     # tests/report renders the report page headless (~350 MB, 14 s to install here)
   libopenmpi-dev openmpi-bin
+  python3-pip  # installs nvdisasm's wheel below when the toolkit lacks it
 )
 
 missing=()
@@ -33,4 +34,25 @@ fi
 if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   echo "install_deps: the CUDA toolkit was not found at /usr/local/cuda" >&2
   exit 1
+fi
+
+# nvdisasm (for `cutune sass` and tests/sass): the toolkit's, or NVIDIA's wheel for CUDA 13
+# (nvidia-cuda-nvdisasm puts it in site-packages/nvidia/cu13/bin, where cutune looks).
+nvdisasm_present() {
+  command -v nvdisasm >/dev/null 2>&1 && return 0
+  [[ -x /usr/local/cuda/bin/nvdisasm ]] && return 0
+  local site
+  while read -r site; do
+    [[ -x "$site/nvidia/cu13/bin/nvdisasm" ]] && return 0
+  done < <(python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
+  return 1
+}
+if nvdisasm_present; then
+  echo "install_deps: nvdisasm present"
+else
+  echo "install_deps: installing nvdisasm from the nvidia-cuda-nvdisasm wheel (pip --user)"
+  # Debian's Python is "externally managed"; a --user install of one binary wheel is safe.
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --user --quiet --disable-pip-version-check \
+    'nvidia-cuda-nvdisasm>=13,<14'
+  nvdisasm_present || { echo "install_deps: nvdisasm still not found after pip" >&2; exit 1; }
 fi

@@ -14,7 +14,7 @@ namespace {
 
 // The knob values one configuration resolves to, with the derived sizes.
 struct GemmParams {
-  int bm, bn, bk, tm, tn, warp_n, fm, fn, vec, pad;
+  int bm, bn, bk, tm, tn, warp_n, fm, fn, vec, pad, min_blocks;
   bool double_buffer, unroll_k;
   int threads_m() const { return bm / tm; }
   int threads_n() const { return bn / tn; }
@@ -35,8 +35,12 @@ GemmParams params_of(const Config& c) {
   p.pad = int(c.get("smem_pad"));
   p.double_buffer = c.get("double_buffer") != 0;
   p.unroll_k = c.get("unroll_k") != 0;
+  p.min_blocks = int(c.get("min_blocks"));
   return p;
 }
+
+// An SM's shared memory that blocks may take together (sm_80/sm_90 opt-in), bytes.
+constexpr int64_t kSmSharedBytes = 227 * 1024;
 
 // One operand tile of a row-major global matrix whose rows are `ld` elements long: a
 // VectorTile (see schedule_helpers.h) whose global -> registers copy is guarded against the
@@ -94,9 +98,10 @@ void GemmTemplate::define_space() {
   space_.define_choice("frag_m", {1, 2, 4});
   space_.define_choice("frag_n", {1, 2, 4});
   space_.define_choice("vec_load", {1, 2, 4});
-  space_.define_choice("smem_pad", {0, 1, 4});
+  space_.define_choice("smem_pad", {0, 1, 4, kSmemPadConflictFree});
   space_.define_bool("double_buffer");
   space_.define_bool("unroll_k");
+  space_.define_choice("min_blocks", {1, 2}, 1);
 
   space_.add_constraint("block tile divisible by the thread tile", [](const Config& c) {
     return c.get("block_m") % c.get("thread_m") == 0 && c.get("block_n") % c.get("thread_n") == 0;
@@ -127,11 +132,24 @@ void GemmTemplate::define_space() {
         bool b_ok = nn ? (c.get("block_n") % v == 0 && n % v == 0) : (c.get("block_k") % v == 0);
         return a_ok && b_ok;
       });
-  space_.add_constraint("padded shared rows keep vector alignment", [nn](const Config& c) {
-    int64_t pad = c.get("smem_pad");
+  const GemmLayout layout = layout_;
+  space_.add_constraint("padded shared rows keep vector alignment", [nn, layout](const Config& c) {
+    GemmSharedRows rows = gemm_shared_rows(c, layout);
     int64_t b_align = nn ? std::max(c.get("frag_n"), c.get("vec_load")) : c.get("frag_n");
-    return (c.get("block_m") + pad) % c.get("frag_m") == 0 &&
-           (c.get("block_n") + pad) % b_align == 0;
+    return rows.a % c.get("frag_m") == 0 && rows.b % b_align == 0;
+  });
+  // A second block per SM only where its shared memory fits beside the first, and where the
+  // register cap it implies (64K / (2 · threads)) still holds the accumulators.
+  space_.add_constraint("min_blocks blocks fit an SM", [layout](const Config& c) {
+    if (c.get("min_blocks") == 1) return true;
+    GemmSharedRows rows = gemm_shared_rows(c, layout);
+    int64_t stages = c.get("double_buffer") ? 2 : 1;
+    int64_t shared = stages * c.get("block_k") * (rows.a + rows.b) * 4;
+    int64_t threads =
+        (c.get("block_m") / c.get("thread_m")) * (c.get("block_n") / c.get("thread_n"));
+    int64_t cap = std::min<int64_t>(255, 65536 / (c.get("min_blocks") * threads) / 8 * 8);
+    return c.get("min_blocks") * shared <= kSmSharedBytes &&
+           c.get("thread_m") * c.get("thread_n") + 32 <= cap;
   });
 }
 
@@ -193,8 +211,9 @@ Kernel GemmTemplate::build(const Config& config) const {
   const int threads = p.threads();
   const int tm_threads = p.threads_m(), tn_threads = p.threads_n();
   const int stages = p.double_buffer ? 2 : 1;
-  const int lda_s = p.bm + p.pad;  // A_shared is [stage][k][m]
-  const int ldb_s = p.bn + p.pad;  // B_shared is [stage][k][n]
+  const GemmSharedRows rows = gemm_shared_rows(config, layout_);
+  const int lda_s = int(rows.a);  // A_shared is [stage][k][m]
+  const int ldb_s = int(rows.b);  // B_shared is [stage][k][n]
   const int64_t k_steps = ceil_div(k_, p.bk);
 
   Buffer a = Buffer::make("A", Type::f32(), MemoryScope::global, m_ * k_, true);
@@ -284,7 +303,22 @@ Kernel GemmTemplate::build(const Config& config) const {
   kernel.name = name();
   kernel.buffers = {c, a, b};
   kernel.body = body;
+  kernel.min_blocks = p.min_blocks > 1 ? p.min_blocks : 0;  // 1: no promise, as before the knob
   return kernel;
+}
+
+int64_t conflict_free_row_length(int64_t rows, int64_t block_k) {
+  const int64_t residue = 32 / block_k;  // L ≡ residue (mod 32): see gemm.h
+  return rows + ((residue - rows) % 32 + 32) % 32;
+}
+
+GemmSharedRows gemm_shared_rows(const Config& config, GemmLayout layout) {
+  const int64_t bm = config.get("block_m"), bn = config.get("block_n");
+  const int64_t pad = config.get("smem_pad");
+  if (pad != kSmemPadConflictFree) return {bm + pad, bn + pad};
+  const int64_t bk = config.get("block_k");
+  return {conflict_free_row_length(bm, bk),
+          layout == GemmLayout::nn ? bn : conflict_free_row_length(bn, bk)};
 }
 
 namespace {

@@ -30,6 +30,7 @@ TcParams tc_params(const Config& c) {
   p.raster = int(c.get("raster_group"));
   p.split_k = int(c.get("split_k"));
   p.epi_vec = int(c.get("epilogue_vec"));
+  p.min_blocks = int(c.get("min_blocks"));
   return p;
 }
 
@@ -46,6 +47,8 @@ void define_tc_knobs(ConfigSpace& space) {
   space.define_choice("raster_group", {1, 4, 8});
   space.define_choice("split_k", {1, 2, 4});
   space.define_choice("epilogue_vec", {1, 2});
+  // Last, so that the indices of configurations from before it are unchanged (min_blocks 1).
+  space.define_choice("min_blocks", {1, 2}, 1);
 
   space.add_constraint("block tile divisible by the warp tile", [](const Config& c) {
     return c.get("block_m") % c.get("warp_m") == 0 && c.get("block_n") % c.get("warp_n") == 0;
@@ -57,6 +60,17 @@ void define_tc_knobs(ConfigSpace& space) {
   space.add_constraint("at most 128 accumulators per thread", [](const Config& c) {
     return (c.get("warp_m") / 16) * (c.get("warp_n") / 8) * 4 <= 128;
   });
+  // ptxas caps registers at 64K / (min_blocks · threads); below the accumulators, the
+  // double-buffered fragments and ~32 for addresses and indices, the kernel spills. (At
+  // min_blocks 1 the template's space is left as it was.)
+  space.add_constraint(
+      "min_blocks leave registers for accumulators and fragments", [](const Config& c) {
+        if (c.get("min_blocks") == 1) return true;
+        int64_t mi = c.get("warp_m") / 16, ni = c.get("warp_n") / 8;
+        int64_t warps = (c.get("block_m") / c.get("warp_m")) * (c.get("block_n") / c.get("warp_n"));
+        int64_t cap = std::min<int64_t>(255, 65536 / (c.get("min_blocks") * 32 * warps) / 8 * 8);
+        return mi * ni * 4 + 2 * (mi * 4 + ni * 2) + 32 <= cap;
+      });
 }
 
 void add_tc_shape_constraints(ConfigSpace& space, bool b_k_major, int64_t n, int64_t k,
@@ -66,7 +80,7 @@ void add_tc_shape_constraints(ConfigSpace& space, bool b_k_major, int64_t n, int
     int64_t bm = c.get("block_m"), bn = c.get("block_n"), bk = c.get("block_k");
     int64_t a = bm * (bk + pad);
     int64_t b = b_k_major ? bk * (bn + pad) : bn * (bk + pad);
-    return c.get("stages") * (a + b) * 2 <= kMaxSharedBytes;
+    return c.get("min_blocks") * c.get("stages") * (a + b) * 2 <= kMaxSharedBytes;
   });
   space.add_constraint("split-K accumulates fp32 C with scalar atomics", [out16](const Config& c) {
     return c.get("split_k") == 1 || (!out16 && c.get("epilogue_vec") == 1);
@@ -133,7 +147,7 @@ std::vector<std::string> tc_loop_names() {
 }
 
 std::vector<std::string> tc_local_buffer_names() {
-  return {"A_shared", "B_shared", "C_frag", "A_frag", "B_frag"};
+  return {"A_shared", "B_shared", "C_frag", "A_frag", "B_frag", "stage_ring"};
 }
 
 Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
@@ -157,8 +171,9 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   b_tile.buffer =
       Buffer::make("B_shared", in, MemoryScope::shared, p.stages * b_tile.stage_elements());
   Buffer acc = Buffer::make("C_frag", Type::f32(), MemoryScope::local, int64_t{mi} * ni * 4);
-  Buffer a_frag = Buffer::make("A_frag", Type::u32(), MemoryScope::local, int64_t{mi} * 4);
-  Buffer b_frag = Buffer::make("B_frag", Type::u32(), MemoryScope::local, int64_t{ni} * 2);
+  Buffer a_frag = Buffer::make("A_frag", Type::u32(), MemoryScope::local, int64_t{mi} * 4 * 2);
+  Buffer b_frag = Buffer::make("B_frag", Type::u32(), MemoryScope::local, int64_t{ni} * 2 * 2);
+  Buffer ring = Buffer::make("stage_ring", Type::i32(), MemoryScope::local, 2);
 
   Expr tx = int_var("tx"), lane = int_var("lane"), g = int_var("group"),
        tig = int_var("thread_in_group");
@@ -179,11 +194,14 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   };
   auto commit = [&]() { return async ? cp_async_commit() : Stmt(); };
 
-  // One block_k slice of the warp's products from ring slot `stage`.
-  auto compute = [&](const Expr& stage) {
-    Expr kk = int_var("kk"), i = int_var("i"), j = int_var("j"), jp = int_var("jp"),
-         r = int_var("r");
-    Expr wrow0 = warp_row * p.wm, wcol0 = warp_col * p.wn, k16 = kk * 16;
+  // The fragments of k16 step `k16` (a multiple of 16) of ring slot `stage` into fragment
+  // buffer `buf` (0 or 1: the fragments are double-buffered so that the loads of step k+1
+  // are in flight while step k multiplies).
+  const int a_frag_len = mi * 4, b_frag_len = ni * 2;
+  auto load_fragments = [&](const Expr& stage, const Expr& k16, int buf) {
+    Expr i = int_var("i"), j = int_var("j"), jp = int_var("jp"), r = int_var("r");
+    Expr wrow0 = warp_row * p.wm, wcol0 = warp_col * p.wn;
+    const int a0 = buf * a_frag_len, b0 = buf * b_frag_len;
     Stmt load_a, load_b;
     // B element (k, n) of the slice, wherever the layout keeps it.
     auto b_at = [&](const Expr& kx, const Expr& nx) {
@@ -194,7 +212,7 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
       // Matrix q = lane/8 of the x4: rows (q%2)*8.., k (q/2)*8.. (PTX a0..a3 order).
       load_a = For::make(
           "i", 0, mi, ForKind::unrolled,
-          ldmatrix(4, false, address_of(a_frag, i * 4),
+          ldmatrix(4, false, address_of(a_frag, a0 + i * 4),
                    address_of(a_tile.buffer, a_tile.offset(stage, wrow0 + i * 16 + lane % 16,
                                                            k16 + lane / 16 * 8))));
       // An x4 covers two n8 tiles: matrices (n0, k0), (n0, k8), (n8, k0), (n8, k8), i.e.
@@ -209,13 +227,13 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
       };
       std::vector<Stmt> bs;
       if (ni >= 2) {
-        bs.push_back(For::make(
-            "jp", 0, ni / 2, ForKind::unrolled,
-            ldmatrix(4, nn, address_of(b_frag, jp * 4), b_address(wcol0 + jp * 16, lane / 16))));
+        bs.push_back(For::make("jp", 0, ni / 2, ForKind::unrolled,
+                               ldmatrix(4, nn, address_of(b_frag, b0 + jp * 4),
+                                        b_address(wcol0 + jp * 16, lane / 16))));
       }
       if (ni % 2) {
-        bs.push_back(
-            ldmatrix(2, nn, address_of(b_frag, (ni - 1) * 2), b_address(wcol0 + (ni - 1) * 8, 0)));
+        bs.push_back(ldmatrix(2, nn, address_of(b_frag, b0 + (ni - 1) * 2),
+                              b_address(wcol0 + (ni - 1) * 8, 0)));
       }
       load_b = Block::make(bs);
     } else {
@@ -227,41 +245,83 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
           For::make(
               "r", 0, 4, ForKind::unrolled,
               Store::make(
-                  a_frag, i * 4 + r,
+                  a_frag, a0 + i * 4 + r,
                   pack_b16x2(Load::make(a_tile.buffer, a_tile.offset(stage, row, col)),
                              Load::make(a_tile.buffer, a_tile.offset(stage, row, col + 1))))));
       // b_r holds k 2*tig + r*8 and the next k, column group.
       Expr kx = k16 + tig * 2 + r * 8;
       Expr nx = wcol0 + j * 8 + g;
-      load_b = For::make(
-          "j", 0, ni, ForKind::unrolled,
-          For::make("r", 0, 2, ForKind::unrolled,
-                    Store::make(b_frag, j * 2 + r, pack_b16x2(b_at(kx, nx), b_at(kx + 1, nx)))));
+      load_b = For::make("j", 0, ni, ForKind::unrolled,
+                         For::make("r", 0, 2, ForKind::unrolled,
+                                   Store::make(b_frag, b0 + j * 2 + r,
+                                               pack_b16x2(b_at(kx, nx), b_at(kx + 1, nx)))));
     }
+    return Block::make({load_a, load_b});
+  };
+  // The warp's products of the fragments in buffer `buf`.
+  auto multiply = [&](int buf) {
+    Expr i = int_var("i"), j = int_var("j");
     Expr slot = (i * ni + j) * 4;
-    Stmt mma =
-        For::make("i", 0, mi, ForKind::unrolled,
-                  For::make("j", 0, ni, ForKind::unrolled,
-                            mma_m16n8k16(input, address_of(acc, slot), address_of(a_frag, i * 4),
-                                         address_of(b_frag, j * 2), address_of(acc, slot))));
-    return For::make("kk", 0, p.bk / 16, ForKind::unrolled, Block::make({load_a, load_b, mma}));
+    return For::make(
+        "i", 0, mi, ForKind::unrolled,
+        For::make(
+            "j", 0, ni, ForKind::unrolled,
+            mma_m16n8k16(input, address_of(acc, slot), address_of(a_frag, buf * a_frag_len + i * 4),
+                         address_of(b_frag, buf * b_frag_len + j * 2), address_of(acc, slot))));
   };
 
-  // The cp.async ring: slices 0..stages-2 in flight before the loop; each iteration waits for
-  // its slice, refills the slot the previous iteration read, and computes.
+  // The cp.async ring, software-pipelined at two levels. Slices 0..stages-2 are in flight
+  // before the loop. Iteration k_outer refills the slot iteration k_outer-1 read, multiplies
+  // the k16 steps of its slice with each step's fragments loaded one step ahead, and, after
+  // the last step's mma are issued, waits for slice k_outer+1, synchronises and loads that
+  // slice's first fragments: the tensor cores work across the barrier. Every read of a slot
+  // comes before the barrier of the iteration that reads it, and its refill after that
+  // barrier. The ring positions are running indices (`stage_ring`: read slot, write slot),
+  // advanced by a compare instead of a modulo.
   const int s = p.stages;
+  const int steps = p.bk / 16;
+  Expr read_stage = Load::make(ring, 0), write_stage = Load::make(ring, 1);
+  auto wait_and_sync = [&]() {
+    return Block::make({async ? cp_async_wait(s - 2) : Stmt(), Sync::make()});
+  };
+  auto advance = [&](int slot) {
+    Expr v = Load::make(ring, slot);
+    return Store::make(ring, slot, select(eq(v, i32(s - 1)), i32(0), v + 1));
+  };
   std::vector<Stmt> prologue;
   for (int st = 0; st < s - 1; ++st) {
     prologue.push_back(IfThenElse::make(i32(st) < n_tiles, load_slice(first_tile + st, st)));
     prologue.push_back(commit());
   }
+  prologue.push_back(Store::make(ring, 0, i32(0)));
+  prologue.push_back(Store::make(ring, 1, i32(s - 1)));
+  prologue.push_back(wait_and_sync());
+  prologue.push_back(IfThenElse::make(i32(0) < n_tiles, load_fragments(i32(0), i32(0), 0)));
+
   Expr ko = int_var("k_outer");
   Expr next = ko + (s - 1);
-  Stmt loop = For::make(
-      "k_outer", 0, n_tiles, ForKind::serial,
-      Block::make({async ? cp_async_wait(s - 2) : Stmt(), Sync::make(),
-                   IfThenElse::make(next < n_tiles, load_slice(first_tile + next, next % s)),
-                   commit(), compute(ko % s)}));
+  std::vector<Stmt> iteration = {
+      IfThenElse::make(next < n_tiles, load_slice(first_tile + next, write_stage)), commit()};
+  if (steps > 1) {
+    // Steps 0..steps-2 as a loop of pairs: step kk loads step kk+1 into the other buffer.
+    Expr kk = int_var("kk");
+    std::vector<Stmt> pair;
+    for (int half = 0; half < 2 && half < steps - 1; ++half) {
+      Expr step = kk * 2 + half;
+      Stmt body =
+          Block::make({load_fragments(read_stage, (step + 1) * 16, 1 - half), multiply(half)});
+      // An odd count of steps before the last leaves the second half of the last pair out.
+      if (half == 1 && (steps - 1) % 2 != 0) body = IfThenElse::make(step < steps - 1, body);
+      pair.push_back(body);
+    }
+    iteration.push_back(For::make("kk", 0, steps / 2, ForKind::unrolled, Block::make(pair)));
+  }
+  iteration.push_back(multiply((steps - 1) % 2));
+  iteration.push_back(wait_and_sync());
+  iteration.push_back(advance(0));
+  iteration.push_back(advance(1));
+  iteration.push_back(IfThenElse::make(ko + 1 < n_tiles, load_fragments(read_stage, i32(0), 0)));
+  Stmt loop = For::make("k_outer", 0, n_tiles, ForKind::serial, Block::make(iteration));
   Stmt main_loop = Block::make({Block::make(prologue), loop});
 
   Expr z = int_var("i");
@@ -291,6 +351,7 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
       For::make("j", 0, ni, ForKind::unrolled, For::make("h", 0, 2, ForKind::unrolled, write)));
 
   Stmt body = Block::make({init, main_loop, epilogue});
+  body = Allocate::make(ring, body);
   body = Allocate::make(b_frag, body);
   body = Allocate::make(a_frag, body);
   body = Allocate::make(acc, body);
@@ -332,6 +393,7 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   kernel.name = spec.name;
   kernel.buffers = spec.parameters;
   kernel.body = body;
+  kernel.min_blocks = p.min_blocks > 1 ? p.min_blocks : 0;  // 1: no promise, as before the knob
   return kernel;
 }
 

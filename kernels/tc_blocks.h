@@ -24,6 +24,7 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
 struct TcParams {
   int bm, bn, bk, wm, wn, stages, smem_layout, copy_bytes, raster, split_k, epi_vec;
+  int min_blocks;  // __launch_bounds__'s second argument: blocks per SM to fit registers for
   bool ldmatrix;
   int warps_m() const { return bm / wm; }
   int warps_n() const { return bn / wn; }
@@ -35,13 +36,14 @@ struct TcParams {
 TcParams tc_params(const Config& c);
 
 // Defines every knob (block_m/n/k, warp_m/n, stages, smem_layout, copy_bytes, ldmatrix,
-// raster_group, split_k, epilogue_vec) and the constraints that hold for any shape: warp tiles
-// divide the block tile, 1 to 16 warps, at most 128 accumulators per thread.
+// raster_group, split_k, epilogue_vec, min_blocks) and the constraints that hold for any
+// shape: warp tiles divide the block tile, 1 to 16 warps, at most 128 accumulators per thread,
+// and min_blocks blocks' register share holds a thread's accumulators and fragments.
 void define_tc_knobs(ConfigSpace& space);
 
 // The constraints that follow the GEMM's N and K and the B tile's layout: shared memory within
-// the opt-in limit, split-K only into fp32 C with scalar atomics and with a K slice for every
-// split, paired epilogue stores only for an even N.
+// the opt-in limit (min_blocks blocks' worth within an SM's), split-K only into fp32 C with scalar
+// atomics and with a K slice for every split, paired epilogue stores only for an even N.
 void add_tc_shape_constraints(ConfigSpace& space, bool b_k_major, int64_t n, int64_t k, bool out16);
 
 // A ring of `stages` shared tiles of rows × cols 16-bit elements, cols contiguous, laid out by

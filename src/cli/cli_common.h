@@ -13,7 +13,9 @@
 
 #include "kernels/template.h"
 #include "src/base/errors.h"
+#include "src/codegen/cuda_source.h"
 #include "src/ir/verify.h"
+#include "src/runtime/compile_result.h"
 
 namespace cutune::cli {
 
@@ -90,5 +92,11 @@ void add_gpu_commands(CLI::App& app);    // export, bench
 void add_suite_commands(CLI::App& app);  // tune-suite
 void add_report_command(CLI::App& app);  // report
 void add_doctor_command(CLI::App& app);  // doctor
+void add_sass_command(CLI::App& app);    // sass
+
+// cmd_sass.cc: UsageError (where nvdisasm was looked for) when it is absent; a compiled
+// kernel's SASS report as JSON ({"error": ...} when it cannot be disassembled).
+void require_disassembler();
+nlohmann::json sass_json(const CompileResult& compiled, const LaunchSpec& launch);
 
 }  // namespace cutune::cli

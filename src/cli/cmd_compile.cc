@@ -23,11 +23,14 @@ struct CompileArgs {
   int jobs = 1;
   uint64_t seed = 0;
   std::string cache_dir;
+  bool sass = false;  // --sass: each compiled configuration's SASS report in the JSON
 };
 
 void run_compile(const CompileArgs& args) {
   if (args.sample < 1) throw UsageError("--sample must be >= 1");
   if (args.jobs < 1) throw UsageError("--jobs must be >= 1");
+  if (args.sass && !args.task.json) throw UsageError("--sass needs --json");
+  if (args.sass) require_disassembler();
   auto tmpl = args.task.make();
   const ConfigSpace& space = tmpl->space();
   ir::TargetLimits limits = args.task.limits();
@@ -62,6 +65,7 @@ void run_compile(const CompileArgs& args) {
   std::vector<double> registers;
   std::map<int, int> register_histogram;
   nlohmann::json failures = nlohmann::json::array();
+  nlohmann::json sass = nlohmann::json::array();
   for (size_t i = 0; i < results.size(); ++i) {
     const CompileResult& r = results[i];
     if (!r.ok()) {
@@ -70,6 +74,11 @@ void run_compile(const CompileArgs& args) {
       continue;
     }
     ++compiled;
+    if (args.sass) {
+      nlohmann::json one = sass_json(r, sources[i].launch);
+      one["config"] = configs[i].index();
+      sass.push_back(std::move(one));
+    }
     if (r.ptxas.parsed) {
       registers.push_back(r.ptxas.registers);
       ++register_histogram[(r.ptxas.registers + 31) / 32 * 32];
@@ -83,7 +92,7 @@ void run_compile(const CompileArgs& args) {
   if (args.task.json) {
     nlohmann::json hist = nlohmann::json::object();
     for (auto [bucket, n] : register_histogram) hist[fmt::format("<={}", bucket)] = n;
-    print_json({{"template", tmpl->name()},
+    nlohmann::json out = {{"template", tmpl->name()},
                 {"shape", tmpl->shape()},
                 {"arch", limits.arch},
                 {"sampled", args.sample},
@@ -101,7 +110,9 @@ void run_compile(const CompileArgs& args) {
                 {"jobs", args.jobs},
                 {"configs_per_second", rate},
                 {"rejections", rejected},
-                {"failures", failures}});
+                {"failures", failures}};
+    if (args.sass) out["sass"] = std::move(sass);
+    print_json(out);
     if (failed > 0) throw ExitStatus{1};
     return;
   }
@@ -139,6 +150,9 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--jobs,-j", args->jobs, "compiler threads")->capture_default_str();
   add_seed_option(*cmd, args->seed, "sampling seed");
   cmd->add_option("--cache-dir", args->cache_dir, "on-disk cubin cache (default: none)");
+  cmd->add_flag("--sass", args->sass,
+                "with --json: each compiled configuration's registers, spills and main-loop "
+                "instruction mix (needs nvdisasm)");
   cmd->callback([args] { run_compile(*args); });
 }
 

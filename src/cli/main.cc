@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   cutune::cli::add_suite_commands(app);
   cutune::cli::add_report_command(app);
   cutune::cli::add_doctor_command(app);
+  cutune::cli::add_sass_command(app);
   cutune::cli::add_interop_commands(app);
 
   if (argc > 1 && argv[1][0] != '-') {

@@ -136,8 +136,12 @@ class CudaEmitter : public IRVisitor {
           "  return a - cutune_floordiv(a, b) * b;\n"
           "}\n";
     }
+    const std::string bounds =
+        kernel_.min_blocks > 0
+            ? fmt::format("{}, {}", launch_.threads_per_block(), kernel_.min_blocks)
+            : fmt::format("{}", launch_.threads_per_block());
     code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
-                        launch_.threads_per_block(), kernel_.name, params, body);
+                        bounds, kernel_.name, params, body);
     src.code = std::move(code);
     src.arch_specific = arch_specific_;
     src.launch.grid =

@@ -373,6 +373,9 @@ struct Kernel {
   std::vector<Buffer> buffers;  // global buffers, in parameter order
   std::vector<Expr> scalars;    // Var expressions passed by value after the buffers
   Stmt body;
+  // Blocks per SM the compiler must leave room for (registers capped to fit them), emitted as
+  // __launch_bounds__(threads, min_blocks); 0: no such promise.
+  int min_blocks = 0;
 };
 
 // Thrown by make(...) when an IR invariant is broken: a bug in the template that built it.

@@ -160,7 +160,8 @@ void ConfigSpace::define_split(std::string name, int64_t extent, int parts, Filt
   add_knob(std::move(knob));
 }
 
-void ConfigSpace::define_choice(std::string name, std::vector<int64_t> values) {
+void ConfigSpace::define_choice(std::string name, std::vector<int64_t> values,
+                                std::optional<int64_t> if_omitted) {
   if (values.empty()) throw ConfigError(fmt::format("choice '{}' has no values", name));
   for (size_t i = 0; i < values.size(); ++i)
     for (size_t j = 0; j < i; ++j)
@@ -170,6 +171,12 @@ void ConfigSpace::define_choice(std::string name, std::vector<int64_t> values) {
   knob.name_ = std::move(name);
   knob.kind_ = KnobKind::choice;
   knob.values_ = std::move(values);
+  if (if_omitted) {
+    knob.omitted_entity_ = knob.find_value(*if_omitted);
+    if (!knob.omitted_entity_)
+      throw ConfigError(
+          fmt::format("choice '{}' does not list its default {}", knob.name_, *if_omitted));
+  }
   add_knob(std::move(knob));
 }
 
@@ -366,6 +373,10 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
   for (size_t i = 0; i < knobs_.size(); ++i) {
     const Knob& k = knobs_[i];
     auto it = knobs_json->find(k.name_);
+    if (it == knobs_json->end() && k.omitted_entity_) {
+      entities[i] = static_cast<int32_t>(*k.omitted_entity_);
+      continue;
+    }
     if (it == knobs_json->end())
       throw ConfigError(fmt::format("configuration is missing knob '{}'", k.name_));
     std::optional<int64_t> entity;

@@ -66,6 +66,7 @@ class Knob {
   int parts_ = 0;
   std::vector<std::vector<int64_t>> factors_;  // split
   std::vector<int64_t> values_;                // choice / boolean
+  std::optional<int64_t> omitted_entity_;      // see define_choice's `if_omitted`
 };
 
 class ConfigSpace;
@@ -109,7 +110,11 @@ class ConfigSpace {
 
   // Declaring knobs. Names are unique; an empty domain is a ConfigError.
   void define_split(std::string name, int64_t extent, int parts, Filter filter = {});
-  void define_choice(std::string name, std::vector<int64_t> values);
+  // `if_omitted`: the value a configuration given as JSON without this knob takes (a knob
+  // added to a template later, so that configurations written before it still read);
+  // without it, an omitted knob is an error.
+  void define_choice(std::string name, std::vector<int64_t> values,
+                     std::optional<int64_t> if_omitted = std::nullopt);
   void define_bool(std::string name);
   // A constraint between knobs, with a description shown when a configuration violates it.
   void add_constraint(std::string description, Predicate predicate);

@@ -46,13 +46,13 @@ TEST_CASE("cli: space --json describes the knobs and counts", "[cli]") {
   json j = parse_stdout(run_cutune("space gemm --shape 64,64,64 --json"));
   CHECK(j["template"] == "gemm_nn");
   CHECK(j["shape"] == json({64, 64, 64}));
-  CHECK(j["size"] == 4050000);
+  CHECK(j["size"] == 10800000);
   REQUIRE(j["valid"].is_number());
   CHECK(j["valid"].get<uint64_t>() > 0);
-  CHECK(j["valid"].get<uint64_t>() < 4050000);
+  CHECK(j["valid"].get<uint64_t>() < 10800000);
   CliRun text = run_cutune("space gemm --shape 64,64,64");
   INFO_RUN(text);
-  CHECK_THAT(text.out, Catch::Contains("space size: 4050000 configurations"));
+  CHECK_THAT(text.out, Catch::Contains("space size: 10800000 configurations"));
   CHECK_THAT(text.out, Catch::Contains("block_m"));
 }
 

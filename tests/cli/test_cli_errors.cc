@@ -45,9 +45,9 @@ TEST_CASE("cli: the wrong number of sizes", "[cli]") {
 }
 
 TEST_CASE("cli: a configuration index out of range", "[cli]") {
-  CHECK_USAGE_ERROR(std::string(kShow) + "--config 4050000", "4050000");
+  CHECK_USAGE_ERROR(std::string(kShow) + "--config 10800000", "10800000");
   CHECK_USAGE_ERROR(std::string(kShow) + "--config 99999999999999", "99999999999999");
-  CHECK_USAGE_ERROR(std::string(kShow) + "--config '{\"index\": 4050000}'", "4050000");
+  CHECK_USAGE_ERROR(std::string(kShow) + "--config '{\"index\": 10800000}'", "10800000");
 }
 
 TEST_CASE("cli: malformed configuration JSON", "[cli]") {

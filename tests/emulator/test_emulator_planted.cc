@@ -187,17 +187,18 @@ TEST_CASE("tensor-core GEMM (cp.async, ldmatrix, mma): clean, each planted bug i
                  "cutune_cp_async_16(&A_shared[-8 + a_cp * 1024", "shared_out_of_bounds",
                  "write to shared A_shared[-8] (A_shared has 6144 elements) by block (0,0,0) "
                  "thread (0,0,0)");
-  // Off by one 16-byte row in an ldmatrix address: it reads into the next pipeline stage while
-  // that stage's copies are in flight, which is reported as the race it is.
+  // Off by one 16-byte row in the ldmatrix of the next slice's first fragments (after the
+  // loop's barrier): it reads past that slot into the third ring slot, which K = 40 (two
+  // slices) never fills, and is reported as the uninitialised read it is.
   {
     CudaSource buggy = k.source;
     std::set<int> planted =
-        plant(buggy, "cutune_ldmatrix_x4(&A_frag[i * 4], &A_shared[k_outer * 2048",
-              "cutune_ldmatrix_x4(&A_frag[i * 4], &A_shared[8 + k_outer * 2048");
+        plant(buggy, "cutune_ldmatrix_x4(&A_frag[i * 4], &A_shared[stage_ring[0] * 2048",
+              "cutune_ldmatrix_x4(&A_frag[i * 4], &A_shared[8 + stage_ring[0] * 2048");
     EmulatedCheck r = run(k, buggy);
     INFO(r.message);
-    REQUIRE(r.status == "race");
-    REQUIRE_THAT(r.message, Contains("A_shared[2048]") && Contains("written by the cp.async"));
+    REQUIRE(r.status == "uninitialized_read");
+    REQUIRE_THAT(r.message, Contains("A_shared[4096]") && Contains("no thread of the block wrote"));
     REQUIRE(lines_in(r.message).count(*planted.begin()) == 1);
   }
   require_caught(k, "&A[tile_m * 2560 + a_cp * 1280", "&A[-1 + tile_m * 2560 + a_cp * 1280",

@@ -14,7 +14,8 @@ namespace {
 
 // The constraints as gemm.h documents them, written out independently of the template.
 bool valid_by_hand(bool nn, int64_t n, int64_t k, int64_t bm, int64_t bn, int64_t bk, int64_t tm,
-                   int64_t tn, int64_t wn, int64_t fm, int64_t fn, int64_t vec, int64_t pad) {
+                   int64_t tn, int64_t wn, int64_t fm, int64_t fn, int64_t vec, int64_t pad,
+                   bool double_buffer, int64_t min_blocks) {
   if (bm % tm != 0 || bn % tn != 0) return false;
   int64_t threads_m = bm / tm, threads_n = bn / tn, threads = threads_m * threads_n;
   if (threads < 32 || threads > 1024 || threads % 32 != 0) return false;
@@ -24,7 +25,19 @@ bool valid_by_hand(bool nn, int64_t n, int64_t k, int64_t bm, int64_t bn, int64_
   if (bk % vec != 0 || k % vec != 0) return false;
   if (nn && (bn % vec != 0 || n % vec != 0)) return false;
   int64_t b_align = nn ? std::max(fn, vec) : fn;
-  return (bm + pad) % fm == 0 && (bn + pad) % b_align == 0;
+  // pad -1: rows padded to L ≡ 32 / block_k (mod 32); B of layout nn unpadded.
+  auto rule = [bk](int64_t rows) {
+    int64_t l = rows;
+    while (l % 32 != 32 / bk % 32) ++l;
+    return l;
+  };
+  int64_t lda = pad < 0 ? rule(bm) : bm + pad;
+  int64_t ldb = pad < 0 ? (nn ? bn : rule(bn)) : bn + pad;
+  if (lda % fm != 0 || ldb % b_align != 0) return false;
+  if (min_blocks == 1) return true;
+  int64_t shared = (double_buffer ? 2 : 1) * bk * (lda + ldb) * 4;
+  int64_t cap = std::min<int64_t>(255, 65536 / (min_blocks * threads) / 8 * 8);
+  return min_blocks * shared <= 227 * 1024 && tm * tn + 32 <= cap;
 }
 
 uint64_t brute_force_valid(bool nn, int64_t n, int64_t k) {
@@ -34,7 +47,7 @@ uint64_t brute_force_valid(bool nn, int64_t n, int64_t k) {
   const int64_t warps[] = {0, 2, 4, 8, 16};
   const int64_t frags[] = {1, 2, 4};
   const int64_t vecs[] = {1, 2, 4};
-  const int64_t pads[] = {0, 1, 4};
+  const int64_t pads[] = {0, 1, 4, -1};
   uint64_t count = 0;
   for (int64_t bm : tiles)
     for (int64_t bn : tiles)
@@ -45,12 +58,15 @@ uint64_t brute_force_valid(bool nn, int64_t n, int64_t k) {
               for (int64_t fm : frags)
                 for (int64_t fn : frags)
                   for (int64_t vec : vecs)
-                    for (int64_t pad : pads) {
-                      // double_buffer and unroll_k are free: 4 configurations each.
-                      if (valid_by_hand(nn, n, k, bm, bn, bk, tm, tn, wn, fm, fn, vec, pad)) {
-                        count += 4;
-                      }
-                    }
+                    for (int64_t pad : pads)
+                      for (bool db : {false, true})
+                        for (int64_t mb : {1, 2}) {
+                          // unroll_k is free: 2 configurations each.
+                          if (valid_by_hand(nn, n, k, bm, bn, bk, tm, tn, wn, fm, fn, vec, pad, db,
+                                            mb)) {
+                            count += 2;
+                          }
+                        }
   return count;
 }
 
@@ -62,12 +78,12 @@ TEST_CASE("the GEMM space's size is the product of its knobs' cardinalities", "[
   uint64_t product = 1;
   for (const Knob& k : space.knobs()) product *= uint64_t(k.cardinality());
   CHECK(space.size() == product);
-  CHECK(space.size() == 5ull * 5 * 4 * 5 * 5 * 5 * 3 * 3 * 3 * 3 * 2 * 2);
+  CHECK(space.size() == 5ull * 5 * 4 * 5 * 5 * 5 * 3 * 3 * 3 * 4 * 2 * 2 * 2);
   std::vector<std::string> names;
   for (const Knob& k : space.knobs()) names.push_back(k.name());
   CHECK(names == std::vector<std::string>{"block_m", "block_n", "block_k", "thread_m", "thread_n",
                                           "warp_n", "frag_m", "frag_n", "vec_load", "smem_pad",
-                                          "double_buffer", "unroll_k"});
+                                          "double_buffer", "unroll_k", "min_blocks"});
 }
 
 TEST_CASE("the GEMM valid count equals a brute-force count (nn, aligned shape)", "[gemm][space]") {

@@ -258,3 +258,18 @@ TEST_CASE("describe lists knobs and size") {
   CHECK(d["knobs"][1]["values"] == nlohmann::json({1, 2}));
   CHECK(d["constraints"][0] == "c");
 }
+
+TEST_CASE("a choice with an if-omitted value fills configurations written without it",
+          "[space][json]") {
+  ConfigSpace space;
+  space.define_choice("x", {1, 2, 4});
+  space.define_choice("later", {1, 2}, 1);
+  Config old = space.from_json({{"knobs", {{"x", 2}}}});
+  CHECK(old.get("later") == 1);
+  CHECK(old.index() == 1);  // a knob added last keeps the indices of its default's points
+  CHECK(space.from_json({{"knobs", {{"x", 2}, {"later", 2}}}}).get("later") == 2);
+  CHECK_THROWS_WITH(space.from_json({{"knobs", {{"later", 2}}}}),
+                    Catch::Contains("missing knob 'x'"));
+  ConfigSpace bad;
+  CHECK_THROWS_AS(bad.define_choice("y", {1, 2}, 3), ConfigError);
+}

@@ -138,7 +138,8 @@ TEST_CASE("the tensor-core convolution declares its loops and buffers and counts
   auto gemm = make_template("gemm_fp16", {126, 40, 144}, "gemm_fp16_nn");
   CHECK(conv->loop_names() == gemm->loop_names());
   CHECK(conv->buffer_names() == std::vector<std::string>{"Output", "Input", "Filter", "A_shared",
-                                                         "B_shared", "C_frag", "A_frag", "B_frag"});
+                                                         "B_shared", "C_frag", "A_frag", "B_frag",
+                                                         "stage_ring"});
   // M = 126 in 2 tiles of 64, K = 40 in one of 64; 4 warps of 2x4 m16n8 tiles; R·S·C = 144 in
   // 5 slices of 2 k16 steps: 2 · 5 · 2 · 4 · 8 = 640 mma instructions.
   auto f = cost_model::make_ir_features(*conv, ir::TargetLimits{});
