@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "src/codegen/cuda_intrinsics.h"
+#include "src/codegen/cuda_tma_intrinsics.h"
 #include "src/ir/expr_text.h"
 #include "src/ir/ir_operators.h"
 #include "src/ir/ir_visitor.h"
@@ -18,6 +19,9 @@ using namespace ir;
 namespace {
 
 constexpr int64_t kMaxStaticShared = 48 * 1024;
+// A TMA destination starts at a multiple of the longest swizzle repeat (1024 bytes for the
+// 128-byte swizzle; 128 would do without swizzle).
+constexpr int64_t kTmaAlignment = 1024;
 
 const char* hardware_index(ForKind k) {
   switch (k) {
@@ -53,11 +57,17 @@ struct BoundVars : IRVisitor {
 // what the code generator defines above the kernel.
 struct UsedNames : IRVisitor {
   std::set<std::string> calls;
+  std::set<std::string> tma_destinations;  // shared buffers a TMA load writes
   bool storage16 = false;
   using IRVisitor::visit_node;
   void note(Type t) { storage16 = storage16 || t.element_bytes() == 2; }
   void visit_node(const Call* op) override {
     calls.insert(op->name);
+    if (op->name == "cutune_tma_load_2d" && !op->args.empty()) {
+      const Call* dst = op->args[0].as<Call>();
+      const Load* l = dst != nullptr && !dst->args.empty() ? dst->args[0].as<Load>() : nullptr;
+      if (l != nullptr) tma_destinations.insert(l->buffer->name);
+    }
     note(op->type);
     IRVisitor::visit_node(op);
   }
@@ -77,6 +87,9 @@ class CudaEmitter : public IRVisitor {
     style_.cuda = true;
     style_.non_negative = [this](const Expr& e) { return provably_non_negative(e, env_); };
     dynamic_shared_ = launch.shared_bytes > kMaxStaticShared;
+    UsedNames used;
+    used.visit(k.body);
+    tma_destinations_ = std::move(used.tma_destinations);
   }
 
   CudaSource emit() {
@@ -96,6 +109,11 @@ class CudaEmitter : public IRVisitor {
       params += fmt::format("{} {}", cuda_type_name(v.type()), var->name);
       src.params.push_back(KernelParam{var->name, v.type(), false, true, 0});
     }
+    for (const TensorMapParam& m : kernel_.tensor_maps) {
+      if (!params.empty()) params += ", ";
+      params += fmt::format("const __grid_constant__ cutune_tensor_map {}", m.name);
+      src.params.push_back(KernelParam{m.name, Type::i64(), false, true, 0, m.desc});
+    }
 
     indent_ = 1;
     BoundVars bound;
@@ -103,7 +121,10 @@ class CudaEmitter : public IRVisitor {
     for (const auto& [name, kind] : bound.vars) {
       line(fmt::format("const int {} = {};", name, hardware_index(kind)));
     }
-    if (dynamic_shared_) line("extern __shared__ __align__(16) unsigned char cutune_smem[];");
+    if (dynamic_shared_) {
+      line(fmt::format("extern __shared__ __align__({}) unsigned char cutune_smem[];",
+                       tma_destinations_.empty() ? 16 : kTmaAlignment));
+    }
     visit(kernel_.body);
     std::string body = std::move(out_);
 
@@ -117,6 +138,7 @@ class CudaEmitter : public IRVisitor {
     }
     if (used.storage16) code += "\n" + storage_typedefs();
     code += intrinsic_definitions(used.calls);
+    code += tma_intrinsic_definitions(used.calls, !kernel_.tensor_maps.empty());
     if (style_.used_floor_helpers) {
       code +=
           "\n__device__ __forceinline__ int cutune_floordiv(int a, int b) {\n"
@@ -169,12 +191,14 @@ class CudaEmitter : public IRVisitor {
   void visit_node(const Allocate* op) override {
     const Buffer& b = op->buffer;
     std::string type = cuda_type_name(b->type);
+    const int64_t align = tma_destinations_.count(b->name) ? kTmaAlignment : 16;
     if (b->scope == MemoryScope::shared && dynamic_shared_) {
+      dynamic_offset_ = (dynamic_offset_ + align - 1) / align * align;
       line(fmt::format("{0}* {1} = reinterpret_cast<{0}*>(cutune_smem + {2});", type, b->name,
                        dynamic_offset_));
       dynamic_offset_ += (b->elements * b->type.bytes() + 15) / 16 * 16;
     } else if (b->scope == MemoryScope::shared) {
-      line(fmt::format("__shared__ __align__(16) {} {}[{}];", type, b->name, b->elements));
+      line(fmt::format("__shared__ __align__({}) {} {}[{}];", align, type, b->name, b->elements));
     } else {
       line(fmt::format("__align__(16) {} {}[{}];", type, b->name, b->elements));
     }
@@ -239,6 +263,7 @@ class CudaEmitter : public IRVisitor {
   int indent_ = 0;
   bool dynamic_shared_ = false;
   int64_t dynamic_offset_ = 0;
+  std::set<std::string> tma_destinations_;
 };
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/ir/tensor_map.h"
 #include "src/ir/type.h"
 
 namespace cutune::ir {
@@ -372,6 +373,9 @@ struct Kernel {
   std::string name;
   std::vector<Buffer> buffers;  // global buffers, in parameter order
   std::vector<Expr> scalars;    // Var expressions passed by value after the buffers
+  // TMA tensor maps, passed after the scalars (src/ir/tensor_map.h); the body names each by a
+  // Var of its name.
+  std::vector<TensorMapParam> tensor_maps;
   Stmt body;
 };
 
