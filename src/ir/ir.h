@@ -373,10 +373,10 @@ struct Kernel {
   std::string name;
   std::vector<Buffer> buffers;  // global buffers, in parameter order
   std::vector<Expr> scalars;    // Var expressions passed by value after the buffers
-  // TMA tensor maps, passed after the scalars (src/ir/tensor_map.h); the body names each by a
-  // Var of its name.
-  std::vector<TensorMapParam> tensor_maps;
   Stmt body;
+  // TMA tensor maps, passed after the scalars (src/ir/tensor_map.h); the body names each by a
+  // Var of its name. Last, so that Kernel{name, buffers, scalars, body} still reads.
+  std::vector<TensorMapParam> tensor_maps = {};
 };
 
 // Thrown by make(...) when an IR invariant is broken: a bug in the template that built it.
