@@ -1,11 +1,13 @@
 #include "src/codegen/codegen_cuda.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "src/codegen/cuda_intrinsics.h"
+#include "src/codegen/cuda_tma_intrinsics.h"
 #include "src/ir/expr_text.h"
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/ir_operators.h"
@@ -19,6 +21,9 @@ using namespace ir;
 namespace {
 
 constexpr int64_t kMaxStaticShared = 48 * 1024;
+// A TMA destination starts at a multiple of the longest swizzle repeat (1024 bytes for the
+// 128-byte swizzle; 128 would do without swizzle).
+constexpr int64_t kTmaAlignment = 1024;
 
 const char* hardware_index(ForKind k) {
   switch (k) {
@@ -54,11 +59,17 @@ struct BoundVars : IRVisitor {
 // what the code generator defines above the kernel.
 struct UsedNames : IRVisitor {
   std::set<std::string> calls;
+  std::set<std::string> tma_destinations;  // shared buffers a TMA load writes
   bool storage16 = false;
   using IRVisitor::visit_node;
   void note(Type t) { storage16 = storage16 || t.element_bytes() == 2; }
   void visit_node(const Call* op) override {
     calls.insert(op->name);
+    if (op->name == "cutune_tma_load_2d" && !op->args.empty()) {
+      const Call* dst = op->args[0].as<Call>();
+      const Load* l = dst != nullptr && !dst->args.empty() ? dst->args[0].as<Load>() : nullptr;
+      if (l != nullptr) tma_destinations.insert(l->buffer->name);
+    }
     note(op->type);
     IRVisitor::visit_node(op);
   }
@@ -83,6 +94,7 @@ class CudaEmitter : public IRVisitor {
     used.visit(k.body);
     for (const std::string& name : used.calls) arch_specific_ = arch_specific_ || needs_sm90a(name);
     shared_align_ = arch_specific_ ? 1024 : 16;
+    tma_destinations_ = std::move(used.tma_destinations);
   }
 
   CudaSource emit() {
@@ -102,6 +114,11 @@ class CudaEmitter : public IRVisitor {
       params += fmt::format("{} {}", cuda_type_name(v.type()), var->name);
       src.params.push_back(KernelParam{var->name, v.type(), false, true, 0});
     }
+    for (const TensorMapParam& m : kernel_.tensor_maps) {
+      if (!params.empty()) params += ", ";
+      params += fmt::format("const __grid_constant__ cutune_tensor_map {}", m.name);
+      src.params.push_back(KernelParam{m.name, Type::i64(), false, true, 0, m.desc});
+    }
 
     indent_ = 1;
     BoundVars bound;
@@ -111,7 +128,8 @@ class CudaEmitter : public IRVisitor {
     }
     if (dynamic_shared_) {
       line(fmt::format("extern __shared__ __align__({}) unsigned char cutune_smem[];",
-                       shared_align_));
+                       tma_destinations_.empty() ? shared_align_
+                                                 : std::max<int64_t>(shared_align_, kTmaAlignment)));
     }
     visit(kernel_.body);
     std::string body = std::move(out_);
@@ -126,6 +144,7 @@ class CudaEmitter : public IRVisitor {
     }
     if (used.storage16) code += "\n" + storage_typedefs();
     code += intrinsic_definitions(used.calls);
+    code += tma_intrinsic_definitions(used.calls, !kernel_.tensor_maps.empty());
     if (style_.used_floor_helpers) {
       code +=
           "\n__device__ __forceinline__ int cutune_floordiv(int a, int b) {\n"
@@ -183,14 +202,16 @@ class CudaEmitter : public IRVisitor {
   void visit_node(const Allocate* op) override {
     const Buffer& b = op->buffer;
     std::string type = cuda_type_name(b->type);
+    const int64_t align =
+        std::max<int64_t>(shared_align_, tma_destinations_.count(b->name) ? kTmaAlignment : 16);
     if (b->scope == MemoryScope::shared && dynamic_shared_) {
+      dynamic_offset_ = (dynamic_offset_ + align - 1) / align * align;
       line(fmt::format("{0}* {1} = reinterpret_cast<{0}*>(cutune_smem + {2});", type, b->name,
                        dynamic_offset_));
       dynamic_offset_ +=
           (b->elements * b->type.bytes() + shared_align_ - 1) / shared_align_ * shared_align_;
     } else if (b->scope == MemoryScope::shared) {
-      line(fmt::format("__shared__ __align__({}) {} {}[{}];", shared_align_, type, b->name,
-                       b->elements));
+      line(fmt::format("__shared__ __align__({}) {} {}[{}];", align, type, b->name, b->elements));
     } else {
       line(fmt::format("__align__(16) {} {}[{}];", type, b->name, b->elements));
     }
@@ -257,6 +278,7 @@ class CudaEmitter : public IRVisitor {
   int64_t dynamic_offset_ = 0;
   bool arch_specific_ = false;
   int64_t shared_align_ = 16;
+  std::set<std::string> tma_destinations_;
 };
 
 }  // namespace

@@ -4,9 +4,11 @@
 // launch description that the kernel was generated for.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "src/ir/tensor_map.h"
 #include "src/ir/type.h"
 
 namespace cutune {
@@ -25,6 +27,9 @@ struct KernelParam {
   bool is_pointer = true;
   bool is_const = false;  // a pointer the kernel only reads
   int64_t elements = 0;   // pointers: the buffer's size in elements (for checks and allocation)
+  // A TMA tensor map (is_pointer false): a `const __grid_constant__ cutune_tensor_map` built
+  // by the launcher over the pointer parameter named tensor_map->buffer.
+  std::optional<ir::TensorMapDesc> tensor_map = std::nullopt;
 };
 
 struct LaunchSpec {

@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include <fmt/format.h>
 
 #include "src/emulator/emu_assert.h"
+#include "src/emulator/smem_swizzle.h"
+#include "src/emulator/tma_copy.h"
 
 namespace cutune::emu {
 
@@ -97,6 +100,11 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.thread.cp_async_commit = &BlockRunner::cp_async_commit;
     s.thread.cp_async_wait = &BlockRunner::cp_async_wait;
     s.thread.fail = &BlockRunner::fail;
+    s.thread.mbarrier_init = &BlockRunner::mbarrier_init;
+    s.thread.mbarrier_arrive = &BlockRunner::mbarrier_arrive;
+    s.thread.mbarrier_wait = &BlockRunner::mbarrier_wait;
+    s.thread.mbarrier_inval = &BlockRunner::mbarrier_inval;
+    s.thread.tma_load_2d = &BlockRunner::tma_load_2d;
     s.thread.host = &s;
     s.runner = this;
     s.linear = static_cast<unsigned>(&s - slots_.data());
@@ -277,6 +285,158 @@ void BlockRunner::cp_async_wait(cutune_emu_abi::Thread* self, int pending) {
   s->copies.resize(kept);
 }
 
+void BlockRunner::fail_at(cutune_emu_abi::Thread* self, const std::string& what, int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  s->failure_text = fmt::format("{} on line {}", what, line);
+  s->failure = s->failure_text.c_str();
+  suspend(s, State::failed);
+  CUTUNE_EMU_ASSERT(false, "a failed thread was resumed");
+  std::abort();
+}
+
+std::string BlockRunner::shared_address(const void* p) const {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  auto base = reinterpret_cast<uintptr_t>(tls_block_);
+  if (tls_block_ != nullptr && a >= base && a < base + tls_bytes_) {
+    return fmt::format("shared byte {:#x}", a - base);
+  }
+  return fmt::format("{:#x}", a);
+}
+
+void BlockRunner::check_barrier(cutune_emu_abi::Thread* self, const void* bar, int line) {
+  auto a = reinterpret_cast<uintptr_t>(bar);
+  if (a % 8 != 0) fail_at(self, fmt::format("mbarrier at {:#x} is not 8-byte aligned", a), line);
+  auto base = reinterpret_cast<uintptr_t>(tls_block_);
+  if (tls_block_ != nullptr && (a < base || a + 8 > base + tls_bytes_)) {
+    fail_at(self, fmt::format("mbarrier at {:#x} is not in shared memory", a), line);
+  }
+}
+
+void BlockRunner::mbarrier_init(cutune_emu_abi::Thread* self, void* bar, int count, int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  s->runner->check_barrier(self, bar, line);
+  std::string err = s->runner->barriers_.init(bar, count);
+  if (!err.empty()) fail_at(self, err, line);
+}
+
+void BlockRunner::mbarrier_arrive(cutune_emu_abi::Thread* self, void* bar, int count, int tx,
+                                  int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  BlockRunner* r = s->runner;
+  r->check_barrier(self, bar, line);
+  const uint64_t before = r->barriers_.completions();
+  std::string err = r->barriers_.arrive(bar, count, tx);
+  if (!err.empty()) fail_at(self, fmt::format("{} ({})", err, r->shared_address(bar)), line);
+  if (r->sanitizer_ != nullptr && r->barriers_.completions() != before) r->sanitizer_->barrier();
+}
+
+bool BlockRunner::mbarrier_wait(cutune_emu_abi::Thread* self, void* bar, int parity, bool block,
+                                int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  BlockRunner* r = s->runner;
+  r->check_barrier(self, bar, line);
+  if (r->barriers_.find(bar) == nullptr) {
+    fail_at(self,
+            fmt::format("mbarrier wait on {}, which is not initialised", r->shared_address(bar)),
+            line);
+  }
+  if (parity != 0 && parity != 1) {
+    fail_at(self, fmt::format("mbarrier wait with parity {} (must be 0 or 1)", parity), line);
+  }
+  if (r->barriers_.phase_done(bar, parity)) return true;
+  s->wait_bar = bar;
+  s->wait_parity = parity;
+  s->line = line;
+  suspend(s, State::at_mbarrier);
+  return block;
+}
+
+void BlockRunner::mbarrier_inval(cutune_emu_abi::Thread* self, void* bar, int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  s->runner->check_barrier(self, bar, line);
+  std::string err = s->runner->barriers_.inval(bar);
+  if (!err.empty()) fail_at(self, err, line);
+}
+
+void BlockRunner::tma_load_2d(cutune_emu_abi::Thread* self, void* dst, const void* map, void* bar,
+                              int c0, int c1, int line) {
+  Slot* s = static_cast<Slot*>(self->host);
+  BlockRunner* r = s->runner;
+  r->check_barrier(self, bar, line);
+  const auto* rec = static_cast<const cutune_emu_abi::TensorMapRecord*>(map);
+  std::vector<unsigned char> image;
+  std::string err = tma_box_image(*rec, c0, c1, image);
+  if (!err.empty()) fail_at(self, "TMA load: " + err, line);
+  const uintptr_t align = std::max<uintptr_t>(128, cutune_smem::swizzle_repeat_bytes(rec->swizzle));
+  if (reinterpret_cast<uintptr_t>(dst) % align != 0) {
+    fail_at(self,
+            fmt::format("TMA load: shared destination {} is not {}-byte aligned",
+                        r->shared_address(dst), align),
+            line);
+  }
+  auto base = reinterpret_cast<uintptr_t>(r->tls_block_);
+  auto d = reinterpret_cast<uintptr_t>(dst);
+  if (r->tls_block_ != nullptr && (d < base || d + image.size() > base + r->tls_bytes_)) {
+    fail_at(self, "TMA load: the destination box is not in shared memory", line);
+  }
+  uint32_t interval = 0;
+  if (r->sanitizer_ != nullptr) {
+    interval = r->sanitizer_->async_issue(dst, nullptr, static_cast<int>(image.size()), 0, line);
+  }
+  err = r->barriers_.note_issue(bar, static_cast<int64_t>(image.size()));
+  if (!err.empty()) fail_at(self, fmt::format("{} ({})", err, r->shared_address(bar)), line);
+  r->tma_copies_.push_back(TmaCopy{dst, bar, std::move(image), s->linear, line, interval});
+}
+
+bool BlockRunner::wake_mbarrier_waiters() {
+  bool woke = false;
+  for (Slot& s : slots_) {
+    if (s.state == State::at_mbarrier && barriers_.phase_done(s.wait_bar, s.wait_parity)) {
+      s.state = State::ready;
+      woke = true;
+    }
+  }
+  return woke;
+}
+
+BlockRunner::Failure BlockRunner::deliver_tma_copies() {
+  std::vector<TmaCopy> copies = std::move(tma_copies_);
+  tma_copies_.clear();
+  for (TmaCopy& c : copies) {
+    const auto bytes = static_cast<int>(c.data.size());
+    if (sanitizer_ != nullptr) sanitizer_->async_write(c.thread, c.dst, bytes, c.interval, c.line);
+    std::memcpy(c.dst, c.data.data(), c.data.size());
+    const uint64_t before = barriers_.completions();
+    std::string err = barriers_.complete_tx(c.bar, bytes);
+    if (!err.empty()) {
+      const Slot& issuer = slots_[c.thread];
+      return {EmuStatus::crashed,
+              fmt::format("block {} thread {}: the TMA load on line {} ({} bytes, barrier at {}): "
+                          "{}",
+                          dim(issuer.thread.block_idx), dim(issuer.thread.thread_idx), c.line,
+                          bytes, shared_address(c.bar), err)};
+    }
+    if (sanitizer_ != nullptr && barriers_.completions() != before) sanitizer_->barrier();
+  }
+  return {};
+}
+
+std::string BlockRunner::mbarrier_deadlock(const Slot& waiter) const {
+  size_t at_mbarrier = 0, at_sync = 0, exited = 0;
+  for (const Slot& s : slots_) {
+    at_mbarrier += s.state == State::at_mbarrier;
+    at_sync += s.state == State::at_barrier;
+    exited += s.state == State::done;
+  }
+  return fmt::format(
+      "mbarrier deadlock in block {}: thread {} waits on line {} for the phase of parity {} of "
+      "the barrier at {} ({}), and no thread or TMA copy in flight can complete it ({} threads "
+      "wait at mbarriers, {} at __syncthreads, {} have exited)",
+      dim(waiter.thread.block_idx), dim(waiter.thread.thread_idx), waiter.line,
+      waiter.wait_parity, shared_address(waiter.wait_bar), barriers_.describe(waiter.wait_bar),
+      at_mbarrier, at_sync, exited);
+}
+
 std::string BlockRunner::divergence(const Slot& a, const Slot& b) const {
   auto what = [](const Slot& s) {
     switch (s.state) {
@@ -397,6 +557,7 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
     s.wgmma.clear();
     s.wgmma_commits = 0;
     s.wgmma_fenced = false;
+    s.wait_bar = nullptr;
     void* top = stacks_ + (i + 1) * per_thread;
     s.fiber = boost::context::fiber(std::allocator_arg, BorrowedStack{top, kStackBytes},
                                     [this, &s](boost::context::fiber&& scheduler) {
@@ -408,6 +569,8 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
   }
   if (tls_block_ != nullptr && poison_shared_) std::memset(tls_block_, 0xff, tls_bytes_);
   if (sanitizer_ != nullptr) sanitizer_->begin_block(block_idx);
+  barriers_.clear();
+  tma_copies_.clear();
 
   for (;;) {
     for (Slot& s : slots_) {
@@ -434,6 +597,17 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
       if (f.status != EmuStatus::ok) return f;
     }
     if (released) continue;
+    if (wake_mbarrier_waiters()) continue;
+    if (!tma_copies_.empty()) {
+      Failure f = deliver_tma_copies();
+      if (f.status != EmuStatus::ok) return f;
+      continue;
+    }
+    for (const Slot& s : slots_) {
+      if (s.state == State::at_mbarrier) {
+        return {EmuStatus::barrier_divergence, mbarrier_deadlock(s)};
+      }
+    }
 
     // No thread is ready and none waits at a collective: all wait at __syncthreads or are done.
     const Slot* waiting = nullptr;

@@ -15,6 +15,15 @@
 // written to their destination only when a wait completes their commit group; and likewise its
 // wgmma accumulators, computed at issue and delivered at the wgmma wait that completes them.
 // A warpgroup collective (wgmma) is released once the 128 threads of its warpgroup wait at it.
+//
+// mbarriers and TMA (async_barriers.h, device_prelude_tma.h): a thread that waits for a phase
+// not yet complete is suspended at the mbarrier. When no thread is ready and no warp can be
+// released, the runner first wakes the waiters whose phase has completed, then delivers every
+// TMA copy in flight (its bytes into shared memory, then its complete_tx), and only when
+// neither helps does it look at __syncthreads; a thread still waiting at an mbarrier then is a
+// deadlock (reported as a barrier divergence, "mbarrier deadlock: ..."). The sanitizer sees a
+// completed mbarrier phase as the end of a barrier interval: races between accesses ordered
+// only through mbarriers are not reported, and none is invented.
 
 #include <boost/context/fiber.hpp>
 
@@ -24,6 +33,7 @@
 #include <vector>
 
 #include "src/codegen/cuda_source.h"
+#include "src/emulator/async_barriers.h"
 #include "src/emulator/device_abi.h"
 #include "src/emulator/emulator.h"
 #include "src/emulator/sanitizer.h"
@@ -56,7 +66,7 @@ class BlockRunner {
   Failure run(cutune_emu_abi::Dim3 block_idx);
 
  private:
-  enum class State { ready, at_barrier, at_warp, failed, done };
+  enum class State { ready, at_barrier, at_warp, at_mbarrier, failed, done };
   struct PendingCopy {
     void* dst;
     uint64_t group;  // the commit group the copy joins: commits made before its issue
@@ -86,6 +96,9 @@ class BlockRunner {
     unsigned mask = 0;
     unsigned group_lanes = 32;  // 128: a warpgroup collective
     const char* failure = "";         // failed: what the device code misused
+    std::string failure_text;         // its storage, when composed at run time
+    const void* wait_bar = nullptr;   // at_mbarrier: the barrier and the phase parity
+    int wait_parity = 0;
     std::vector<PendingCopy> copies;  // issued, not yet completed, in issue order
     uint64_t commits = 0;
     std::vector<PendingAccumulators> wgmma;  // issued, not yet delivered, in issue order
@@ -112,6 +125,24 @@ class BlockRunner {
   static void cp_async_commit(cutune_emu_abi::Thread* self);
   static void cp_async_wait(cutune_emu_abi::Thread* self, int pending);
   static void fail(cutune_emu_abi::Thread* self, const char* what);
+  [[noreturn]] static void fail_at(cutune_emu_abi::Thread* self, const std::string& what,
+                                   int line);
+  static void mbarrier_init(cutune_emu_abi::Thread* self, void* bar, int count, int line);
+  static void mbarrier_arrive(cutune_emu_abi::Thread* self, void* bar, int count, int tx,
+                              int line);
+  static bool mbarrier_wait(cutune_emu_abi::Thread* self, void* bar, int parity, bool block,
+                            int line);
+  static void mbarrier_inval(cutune_emu_abi::Thread* self, void* bar, int line);
+  static void tma_load_2d(cutune_emu_abi::Thread* self, void* dst, const void* map, void* bar,
+                          int c0, int c1, int line);
+  // A barrier operand must be 8-byte aligned shared memory (where the runner can tell).
+  void check_barrier(cutune_emu_abi::Thread* self, const void* bar, int line);
+  // Wakes the mbarrier waiters whose phase has completed; true when any woke.
+  bool wake_mbarrier_waiters();
+  // Delivers every TMA copy in flight, in issue order.
+  Failure deliver_tma_copies();
+  std::string mbarrier_deadlock(const Slot& waiter) const;
+  std::string shared_address(const void* p) const;
 
   // Releases the lanes of the warp starting at slot `first` that wait at collectives, each
   // group once all its lanes have arrived; sets `released` when it released any.
@@ -131,6 +162,16 @@ class BlockRunner {
   size_t tls_bytes_ = 0;
   bool poison_shared_ = false;
   std::unique_ptr<BlockSanitizer> sanitizer_;
+  AsyncBarriers barriers_;
+  struct TmaCopy {
+    void* dst;
+    const void* bar;
+    std::vector<unsigned char> data;  // the box image, read at issue
+    unsigned thread;                  // the issuing thread (linear)
+    int line;
+    uint32_t interval;  // the sanitizer's, at issue
+  };
+  std::vector<TmaCopy> tma_copies_;  // issued, not yet delivered, in issue order
 };
 
 // The emulated thread that the calling host thread is running, or null between threads.

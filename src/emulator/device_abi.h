@@ -61,8 +61,36 @@ struct Thread {
   // Ends the block with a crash report: device code misused an operation (`what` says how).
   // Never returns.
   void (*fail)(Thread* self, const char* what);
+  // mbarrier and TMA (device_prelude_tma.h, src/emulator/async_barriers.h). `bar` is the
+  // barrier's 8 bytes in shared memory; the host keeps its state. init: phase 0, `count`
+  // expected arrivals. arrive: adds `tx` bytes to the tx-count, then takes `count` arrivals (0:
+  // expect-tx only). wait: returns whether the phase of `parity` has completed; with `block`
+  // it first suspends the thread until it has (or the block ends as a deadlock).
+  void (*mbarrier_init)(Thread* self, void* bar, int count, int line);
+  void (*mbarrier_arrive)(Thread* self, void* bar, int count, int tx, int line);
+  bool (*mbarrier_wait)(Thread* self, void* bar, int parity, bool block, int line);
+  void (*mbarrier_inval)(Thread* self, void* bar, int line);
+  // cp.async.bulk.tensor.2d: the box of `map` (a TensorMapRecord) at (c0, c1) is read now and
+  // written to `dst` when the block runner delivers it, with a complete_tx on `bar`.
+  void (*tma_load_2d)(Thread* self, void* dst, const void* map, void* bar, int c0, int c1,
+                      int line);
   void* host;  // the scheduler's record of this thread; opaque to device code
 };
+
+// What the emulator puts in the 128 bytes of a `cutune_tensor_map` kernel argument: the
+// tensor map's description (src/ir/tensor_map.h) over the buffer's emulated address.
+struct TensorMapRecord {
+  unsigned long long magic;  // kTensorMapMagic: built by the emulator
+  const void* base;
+  unsigned long long dims[2];        // elements
+  unsigned long long row_stride;     // bytes
+  unsigned box[2];                   // elements
+  unsigned element_strides[2];
+  unsigned element_bytes;
+  unsigned swizzle;  // 0 none, 1 32B, 2 64B, 3 128B
+};
+inline constexpr unsigned long long kTensorMapMagic = 0x70616d726f736e65ull;
+static_assert(sizeof(TensorMapRecord) <= 128, "a tensor map is 128 bytes");
 
 // The sanitizer's view of one memory access (sanitizer.h). An instrumented kernel object
 // (compiled with -fsanitize=kernel-address, whose callbacks the prelude defines) calls the

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <optional>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include "src/emulator/kernel_process.h"
 #include "src/emulator/sanitizer.h"
 #include "src/emulator/temp_dirs.h"
+#include "src/emulator/tma_copy.h"
 
 namespace cutune::emu {
 
@@ -71,6 +73,40 @@ Emulator::~Emulator() {
     fs::remove_all(work_dir_, ignored);
   }
 }
+
+namespace {
+
+// Builds the TensorMapRecord of `desc` into `out` (128 bytes); "" or why it cannot be built.
+std::string tensor_map_record(const CudaSource& src, const ir::TensorMapDesc& desc,
+                              const GuardedBuffers& guarded, unsigned char* out) {
+  size_t index = 0;
+  for (const KernelParam& p : src.params) {
+    if (!p.is_pointer) continue;
+    if (p.name == desc.buffer) {
+      if (p.type.dtype != desc.dtype) {
+        return fmt::format("tensor map over '{}' has element type {} but the buffer {}",
+                           desc.buffer, ir::dtype_name(desc.dtype), ir::dtype_name(p.type.dtype));
+      }
+      std::string error = ir::tensor_map_error(desc, p.elements);
+      if (!error.empty()) return error;
+      cutune_emu_abi::TensorMapRecord r = make_tensor_map_record(
+          guarded.data(index), static_cast<unsigned>(desc.element_bytes()),
+          static_cast<unsigned long long>(desc.dims[0]),
+          static_cast<unsigned long long>(desc.dims[1]),
+          static_cast<unsigned long long>(desc.row_stride_bytes),
+          static_cast<unsigned>(desc.box[0]), static_cast<unsigned>(desc.box[1]),
+          static_cast<unsigned>(desc.element_strides[1]),
+          static_cast<unsigned>(desc.swizzle));
+      std::memset(out, 0, 128);
+      std::memcpy(out, &r, sizeof r);
+      return "";
+    }
+    ++index;
+  }
+  return fmt::format("tensor map over '{}', which is not a buffer parameter", desc.buffer);
+}
+
+}  // namespace
 
 EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
                         const std::vector<ScalarArg>& scalars) {
@@ -141,9 +177,25 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
   }
   size_t next_buffer = 0;
   size_t next_scalar = 0;
+  // Tensor maps: the emulator's record of each description over its buffer's emulated copy.
+  struct alignas(64) MapArg {
+    unsigned char bytes[128];
+  };
+  std::vector<MapArg> maps;
+  maps.reserve(src.params.size());
   for (const KernelParam& p : src.params) {
     if (p.is_pointer) {
       run.args.push_back(guarded.data(next_buffer++));
+      continue;
+    }
+    if (p.tensor_map) {
+      std::string error = tensor_map_record(src, *p.tensor_map, guarded, maps.emplace_back().bytes);
+      if (!error.empty()) {
+        result.status = EmuStatus::crashed;
+        result.message = fmt::format("{}: {}", src.kernel_name, error);
+        return result;
+      }
+      run.args.push_back(maps.back().bytes);
       continue;
     }
     CUTUNE_EMU_ASSERT(next_scalar < scalars.size(), "fewer scalars than scalar parameters");

@@ -168,6 +168,7 @@ Postlude make_postlude(const CudaSource& src, const std::string& kernel_file, bo
   if (!dynamic.empty()) {
     const ExternShared& d = dynamic.front();
     t += fmt::format(
+        // 1024: a TMA destination with the 128-byte swizzle may start at its base.
         "thread_local CUTUNE_EMU_KEEP_ORDER __attribute__((aligned(1024))) {0} {1}[({2}u + "
         "sizeof({0}) - 1) / "
         "sizeof({0}) > 0 ? ({2}u + sizeof({0}) - 1) / sizeof({0}) : 1];\n\n",

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/ir/tensor_map.h"
 #include "src/ir/type.h"
 
 namespace cutune::ir {
@@ -376,6 +377,9 @@ struct Kernel {
   // Blocks per SM the compiler must leave room for (registers capped to fit them), emitted as
   // __launch_bounds__(threads, min_blocks); 0: no such promise.
   int min_blocks = 0;
+  // TMA tensor maps, passed after the scalars (src/ir/tensor_map.h); the body names each by a
+  // Var of its name. Last, so that Kernel{name, buffers, scalars, body} still reads.
+  std::vector<TensorMapParam> tensor_maps = {};
 };
 
 // Thrown by make(...) when an IR invariant is broken: a bug in the template that built it.

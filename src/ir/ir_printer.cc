@@ -92,6 +92,12 @@ std::string to_string(const Kernel& k) {
     if (!params.empty()) params += ", ";
     params += fmt::format("{}: {}", to_string(v), cuda_type_name(v.type()));
   }
+  for (const TensorMapParam& m : k.tensor_maps) {
+    if (!params.empty()) params += ", ";
+    params += fmt::format("{}: tensor_map({}, {}x{} box {}x{}, swizzle {})", m.name, m.desc.buffer,
+                          m.desc.dims[0], m.desc.dims[1], m.desc.box[0], m.desc.box[1],
+                          swizzle_name(m.desc.swizzle));
+  }
   std::string body = to_string(k.body);
   std::string indented;
   std::istringstream in(body);

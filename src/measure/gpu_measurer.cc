@@ -243,9 +243,14 @@ class GpuMeasurer final : public Measurer {
     request.cubin = compiled.cubin;
     const std::vector<TensorSpec> tensors = tmpl_.tensors();
     for (const KernelParam& param : source.params) {
+      // A tensor map is encoded by the worker over the tensor it describes.
+      const std::string& tensor = param.tensor_map ? param.tensor_map->buffer : param.name;
       auto it = std::find_if(tensors.begin(), tensors.end(),
-                             [&](const TensorSpec& t) { return t.name == param.name; });
-      if (!param.is_pointer || it == tensors.end()) {
+                             [&](const TensorSpec& t) { return t.name == tensor; });
+      if (param.tensor_map && it != tensors.end()) {
+        request.maps.resize(source.params.size());
+        request.maps[request.args.size()] = *param.tensor_map;
+      } else if (!param.is_pointer || it == tensors.end()) {
         result.status = MeasureStatus::invalid;
         result.error =
             fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);

@@ -17,6 +17,7 @@
 #include "src/runtime/cuda_module.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
+#include "src/runtime/tensor_map_encode.h"
 #include "src/measure/gpu_timer.h"
 #include "src/measure/l2_flush.h"
 #include "src/measure/nvml_api.h"
@@ -223,6 +224,8 @@ class GpuBackend final : public WorkerBackend {
     std::optional<Module> module;
     CUfunction function = nullptr;
     std::vector<CUdeviceptr> pointers;
+    std::vector<CUtensorMap> maps;  // reserved: args point into it
+    maps.reserve(request.args.size());
     std::vector<void*> args;
     std::function<void()> launch;
 
@@ -253,7 +256,22 @@ class GpuBackend final : public WorkerBackend {
               fmt::format("kernel argument names tensor {} of {}", index, buffers_.size())};
         pointers.push_back(buffers_[size_t(index)].get());
       }
-      for (CUdeviceptr& p : pointers) args.push_back(&p);
+      // A tensor-map parameter gets the map encoded over its tensor, in place of the pointer.
+      for (size_t i = 0; i < pointers.size(); ++i) {
+        if (i >= request.maps.size() || !request.maps[i]) {
+          args.push_back(&pointers[i]);
+          continue;
+        }
+        const int64_t elements = task_.tensors[size_t(request.args[i])].elements;
+        try {
+          guarded([&] { maps.push_back(encode_tensor_map(api, *request.maps[i], elements,
+                                                         pointers[i])); },
+                  true, "encoding a tensor map");
+        } catch (const std::invalid_argument& e) {
+          throw CandidateFailure{MeasureStatus::launch_error, false, e.what()};
+        }
+        args.push_back(&maps.back());
+      }
       launch = [&] { launch_kernel(function, request.launch, args.data()); };
     }
 

@@ -339,6 +339,73 @@ WorkerTask task_from_frame(const Frame& f) {
   return t;
 }
 
+namespace {
+
+// Tensor maps travel as their description: {"buffer", "dtype", "dims", "row_stride",
+// "box", "element_strides", "swizzle", "l2"} or null for a parameter that is not one.
+nlohmann::json maps_to_json(const std::vector<std::optional<ir::TensorMapDesc>>& maps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& m : maps) {
+    if (!m) {
+      out.push_back(nullptr);
+      continue;
+    }
+    out.push_back({{"buffer", m->buffer},
+                   {"dtype", ir::dtype_name(m->dtype)},
+                   {"dims", {m->dims[0], m->dims[1]}},
+                   {"row_stride", m->row_stride_bytes},
+                   {"box", {m->box[0], m->box[1]}},
+                   {"element_strides", {m->element_strides[0], m->element_strides[1]}},
+                   {"swizzle", static_cast<int>(m->swizzle)},
+                   {"l2", static_cast<int>(m->l2_promotion)}});
+  }
+  return out;
+}
+
+std::vector<std::optional<ir::TensorMapDesc>> maps_from_json(const nlohmann::json& j) {
+  if (!j.is_array()) throw std::invalid_argument("worker message: 'maps' is not an array");
+  std::vector<std::optional<ir::TensorMapDesc>> maps;
+  for (const nlohmann::json& m : j) {
+    if (m.is_null()) {
+      maps.emplace_back();
+      continue;
+    }
+    try {
+      ir::TensorMapDesc d;
+      d.buffer = m.at("buffer").get<std::string>();
+      const std::string dtype = m.at("dtype").get<std::string>();
+      bool known = false;
+      for (ir::DType t : {ir::DType::Float16, ir::DType::BFloat16, ir::DType::Float32,
+                          ir::DType::Int32, ir::DType::UInt32}) {
+        if (ir::dtype_name(t) == dtype) d.dtype = t, known = true;
+      }
+      if (!known) throw std::invalid_argument("unknown dtype " + dtype);
+      for (int i = 0; i < 2; ++i) {
+        d.dims[i] = m.at("dims").at(i).get<int64_t>();
+        d.box[i] = m.at("box").at(i).get<int>();
+        d.element_strides[i] = m.at("element_strides").at(i).get<int>();
+      }
+      d.row_stride_bytes = m.at("row_stride").get<int64_t>();
+      const int swizzle = m.at("swizzle").get<int>(), l2 = m.at("l2").get<int>();
+      if (swizzle < 0 || swizzle > 3 || l2 < 0 || l2 > 3) {
+        throw std::invalid_argument("swizzle or l2 out of range");
+      }
+      d.swizzle = static_cast<ir::TmaSwizzle>(swizzle);
+      d.l2_promotion = static_cast<ir::TmaL2Promotion>(l2);
+      maps.emplace_back(std::move(d));
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(std::string("worker message: malformed tensor map: ") +
+                                  e.what());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("worker message: malformed tensor map: ") +
+                                  e.what());
+    }
+  }
+  return maps;
+}
+
+}  // namespace
+
 Frame measure_frame(const MeasureRequest& r) {
   Frame f;
   f.kind = FrameKind::measure;
@@ -348,6 +415,7 @@ Frame measure_frame(const MeasureRequest& r) {
               {"kernel_name", r.kernel_name},
               {"launch", to_json(r.launch)},
               {"args", r.args},
+              {"maps", maps_to_json(r.maps)},
               {"check", r.check},
               {"best_so_far_s", finite_or_null(r.best_so_far_s)}};
   f.blob = r.cubin;
@@ -367,6 +435,7 @@ MeasureRequest measure_request_from_frame(Frame f) {
   r.kernel_name = get<std::string>(j, "kernel_name");
   r.launch = launch_spec_from_json(field(j, "launch"));
   r.args = get<std::vector<int>>(j, "args");
+  if (j.contains("maps")) r.maps = maps_from_json(j.at("maps"));
   r.check = get<bool>(j, "check");
   const nlohmann::json& best = field(j, "best_so_far_s");
   r.best_so_far_s = best.is_number() ? best.get<double>() : std::numeric_limits<double>::infinity();

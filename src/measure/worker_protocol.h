@@ -141,6 +141,9 @@ struct MeasureRequest {
   std::string kernel_name;
   LaunchSpec launch;
   std::vector<int> args;    // per kernel parameter, the task tensor it points at
+  // Per kernel parameter (empty: none is): a TMA tensor map over tensor args[i], which the
+  // worker encodes for that tensor's device address and passes in place of the pointer.
+  std::vector<std::optional<ir::TensorMapDesc>> maps;
   std::vector<char> cubin;  // travels as the blob
   std::string source;       // the CUDA C: the emulator backend runs it; empty for a GPU
   bool check = true;        // compare outputs with the reference before timing

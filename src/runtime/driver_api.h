@@ -47,7 +47,8 @@
   X(cuEventDestroy_v2)                           \
   X(cuStreamSynchronize)                         \
   X(cuMemsetD32Async)                            \
-  X(cuDeviceGetPCIBusId)
+  X(cuDeviceGetPCIBusId)                         \
+  X(cuTensorMapEncodeTiled)
 
 namespace cutune {
 

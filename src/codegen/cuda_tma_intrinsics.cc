@@ -1,0 +1,115 @@
+#include "src/codegen/cuda_tma_intrinsics.h"
+
+#include <utility>
+#include <vector>
+
+namespace cutune {
+
+namespace {
+
+// Each barrier operation takes the barrier's shared-window address (a 32-bit register), as
+// the .shared::cta forms want it. Arrivals return the barrier state, which nothing uses: it
+// goes to a scoped register.
+const std::vector<std::pair<std::string, std::string>>& definitions() {
+  static const std::vector<std::pair<std::string, std::string>> defs = {
+      {"cutune_mbarrier_init",
+       "__device__ __forceinline__ void cutune_mbarrier_init(long long* bar, int count) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\" :: \"r\"(s), \"r\"(count) "
+       ": \"memory\");\n"
+       "}\n"},
+      {"cutune_mbarrier_arrive",
+       "__device__ __forceinline__ void cutune_mbarrier_arrive(long long* bar) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  asm volatile(\"{\\n .reg .b64 state;\\n mbarrier.arrive.shared::cta.b64 state, [%0];\\n"
+       "}\\n\" :: \"r\"(s) : \"memory\");\n"
+       "}\n"},
+      {"cutune_mbarrier_arrive_expect_tx",
+       "__device__ __forceinline__ void cutune_mbarrier_arrive_expect_tx(long long* bar, int "
+       "bytes) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  asm volatile(\"{\\n .reg .b64 state;\\n mbarrier.arrive.expect_tx.shared::cta.b64 "
+       "state, [%0], %1;\\n}\\n\" :: \"r\"(s), \"r\"(bytes) : \"memory\");\n"
+       "}\n"},
+      {"cutune_mbarrier_expect_tx",
+       "__device__ __forceinline__ void cutune_mbarrier_expect_tx(long long* bar, int bytes) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  asm volatile(\"mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\\n\" :: "
+       "\"r\"(s), \"r\"(bytes) : \"memory\");\n"
+       "}\n"},
+      // try_wait suspends for a time the hardware chooses and may still return false: loop.
+      {"cutune_mbarrier_wait_parity",
+       "__device__ __forceinline__ void cutune_mbarrier_wait_parity(long long* bar, int parity) "
+       "{\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  unsigned done;\n"
+       "  do {\n"
+       "    asm volatile(\"{\\n .reg .pred p;\\n mbarrier.try_wait.parity.shared::cta.b64 p, "
+       "[%1], %2;\\n selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(done) : \"r\"(s), \"r\"(parity) : "
+       "\"memory\");\n"
+       "  } while (done == 0);\n"
+       "}\n"},
+      {"cutune_mbarrier_test_wait_parity",
+       "__device__ __forceinline__ bool cutune_mbarrier_test_wait_parity(long long* bar, int "
+       "parity) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  unsigned done;\n"
+       "  asm volatile(\"{\\n .reg .pred p;\\n mbarrier.test_wait.parity.shared::cta.b64 p, "
+       "[%1], %2;\\n selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(done) : \"r\"(s), \"r\"(parity) : "
+       "\"memory\");\n"
+       "  return done != 0;\n"
+       "}\n"},
+      {"cutune_mbarrier_inval",
+       "__device__ __forceinline__ void cutune_mbarrier_inval(long long* bar) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  asm volatile(\"mbarrier.inval.shared::cta.b64 [%0];\\n\" :: \"r\"(s) : \"memory\");\n"
+       "}\n"},
+      // The tensor map is addressed generically: a __grid_constant__ parameter's address is
+      // valid for the TMA unit.
+      {"cutune_tma_load_2d",
+       "__device__ __forceinline__ void cutune_tma_load_2d(void* dst, const cutune_tensor_map& "
+       "map, long long* bar, int c0, int c1) {\n"
+       "  unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));\n"
+       "  unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::"
+       "bytes [%0], [%1, {%3, %4}], [%2];\\n\" :: \"r\"(d), \"l\"(reinterpret_cast<unsigned "
+       "long long>(&map)), \"r\"(b), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
+       "}\n"},
+      {"cutune_fence_proxy_async",
+       "__device__ __forceinline__ void cutune_fence_proxy_async() {\n"
+       "  asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      {"cutune_prefetch_tensormap",
+       "__device__ __forceinline__ void cutune_prefetch_tensormap(const cutune_tensor_map& map) "
+       "{\n"
+       "  asm volatile(\"prefetch.tensormap [%0];\\n\" :: \"l\"(reinterpret_cast<unsigned long "
+       "long>(&map)) : \"memory\");\n"
+       "}\n"},
+  };
+  return defs;
+}
+
+}  // namespace
+
+std::string tma_intrinsic_definitions(const std::set<std::string>& used, bool tensor_maps) {
+  std::string text;
+  for (const auto& [name, def] : definitions()) {
+    if (used.count(name)) text += def;
+  }
+  // cutune_tma_load_2d and the prefetch name the map type.
+  const bool map_type =
+      tensor_maps || used.count("cutune_tma_load_2d") || used.count("cutune_prefetch_tensormap");
+  if (text.empty() && !map_type) return "";
+  std::string out =
+      "\n// mbarrier and TMA intrinsics (PTX, sm_90); the CPU emulator defines its own.\n"
+      "#if defined(__CUDA_ARCH__)\n";
+  if (map_type) {
+    out +=
+        "struct __align__(64) cutune_tensor_map {  // a CUtensorMap, encoded by the host\n"
+        "  unsigned long long opaque[16];\n"
+        "};\n";
+  }
+  return out + text + "#endif\n";
+}
+
+}  // namespace cutune

@@ -1,0 +1,65 @@
+// The device prelude, continued: the mbarrier and TMA intrinsics of src/ir/tma_intrinsics.h
+// with emulated semantics, and the tensor-map parameter type. Concatenated into the prelude
+// text after device_prelude.h (see prelude_text.cc.in); the same rules hold: it includes
+// nothing and is never included by host code.
+//
+// The barrier state lives on the host (Thread::mbarrier_*; src/emulator/async_barriers.h), keyed
+// by the barrier's shared-memory address. A wait suspends the thread until the phase it waits
+// for has completed; the block runner delivers outstanding TMA copies (bytes, then complete_tx)
+// only when every thread is blocked, so data a thread reads before its wait returns is still
+// the poison pattern, and a wait that nothing can complete ends the block as a deadlock.
+
+#define __grid_constant__
+
+// The kernel argument holds the emulator's cutune_emu_abi::TensorMapRecord.
+struct __attribute__((aligned(64))) cutune_tensor_map {
+  unsigned long long opaque[16];
+};
+
+static inline void cutune_mbarrier_init(long long* bar, int count, int line = __builtin_LINE()) {
+  cutune_emu_self->mbarrier_init(cutune_emu_self, bar, count, line);
+}
+static inline void cutune_mbarrier_arrive(long long* bar, int line = __builtin_LINE()) {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->mbarrier_arrive(cutune_emu_self, bar, 1, 0, line);
+}
+static inline void cutune_mbarrier_arrive_expect_tx(long long* bar, int bytes,
+                                                    int line = __builtin_LINE()) {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->mbarrier_arrive(cutune_emu_self, bar, 1, bytes, line);
+}
+static inline void cutune_mbarrier_expect_tx(long long* bar, int bytes,
+                                             int line = __builtin_LINE()) {
+  cutune_emu_self->mbarrier_arrive(cutune_emu_self, bar, 0, bytes, line);
+}
+// Both waits may switch to other threads: like __syncthreads they keep no shared-memory value
+// in registers across the call and restore cutune_emu_self after it. test_wait returns at
+// once when the phase is done; otherwise it lets the others run until it is and returns false
+// (a thread that was slow to test again), so a polling loop makes progress.
+static inline bool cutune_emu_mbarrier_wait(long long* bar, int parity, bool block, int line) {
+  cutune_emu_abi::Thread* self = cutune_emu_self;
+  __asm__ __volatile__("" ::: "memory");
+  bool done = self->mbarrier_wait(self, bar, parity, block, line);
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self = self;
+  return done;
+}
+static inline void cutune_mbarrier_wait_parity(long long* bar, int parity,
+                                               int line = __builtin_LINE()) {
+  cutune_emu_mbarrier_wait(bar, parity, true, line);
+}
+static inline bool cutune_mbarrier_test_wait_parity(long long* bar, int parity,
+                                                    int line = __builtin_LINE()) {
+  return cutune_emu_mbarrier_wait(bar, parity, false, line);
+}
+static inline void cutune_mbarrier_inval(long long* bar, int line = __builtin_LINE()) {
+  cutune_emu_self->mbarrier_inval(cutune_emu_self, bar, line);
+}
+static inline void cutune_tma_load_2d(void* dst, const cutune_tensor_map& map, long long* bar,
+                                      int c0, int c1, int line = __builtin_LINE()) {
+  cutune_emu_self->tma_load_2d(cutune_emu_self, dst, &map, bar, c0, c1, line);
+}
+// Generic-proxy writes are already visible to the emulated async proxy (the copy reads global
+// memory at issue and writes shared memory on delivery), so the fence orders nothing more.
+static inline void cutune_fence_proxy_async() { __asm__ __volatile__("" ::: "memory"); }
+static inline void cutune_prefetch_tensormap(const cutune_tensor_map&) {}

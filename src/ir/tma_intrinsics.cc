@@ -1,0 +1,116 @@
+#include "src/ir/tma_intrinsics.h"
+
+namespace cutune::ir {
+
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw IRError(what);
+}
+
+Stmt call(const std::string& name, std::vector<Expr> args) {
+  return Evaluate::make(Call::make(Type::i32(), name, std::move(args)));
+}
+
+// address_of(buffer, index) of a shared buffer, of element type `type` unless undefined.
+bool is_shared_address(const Expr& e, std::optional<Type> type) {
+  const Call* c = e.as<Call>();
+  if (c == nullptr || c->name != kAddressOf || c->args.size() != 1) return false;
+  const Load* l = c->args[0].as<Load>();
+  return l != nullptr && l->buffer->scope == MemoryScope::shared &&
+         (!type || l->buffer->type == *type);
+}
+
+void require_barrier(const Expr& bar, const char* who) {
+  require(is_shared_address(bar, Type::i64()),
+          std::string(who) + ": the barrier is address_of a shared Int64 buffer");
+}
+
+void require_int(const Expr& e, const char* who, const char* what) {
+  require(e.type() == Type::i32(), std::string(who) + ": " + what + " is Int32");
+}
+
+bool is_map(const Expr& e) {
+  const Var* v = e.as<Var>();
+  return v != nullptr && v->type == Type::i64();
+}
+
+}  // namespace
+
+Expr tensor_map_ref(const std::string& name) { return Var::make(Type::i64(), name); }
+
+Stmt mbarrier_init(const Expr& bar, const Expr& count) {
+  require_barrier(bar, "mbarrier_init");
+  require_int(count, "mbarrier_init", "count");
+  if (auto c = as_const_int(count)) {
+    require(*c >= 1 && *c < (1 << 20), "mbarrier_init: count must be in 1..2^20-1");
+  }
+  return call("cutune_mbarrier_init", {bar, count});
+}
+
+Stmt mbarrier_arrive(const Expr& bar) {
+  require_barrier(bar, "mbarrier_arrive");
+  return call("cutune_mbarrier_arrive", {bar});
+}
+
+Stmt mbarrier_arrive_expect_tx(const Expr& bar, const Expr& bytes) {
+  require_barrier(bar, "mbarrier_arrive_expect_tx");
+  require_int(bytes, "mbarrier_arrive_expect_tx", "bytes");
+  return call("cutune_mbarrier_arrive_expect_tx", {bar, bytes});
+}
+
+Stmt mbarrier_expect_tx(const Expr& bar, const Expr& bytes) {
+  require_barrier(bar, "mbarrier_expect_tx");
+  require_int(bytes, "mbarrier_expect_tx", "bytes");
+  return call("cutune_mbarrier_expect_tx", {bar, bytes});
+}
+
+Stmt mbarrier_wait_parity(const Expr& bar, const Expr& parity) {
+  require_barrier(bar, "mbarrier_wait_parity");
+  require_int(parity, "mbarrier_wait_parity", "parity");
+  return call("cutune_mbarrier_wait_parity", {bar, parity});
+}
+
+Expr mbarrier_test_wait_parity(const Expr& bar, const Expr& parity) {
+  require_barrier(bar, "mbarrier_test_wait_parity");
+  require_int(parity, "mbarrier_test_wait_parity", "parity");
+  return Call::make(Type::boolean(), "cutune_mbarrier_test_wait_parity", {bar, parity});
+}
+
+Stmt mbarrier_inval(const Expr& bar) {
+  require_barrier(bar, "mbarrier_inval");
+  return call("cutune_mbarrier_inval", {bar});
+}
+
+Stmt tma_load_2d(const Expr& dst, const Expr& map, const Expr& bar, const Expr& c0,
+                 const Expr& c1) {
+  require(is_shared_address(dst, std::nullopt), "tma_load_2d: dst is address_of a shared buffer");
+  require(is_map(map), "tma_load_2d: map is a tensor_map_ref");
+  require_barrier(bar, "tma_load_2d");
+  require_int(c0, "tma_load_2d", "c0");
+  require_int(c1, "tma_load_2d", "c1");
+  return call("cutune_tma_load_2d", {dst, map, bar, c0, c1});
+}
+
+Stmt fence_proxy_async() { return call("cutune_fence_proxy_async", {}); }
+
+Stmt prefetch_tensormap(const Expr& map) {
+  require(is_map(map), "prefetch_tensormap: map is a tensor_map_ref");
+  return call("cutune_prefetch_tensormap", {map});
+}
+
+const std::vector<std::string>& tma_intrinsic_names() {
+  static const std::vector<std::string> names = {"cutune_mbarrier_init",
+                                                 "cutune_mbarrier_arrive",
+                                                 "cutune_mbarrier_arrive_expect_tx",
+                                                 "cutune_mbarrier_expect_tx",
+                                                 "cutune_mbarrier_wait_parity",
+                                                 "cutune_mbarrier_test_wait_parity",
+                                                 "cutune_mbarrier_inval",
+                                                 "cutune_tma_load_2d",
+                                                 "cutune_fence_proxy_async",
+                                                 "cutune_prefetch_tensormap"};
+  return names;
+}
+
+}  // namespace cutune::ir

@@ -1,0 +1,62 @@
+#pragma once
+// Builders for the Hopper asynchronous-copy intrinsics: mbarrier (shared-memory 64-bit
+// barriers with phases, arrival counts and transaction counts), TMA 2-D tensor loads
+// (cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes), the async-proxy
+// fence and the tensor-map prefetch. Like src/ir/intrinsics.h they are IR Calls of fixed
+// names: the code generator emits their inline-PTX definitions (src/codegen/cuda_tma_intrinsics.h)
+// inside `#if defined(__CUDA_ARCH__)`, and the emulator's prelude defines the same names
+// (src/emulator/device_prelude_tma.h). Kernels that use them need sm_90 or later (sm_90a for
+// wgmma alongside).
+//
+// The CUDA signatures (all `__device__ __forceinline__`):
+//   void cutune_mbarrier_init(long long* bar, int count);          count in 1..2^20-1
+//   void cutune_mbarrier_arrive(long long* bar);
+//   void cutune_mbarrier_arrive_expect_tx(long long* bar, int bytes);  expect-tx, then arrive
+//   void cutune_mbarrier_expect_tx(long long* bar, int bytes);     expect-tx only
+//   void cutune_mbarrier_wait_parity(long long* bar, int parity);  try_wait.parity in a loop
+//   bool cutune_mbarrier_test_wait_parity(long long* bar, int parity);  one non-blocking test
+//   void cutune_mbarrier_inval(long long* bar);
+//   void cutune_tma_load_2d(void* dst, const cutune_tensor_map& map, long long* bar, int c0,
+//                           int c1);  box at coordinates (c0 innermost, c1) to dst
+//   void cutune_fence_proxy_async();  fence.proxy.async.shared::cta
+//   void cutune_prefetch_tensormap(const cutune_tensor_map& map);
+//
+// Semantics (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and
+// "cp.async.bulk.tensor"): init sets phase 0, pending arrivals = expected = count, tx-count 0.
+// expect_tx adds bytes to the tx-count, an arrive takes one pending arrival, a TMA copy's
+// complete_tx subtracts the box's bytes once they are in shared memory; the current phase
+// completes when pending arrivals and tx-count are both zero, and the barrier then enters the
+// next phase with pending = expected. wait_parity(p) returns once the phase of parity p has
+// completed, i.e. while the current phase's parity differs from p (so a fresh barrier's
+// wait_parity(1) returns at once). A TMA destination is 128-byte aligned (1024/512/256 bytes with
+// the 128/64/32-byte swizzle) and may be read only after a wait on its barrier returns.
+//
+// Arguments: `bar` is address_of(a shared Int64 buffer, index); `dst` is address_of(a shared
+// buffer, index); `map` is tensor_map_ref(name) of a Kernel::tensor_maps entry.
+
+#include <string>
+#include <vector>
+
+#include "src/ir/intrinsics.h"
+#include "src/ir/ir.h"
+
+namespace cutune::ir {
+
+// The expression that names tensor-map parameter `name` in an intrinsic's argument list.
+Expr tensor_map_ref(const std::string& name);
+
+Stmt mbarrier_init(const Expr& bar, const Expr& count);
+Stmt mbarrier_arrive(const Expr& bar);
+Stmt mbarrier_arrive_expect_tx(const Expr& bar, const Expr& bytes);
+Stmt mbarrier_expect_tx(const Expr& bar, const Expr& bytes);
+Stmt mbarrier_wait_parity(const Expr& bar, const Expr& parity);
+Expr mbarrier_test_wait_parity(const Expr& bar, const Expr& parity);  // Bool
+Stmt mbarrier_inval(const Expr& bar);
+Stmt tma_load_2d(const Expr& dst, const Expr& map, const Expr& bar, const Expr& c0, const Expr& c1);
+Stmt fence_proxy_async();
+Stmt prefetch_tensormap(const Expr& map);
+
+// Every name above (tensor_map_ref excluded), for the code generator and feature counts.
+const std::vector<std::string>& tma_intrinsic_names();
+
+}  // namespace cutune::ir
