@@ -10,6 +10,7 @@
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
+#include "src/ir/tma_intrinsics.h"
 
 namespace cutune {
 

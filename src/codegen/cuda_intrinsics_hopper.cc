@@ -89,7 +89,6 @@ std::optional<std::string> hopper_ptx_definition(const std::string& name) {
   }
   if (name == "cutune_wgmma_fence") return simple(name, "wgmma.fence.sync.aligned;");
   if (name == "cutune_wgmma_commit_group") return simple(name, "wgmma.commit_group.sync.aligned;");
-  if (name == "cutune_fence_proxy_async") return simple(name, "fence.proxy.async.shared::cta;");
   if (name == "cutune_wgmma_fence_operand") {
     return std::string(
         "__device__ __forceinline__ void cutune_wgmma_fence_operand(float* r) {\n"

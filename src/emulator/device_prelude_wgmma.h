@@ -205,8 +205,8 @@ static inline void cutune_wgmma_wait_group_6() { cutune_emu_wgmma_wait(6); }
 static inline void cutune_wgmma_wait_group_7() { cutune_emu_wgmma_wait(7); }
 // Only a compiler barrier on the GPU; the emulator's memory clobbers already order the accesses.
 static inline void cutune_wgmma_fence_operand(float*) {}
-// The emulator has one proxy: generic writes are visible to wgmma's reads once done.
-static inline void cutune_fence_proxy_async() { __asm__ __volatile__("" ::: "memory"); }
+// cutune_fence_proxy_async is defined with the TMA intrinsics (device_prelude_tma.h): the
+// emulator has one proxy, so generic writes are visible to wgmma's reads once done.
 
 // setmaxnreg: the emulator has no register file; it checks that the warpgroup meets there.
 static CUTUNE_EMU_UNCHECKED const char* cutune_emu_setmaxnreg_run(void* const*, unsigned) {

@@ -95,8 +95,6 @@ Stmt wgmma_fence_operand(const Expr& r) {
   return call("cutune_wgmma_fence_operand", {r});
 }
 
-Stmt fence_proxy_async() { return call("cutune_fence_proxy_async", {}); }
-
 Stmt setmaxnreg(bool increase, int count) {
   require(count >= 24 && count <= 256 && count % 8 == 0,
           "setmaxnreg takes 24..256 registers in steps of 8");
@@ -116,8 +114,7 @@ bool is_warpgroup_collective(const std::string& name) {
 const std::vector<std::string>& hopper_intrinsic_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v = {"cutune_wgmma_desc", "cutune_wgmma_fence",
-                                  "cutune_wgmma_commit_group", "cutune_wgmma_fence_operand",
-                                  "cutune_fence_proxy_async"};
+                                  "cutune_wgmma_commit_group", "cutune_wgmma_fence_operand"};
     for (int n = 0; n <= 7; ++n) v.push_back(fmt::format("cutune_wgmma_wait_group_{}", n));
     for (int count = 24; count <= 256; count += 8) {
       v.push_back(fmt::format("cutune_setmaxnreg_inc_{}", count));

@@ -61,9 +61,8 @@ Stmt wgmma_wait_group(int pending);
 // Float32) across the asynchronous wgmma: wrap every accumulator before the fence and after
 // the wait in one.
 Stmt wgmma_fence_operand(const Expr& r);
-// fence.proxy.async.shared::cta: orders this thread's generic-proxy shared-memory writes before
-// later async-proxy (wgmma, TMA) reads.
-Stmt fence_proxy_async();
+// fence.proxy.async.shared::cta (ordering generic-proxy writes before wgmma's reads) is
+// fence_proxy_async() in src/ir/tma_intrinsics.h, shared with TMA.
 // setmaxnreg.{inc,dec}.sync.aligned.u32 count (24..256, a multiple of 8); warpgroup-collective.
 Stmt setmaxnreg(bool increase, int count);
 
@@ -71,7 +70,7 @@ Stmt setmaxnreg(bool increase, int count);
 std::string wgmma_name(const WgmmaShape& shape, bool a_in_registers);
 
 // Whether `name` is a Hopper intrinsic that exists only in the sm_90a feature set (all of the
-// above but fence_proxy_async and the descriptor, which sm_90 has too).
+// above but the descriptor, which sm_90 has too).
 bool needs_sm90a(const std::string& name);
 // Whether `name` is executed by a whole warpgroup together.
 bool is_warpgroup_collective(const std::string& name);

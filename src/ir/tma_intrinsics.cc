@@ -1,5 +1,7 @@
 #include "src/ir/tma_intrinsics.h"
 
+#include <algorithm>
+
 namespace cutune::ir {
 
 namespace {
@@ -111,6 +113,11 @@ const std::vector<std::string>& tma_intrinsic_names() {
                                                  "cutune_fence_proxy_async",
                                                  "cutune_prefetch_tensormap"};
   return names;
+}
+
+bool is_tma_intrinsic(const std::string& name) {
+  const std::vector<std::string>& names = tma_intrinsic_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 }  // namespace cutune::ir

@@ -58,5 +58,7 @@ Stmt prefetch_tensormap(const Expr& map);
 
 // Every name above (tensor_map_ref excluded), for the code generator and feature counts.
 const std::vector<std::string>& tma_intrinsic_names();
+// Whether `name` is one of them (they need sm_90 or later).
+bool is_tma_intrinsic(const std::string& name);
 
 }  // namespace cutune::ir

@@ -7,10 +7,20 @@
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/ir_visitor.h"
 #include "src/ir/simplify.h"
+#include "src/ir/tma_intrinsics.h"
 
 namespace cutune::ir {
 
 namespace {
+
+// The compute capability in "sm_90", "sm_90a" or "sm_100f" as 90, 100; -1 when unreadable.
+int arch_number(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return -1;
+  int n = 0;
+  size_t i = 3;
+  for (; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) n = n * 10 + (arch[i] - '0');
+  return i == 3 ? -1 : n;
+}
 
 int axis_of(ForKind k) {
   switch (k) {
@@ -144,6 +154,7 @@ class Verifier : public IRVisitor {
       }
     }
     if (needs_sm90a(op->name) && sm90a_user_.empty()) sm90a_user_ = op->name;
+    if (sm90_user_.empty() && is_tma_intrinsic(op->name)) sm90_user_ = op->name;
   }
 
   void visit_node(const Allocate* op) override {
@@ -191,6 +202,12 @@ class Verifier : public IRVisitor {
                                      "target is {}",
                                      sm90a_user_, limits_.arch));
     }
+    // mbarrier transaction counts, TMA and the async proxy fence arrived with sm_90.
+    if (!sm90_user_.empty() && arch_number(limits_.arch) < 90) {
+      r.errors.push_back(fmt::format("{} needs sm_90 or later (Hopper's TMA and mbarrier "
+                                     "transactions), but the target is {}",
+                                     sm90_user_, limits_.arch));
+    }
     if (uses_warpgroup_ && l.threads_per_block() % 128 != 0) {
       r.errors.push_back(fmt::format("warpgroup intrinsics need a multiple of 128 threads per "
                                      "block, got {}",
@@ -233,6 +250,7 @@ class Verifier : public IRVisitor {
   int divergent_depth_ = 0;
   bool uses_warpgroup_ = false;
   std::string sm90a_user_;  // the first sm_90a-only intrinsic, if any
+  std::string sm90_user_;   // the first TMA/mbarrier intrinsic, if any
   std::set<std::string> thread_vars_;
   BoundsEnv env_;
 };

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "src/ir/simplify.h"
+#include "src/ir/verify.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "tests/emulator/tma_test_kernels.h"
 
@@ -36,6 +38,22 @@ TEST_CASE("the CUDA text declares the tensor map parameter and aligns TMA destin
   REQUIRE(src.params[3].tensor_map.has_value());
   CHECK(src.params[3].tensor_map->buffer == "In");
   CHECK_FALSE(src.params[3].is_pointer);
+}
+
+TEST_CASE("the verifier keeps TMA and mbarrier kernels to sm_90 and later", "[tma][verify]") {
+  const Kernel k = simplify(TileKernel{37, 29, 40, TmaSwizzle::b128}.build());
+  for (const char* arch : {"sm_90", "sm_90a", "sm_100"}) {
+    TargetLimits limits;
+    limits.arch = arch;
+    INFO(arch);
+    CHECK(verify(k, limits).ok());
+  }
+  TargetLimits ampere;
+  ampere.arch = "sm_80";
+  VerifyResult v = verify(k, ampere);
+  REQUIRE(v.errors.size() == 1);
+  CHECK_THAT(v.errors[0], Catch::Contains("needs sm_90 or later"));
+  CHECK_THAT(v.errors[0], Catch::Contains("sm_80"));
 }
 
 TEST_CASE("TMA and mbarrier kernels compile with NVRTC for sm_90a", "[tma][nvrtc]") {

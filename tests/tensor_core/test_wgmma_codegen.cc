@@ -9,6 +9,7 @@
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
+#include "src/ir/tma_intrinsics.h"
 #include "src/ir/simplify.h"
 #include "src/ir/verify.h"
 #include "src/runtime/nvrtc_builder.h"
