@@ -50,6 +50,16 @@
 // They are ranked by the acquisition plus the share of centres within two changes of each
 // (a candidate surrounded by the best measured), so that a configuration two changes from the
 // best plateau gets measured even where annealing on the acquisition wanders off.
+//
+// Trust region around the incumbent. With `incumbent_share` > 0, after each fit a share of the
+// round is the untried valid configurations one knob change from the incumbent (the best
+// measured; exact ties all count), then, when those run out, two changes away, each radius in
+// the order of the acquisition (a trust region of radius 1, then 2, around the best, as in
+// greedy iterated local search, but ranked by the model). The share doubles for every fit at
+// which the best has not improved since the last one, up to `incumbent_max_share`, and falls
+// back when it improves: a stalled search spends more of each round next to its best, so that
+// a better configuration one or two changes away is measured within a bounded number of
+// rounds even when the model ranks it low.
 
 #include <memory>
 #include <random>
@@ -90,6 +100,8 @@ struct ModelPolicyOptions {
   int min_batch = 1 << 20;      // smallest round while few records exist (>= plan_size: off)
   double local_share = 0;       // of each plan: 1-/2-knob neighbours of the best measured
   int local_top = 3;            // how many of the best measured configurations to search around
+  double incumbent_share = 0;   // of each round: untried 1-, then 2-knob neighbours of the best
+  double incumbent_max_share = 0.5;  // the most it grows to while the best does not improve
   int budget = 0;               // trials of the whole run, if known (set_budget overrides)
   std::shared_ptr<const TransferModel> transfer;
 
@@ -132,6 +144,9 @@ class ModelPolicy : public SearchPolicy {
   double last_kappa() const { return kappa_; }          // ucb weight of the last plan
   double last_agreement() const { return agreement_; }  // of the members, at the last fit
   int round_size() const { return round_size_; }        // proposals of the current round
+  int stalled_fits() const { return stalled_; }  // fits since the best last improved
+  // The trust region's share of the current round (0 when off or before the first fit).
+  double incumbent_share() const { return incumbent_share_; }
   int last_annealing_steps() const { return annealer_.last_steps(); }
 
  private:
@@ -153,6 +168,9 @@ class ModelPolicy : public SearchPolicy {
   std::vector<float> exploit_score(const std::vector<Config>& configs);
   std::vector<Config> local_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   void measure_agreement();
+  // Untried valid configurations one, then two knob changes from the incumbent(s), at most
+  // `count`, each radius best acquisition first.
+  std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   std::vector<Config> initial_design(int count);
 
   const ConfigSpace& space_;
@@ -183,6 +201,9 @@ class ModelPolicy : public SearchPolicy {
   double kappa_ = 0;
   double agreement_ = 1;
   std::vector<Config> design_;  // initial design, consumed from the front
+  double best_at_plan_ = 0;     // best throughput measured at the last plan
+  int stalled_ = 0;             // plans since the best last improved
+  double incumbent_share_ = 0;  // of the current round
   size_t design_next_ = 0;
 };
 

@@ -164,3 +164,55 @@ TEST_CASE("needle space: the needle is two knob changes from the plateau, xgb fi
   CHECK(r.median_ratio_at(100) >= 0.889);
   CHECK(r.median_trials_to(0.95).has_value());
 }
+
+TEST_CASE("the trust region: part of each round is one knob from the best, more while it stalls") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model();
+  o.epsilon = 0;
+  o.incumbent_share = 0.25;
+  o.incumbent_max_share = 1.0;
+  ModelPolicy p(task.space(), features, o);
+  p.reset(7);
+  std::vector<Config> measured = p.propose(32);
+  std::vector<MeasureResult> results = m.measure(measured);
+  p.observe(measured, results);
+  CHECK(p.incumbent_share() == 0);  // nothing fitted yet
+  auto best_of = [&] {
+    size_t b = 0;
+    for (size_t i = 1; i < measured.size(); ++i) {
+      if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
+    }
+    return measured[b];
+  };
+  auto one_knob_from = [&](const std::vector<Config>& batch, const Config& best) {
+    int n = 0;
+    for (const Config& c : batch) n += knob_changes(c, best) == 1;
+    return n;
+  };
+  // A fit that improved on nothing before it (the first): the base share, 8 of 32.
+  Config best = best_of();
+  std::vector<Config> next = p.propose(32);
+  REQUIRE(next.size() == 32);
+  CHECK(p.incumbent_share() == 0.25);
+  CHECK(p.stalled_fits() == 0);
+  CHECK(one_knob_from(next, best) >= 8);
+  // Rounds whose results are all failures cannot improve the best: the share doubles per
+  // stalled fit, up to the maximum, and the rounds stay next to the same best.
+  std::vector<double> shares;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<MeasureResult> failed(next.size());
+    for (MeasureResult& r : failed) r.status = MeasureStatus::runtime_error;
+    p.observe(next, failed);
+    next = p.propose(32);
+    shares.push_back(p.incumbent_share());
+    // The untried one-knob neighbours (at most 21 in this space) come first, then two-knob ones.
+    for (const Config& c : next) {
+      if (shares.back() < 1.0) break;
+      CHECK(knob_changes(c, best) <= 2);
+    }
+  }
+  CHECK(shares == std::vector<double>{0.5, 1.0, 1.0});
+  CHECK(p.stalled_fits() == 3);
+}
