@@ -6,8 +6,10 @@
 //
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
+//                     [--classic]    (xgb with the former default: ModelPolicyOptions::classic())
 //                     [--early]      (xgb with every early-trial and local-search change of
 //                                     ModelPolicyOptions::early(); off by default)
+//                     [--balanced-design] (the design stratified over valid configurations)
 //                     [--design N] [--min-batch N] [--local-share X] [--adaptive-kappa]
 //                     [--kappa K]    (one change at a time)
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
@@ -184,8 +186,12 @@ int main(int argc, char** argv) {
       args.needle_neighbour = std::stod(value());
     else if (a == "--early")
       args.model = args.model.early();
+    else if (a == "--classic")
+      args.model = args.model.classic();
     else if (a == "--design")
       args.model.initial_design = std::stoi(value());
+    else if (a == "--balanced-design")
+      args.model.design = DesignKind::balanced;
     else if (a == "--min-batch")
       args.model.min_batch = std::stoi(value());
     else if (a == "--local-share")

@@ -486,6 +486,44 @@ std::vector<Config> ModelPolicy::initial_design(int count) {
   }
   std::vector<Config> out;
   std::unordered_set<uint64_t> taken;
+  if (options_.design == DesignKind::balanced) {
+    // Stratified over the valid configurations instead of the box: each pick is the pool
+    // member whose knob values the design holds least often relative to their frequency among
+    // valid configurations (the pool's), first drawn first on ties. Like the hypercube it
+    // spreads every knob's values, but it follows the valid set's shape instead of pushing
+    // points onto the constraints' boundary.
+    std::vector<std::vector<double>> freq(knobs.size());
+    std::vector<std::vector<int>> held(knobs.size());
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      freq[k].assign(knobs[k].cardinality(), 0.0);
+      held[k].assign(knobs[k].cardinality(), 0);
+    }
+    for (const Config& c : pool) {
+      for (size_t k = 0; k < knobs.size(); ++k) freq[k][c.entities()[k]] += 1.0 / pool.size();
+    }
+    std::vector<bool> used(pool.size(), false);
+    for (int i = 0; i < count; ++i) {
+      double best = 1e300;
+      size_t pick = pool.size();
+      for (size_t j = 0; j < pool.size(); ++j) {
+        if (used[j]) continue;
+        double cost = 0;
+        for (size_t k = 0; k < knobs.size(); ++k) {
+          int32_t v = pool[j].entities()[k];
+          cost += held[k][v] / std::max(freq[k][v], 1.0 / pool.size());
+        }
+        if (cost < best) {
+          best = cost;
+          pick = j;
+        }
+      }
+      if (pick == pool.size()) break;
+      used[pick] = true;
+      for (size_t k = 0; k < knobs.size(); ++k) ++held[k][pool[pick].entities()[k]];
+      out.push_back(pool[pick]);
+    }
+    return out;
+  }
   for (const auto& p : points) {
     Config target(&space_, p);
     if (space_.is_valid(target) && !visited_.contains(target.index()) &&

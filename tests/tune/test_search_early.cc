@@ -169,7 +169,7 @@ TEST_CASE("the trust region: part of each round is one knob from the best, more 
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   test::ValueFeatures features{task.space()};
   ReplayMeasurerAdapter m(task);
-  ModelPolicyOptions o = small_model();
+  ModelPolicyOptions o = small_model().classic();  // one random first batch, rounds of 32
   o.epsilon = 0;
   o.incumbent_share = 0.25;
   o.incumbent_max_share = 1.0;
