@@ -366,8 +366,8 @@ std::vector<Config> ModelPolicy::local_candidates(int count,
   return out;
 }
 
-std::vector<Config> ModelPolicy::incumbent_candidates(
-    int count, const std::unordered_set<uint64_t>& exclude) {
+std::vector<Config> ModelPolicy::incumbent_candidates(int count,
+                                                      const std::unordered_set<uint64_t>& exclude) {
   if (count <= 0 || observed_.empty()) return {};
   const double best = *std::max_element(throughput_.begin(), throughput_.end());
   if (best <= 0) return {};

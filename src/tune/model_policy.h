@@ -100,17 +100,18 @@ struct ModelPolicyOptions {
   // The default (bench/README.md section 7): one random first batch, then rounds of
   // clamp(n / 2, 8, plan_size), the trust region around the incumbent with a quarter of each
   // round (up to half while the best stalls), kappa fixed. The Latin-hypercube start
-  // (initial_design 32) won on some caches and lost on others; it is off. `classic()` gives the former default (one
-  // random first batch, rounds of plan_size, no trust region); `early()` the first attempt.
+  // (initial_design 32) won on some caches and lost on others; it is off. `classic()` gives the
+  // former default (one random first batch, rounds of plan_size, no trust region); `early()` the
+  // first attempt.
   bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
   int initial_design = 0;       // space-filling proposals before the first fit (no transfer)
   DesignKind design = DesignKind::latin_hypercube;
-  int min_batch = 8;            // smallest round while few records exist (>= plan_size: off)
-  double local_share = 0;       // of each plan: 1-/2-knob neighbours of the best measured
-  int local_top = 3;            // how many of the best measured configurations to search around
-  double incumbent_share = 0.25;     // of each round: untried 1-, then 2-knob neighbours of the best
+  int min_batch = 8;              // smallest round while few records exist (>= plan_size: off)
+  double local_share = 0;         // of each plan: 1-/2-knob neighbours of the best measured
+  int local_top = 3;              // how many of the best measured configurations to search around
+  double incumbent_share = 0.25;  // of each round: untried 1-, then 2-knob neighbours of the best
   double incumbent_max_share = 0.5;  // the most it grows to while the best does not improve
-  int budget = 0;               // trials of the whole run, if known (set_budget overrides)
+  int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
   std::shared_ptr<const TransferModel> transfer;
 
   // These options with every early-trial and local-search change of the first attempt on: a
@@ -165,7 +166,7 @@ class ModelPolicy : public SearchPolicy {
   double last_kappa() const { return kappa_; }          // ucb weight of the last plan
   double last_agreement() const { return agreement_; }  // of the members, at the last fit
   int round_size() const { return round_size_; }        // proposals of the current round
-  int stalled_fits() const { return stalled_; }  // fits since the best last improved
+  int stalled_fits() const { return stalled_; }         // fits since the best last improved
   // The trust region's share of the current round (0 when off or before the first fit).
   double incumbent_share() const { return incumbent_share_; }
   int last_annealing_steps() const { return annealer_.last_steps(); }
