@@ -6,10 +6,15 @@
 //
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
+//                     [--classic]    (xgb with the former default: ModelPolicyOptions::classic())
 //                     [--early]      (xgb with every early-trial and local-search change of
 //                                     ModelPolicyOptions::early(); off by default)
+//                     [--balanced-design] (the design stratified over valid configurations)
 //                     [--design N] [--min-batch N] [--local-share X] [--adaptive-kappa]
 //                     [--kappa K]    (one change at a time)
+//                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
+//                     [--diversity] [--epsilon X]
+//                     [--label NAME] (the xgb tuner's name in --curves)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:
 //                                     only its optimum within 95%, two knob changes from a
 //                                     plateau at 0.89, its one-knob neighbours at 0.8)
@@ -54,6 +59,7 @@ struct Args {
   bool needle = false;
   double needle_plateau = 0.89, needle_neighbour = 0.8;
   ModelPolicyOptions model;  // --early, --design, ...: the xgb tuner's options
+  std::string label;         // --label: the xgb tuner's name in --curves (default "xgb")
 };
 
 // One JSON line per seed: the trials at which the best found improved, with its true time.
@@ -180,8 +186,12 @@ int main(int argc, char** argv) {
       args.needle_neighbour = std::stod(value());
     else if (a == "--early")
       args.model = args.model.early();
+    else if (a == "--classic")
+      args.model = args.model.classic();
     else if (a == "--design")
       args.model.initial_design = std::stoi(value());
+    else if (a == "--balanced-design")
+      args.model.design = DesignKind::balanced;
     else if (a == "--min-batch")
       args.model.min_batch = std::stoi(value());
     else if (a == "--local-share")
@@ -190,6 +200,16 @@ int main(int argc, char** argv) {
       args.model.adaptive_kappa = true;
     else if (a == "--kappa")
       args.model.kappa = std::stod(value());
+    else if (a == "--incumbent-share")
+      args.model.incumbent_share = std::stod(value());
+    else if (a == "--incumbent-max")
+      args.model.incumbent_max_share = std::stod(value());
+    else if (a == "--diversity")
+      args.model.diversity = true;
+    else if (a == "--epsilon")
+      args.model.epsilon = std::stod(value());
+    else if (a == "--label")
+      args.label = value();
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;
@@ -290,7 +310,10 @@ int main(int argc, char** argv) {
       for (int b : budgets) {
         cells += b <= args.trials ? fmt::format(" {:.3f} |", r.median_ratio_at(b)) : " - |";
       }
-      if (!args.curves.empty()) append_curves(args.curves, name, tuner, r);
+      if (!args.curves.empty()) {
+        append_curves(args.curves, name,
+                      kind == TunerKind::xgb && !args.label.empty() ? args.label : tuner, r);
+      }
       double at200 = r.median_ratio_at(std::min(200, args.trials));
       double p = (at200 - random200) / (1.0 - random200);
       fmt::print("| {} | {} |{} {} | {:.2f} | {:.0f} |\n", name, tuner, cells,

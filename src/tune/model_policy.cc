@@ -66,6 +66,9 @@ void ModelPolicy::reset(uint64_t seed) {
   agreement_ = 1;
   design_.clear();
   design_next_ = 0;
+  best_at_plan_ = 0;
+  stalled_ = 0;
+  incumbent_share_ = 0;
 }
 
 void ModelPolicy::observe(const std::vector<Config>& configs,
@@ -363,6 +366,96 @@ std::vector<Config> ModelPolicy::local_candidates(int count,
   return out;
 }
 
+std::vector<Config> ModelPolicy::incumbent_candidates(int count,
+                                                      const std::unordered_set<uint64_t>& exclude) {
+  if (count <= 0 || observed_.empty()) return {};
+  const double best = *std::max_element(throughput_.begin(), throughput_.end());
+  if (best <= 0) return {};
+  // Exact ties (a plateau) are all incumbents; at most a few, the first measured first.
+  constexpr size_t kMaxCentres = 4;
+  std::vector<size_t> centres;
+  for (size_t i = 0; i < observed_.size() && centres.size() < kMaxCentres; ++i) {
+    if (throughput_[i] >= best * (1 - 1e-9)) centres.push_back(i);
+  }
+  const auto& knobs = space_.knobs();
+  std::unordered_set<uint64_t> seen;
+  std::vector<Config> ring[2];  // radius 1, radius 2
+  auto consider = [&](const std::vector<int32_t>& e, int radius) {
+    Config c(&space_, e);
+    uint64_t index = c.index();
+    if (exclude.contains(index) || !seen.insert(index).second) return;
+    if (space_.is_valid(c)) ring[radius - 1].push_back(std::move(c));
+  };
+  // Radius 2 of a wide space can be large: at most this many draws per centre there.
+  constexpr size_t kMaxPerCentre = 4096;
+  std::mt19937_64 rng(seed_ * 0xBF58476D1CE4E5B9ull + static_cast<uint64_t>(fits_));
+  for (size_t centre : centres) {
+    const std::vector<int32_t> base = observed_[centre].entities();
+    std::vector<int32_t> e = base;
+    size_t pairs = 0;
+    for (size_t i = 0; i < knobs.size(); ++i) {
+      for (int32_t a = 0; a < knobs[i].cardinality(); ++a) {
+        if (a == base[i]) continue;
+        e[i] = a;
+        consider(e, 1);
+      }
+      e[i] = base[i];
+      for (size_t j = i + 1; j < knobs.size(); ++j) {
+        pairs += size_t(knobs[i].cardinality() - 1) * size_t(knobs[j].cardinality() - 1);
+      }
+    }
+    if (pairs <= kMaxPerCentre) {
+      for (size_t i = 0; i < knobs.size(); ++i) {
+        for (int32_t a = 0; a < knobs[i].cardinality(); ++a) {
+          if (a == base[i]) continue;
+          e[i] = a;
+          for (size_t j = i + 1; j < knobs.size(); ++j) {
+            for (int32_t b = 0; b < knobs[j].cardinality(); ++b) {
+              if (b == base[j]) continue;
+              e[j] = b;
+              consider(e, 2);
+            }
+            e[j] = base[j];
+          }
+        }
+        e[i] = base[i];
+      }
+    } else {
+      std::vector<size_t> movable;
+      for (size_t k = 0; k < knobs.size(); ++k) {
+        if (knobs[k].cardinality() > 1) movable.push_back(k);
+      }
+      if (movable.size() < 2) continue;
+      std::uniform_int_distribution<size_t> knob(0, movable.size() - 1);
+      for (size_t d = 0; d < kMaxPerCentre; ++d) {
+        size_t i = movable[knob(rng)], j = movable[knob(rng)];
+        if (i == j) continue;
+        e = base;
+        for (size_t k : {i, j}) {
+          std::uniform_int_distribution<int64_t> other(0, knobs[k].cardinality() - 2);
+          int64_t v = other(rng);
+          e[k] = static_cast<int32_t>(v >= base[k] ? v + 1 : v);
+        }
+        consider(e, 2);
+      }
+    }
+  }
+  std::vector<Config> out;
+  for (std::vector<Config>& r : ring) {
+    if (static_cast<int>(out.size()) >= count) break;
+    if (r.empty()) continue;
+    std::vector<float> s = predict(r);
+    std::vector<size_t> idx(r.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    size_t keep = std::min<size_t>(count - out.size(), idx.size());
+    std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+      return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
+    });
+    for (size_t i = 0; i < keep; ++i) out.push_back(r[idx[i]]);
+  }
+  return out;
+}
+
 std::vector<Config> ModelPolicy::initial_design(int count) {
   // A Latin hypercube over entity positions, each point moved to the nearest (normalised L1
   // over entity positions) of a pool of random valid configurations. Its own stream, so that
@@ -393,6 +486,44 @@ std::vector<Config> ModelPolicy::initial_design(int count) {
   }
   std::vector<Config> out;
   std::unordered_set<uint64_t> taken;
+  if (options_.design == DesignKind::balanced) {
+    // Stratified over the valid configurations instead of the box: each pick is the pool
+    // member whose knob values the design holds least often relative to their frequency among
+    // valid configurations (the pool's), first drawn first on ties. Like the hypercube it
+    // spreads every knob's values, but it follows the valid set's shape instead of pushing
+    // points onto the constraints' boundary.
+    std::vector<std::vector<double>> freq(knobs.size());
+    std::vector<std::vector<int>> held(knobs.size());
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      freq[k].assign(knobs[k].cardinality(), 0.0);
+      held[k].assign(knobs[k].cardinality(), 0);
+    }
+    for (const Config& c : pool) {
+      for (size_t k = 0; k < knobs.size(); ++k) freq[k][c.entities()[k]] += 1.0 / pool.size();
+    }
+    std::vector<bool> used(pool.size(), false);
+    for (int i = 0; i < count; ++i) {
+      double best = 1e300;
+      size_t pick = pool.size();
+      for (size_t j = 0; j < pool.size(); ++j) {
+        if (used[j]) continue;
+        double cost = 0;
+        for (size_t k = 0; k < knobs.size(); ++k) {
+          int32_t v = pool[j].entities()[k];
+          cost += held[k][v] / std::max(freq[k][v], 1.0 / pool.size());
+        }
+        if (cost < best) {
+          best = cost;
+          pick = j;
+        }
+      }
+      if (pick == pool.size()) break;
+      used[pick] = true;
+      for (size_t k = 0; k < knobs.size(); ++k) ++held[k][pool[pick].entities()[k]];
+      out.push_back(pool[pick]);
+    }
+    return out;
+  }
   for (const auto& p : points) {
     Config target(&space_, p);
     if (space_.is_valid(target) && !visited_.contains(target.index()) &&
@@ -502,13 +633,32 @@ void ModelPolicy::plan() {
     return;
   }
   const int size = round_size_ > 0 ? round_size_ : options_.plan_size;
+  // The trust region's share: doubled for every plan at which the best has not improved.
   std::vector<Config> local;
-  if (trained() && options_.local_share > 0) {
-    int count = static_cast<int>(std::lround(options_.local_share * size));
-    local = local_candidates(std::max(count, 1), visited_);
+  const double best =
+      throughput_.empty() ? 0.0 : *std::max_element(throughput_.begin(), throughput_.end());
+  if (best > best_at_plan_ * (1 + 1e-9)) {
+    stalled_ = 0;
+  } else {
+    ++stalled_;
+  }
+  best_at_plan_ = std::max(best_at_plan_, best);
+  incumbent_share_ = 0;
+  if (trained() && options_.incumbent_share > 0) {
+    incumbent_share_ = std::min(std::max(options_.incumbent_max_share, options_.incumbent_share),
+                                options_.incumbent_share * std::ldexp(1.0, std::min(stalled_, 30)));
+    int count = static_cast<int>(std::lround(incumbent_share_ * size));
+    local = incumbent_candidates(std::max(count, 1), visited_);
   }
   std::unordered_set<uint64_t> exclude = visited_;
   for (const Config& c : local) exclude.insert(c.index());
+  if (trained() && options_.local_share > 0) {
+    int count = static_cast<int>(std::lround(options_.local_share * size));
+    for (Config& c : local_candidates(std::max(count, 1), exclude)) {
+      exclude.insert(c.index());
+      local.push_back(std::move(c));
+    }
+  }
   const int rest = std::max(0, size - static_cast<int>(local.size()));
   int want = options_.diversity ? rest * 3 : rest;
   ScoreFunction score = [this](const std::vector<Config>& cs) { return predict(cs); };

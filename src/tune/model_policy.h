@@ -31,7 +31,9 @@
 // Early trials. Without a transfer model the first `initial_design` proposals are a
 // space-filling design: a Latin hypercube over the knobs' entity positions (each knob's
 // range cut into as many strata as points, one point a stratum), each point moved to the
-// nearest valid unvisited configuration of a pool of random valid ones. Rounds are small while
+// nearest valid unvisited configuration of a pool of random valid ones; or (`balanced`) picked
+// from that pool one by one, each the configuration whose knob values the design holds least
+// often relative to their frequency in the pool. Rounds are small while
 // few records exist: a refit after every clamp(n / 2, min_batch, plan_size) new measurements,
 // n being the records at the last fit, and propose() returns no more than what is left of the
 // current round.
@@ -50,6 +52,16 @@
 // They are ranked by the acquisition plus the share of centres within two changes of each
 // (a candidate surrounded by the best measured), so that a configuration two changes from the
 // best plateau gets measured even where annealing on the acquisition wanders off.
+//
+// Trust region around the incumbent. With `incumbent_share` > 0, after each fit a share of the
+// round is the untried valid configurations one knob change from the incumbent (the best
+// measured; exact ties all count), then, when those run out, two changes away, each radius in
+// the order of the acquisition (a trust region of radius 1, then 2, around the best, as in
+// greedy iterated local search, but ranked by the model). The share doubles for every fit at
+// which the best has not improved since the last one, up to `incumbent_max_share`, and falls
+// back when it improves: a stalled search spends more of each round next to its best, so that
+// a better configuration one or two changes away is measured within a bounded number of
+// rounds even when the model ranks it low.
 
 #include <memory>
 #include <random>
@@ -65,6 +77,9 @@
 #include "src/tune/transfer_model.h"
 
 namespace cutune {
+
+// The initial design's construction; see the header comment.
+enum class DesignKind { latin_hypercube, balanced };
 
 // How the annealer scores a configuration; see the header comment.
 enum class Acquisition { mean, ucb, thompson };
@@ -82,25 +97,44 @@ struct ModelPolicyOptions {
   Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
   double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
-  // This issue's early-trial and local-search changes (see the header comment) are off by
-  // default: on replayed caches they helped the easy spaces and cost trials on the hard ones
-  // (bench/README.md section 7). `ModelPolicyOptions::early()` turns them all on.
+  // The default (bench/README.md section 7): one random first batch, then rounds of
+  // clamp(n / 2, 8, plan_size), the trust region around the incumbent with a quarter of each
+  // round (up to half while the best stalls), kappa fixed. The Latin-hypercube start
+  // (initial_design 32) won on some caches and lost on others; it is off. `classic()` gives the
+  // former default (one random first batch, rounds of plan_size, no trust region); `early()` the
+  // first attempt.
   bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
   int initial_design = 0;       // space-filling proposals before the first fit (no transfer)
-  int min_batch = 1 << 20;      // smallest round while few records exist (>= plan_size: off)
-  double local_share = 0;       // of each plan: 1-/2-knob neighbours of the best measured
-  int local_top = 3;            // how many of the best measured configurations to search around
-  int budget = 0;               // trials of the whole run, if known (set_budget overrides)
+  DesignKind design = DesignKind::latin_hypercube;
+  int min_batch = 8;              // smallest round while few records exist (>= plan_size: off)
+  double local_share = 0;         // of each plan: 1-/2-knob neighbours of the best measured
+  int local_top = 3;              // how many of the best measured configurations to search around
+  double incumbent_share = 0.25;  // of each round: untried 1-, then 2-knob neighbours of the best
+  double incumbent_max_share = 0.5;  // the most it grows to while the best does not improve
+  int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
   std::shared_ptr<const TransferModel> transfer;
 
-  // These options with every early-trial and local-search change on: a Latin-hypercube
-  // design of 32, rounds from 8, adaptive kappa, 1/8 of each plan from the local search.
+  // These options with every early-trial and local-search change of the first attempt on: a
+  // Latin-hypercube design of 32, rounds from 8, adaptive kappa, 1/8 of each plan from the
+  // local search, no trust region.
   ModelPolicyOptions early() const {
     ModelPolicyOptions o = *this;
     o.adaptive_kappa = true;
     o.initial_design = 32;
     o.min_batch = 8;
     o.local_share = 0.125;
+    o.incumbent_share = 0;
+    return o;
+  }
+  // The former default (before issue 11): one random first batch of plan_size, every round
+  // plan_size, no design, trust region or local search.
+  ModelPolicyOptions classic() const {
+    ModelPolicyOptions o = *this;
+    o.adaptive_kappa = false;
+    o.initial_design = 0;
+    o.min_batch = 1 << 20;
+    o.local_share = 0;
+    o.incumbent_share = 0;
     return o;
   }
 };
@@ -132,6 +166,9 @@ class ModelPolicy : public SearchPolicy {
   double last_kappa() const { return kappa_; }          // ucb weight of the last plan
   double last_agreement() const { return agreement_; }  // of the members, at the last fit
   int round_size() const { return round_size_; }        // proposals of the current round
+  int stalled_fits() const { return stalled_; }         // fits since the best last improved
+  // The trust region's share of the current round (0 when off or before the first fit).
+  double incumbent_share() const { return incumbent_share_; }
   int last_annealing_steps() const { return annealer_.last_steps(); }
 
  private:
@@ -153,6 +190,9 @@ class ModelPolicy : public SearchPolicy {
   std::vector<float> exploit_score(const std::vector<Config>& configs);
   std::vector<Config> local_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   void measure_agreement();
+  // Untried valid configurations one, then two knob changes from the incumbent(s), at most
+  // `count`, each radius best acquisition first.
+  std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   std::vector<Config> initial_design(int count);
 
   const ConfigSpace& space_;
@@ -183,6 +223,9 @@ class ModelPolicy : public SearchPolicy {
   double kappa_ = 0;
   double agreement_ = 1;
   std::vector<Config> design_;  // initial design, consumed from the front
+  double best_at_plan_ = 0;     // best throughput measured at the last plan
+  int stalled_ = 0;             // plans since the best last improved
+  double incumbent_share_ = 0;  // of the current round
   size_t design_next_ = 0;
 };
 
