@@ -230,7 +230,6 @@ Kernel GemmWgmmaTemplate::build(const Config& config) const {
   const int elems = p.copy_bytes / 2;
   const int64_t tiles_m = ceil_div(m, p.bm), tiles_n = ceil_div(n, p.bn);
   const int64_t k_tiles = ceil_div(k, p.bk);
-  const int64_t tiles_per_split = ceil_div(k_tiles, p.split_k);
   const bool async = elems > 1;
 
   Buffer a = Buffer::make("A", in, MemoryScope::global, m * k, true);
@@ -250,7 +249,7 @@ Kernel GemmWgmmaTemplate::build(const Config& config) const {
   Expr tx = int_var("tx"), wg = int_var("warpgroup"), warp = int_var("warp"), g = int_var("group"),
        q = int_var("thread_in_group");
   Expr tile_m = int_var("tile_m"), tile_n = int_var("tile_n");
-  Expr kz = int_var("kz"), first_tile = int_var("first_k_tile"), n_tiles = int_var("k_tiles");
+  Expr first_tile = int_var("first_k_tile"), n_tiles = int_var("k_tiles");
 
   // Copies a [rows][cols] slice, whose (0, 0) is global (row0, col0) of a row-major matrix of
   // `ld` columns, into `tile`'s slot, `elems` elements per copy (cp.async with zero-fill).
@@ -406,29 +405,7 @@ Kernel GemmWgmmaTemplate::build(const Config& config) const {
   body = LetStmt::make("group", lane / 4, body);
   body = LetStmt::make("warp", tx % 128 / 32, body);
   body = LetStmt::make("warpgroup", tx / 128, body);
-  if (p.split_k > 1) {
-    body = LetStmt::make("k_tiles", max(min(i32(tiles_per_split), i32(k_tiles) - first_tile), 0),
-                         body);
-    body = LetStmt::make("first_k_tile", kz * i32(tiles_per_split), body);
-  } else {
-    body = LetStmt::make("k_tiles", i32(k_tiles), body);
-    body = LetStmt::make("first_k_tile", 0, body);
-  }
-  Expr bx = int_var("bx");
-  if (p.raster == 1) {
-    body = LetStmt::make("tile_n", bx % i32(tiles_n), body);
-    body = LetStmt::make("tile_m", bx / i32(tiles_n), body);
-  } else {
-    int64_t group_tiles = p.raster * tiles_n;
-    Expr first_m = bx / i32(group_tiles) * p.raster;
-    Expr rows = int_var("group_rows");
-    body = LetStmt::make("tile_n", bx % i32(group_tiles) / rows, body);
-    body = LetStmt::make("tile_m", first_m + bx % i32(group_tiles) % rows, body);
-    body = LetStmt::make("group_rows", min(i32(tiles_m) - first_m, i32(p.raster)), body);
-  }
-  body = For::make("tx", 0, threads, ForKind::thread_x, body);
-  if (p.split_k > 1) body = For::make("kz", 0, p.split_k, ForKind::block_y, body);
-  body = For::make("bx", 0, i32(tiles_m * tiles_n), ForKind::block_x, body);
+  body = tc::bind_tile_grid(body, {tiles_m, tiles_n, k_tiles, p.split_k, p.raster, threads});
 
   Kernel kernel;
   kernel.name = name();

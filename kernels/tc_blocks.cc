@@ -159,7 +159,6 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   const bool async = spec.a.elems > 1 || spec.b.elems > 1;
   const int64_t tiles_m = ceil_div(m, p.bm), tiles_n = ceil_div(n, p.bn);
   const int64_t k_tiles = ceil_div(k, p.bk);
-  const int64_t tiles_per_split = ceil_div(k_tiles, p.split_k);
   const Type in{input, 1};
   const Buffer& c = spec.c;
 
@@ -179,7 +178,7 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
        tig = int_var("thread_in_group");
   Expr warp_row = int_var("warp_row"), warp_col = int_var("warp_col");
   Expr tile_m = int_var("tile_m"), tile_n = int_var("tile_n");
-  Expr kz = int_var("kz"), first_tile = int_var("first_k_tile"), n_tiles = int_var("k_tiles");
+  Expr first_tile = int_var("first_k_tile"), n_tiles = int_var("k_tiles");
 
   TileCopy a_copy{"a", spec.a.global, &a_tile, spec.a.elems, threads, spec.a.source, input};
   TileCopy b_copy{"b", spec.b.global, &b_tile, spec.b.elems, threads, spec.b.source, input};
@@ -363,31 +362,7 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   body = LetStmt::make("thread_in_group", lane % 4, body);
   body = LetStmt::make("group", lane / 4, body);
   body = LetStmt::make("lane", tx % 32, body);
-  // This block's K slices: split kz takes tiles_per_split of them (the last split fewer).
-  if (p.split_k > 1) {
-    body = LetStmt::make("k_tiles", max(min(i32(tiles_per_split), i32(k_tiles) - first_tile), 0),
-                         body);
-    body = LetStmt::make("first_k_tile", kz * i32(tiles_per_split), body);
-  } else {
-    body = LetStmt::make("k_tiles", i32(k_tiles), body);
-    body = LetStmt::make("first_k_tile", 0, body);
-  }
-  // Grouped rasterisation: raster_group rows of tiles at a time, column-major inside a group.
-  Expr bx = int_var("bx");
-  if (p.raster == 1) {
-    body = LetStmt::make("tile_n", bx % i32(tiles_n), body);
-    body = LetStmt::make("tile_m", bx / i32(tiles_n), body);
-  } else {
-    int64_t group_tiles = p.raster * tiles_n;
-    Expr first_m = bx / i32(group_tiles) * p.raster;
-    Expr rows = int_var("group_rows");
-    body = LetStmt::make("tile_n", bx % i32(group_tiles) / rows, body);
-    body = LetStmt::make("tile_m", first_m + bx % i32(group_tiles) % rows, body);
-    body = LetStmt::make("group_rows", min(i32(tiles_m) - first_m, i32(p.raster)), body);
-  }
-  body = For::make("tx", 0, threads, ForKind::thread_x, body);
-  if (p.split_k > 1) body = For::make("kz", 0, p.split_k, ForKind::block_y, body);
-  body = For::make("bx", 0, i32(tiles_m * tiles_n), ForKind::block_x, body);
+  body = bind_tile_grid(body, {tiles_m, tiles_n, k_tiles, p.split_k, p.raster, threads});
 
   Kernel kernel;
   kernel.name = spec.name;
@@ -395,6 +370,34 @@ Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p) {
   kernel.body = body;
   kernel.min_blocks = p.min_blocks > 1 ? p.min_blocks : 0;  // 1: no promise, as before the knob
   return kernel;
+}
+
+Stmt bind_tile_grid(Stmt body, const TileGrid& g) {
+  const int64_t tiles_per_split = ceil_div(g.k_tiles, g.split_k);
+  if (g.split_k > 1) {
+    Expr first_tile = int_var("first_k_tile");
+    body = LetStmt::make(
+        "k_tiles", max(min(i32(tiles_per_split), i32(g.k_tiles) - first_tile), 0), body);
+    body = LetStmt::make("first_k_tile", int_var("kz") * i32(tiles_per_split), body);
+  } else {
+    body = LetStmt::make("k_tiles", i32(g.k_tiles), body);
+    body = LetStmt::make("first_k_tile", 0, body);
+  }
+  Expr bx = int_var("bx");
+  if (g.raster == 1) {
+    body = LetStmt::make("tile_n", bx % i32(g.tiles_n), body);
+    body = LetStmt::make("tile_m", bx / i32(g.tiles_n), body);
+  } else {
+    const int64_t group_tiles = g.raster * g.tiles_n;
+    Expr first_m = bx / i32(group_tiles) * g.raster;
+    Expr rows = int_var("group_rows");
+    body = LetStmt::make("tile_n", bx % i32(group_tiles) / rows, body);
+    body = LetStmt::make("tile_m", first_m + bx % i32(group_tiles) % rows, body);
+    body = LetStmt::make("group_rows", min(i32(g.tiles_m) - first_m, i32(g.raster)), body);
+  }
+  body = For::make("tx", 0, g.threads, ForKind::thread_x, body);
+  if (g.split_k > 1) body = For::make("kz", 0, g.split_k, ForKind::block_y, body);
+  return For::make("bx", 0, i32(g.tiles_m * g.tiles_n), ForKind::block_x, body);
 }
 
 }  // namespace cutune::tc

@@ -116,6 +116,17 @@ struct TcGemmSpec {
 
 ir::Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p);
 
+// The block and thread loops of a tiled GEMM (the mma.sync and wgmma templates), around a body
+// that reads `k_tiles` and `first_k_tile` (this split's K slices: split kz takes
+// tiles_per_split of them, the last split fewer) and `tile_m` / `tile_n` (from bx, with grouped
+// rasterisation: `raster` rows of tiles at a time, column-major inside a group); then the loops
+// tx (threads), kz (when split_k > 1) and bx.
+struct TileGrid {
+  int64_t tiles_m, tiles_n, k_tiles;
+  int split_k, raster, threads;
+};
+ir::Stmt bind_tile_grid(ir::Stmt body, const TileGrid& g);
+
 // The loop and buffer names build_tc_gemm can produce besides the globals (feature slots).
 std::vector<std::string> tc_loop_names();
 std::vector<std::string> tc_local_buffer_names();

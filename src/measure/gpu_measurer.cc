@@ -360,8 +360,7 @@ std::vector<MeasureResult> measure_interleaved(
   return merged;
 }
 
-std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
-                                            const GpuMeasureOptions& options) {
+DeviceInfo measuring_device(const GpuMeasureOptions& options) {
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
   const std::vector<int> wanted =
@@ -371,7 +370,12 @@ std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
       throw NoDeviceError(
           fmt::format("no CUDA device found: device {} requested, {} present", d, devices.size()));
   // The GPUs are of one kind (device_selection.h): the first one describes them all.
-  return std::make_unique<GpuMeasurer>(tmpl, options, devices[size_t(wanted.front())]);
+  return devices[size_t(wanted.front())];
+}
+
+std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
+                                            const GpuMeasureOptions& options) {
+  return std::make_unique<GpuMeasurer>(tmpl, options, measuring_device(options));
 }
 
 }  // namespace cutune

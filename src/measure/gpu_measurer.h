@@ -63,8 +63,12 @@ std::vector<MeasureResult> measure_interleaved(
     const std::function<MeasureReply(const MeasureRequest&)>& send,
     const std::vector<MeasureRequest>& requests, int rounds);
 
-// Throws NoDeviceError ("no CUDA device found") where there is no usable GPU. The GPUs of
-// options.devices must be of one kind (src/measure/device_selection.h chooses them).
+// The GPU that describes the measuring devices of `options` (they are of one kind, chosen by
+// src/measure/device_selection.h). Throws NoDeviceError ("no CUDA device found") where there is
+// no usable GPU.
+DeviceInfo measuring_device(const GpuMeasureOptions& options);
+
+// Throws NoDeviceError as measuring_device does.
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options);
 
 }  // namespace cutune

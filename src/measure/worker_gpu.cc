@@ -46,6 +46,51 @@ CudaFault classify_cuda_error(int code, bool at_launch) {
   return {MeasureStatus::runtime_error, true};
 }
 
+void run_timed_rounds(const TimingOptions& o, std::unique_ptr<KernelTimer>& timer,
+                      std::string& timer_note, const std::function<void()>& before_each,
+                      const std::function<void()>& launch, double best_so_far_s,
+                      int kernels_per_run, size_t l2_flush_bytes, MeasureResult& result) {
+  const double start = monotonic_seconds();
+  StopReason reason = StopReason::none;
+  int batch = std::max(o.min_repeats, 1);
+  while (reason == StopReason::none) {
+    batch = std::min(batch, std::max(o.max_repeats - int(result.times_s.size()), 1));
+    std::vector<double> times;
+    try {
+      times = timer->time(before_each, launch, batch, kernels_per_run);
+    } catch (const CudaError& e) {
+      if (e.library() == "CUPTI" && timer->kind() == TimerKind::cupti) {
+        // The profiler failed, not the kernel: events from now on, and say so.
+        timer_note = fmt::format("fell back to CUDA events: {}", e.what());
+        timer = make_event_timer();
+        continue;
+      }
+      const CudaFault f = classify_cuda_error(e.library() == "CUDA driver" ? e.code() : 0, false);
+      throw TimedRunFailure{f.status, fmt::format("timed run: {}", e.what())};
+    } catch (const std::runtime_error& e) {
+      if (timer->kind() != TimerKind::cupti)
+        throw TimedRunFailure{MeasureStatus::runtime_error,
+                              fmt::format("timed run: {}", e.what())};
+      // CUPTI could not account for the runs (records lost or foreign kernels): events from
+      // now on, and say so.
+      timer_note = fmt::format("fell back to CUDA events: {}", e.what());
+      timer = make_event_timer();
+      continue;
+    }
+    result.times_s.insert(result.times_s.end(), times.begin(), times.end());
+    reason = should_stop(result.times_s, monotonic_seconds() - start, o, best_so_far_s);
+    batch = std::max(batch, int(result.times_s.size()) / 2);
+  }
+  result.timer = timer->kind();
+  result.status = MeasureStatus::ok;
+  const MedianCi ci = median_ci(result.times_s);
+  result.extra["stop"] = std::string(to_string(reason));
+  result.extra["median_ci_s"] = {ci.lo, ci.hi};
+  result.extra["rel_ci"] = std::isfinite(ci.rel_half_width) ? ci.rel_half_width : -1.0;
+  result.extra["l2_flush_bytes"] = l2_flush_bytes;
+  if (reason == StopReason::early_stop) result.extra["early_stopped"] = true;
+}
+
 namespace {
 
 // A candidate's failure, carried out of the measuring code to become its result.
@@ -321,45 +366,12 @@ class GpuBackend final : public WorkerBackend {
         if (task_.tensors[i].zero_init) buffers_[i].fill_bytes(0);
       if (flusher_) flusher_->flush();
     };
-    const double start = monotonic_seconds();
-    StopReason reason = StopReason::none;
-    int batch = std::max(o.min_repeats, 1);
-    while (reason == StopReason::none) {
-      batch = std::min(batch, std::max(o.max_repeats - int(result.times_s.size()), 1));
-      std::vector<double> times;
-      try {
-        times = timer_->time(flush, launch, batch, kernels_per_run);
-      } catch (const CudaError& e) {
-        if (e.library() == "CUPTI" && timer_->kind() == TimerKind::cupti) {
-          // The profiler failed, not the kernel: events from now on, and say so.
-          timer_note_ = fmt::format("fell back to CUDA events: {}", e.what());
-          timer_ = make_event_timer();
-          continue;
-        }
-        const CudaFault f = classify_cuda_error(e.library() == "CUDA driver" ? e.code() : 0, false);
-        throw CandidateFailure{f.status, true, fmt::format("timed run: {}", e.what())};
-      } catch (const std::runtime_error& e) {
-        if (timer_->kind() != TimerKind::cupti)
-          throw CandidateFailure{MeasureStatus::runtime_error, true,
-                                 fmt::format("timed run: {}", e.what())};
-        // CUPTI could not account for the runs (records lost or foreign kernels): events from
-        // now on, and say so.
-        timer_note_ = fmt::format("fell back to CUDA events: {}", e.what());
-        timer_ = make_event_timer();
-        continue;
-      }
-      result.times_s.insert(result.times_s.end(), times.begin(), times.end());
-      reason = should_stop(result.times_s, monotonic_seconds() - start, o, best_so_far_s);
-      batch = std::max(batch, int(result.times_s.size()) / 2);
+    try {
+      run_timed_rounds(o, timer_, timer_note_, flush, launch, best_so_far_s, kernels_per_run,
+                       flusher_ ? flusher_->bytes() : 0, result);
+    } catch (const TimedRunFailure& f) {
+      throw CandidateFailure{f.status, true, f.error};
     }
-    result.timer = timer_->kind();
-    result.status = MeasureStatus::ok;
-    const MedianCi ci = median_ci(result.times_s);
-    result.extra["stop"] = std::string(to_string(reason));
-    result.extra["median_ci_s"] = {ci.lo, ci.hi};
-    result.extra["rel_ci"] = std::isfinite(ci.rel_half_width) ? ci.rel_half_width : -1.0;
-    result.extra["l2_flush_bytes"] = flusher_ ? flusher_->bytes() : 0;
-    if (reason == StopReason::early_stop) result.extra["early_stopped"] = true;
   }
 
   // cuDNN for a convolution task: the output of its most accurate working algorithm replaces

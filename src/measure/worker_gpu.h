@@ -4,12 +4,14 @@
 // load, check against the reference, warm up, time until stable. Runs inside the worker
 // process only, so a kernel that faults or hangs takes down nothing but the worker.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "src/records/measure_result.h"
+#include "src/measure/gpu_timer.h"
 #include "src/measure/worker_main.h"
 
 namespace cutune {
@@ -47,5 +49,20 @@ struct CudaFault {
   bool poisoned = false;
 };
 CudaFault classify_cuda_error(int cu_result, bool at_launch);
+
+// The timed rounds that end every GPU measurement (templates' kernels, baselines, user
+// kernels): batches of runs, each after `before_each` (outside the timed interval), growing
+// until should_stop. A CUPTI failure (an API error, or records that do not match the runs)
+// switches `timer` to CUDA events and says why in `timer_note`. Fills result's times, timer,
+// status ok and the statistics in extra; a failing run throws TimedRunFailure (the context is
+// then poisoned). `kernels_per_run`: the kernels CUPTI must see per run, 0 for any number.
+struct TimedRunFailure {
+  MeasureStatus status;
+  std::string error;
+};
+void run_timed_rounds(const TimingOptions& timing, std::unique_ptr<KernelTimer>& timer,
+                      std::string& timer_note, const std::function<void()>& before_each,
+                      const std::function<void()>& launch, double best_so_far_s,
+                      int kernels_per_run, size_t l2_flush_bytes, MeasureResult& result);
 
 }  // namespace cutune

@@ -262,36 +262,12 @@ class UserKernelBackend final : public WorkerBackend {
     const std::function<void()> before_each = [this] {
       if (flusher_) flusher_->flush();
     };
-    const double start = monotonic_seconds();
-    StopReason reason = StopReason::none;
-    int batch = std::max(o.min_repeats, 1);
-    while (reason == StopReason::none) {
-      batch = std::min(batch, std::max(o.max_repeats - int(result.times_s.size()), 1));
-      std::vector<double> times;
-      try {
-        times = timer_->time(before_each, launch, batch);
-      } catch (const CudaError& e) {
-        const CudaFault f = classify_cuda_error(e.library() == "CUDA driver" ? e.code() : 0, false);
-        throw Failure{f.status, true, fmt::format("timed run: {}", e.what())};
-      } catch (const std::runtime_error& e) {
-        if (timer_->kind() != TimerKind::cupti)
-          throw Failure{MeasureStatus::runtime_error, true, fmt::format("timed run: {}", e.what())};
-        timer_note_ = fmt::format("fell back to CUDA events: {}", e.what());
-        timer_ = make_event_timer();
-        continue;
-      }
-      result.times_s.insert(result.times_s.end(), times.begin(), times.end());
-      reason = should_stop(result.times_s, monotonic_seconds() - start, o, request.best_so_far_s);
-      batch = std::max(batch, int(result.times_s.size()) / 2);
+    try {
+      run_timed_rounds(o, timer_, timer_note_, before_each, launch, request.best_so_far_s, 1,
+                       flusher_ ? flusher_->bytes() : 0, result);
+    } catch (const TimedRunFailure& f) {
+      throw Failure{f.status, true, f.error};
     }
-    result.timer = timer_->kind();
-    result.status = MeasureStatus::ok;
-    const MedianCi ci = median_ci(result.times_s);
-    result.extra["stop"] = std::string(to_string(reason));
-    result.extra["median_ci_s"] = {ci.lo, ci.hi};
-    result.extra["rel_ci"] = std::isfinite(ci.rel_half_width) ? ci.rel_half_width : -1.0;
-    result.extra["l2_flush_bytes"] = flusher_ ? flusher_->bytes() : 0;
-    if (reason == StopReason::early_stop) result.extra["early_stopped"] = true;
   }
 
   void release() {

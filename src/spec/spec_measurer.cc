@@ -257,16 +257,9 @@ TaskKey spec_task_key(const SpecTask& task, const std::string& arch, const std::
 
 std::unique_ptr<Measurer> make_spec_measurer(const SpecTask& task,
                                              const GpuMeasureOptions& options) {
-  require_driver();
-  const std::vector<DeviceInfo> devices = list_devices();
-  const std::vector<int> wanted =
-      options.devices.empty() ? std::vector<int>{options.device} : options.devices;
-  for (int d : wanted)
-    if (d < 0 || size_t(d) >= devices.size())
-      throw NoDeviceError(
-          fmt::format("no CUDA device found: device {} requested, {} present", d, devices.size()));
+  const DeviceInfo device = measuring_device(options);
   task.source();  // a missing kernel file is the user's error, before any worker starts
-  return std::make_unique<SpecMeasurer>(task, options, devices[size_t(wanted.front())]);
+  return std::make_unique<SpecMeasurer>(task, options, device);
 }
 
 }  // namespace cutune::spec
