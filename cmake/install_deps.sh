@@ -52,7 +52,10 @@ if nvdisasm_present; then
 else
   echo "install_deps: installing nvdisasm from the nvidia-cuda-nvdisasm wheel (pip --user)"
   # Debian's Python is "externally managed"; a --user install of one binary wheel is safe.
+  # Optional: without it `cutune sass` says where it looked and the SASS tests skip visibly.
   PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --user --quiet --disable-pip-version-check \
-    'nvidia-cuda-nvdisasm>=13,<14'
-  nvdisasm_present || { echo "install_deps: nvdisasm still not found after pip" >&2; exit 1; }
+    'nvidia-cuda-nvdisasm>=13,<14' ||
+    echo "install_deps: warning: pip could not install nvidia-cuda-nvdisasm" >&2
+  nvdisasm_present ||
+    echo "install_deps: warning: no nvdisasm; cutune sass and tests/sass will say so" >&2
 fi

@@ -826,6 +826,7 @@ void summarize_loop_nest(const Kernel& kernel, std::span<const std::string> loop
   thread_local Analyzer analyzer;
   analyzer.reset(loop_names, buffer_names, out);
   analyzer.run(kernel);
+  out.kernel.min_blocks = kernel.min_blocks;
 }
 
 }  // namespace cutune::cost_model

@@ -79,6 +79,7 @@ struct KernelStats {
   double async_copy_bytes = 0;          // bytes moved by cp.async, per launch
   double async_commits_per_thread = 0;  // cp.async groups each thread commits
   double pipeline_depth = 1;            // shared-memory stages: the largest wait_group N + 2
+  int min_blocks = 0;                   // ir::Kernel::min_blocks (__launch_bounds__)
 };
 
 struct LoopNestSummary {

@@ -136,6 +136,12 @@ class IrFeatures final : public FeatureExtractor {
       }
     }
     int registers = estimate_registers(int64_t(k.local_bytes), sm_);
+    if (k.min_blocks > 0 && k.threads_per_block > 0) {
+      // ptxas keeps min_blocks blocks resident: at most the SM's registers over
+      // (min_blocks · threads), in steps of 8.
+      const int cap = int(sm_.registers / (k.min_blocks * k.threads_per_block)) / 8 * 8;
+      if (cap >= 8) registers = std::min(registers, cap);
+    }
     Occupancy occ =
         estimate_occupancy(sm_, int64_t(k.threads_per_block), int64_t(k.shared_bytes), registers);
     double slots = double(occ.blocks_per_sm) * sm_.sm_count;
@@ -165,6 +171,7 @@ class IrFeatures final : public FeatureExtractor {
                              ? k.async_copy_bytes / k.blocks / k.async_commits_per_thread
                              : 0;
     *at++ = log_scaled(group_bytes * (k.pipeline_depth - 1));
+    *at++ = log_scaled(k.min_blocks);
   }
 
   const Template& tmpl_;

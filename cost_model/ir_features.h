@@ -67,7 +67,7 @@ inline constexpr std::array<std::string_view, 20> kBufferFeatures = {
     "bytes_per_flop",  // touched_total over the kernel's float operations
 };
 
-inline constexpr std::array<std::string_view, 22> kKernelFeatures = {
+inline constexpr std::array<std::string_view, 23> kKernelFeatures = {
     "threads_per_block", "blocks",
     "shared_bytes",     // per block
     "local_bytes",      // per thread
@@ -91,6 +91,7 @@ inline constexpr std::array<std::string_view, 22> kKernelFeatures = {
     "pipeline_depth",    // shared-memory stages of the cp.async ring
     "bytes_in_flight",   // per block: average cp.async bytes of a commit group (empty tail
                          // groups included) times (depth - 1)
+    "min_blocks",        // __launch_bounds__' blocks per SM (0: none); it caps the registers
 };
 
 // The loop and buffer names a template's vector has slots for: the ones it declares
