@@ -1,5 +1,6 @@
 #include "src/cli/cli_common.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,11 +118,25 @@ std::atomic<bool> g_interrupted{false};
 struct sigaction g_previous_sigint {};
 std::vector<std::string> g_command_line;
 
+std::atomic<int64_t> g_first_interrupt_ns{0};
+
+int64_t monotonic_ns() {  // clock_gettime is async-signal-safe
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
 extern "C" void on_sigint(int) {
+  const int64_t now = monotonic_ns();
   if (g_interrupted.exchange(true)) {
+    // One interrupt can arrive twice: `kill` of the process and of its group (as `timeout`
+    // and process managers send it). Only a second Ctrl-C, later, stops at once.
+    if (now - g_first_interrupt_ns.load() < 250'000'000) return;
     std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
+    std::raise(SIGINT);  // delivered when this handler returns
+    return;
   }
+  g_first_interrupt_ns = now;
   static const char kMessage[] =
       "\ncutune: interrupted; finishing the batch in flight (Ctrl-C again to stop at once)\n";
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
