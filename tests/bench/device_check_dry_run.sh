@@ -33,7 +33,9 @@ if command -v python3 > /dev/null; then
   env -u LD_LIBRARY_PATH python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$summary" ||
     fail "summary.json is not JSON"
 fi
-tar tzf "$tmp/out/device_check.tgz" | grep -q 'logs/doctor.json' || fail "the tarball lacks doctor.json"
+# The listing first: `tar | grep -q` under pipefail fails when grep exits before tar is done.
+listing=$(tar tzf "$tmp/out/device_check.tgz") || fail "device_check.tgz does not read"
+grep -q 'logs/doctor.json' <<<"$listing" || fail "the tarball lacks doctor.json"
 grep -q '"libraries"' "$tmp/out/summary.json" && fail "summary.json should not inline doctor"
 (( $(du -sm "$tmp/pack" | cut -f1) <= 30 )) || fail "the pack is over 30 MiB"
 echo "dry run ok: ${#steps[@]} steps, \$OUT = $files"
