@@ -25,25 +25,6 @@ constexpr int64_t kMaxStaticShared = 48 * 1024;
 // 128-byte swizzle; 128 would do without swizzle).
 constexpr int64_t kTmaAlignment = 1024;
 
-const char* hardware_index(ForKind k) {
-  switch (k) {
-    case ForKind::block_x:
-      return "blockIdx.x";
-    case ForKind::block_y:
-      return "blockIdx.y";
-    case ForKind::block_z:
-      return "blockIdx.z";
-    case ForKind::thread_x:
-      return "threadIdx.x";
-    case ForKind::thread_y:
-      return "threadIdx.y";
-    case ForKind::thread_z:
-      return "threadIdx.z";
-    default:
-      return nullptr;
-  }
-}
-
 // Names bound to hardware indices, in order of first appearance.
 struct BoundVars : IRVisitor {
   std::vector<std::pair<std::string, ForKind>> vars;
@@ -124,7 +105,7 @@ class CudaEmitter : public IRVisitor {
     BoundVars bound;
     bound.visit(kernel_.body);
     for (const auto& [name, kind] : bound.vars) {
-      line(fmt::format("const int {} = {};", name, hardware_index(kind)));
+      line(fmt::format("const int {} = {};", name, for_kind_name(kind)));
     }
     if (dynamic_shared_) {
       line(fmt::format("extern __shared__ __align__({}) unsigned char cutune_smem[];",

@@ -546,7 +546,7 @@ static inline T cutune_emu_shfl(unsigned mask, T v, unsigned operand, int width,
 CUTUNE_EMU_SHUFFLES(int)
 CUTUNE_EMU_SHUFFLES(unsigned)
 CUTUNE_EMU_SHUFFLES(float)
-#undef CUTUNE_EMU_SHUFFLES
+// Kept defined: device_prelude_ext.h (concatenated after this text) adds the 64-bit types.
 
 // Calls a kernel with its arguments taken from the host's argument array: a pointer
 // parameter gets the array entry itself, a scalar one the value the entry points at.

@@ -253,25 +253,11 @@ CUTUNE_EMU_SHFL_UP(double)
 CUTUNE_EMU_SHFL_UP(long long)
 CUTUNE_EMU_SHFL_UP(unsigned long long)
 #undef CUTUNE_EMU_SHFL_UP
-#define CUTUNE_EMU_SHUFFLES_64(T)                                                                  \
-  static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,                    \
-                              int line = __builtin_LINE()) {                                       \
-    return cutune_emu_shfl<cutune_emu_shfl_idx>(mask, v, (unsigned)src_lane, width, line,          \
-                                                "__shfl_sync");                                    \
-  }                                                                                                \
-  static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,             \
-                                   int line = __builtin_LINE()) {                                  \
-    return cutune_emu_shfl<cutune_emu_shfl_down>(mask, v, delta, width, line, "__shfl_down_sync"); \
-  }                                                                                                \
-  static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,               \
-                                  int line = __builtin_LINE()) {                                   \
-    return cutune_emu_shfl<cutune_emu_shfl_xor>(mask, v, (unsigned)lane_mask, width, line,         \
-                                                "__shfl_xor_sync");                                \
-  }
-CUTUNE_EMU_SHUFFLES_64(double)
-CUTUNE_EMU_SHUFFLES_64(long long)
-CUTUNE_EMU_SHUFFLES_64(unsigned long long)
-#undef CUTUNE_EMU_SHUFFLES_64
+// The shuffles of device_prelude.h, for the 64-bit types.
+CUTUNE_EMU_SHUFFLES(double)
+CUTUNE_EMU_SHUFFLES(long long)
+CUTUNE_EMU_SHUFFLES(unsigned long long)
+#undef CUTUNE_EMU_SHUFFLES
 
 // ---- Constant memory filled by the host (cutune's spec tasks, src/spec): the entry function
 // copies each constant argument into its __constant__ symbol once per run. The first thread to

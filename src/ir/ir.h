@@ -268,6 +268,7 @@ enum class ForKind : uint8_t {
   thread_y,
   thread_z
 };
+// "serial", "unrolled", "vectorized"; a bound kind names its CUDA index ("blockIdx.x", ...).
 const char* for_kind_name(ForKind kind);
 inline bool is_block_binding(ForKind k) {
   return k == ForKind::block_x || k == ForKind::block_y || k == ForKind::block_z;
