@@ -212,7 +212,7 @@ devices=$(tr -d ' \n' < "$logs/doctor.json" | grep -o '"devices":\[[^]]*\]' | gr
 not_found=$(for b in "$bin"/*; do LD_LIBRARY_PATH="$(program_path)" ldd "$b" 2>&1 | awk -v b="$(basename "$b")" '/not found/ {print b ": " $1}'; done | paste -sd, - | sed 's/,/, /g')
 missing_libs=$(tr -d '\n' < "$logs/doctor.json" | grep -o '"missing": *\[[^]]*\]' | sed 's/"missing": *//; s/  */ /g')
 missing_tests=""
-for t in test_runtime_gpu test_gpu_measure test_worker_protocol test_gpu_conv cutune_test_worker export_example; do
+for t in test_runtime_gpu test_tma_gpu test_spec_gpu test_gpu_measure test_worker_protocol test_gpu_conv cutune_test_worker export_example; do
   [[ -x "$bin/$t" ]] || missing_tests+="${missing_tests:+, }$t"
 done
 status=ok
@@ -225,8 +225,13 @@ record preflight "$status" $(( $(date +%s) - t0 )) \
 
 # The gpu tests find their worker and the export example through these.
 export CUTUNE_TEST_WORKER="$bin/cutune_test_worker" CUTUNE_EXPORT_EXAMPLE="$bin/export_example"
+export CUTUNE_EXAMPLES_DIR="$pack/examples"
 
 run_step smoke_test_runtime_gpu 60 test -- "$bin/test_runtime_gpu" || { [[ -z "$stop_reason" && $device_ok == 1 && $dry_run == 0 ]] && stop_reason="smoke test failed"; }
+
+# TMA and mbarrier on the hardware: driver-encoded tensor maps, swizzled tiles, a TMA ring,
+# against the emulator's outputs (the wgmma templates' TMA loads rest on these).
+run_step test_tma_gpu 30 test -- "$bin/test_tma_gpu"
 
 run_step gemm_1024_tune 75 tune $((2 * 1024 * 1024 * 1024)) -- "$bin/cutune" tune gemm --shape 1024,1024,1024 \
   --trials 200 --log "$logs/gemm_1024.log" --quiet --json
@@ -236,14 +241,15 @@ run_step gemm_1024_export 20 other -- bash -c "'$bin/cutune' export '$logs/gemm_
 # User kernels from T1 specs (examples/, packed beside bin/): the conv2d example tuned on the GPU
 # (constant memory, scalars, the reference configuration's output as the reference), then its
 # reference and best configurations timed by bench --spec, and the reduction example's reference
-# configuration (scalars, dynamic shared memory, atomics) checked and timed. (tests/spec's
-# test_spec_gpu is not packed: the pack would pass its 30 MiB; run it with ctest -L gpu.)
+# configuration (scalars, dynamic shared memory, atomics) checked and timed; then test_spec_gpu
+# (sampled configurations of both examples against their references, a planted wrong answer).
 run_step spec_conv2d_tune 60 tune $((2 * 4096 * 4096 * 49)) -- "$bin/cutune" tune \
   --spec "$pack/examples/conv2d/conv2d.json" --trials 64 --log "$logs/spec_conv2d.log" --quiet --json
 run_step spec_conv2d_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/conv2d/conv2d.json" \
   --log "$logs/spec_conv2d.log" --json
 run_step spec_reduce_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/reduction/reduce.json" \
   --config 0 --json
+run_step test_spec_gpu 60 test -- "$bin/test_spec_gpu"
 
 run_step resnet18_suite 120 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 --trials 60 \
   --log "$logs/resnet18.log" --quiet --json

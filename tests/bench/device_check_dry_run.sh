@@ -2,22 +2,24 @@
 # The device check without a GPU: packs BUILD_DIR, runs `bash PACK/device_check.sh --dry-run`
 # from an unrelated folder, and checks the $OUT rules: at most four files, exactly the names
 # summary.md, summary.json, device_check.log, device_check.tgz; every step listed in
-# summary.json, each but preflight "skipped: no CUDA device"; the pack under 30 MiB.
+# summary.json, each but preflight "skipped: no CUDA device"; the pack under 40 MiB; nothing of
+# the unpacked payload left behind.
 set -euo pipefail
 root=$1 build=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bash "$root/bench/pack_device_build.sh" "$build" "$tmp/pack" > "$tmp/pack.txt"
 mkdir "$tmp/elsewhere"
-(cd "$tmp/elsewhere" && OUT="$tmp/out" bash "$tmp/pack/device_check.sh" --dry-run > "$tmp/run.txt" 2>&1) ||
+mkdir "$tmp/tmpdir"
+(cd "$tmp/elsewhere" && TMPDIR="$tmp/tmpdir" OUT="$tmp/out" bash "$tmp/pack/device_check.sh" --dry-run > "$tmp/run.txt" 2>&1) ||
   { cat "$tmp/run.txt"; echo "FAIL: the dry run exited non-zero"; exit 1; }
 fail() { echo "FAIL: $*"; exit 1; }
 
 files=$(cd "$tmp/out" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd' ' -)
 [[ "$files" == "device_check.log device_check.tgz summary.json summary.md" ]] ||
   fail "\$OUT holds '$files'"
-steps=(preflight smoke_test_runtime_gpu gemm_1024_tune gemm_1024_bench gemm_1024_export
-       spec_conv2d_tune spec_conv2d_bench spec_reduce_bench resnet18_suite resnet18_c2_bench gemm_fp16_4096_tune gemm_fp16_4096_bench gemm_4096_tune
+steps=(preflight smoke_test_runtime_gpu test_tma_gpu gemm_1024_tune gemm_1024_bench gemm_1024_export
+       spec_conv2d_tune spec_conv2d_bench spec_reduce_bench test_spec_gpu resnet18_suite resnet18_c2_bench gemm_fp16_4096_tune gemm_fp16_4096_bench gemm_4096_tune
        gemm_4096_bench gemm_2048x2048x64_tune gemm_2048x2048x64_bench gemm_127x4096x255_tune
        gemm_127x4096x255_bench test_gpu_measure test_worker_protocol test_gpu_conv)
 summary="$tmp/out/summary.json"
@@ -37,5 +39,7 @@ fi
 listing=$(tar tzf "$tmp/out/device_check.tgz") || fail "device_check.tgz does not read"
 grep -q 'logs/doctor.json' <<<"$listing" || fail "the tarball lacks doctor.json"
 grep -q '"libraries"' "$tmp/out/summary.json" && fail "summary.json should not inline doctor"
-(( $(du -sm "$tmp/pack" | cut -f1) <= 30 )) || fail "the pack is over 30 MiB"
+(( $(du -sm "$tmp/pack" | cut -f1) <= 40 )) || fail "the pack is over 40 MiB"
+grep -q 'missing_from_pack": ""' "$summary" || fail "programs missing from the pack: $(grep -o 'missing_from_pack[^,]*' "$summary")"
+ls -d "$tmp"/tmpdir/cutune_pack.* > /dev/null 2>&1 && fail "the unpacked payload was left in TMPDIR"
 echo "dry run ok: ${#steps[@]} steps, \$OUT = $files"

@@ -21,7 +21,12 @@ using namespace cutune::spec;
 
 namespace {
 
-const std::string kExamples = CUTUNE_SOURCE_DIR "/examples";
+// The examples of the source tree, or (in a device pack, bench/pack_device_build.sh) those the
+// check names.
+const std::string kExamples = [] {
+  const char* moved = std::getenv("CUTUNE_EXAMPLES_DIR");
+  return std::string(moved ? moved : CUTUNE_SOURCE_DIR "/examples");
+}();
 
 void skip_without_device() {
   if (driver_api() != nullptr) return;
