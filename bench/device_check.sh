@@ -9,9 +9,11 @@
 # only; the CUDA libraries are found by cutune's own search (cutune doctor shows where).
 #
 # Steps: preflight (cutune doctor, ldd of every packed program), the test_runtime_gpu smoke test
-# (stops the check when it fails), GEMM 1024^3 tune + bench and export round trip, the conv2d
+# (stops the check when it fails), test_tma_gpu, GEMM 1024^3 tune + bench and export round trip,
+# fp16 GEMM 4096^3 on wgmma against cuBLAS, the conv2d
 # example of examples/ (a user kernel from its T1 spec) tuned and benched, ResNet-18
-# C2/C7/C8 against cuDNN, fp16 GEMM 4096^3 against cuBLAS, fp32 GEMM 4096^3, the odd shapes
+# C2/C7/C8 against cuDNN, bf16 4096^3, fp16 8192^3 and 127x4096x255 on wgmma, fp16 GEMM 4096^3
+# on mma.sync against cuBLAS, fp32 GEMM 4096^3, the odd shapes
 # 2048x2048x64 and 127x4096x255, then the fault-injection and remaining gpu tests. Each step's
 # timeout is the smaller of its cap and what is left of the deadline.
 #
@@ -238,6 +240,13 @@ run_step gemm_1024_tune 75 tune $((2 * 1024 * 1024 * 1024)) -- "$bin/cutune" tun
 run_step gemm_1024_bench 25 bench -- "$bin/cutune" bench gemm --shape 1024,1024,1024 --log "$logs/gemm_1024.log" --json
 run_step gemm_1024_export 20 other -- bash -c "'$bin/cutune' export '$logs/gemm_1024.log' --out '$logs/export' && '$bin/export_example' '$logs/export'"
 
+# Hopper warpgroup MMA (issue 12): fp16 GEMM 4096^3 on wgmma (B column-major, as cuBLAS's TN
+# GEMM) tuned and timed against cuBLAS with the same types.
+run_step gemm_fp16_wgmma_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 \
+  --shape 4096,4096,4096 --template gemm_fp16_wgmma_nt --trials 60 --log "$logs/gemm_fp16_wgmma_4096.log" --quiet --json
+run_step gemm_fp16_wgmma_4096_bench 25 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+  --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --json
+
 # User kernels from T1 specs (examples/, packed beside bin/): the conv2d example tuned on the GPU
 # (constant memory, scalars, the reference configuration's output as the reference), then its
 # reference and best configurations timed by bench --spec, and the reduction example's reference
@@ -255,6 +264,20 @@ run_step resnet18_suite 120 suite -- "$bin/cutune" tune-suite resnet18 --layers 
   --log "$logs/resnet18.log" --quiet --json
 run_step resnet18_c2_bench 25 bench -- "$bin/cutune" bench conv2d --shape 1,64,56,56,64,3,3,1,1,1 \
   --log "$logs/resnet18.log" --json
+
+# The rest of issue 12's GEMM bars: bf16 at 4096^3, fp16 at 8192^3, and an odd shape.
+run_step gemm_bf16_wgmma_4096_tune 45 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_bf16 \
+  --shape 4096,4096,4096 --template gemm_bf16_wgmma_nt --trials 40 --log "$logs/gemm_bf16_wgmma_4096.log" --quiet --json
+run_step gemm_bf16_wgmma_4096_bench 25 bench -- "$bin/cutune" bench gemm_bf16 --shape 4096,4096,4096 \
+  --template gemm_bf16_wgmma_nt --log "$logs/gemm_bf16_wgmma_4096.log" --json
+run_step gemm_fp16_wgmma_8192_tune 45 tune $((2 * 8192 * 8192 * 8192)) -- "$bin/cutune" tune gemm_fp16 \
+  --shape 8192,8192,8192 --template gemm_fp16_wgmma_nt --trials 30 --log "$logs/gemm_fp16_wgmma_8192.log" --quiet --json
+run_step gemm_fp16_wgmma_8192_bench 30 bench -- "$bin/cutune" bench gemm_fp16 --shape 8192,8192,8192 \
+  --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_8192.log" --json
+run_step gemm_fp16_wgmma_127x4096x255_tune 30 tune $((2 * 127 * 4096 * 255)) -- "$bin/cutune" tune gemm_fp16 \
+  --shape 127,4096,255 --template gemm_fp16_wgmma_nt --trials 60 --log "$logs/gemm_fp16_wgmma_odd.log" --quiet --json
+run_step gemm_fp16_wgmma_127x4096x255_bench 20 bench -- "$bin/cutune" bench gemm_fp16 --shape 127,4096,255 \
+  --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_odd.log" --json
 
 run_step gemm_fp16_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
   --trials 100 --log "$logs/gemm_fp16_4096.log" --quiet --json
