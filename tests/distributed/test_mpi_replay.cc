@@ -251,3 +251,36 @@ TEST_CASE("tune OP on the GPU under mpirun without a GPU refuses with one line",
   CHECK(err.find("no CUDA device") != std::string::npos);
   CHECK_FALSE(fs::exists(log));
 }
+
+TEST_CASE("tune-suite of two small layers --device emulator under mpirun -n 2", "[mpi]") {
+  const std::string args =
+      " tune-suite mobilenet --layers D8,D9 --device emulator --trials 6 --batch 3 --quiet ";
+  // Random search: the same configurations and outcomes on one process and on two ranks.
+  const fs::path single = scratch("suite1.jsonl"), two = scratch("suite2.jsonl"),
+                 learnt = scratch("suite_xgb.jsonl");
+  const std::string random = args + "--tuner random --seed 2 --log ";
+  REQUIRE(shell(cutune_binary() + random + single.string() + " >/dev/null 2>&1") == 0);
+  REQUIRE(shell(mpirun(2) + random + two.string() + " >/dev/null 2>&1") == 0);
+  const auto outcomes = [](const fs::path& log) {
+    std::vector<std::tuple<TaskKey, int64_t, uint64_t, std::string>> out;
+    for (const Record& r : read_log(log).records)
+      out.emplace_back(r.task, r.trial, r.config_index, std::string(to_string(r.result.status)));
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const auto a = outcomes(single);
+  REQUIRE(a.size() == 12);
+  CHECK(outcomes(two) == a);
+
+  // xgb: the second layer (same template) learns from the first.
+  int status = 0;
+  const std::string out = output_of(
+      mpirun(2) + args + "--tuner xgb --json --log " + learnt.string() + " 2>/dev/null", &status);
+  REQUIRE(status == 0);
+  const nlohmann::json j = nlohmann::json::parse(out);
+  CHECK(j.at("ranks") == 2);
+  REQUIRE(j.at("layers").size() == 2);
+  CHECK(j["layers"][0]["transfer_tasks"] == 0);
+  CHECK(j["layers"][1]["transfer_tasks"] == 1);
+  CHECK(j["layers"][1]["trials"] == 6);
+}
