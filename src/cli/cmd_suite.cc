@@ -206,19 +206,19 @@ std::vector<LayerOutcome> tune_layers_scaled(const SuiteArgs& args, const Search
     return factory(t);
   };
   if (coordinator && emulated)
-    fmt::print(stderr, "measuring in the CPU emulator: correctness only; its times are emulator "
-                       "wall times, not GPU times\n");
+    fmt::print(stderr,
+               "measuring in the CPU emulator: correctness only; its times are emulator "
+               "wall times, not GPU times\n");
   const double start = monotonic_seconds();
   const std::vector<distributed::SuiteOutcome> outcomes = distributed::run_suite(
       tasks, lanes, o, [&](size_t t, const distributed::SuiteOutcome& out, int finished) {
         if (args.quiet) return;
         const double elapsed = monotonic_seconds() - start;
-        fmt::print(stderr, "[suite {}/{} layers, {:.0f} s] {} {}: {} trials{}\n", finished,
-                   layers.size(), elapsed, layers[t].name, tasks[t].key.template_name,
-                   out.summary.total(),
-                   out.transfer_tasks > 0
-                       ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
-                       : "");
+        fmt::print(
+            stderr, "[suite {}/{} layers, {:.0f} s] {} {}: {} trials{}\n", finished, layers.size(),
+            elapsed, layers[t].name, tasks[t].key.template_name, out.summary.total(),
+            out.transfer_tasks > 0 ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
+                                   : "");
       });
   std::vector<LayerOutcome> rows;
   if (!coordinator) return rows;
@@ -276,64 +276,64 @@ void run_tune_suite(const SuiteArgs& args) {
       device_arch = rows.front().key.target_arch;
     }
   } else {
-  // Before the log is touched: without a GPU this ends the command with one line, exit 1.
-  require_driver();
-  const std::vector<DeviceInfo> devices = list_devices();
-  if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
-  const DeviceInfo& device = devices.front();
-  device_name = device.name;
-  device_arch = device.arch();
-  const ir::TargetLimits limits = verifier_limits(device);
+    // Before the log is touched: without a GPU this ends the command with one line, exit 1.
+    require_driver();
+    const std::vector<DeviceInfo> devices = list_devices();
+    if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
+    const DeviceInfo& device = devices.front();
+    device_name = device.name;
+    device_arch = device.arch();
+    const ir::TargetLimits limits = verifier_limits(device);
 
-  int layer_index = 0;
-  for (const SuiteLayer& layer : layers) {
-    if (interrupt.flag()->load()) break;
-    ++layer_index;
-    auto tmpl = make_template(layer.op, layer.shape);
-    GpuMeasureOptions gpu;
-    std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
-    auto features = cost_model::make_ir_features(*tmpl, limits);
+    int layer_index = 0;
+    for (const SuiteLayer& layer : layers) {
+      if (interrupt.flag()->load()) break;
+      ++layer_index;
+      auto tmpl = make_template(layer.op, layer.shape);
+      GpuMeasureOptions gpu;
+      std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
+      auto features = cost_model::make_ir_features(*tmpl, limits);
 
-    LayerOutcome out;
-    out.layer = layer;
-    out.key.op = tmpl->op();
-    out.key.shape = tmpl->shape();
-    out.key.target_arch = measurer->target_arch();
-    out.key.device_name = measurer->device_name();
-    out.key.template_name = tmpl->name();
+      LayerOutcome out;
+      out.layer = layer;
+      out.key.op = tmpl->op();
+      out.key.shape = tmpl->shape();
+      out.key.target_arch = measurer->target_arch();
+      out.key.device_name = measurer->device_name();
+      out.key.template_name = tmpl->name();
 
-    // Transfer from the layers of the same template already in the log (none for the first).
-    TransferSources transfer;
-    if (!args.no_transfer && search.tuner == TunerKind::xgb) {
-      transfer.records = log_records(args.log);
-      transfer.featurize = template_featurizer(out.key, *features, limits);
-      transfer.required = false;
+      // Transfer from the layers of the same template already in the log (none for the first).
+      TransferSources transfer;
+      if (!args.no_transfer && search.tuner == TunerKind::xgb) {
+        transfer.records = log_records(args.log);
+        transfer.featurize = template_featurizer(out.key, *features, limits);
+        transfer.required = false;
+      }
+      TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, search,
+                            std::move(transfer));
+      out.transfer_tasks = session.transfer_tasks();
+      fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
+                 tmpl->name(), layer.description,
+                 out.transfer_tasks > 0
+                     ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
+                     : "");
+      out.summary = session
+                        .run(*measurer, {args.log, LogMode::shared},
+                             {.progress = !args.quiet, .stop = interrupt.flag()})
+                        .summary;
+      measurer.reset();
+
+      if (out.summary.best) out.tuned_s = out.summary.best_s;
+      read_baseline(log_records(args.log), out);
+      const double elapsed = monotonic_seconds() - start;
+      fmt::print(stderr,
+                 "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
+                 layer_index, layers.size(), elapsed,
+                 elapsed / layer_index * double(layers.size() - size_t(layer_index)), layer.name,
+                 out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
+                 out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
+      rows.push_back(std::move(out));
     }
-    TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, search,
-                          std::move(transfer));
-    out.transfer_tasks = session.transfer_tasks();
-    fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
-               tmpl->name(), layer.description,
-               out.transfer_tasks > 0
-                   ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
-                   : "");
-    out.summary = session
-                      .run(*measurer, {args.log, LogMode::shared},
-                           {.progress = !args.quiet, .stop = interrupt.flag()})
-                      .summary;
-    measurer.reset();
-
-    if (out.summary.best) out.tuned_s = out.summary.best_s;
-    read_baseline(log_records(args.log), out);
-    const double elapsed = monotonic_seconds() - start;
-    fmt::print(stderr,
-               "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
-               layer_index, layers.size(), elapsed,
-               elapsed / layer_index * double(layers.size() - size_t(layer_index)), layer.name,
-               out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
-               out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
-    rows.push_back(std::move(out));
-  }
   }
 
   std::vector<std::optional<double>> baseline_s, tuned_s;

@@ -482,8 +482,9 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     if (args.log.empty())
       fmt::print(stderr, "records go to {} (name another file with --log)\n", log);
     if (emulated)
-      fmt::print(stderr, "measuring in the CPU emulator: correctness only; its times are "
-                         "emulator wall times, not GPU times\n");
+      fmt::print(stderr,
+                 "measuring in the CPU emulator: correctness only; its times are "
+                 "emulator wall times, not GPU times\n");
   }
   distributed::SuiteOptions o;
   o.tune.trials = search.trials;

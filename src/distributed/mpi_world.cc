@@ -150,9 +150,10 @@ namespace {
 void check_item(LocalLane& lane, const std::vector<TaskKey>& keys, const WorkItem& item,
                 const nlohmann::json& j) {
   if (item.task < 0 || size_t(item.task) >= keys.size())
-    throw UserError(fmt::format("rank {}: work for task {}, but this rank has {} tasks (every "
-                                "rank must run the same command line)",
-                                g_rank, item.task, keys.size()));
+    throw UserError(
+        fmt::format("rank {}: work for task {}, but this rank has {} tasks (every "
+                    "rank must run the same command line)",
+                    g_rank, item.task, keys.size()));
   // The task (built from this rank's command line) and the configuration must be rank 0's;
   // the device kind and target are those of this rank's measurer, which must be rank 0's.
   const TaskKey& own = keys[size_t(item.task)];
@@ -160,10 +161,10 @@ void check_item(LocalLane& lane, const std::vector<TaskKey>& keys, const WorkIte
   const nlohmann::json mine = key_json(own);
   for (const char* field : {"op", "shape", "dtype", "template"})
     if (sent.at(field) != mine.at(field))
-      throw UserError(fmt::format("rank {}: task {} has {} {} here but {} on rank 0 (every rank "
-                                  "must run the same command line)",
-                                  g_rank, item.task, field, mine.at(field).dump(),
-                                  sent.at(field).dump()));
+      throw UserError(
+          fmt::format("rank {}: task {} has {} {} here but {} on rank 0 (every rank "
+                      "must run the same command line)",
+                      g_rank, item.task, field, mine.at(field).dump(), sent.at(field).dump()));
   static thread_local std::vector<bool> device_checked;
   if (device_checked.size() < keys.size()) device_checked.resize(keys.size(), false);
   if (!device_checked[size_t(item.task)]) {
@@ -179,9 +180,10 @@ void check_item(LocalLane& lane, const std::vector<TaskKey>& keys, const WorkIte
     device_checked[size_t(item.task)] = true;
   }
   if (lane.space(item.task).get(item.config_index).to_json().at("knobs") != j.at("knobs"))
-    throw UserError(fmt::format("rank {}: configuration {} of task {} has other knob values "
-                                "here than on rank 0 (every rank must run the same build)",
-                                g_rank, item.config_index, item.task));
+    throw UserError(
+        fmt::format("rank {}: configuration {} of task {} has other knob values "
+                    "here than on rank 0 (every rank must run the same build)",
+                    g_rank, item.config_index, item.task));
 }
 
 }  // namespace

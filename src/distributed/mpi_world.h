@@ -12,8 +12,9 @@
 // its configuration (index and knob values), so that the measuring rank builds exactly that
 // kernel: it checks them against its own task `t` (made from the same command line) and that
 // its measurer measures on the device kind the task targets, and refuses with one line (which
-// ends the job) where they differ. A rank that dies takes the whole MPI job down (mpirun's default); rank 0 has appended every
-// result that arrived to the log by then, so `--resume` continues with any number of ranks.
+// ends the job) where they differ. A rank that dies takes the whole MPI job down (mpirun's
+// default); rank 0 has appended every result that arrived to the log by then, so `--resume`
+// continues with any number of ranks.
 
 #include <thread>
 

@@ -50,8 +50,8 @@ struct SuiteTaskResult {
   std::shared_ptr<const replay::ReplayTask> task;  // keeps summary.best's space alive
   TaskKey key;
   TuneSummary summary;
-  double optimum_ms = 0;  // the cache's best
-  double best_ms = 0;     // the cache's time of the best found; 0 when none
+  double optimum_ms = 0;   // the cache's best
+  double best_ms = 0;      // the cache's time of the best found; 0 when none
   int transfer_tasks = 0;  // caches its global model learnt from
 };
 
