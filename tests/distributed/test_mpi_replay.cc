@@ -284,3 +284,25 @@ TEST_CASE("tune-suite of two small layers --device emulator under mpirun -n 2", 
   CHECK(j["layers"][1]["transfer_tasks"] == 1);
   CHECK(j["layers"][1]["trials"] == 6);
 }
+
+TEST_CASE("noisy replays give the same records on 1 and 3 ranks", "[mpi]") {
+  // Each answer is drawn from (seed, task, configuration, repetition), not from the measuring
+  // rank's stream.
+  const std::string args = suite_args(32) + " --noise";
+  const fs::path single = scratch("noisy1.jsonl"), three = scratch("noisy3.jsonl"),
+                 quiet = scratch("quiet.jsonl");
+  REQUIRE(shell(cutune_binary() + " " + args + " --log " + single.string() + " >/dev/null") == 0);
+  REQUIRE(shell(mpirun(3) + " " + args + " --coordinator-only --log " + three.string() +
+                " >/dev/null") == 0);
+  const auto a = comparable(single), b = comparable(three);
+  REQUIRE(a.size() == kCaches.size());
+  for (const auto& [task, records] : a) {
+    INFO(task.to_string());
+    CHECK(records.size() == 32);
+    CHECK(b.at(task) == records);
+  }
+  // And the noise is there: without it, some answers differ.
+  REQUIRE(shell(cutune_binary() + " " + suite_args(32) + " --log " + quiet.string() +
+                " >/dev/null") == 0);
+  CHECK(comparable(quiet) != a);
+}
