@@ -35,9 +35,19 @@ int process_count() {
 }
 
 std::vector<size_t> transfer_sources(const std::vector<SuiteTask>& tasks, size_t i) {
+  // The same template, and knobs of the same names (caches of one kernel name may differ in
+  // their parameters: those records would not place, and waiting for them would gain nothing).
+  const auto knob_names = [](const ConfigSpace& space) {
+    std::vector<std::string> names;
+    for (const Knob& k : space.knobs()) names.push_back(k.name());
+    return names;
+  };
+  const std::vector<std::string> own = knob_names(*tasks[i].space);
   std::vector<size_t> out;
   for (size_t j = 0; j < i; ++j)
-    if (tasks[j].key.template_name == tasks[i].key.template_name) out.push_back(j);
+    if (tasks[j].key.template_name == tasks[i].key.template_name &&
+        knob_names(*tasks[j].space) == own)
+      out.push_back(j);
   return out;
 }
 

@@ -13,8 +13,8 @@
 // proposal order, never on how many ranks measured them or when answers arrived.
 //
 // Transfer between tasks (`transfer`, xgb): task i learns from every earlier task j < i of the
-// same template (TaskKey::template_name: the tasks whose records i's featurizer places),
-// waiting until those have finished; its global model is trained once, as it starts, on their
+// same template (TaskKey::template_name) and the same knob names (the tasks whose records i's
+// featurizer places), waiting until those have finished; its global model is trained once, as it starts, on their
 // trial records in trial order (resumed ones included). That fixed rule makes the records
 // independent of timing and of the number of ranks; the price is that tasks of one template
 // run one after another, while tasks of different templates run at once.
