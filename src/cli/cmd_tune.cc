@@ -366,8 +366,8 @@ void run_tune_scaled(const TuneArgs& args) {
   if (!args.op.empty() || !args.shape.empty() || !args.replay.spec.empty())
     throw UsageError(
         "a replay suite takes operators and shapes from its caches; drop OP/--shape/--spec");
-  if (!args.transfer_from.empty())
-    throw UsageError("--transfer-from is not supported for replay suites yet");
+  if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
+    throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (args.replays.empty()) throw UsageError("under mpirun, tune needs --replay CACHE...");
   const TunerKind kind = search.tuner;
   ModelPolicyOptions model = search.model;
@@ -388,6 +388,8 @@ void run_tune_scaled(const TuneArgs& args) {
     return make_search_policy(kind, space, f, m);
   };
   o.transfer = kind == TunerKind::xgb && !args.no_transfer;
+  if (distributed::process_rank() == 0)  // every task learns from these too (rank 0 searches)
+    o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));
   o.noise = args.replay.noise;
   o.cost_ms = args.replay_cost_ms;
   o.coordinator_only = args.coordinator_only;
@@ -416,8 +418,8 @@ void run_tune_scaled(const TuneArgs& args) {
 void run_tune_operator_scaled(const TuneArgs& args) {
   SearchOptions search = args.search.options();
   search.remeasure_rounds = args.remeasure_rounds;
-  if (!args.transfer_from.empty())
-    throw UsageError("--transfer-from is not supported under mpirun yet");
+  if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
+    throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (!args.replay.spec.empty())
     throw UsageError("under mpirun, tune measures operators (OP --shape) or caches (--replay)");
   if (args.op.empty() || args.shape.empty()) throw UsageError("tune needs OP and --shape");
@@ -469,7 +471,9 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     task.key.target_arch = first->target_arch();
     task.key.device_name = first->device_name();
     task_options.arch = first->target_arch();
-    features = cost_model::make_ir_features(*tmpl, task_options.limits());
+    const ir::TargetLimits limits = task_options.limits();
+    features = cost_model::make_ir_features(*tmpl, limits);
+    task.featurize = template_featurizer(task.key, *features, limits);
     if (args.coordinator_only) first.reset();  // its GPU workers would sit idle
   }
   task.space = &tmpl->space();
@@ -504,6 +508,11 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     return make_search_policy(kind, space, f, model);
   };
   o.coordinator_only = args.coordinator_only;
+  if (distributed::process_rank() == 0) {
+    o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));
+    if (!o.transfer_records.empty())
+      fmt::print(stderr, "transfer: {} records from --transfer-from\n", o.transfer_records.size());
+  }
   // Rank 0's lane measures with the measurer made above.
   distributed::MeasurerFactory lanes = [&](int t) -> std::unique_ptr<Measurer> {
     if (first) return std::move(first);

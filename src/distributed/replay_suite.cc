@@ -36,6 +36,7 @@ std::vector<SuiteTaskResult> run_replay_suite(const ReplaySuiteOptions& o) {
   suite.tune = o.tune;
   suite.make_policy = o.make_policy;
   suite.transfer = o.transfer;
+  suite.transfer_records = o.transfer_records;
   suite.coordinator_only = o.coordinator_only;
   suite.concurrent_tasks = o.concurrent_tasks;
 

@@ -40,10 +40,11 @@ struct ReplaySuiteOptions {
                                     // line per finished task
   PolicyFactory make_policy;
   bool noise = false;
-  double cost_ms = 0;             // --replay-cost-ms, slept by the measuring rank
-  bool coordinator_only = false;  // rank 0 does not measure (needs other ranks)
-  int concurrent_tasks = 0;       // tuning loops at once; 0: every task
-  bool transfer = false;          // earlier caches of a task's kernel train its global model
+  double cost_ms = 0;                    // --replay-cost-ms, slept by the measuring rank
+  bool coordinator_only = false;         // rank 0 does not measure (needs other ranks)
+  int concurrent_tasks = 0;              // tuning loops at once; 0: every task
+  bool transfer = false;                 // earlier caches of a task's kernel train its global model
+  std::vector<Record> transfer_records;  // --transfer-from: every task learns from these too
 };
 
 struct SuiteTaskResult {

@@ -161,25 +161,25 @@ std::vector<SuiteOutcome> run_suite(const std::vector<SuiteTask>& tasks,
             const SuiteTask& task = tasks[t];
             SuiteOutcome& r = results[t];
             std::shared_ptr<const TransferModel> transfer;
-            if (o.transfer) {
-              const std::vector<size_t> sources = transfer_sources(tasks, t);
-              if (!sources.empty()) {
-                std::optional<std::vector<Record>> records = finished_tasks.wait_for(sources);
-                if (!records) {
-                  finished_tasks.fail(t);
-                  continue;
-                }
-                try {
-                  CUTUNE_CHECK(task.features && task.featurize,
-                               "transfer for a suite task without features");
-                  transfer = std::make_shared<TransferModel>(
-                      TransferModel::train(*records, task.key, task.featurize,
-                                           task.features->size(), task.features->schema()));
-                  r.transfer_tasks = transfer->tasks();
-                  r.transfer_rows = transfer->rows();
-                } catch (const std::invalid_argument&) {
-                  // Nothing usable (too few records, none ok): this task learns from none.
-                }
+            const std::vector<size_t> sources =
+                o.transfer ? transfer_sources(tasks, t) : std::vector<size_t>{};
+            if (!sources.empty() || !o.transfer_records.empty()) {
+              std::optional<std::vector<Record>> records = finished_tasks.wait_for(sources);
+              if (!records) {
+                finished_tasks.fail(t);
+                continue;
+              }
+              records->insert(records->end(), o.transfer_records.begin(), o.transfer_records.end());
+              try {
+                CUTUNE_CHECK(task.features && task.featurize,
+                             "transfer for a suite task without features");
+                transfer = std::make_shared<TransferModel>(
+                    TransferModel::train(*records, task.key, task.featurize, task.features->size(),
+                                         task.features->schema()));
+                r.transfer_tasks = transfer->tasks();
+                r.transfer_rows = transfer->rows();
+              } catch (const std::invalid_argument&) {
+                // Nothing usable (too few records, none ok): this task learns from none.
               }
             }
             auto policy = o.make_policy(*task.space, task.features, transfer);

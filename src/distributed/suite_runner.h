@@ -14,10 +14,12 @@
 //
 // Transfer between tasks (`transfer`, xgb): task i learns from every earlier task j < i of the
 // same template (TaskKey::template_name) and the same knob names (the tasks whose records i's
-// featurizer places), waiting until those have finished; its global model is trained once, as it starts, on their
-// trial records in trial order (resumed ones included). That fixed rule makes the records
-// independent of timing and of the number of ranks; the price is that tasks of one template
-// run one after another, while tasks of different templates run at once.
+// featurizer places), waiting until those have finished; its global model is trained once, as it
+// starts, on their trial records in trial order (resumed ones included). That fixed rule makes the
+// records independent of timing and of the number of ranks; the price is that tasks of one template
+// run one after another, while tasks of different templates run at once. Records given in
+// `transfer_records` are added to every task's training set (each task's featurizer skips
+// those it cannot place).
 
 #include <functional>
 #include <memory>
@@ -52,6 +54,9 @@ struct SuiteOptions {
                      // progress: a line per finished task
   PolicyFactory make_policy;
   bool transfer = false;
+  // Records of other runs (--transfer-from: logs, caches) every task learns from too, with or
+  // without `transfer`; read on rank 0 only.
+  std::vector<Record> transfer_records;
   bool coordinator_only = false;  // rank 0 does not measure (needs other ranks)
   int concurrent_tasks = 0;       // tuning loops at once; 0: every task
 };

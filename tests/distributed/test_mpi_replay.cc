@@ -306,3 +306,18 @@ TEST_CASE("noisy replays give the same records on 1 and 3 ranks", "[mpi]") {
                 " >/dev/null") == 0);
   CHECK(comparable(quiet) != a);
 }
+
+TEST_CASE("a rank whose task differs from rank 0's refuses with one line", "[mpi]") {
+  // Two command lines in one job (MPMD): rank 1 was given another shape.
+  const std::string tail = " --device emulator --trials 4 --batch 4 --tuner random --quiet --log ";
+  const fs::path log = scratch("mismatch.jsonl");
+  const std::string job = mpirun(1) + " tune gemm --shape 32,32,16 --coordinator-only" + tail +
+                          log.string() + " : -n 1 " + cutune_binary() +
+                          " tune gemm --shape 32,32,32" + tail + log.string();
+  int status = 0;
+  const std::string err =
+      output_of("timeout 60 env " + job + " 2>&1 >/dev/null | grep '^cutune:'", &status);
+  CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  CHECK(err.find("rank 1: task 0 has shape [32,32,32] here but [32,32,16] on rank 0") !=
+        std::string::npos);
+}

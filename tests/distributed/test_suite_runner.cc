@@ -68,7 +68,8 @@ struct Suite {
 
   // Each task's records in trial order, timestamps aside.
   std::map<TaskKey, std::vector<Record>> run(int concurrent, bool transfer, const fs::path& log,
-                                             std::vector<SuiteOutcome>* out) {
+                                             std::vector<SuiteOutcome>* out,
+                                             std::vector<Record> extra = {}) {
     fs::remove(log);
     SuiteOptions o;
     o.tune.trials = 16;
@@ -78,6 +79,7 @@ struct Suite {
     o.tune.progress = false;
     o.transfer = transfer;
     o.concurrent_tasks = concurrent;
+    o.transfer_records = std::move(extra);
     o.make_policy = [](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
                        std::shared_ptr<const TransferModel> t) {
       ModelPolicyOptions m;
@@ -138,4 +140,17 @@ TEST_CASE("suite transfer: the records do not depend on how many tasks run at on
   const auto c = s.run(0, false, scratch("none.jsonl"), &none);
   for (const SuiteOutcome& o : none) CHECK(o.transfer_tasks == 0);
   CHECK(c.at(s.tasks[0].key) == a.at(s.tasks[0].key));
+}
+
+TEST_CASE("suite transfer: records of other runs (--transfer-from) reach every task they fit") {
+  Suite s;
+  const replay::ReplayTask other = cache("k", "GPU Z", 1.5);
+  std::vector<SuiteOutcome> out;
+  s.run(0, /*transfer=*/false, scratch("from.jsonl"), &out, cache_records(other));
+  std::vector<int> learnt;
+  for (const SuiteOutcome& o : out) learnt.push_back(o.transfer_tasks);
+  // Every cache with knobs bx and by learns from GPU Z (a replayed space places records by knob
+  // names, whatever the kernel), k's one-knob cache not.
+  CHECK(learnt == std::vector<int>{1, 1, 1, 0, 1});
+  CHECK(out[0].transfer_rows == 32);
 }
