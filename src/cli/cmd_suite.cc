@@ -190,6 +190,7 @@ std::vector<LayerOutcome> tune_layers_scaled(const SuiteArgs& args, const Search
   o.tune.remeasure_top = emulated ? 0 : search.remeasure_top;
   o.tune.remeasure_rounds = search.remeasure_rounds;
   o.tune.pipeline = !emulated && search.pipeline;
+  o.tune.progress = !args.quiet;  // the live line, when there is one layer
   ModelPolicyOptions model = search.model;
   model.plan_size = search.batch;
   const TunerKind kind = search.tuner;

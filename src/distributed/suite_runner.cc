@@ -185,7 +185,8 @@ std::vector<SuiteOutcome> run_suite(const std::vector<SuiteTask>& tasks,
             auto policy = o.make_policy(*task.space, task.features, transfer);
             TaskMeasurer measurer(queue, int(t), task.key.device_name, task.key.target_arch);
             TuneOptions tune = o.tune;
-            tune.progress = false;  // several loops at once: on_done reports each task instead
+            // Several loops at once: on_done reports each task instead of live lines.
+            tune.progress = tune.progress && tasks.size() == 1;
             tune.flops = task.flops;
             Tuner tuner(*task.space, measurer, *policy, task.key, tune);
             r.summary = tuner.run();

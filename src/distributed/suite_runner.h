@@ -51,7 +51,7 @@ struct SuiteTask {
 
 struct SuiteOptions {
   TuneOptions tune;  // trials, batch, seed, log, resume, remeasure, pipeline (per task);
-                     // progress: a line per finished task
+                     // progress: the tuner's live line when there is one task only
   PolicyFactory make_policy;
   bool transfer = false;
   // Records of other runs (--transfer-from: logs, caches) every task learns from too, with or
