@@ -6,6 +6,8 @@
 #
 #   bench/scale_throughput.sh [BUILD_DIR] [T_MS] [TRIALS_PER_TASK]     (defaults: build 50 96)
 #   RANKS="1 4" bench/scale_throughput.sh                              (some rank counts only)
+#   TRANSFER=off bench/scale_throughput.sh                             (tasks do not learn from
+#                                                                       each other: all at once)
 #
 # Output: one line per rank count: ranks, trials, wall seconds (start-up included: every rank
 # loads every cache), trials/s over the wall time, and the steady rate between the first and
@@ -25,6 +27,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 args=(tune --quiet --tuner xgb --batch 32 --seed 1 --trials "$trials" --replay "${caches[@]}")
+# With transfer (the default), a task waits for the earlier caches of its kernel: three chains
+# (gemm, convolution_old, convolution_milo) instead of eight tasks at once.
+[[ ${TRANSFER:-on} == off ]] && args+=(--no-transfer)
 total=$((trials * ${#caches[@]}))
 
 now() { date +%s.%N; }
@@ -43,7 +48,7 @@ awk -v s="$start" -v e="$end" -v n="$total" -v x="$(steady_rate "$tmp/free.jsonl
   printf "coordinator cost (T = 0, one process): %.2f ms per trial over the wall time (%.0f trials/s); steady %.0f trials/s\n",
          (e - s) * 1e3 / n, n / (e - s), x }'
 
-echo "T = $cost ms per answer, ${#caches[@]} tasks x $trials trials, xgb, batch 32"
+echo "T = $cost ms per answer, ${#caches[@]} tasks x $trials trials, xgb, batch 32, transfer ${TRANSFER:-on}"
 printf "%6s %7s %8s %9s %9s %8s\n" ranks trials seconds trials/s steady/s speedup
 base=""
 for ranks in ${RANKS:-1 2 4 8}; do

@@ -22,7 +22,10 @@
 #include "src/records/tuning_log.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
+#include "src/distributed/suite_runner.h"
+#include "src/measure/emulator_measurer.h"
 #include "src/measure/gpu_measurer.h"
+#include "src/tune/policies.h"
 #include "src/tune/tuning_session.h"
 
 namespace cutune::cli {
@@ -42,6 +45,8 @@ struct SuiteArgs {
   bool quiet = false;
   bool json = false;
   std::string layers;  // comma-separated layer names; empty: all
+  std::string device = "gpu";  // or emulator (correctness only)
+  bool coordinator_only = false;
 };
 
 // The suite's layers, or those named in `names` (in the suite's order).
@@ -72,6 +77,7 @@ struct LayerOutcome {
   std::optional<double> cudnn_s, tuned_s;
   std::string reference;  // which reference checked the candidates: cudnn, cpu
   int transfer_tasks = 0;
+  std::shared_ptr<const Template> tmpl;  // keeps summary.best's space alive
 };
 
 std::vector<Record> log_records(const std::string& path) {
@@ -122,6 +128,116 @@ void print_table(const std::string& suite, const std::vector<LayerOutcome>& rows
                ratios.total);
 }
 
+// tune-suite under mpirun (or --coordinator-only, or --device emulator): the layers through
+// the suite engine (src/distributed/suite_runner.h). Layers of different templates are
+// searched at once; a layer learns from the earlier layers of its template, waiting for them
+// (the fixed rule that keeps the records independent of the number of ranks). Every rank
+// builds and measures the candidates it is sent with measurers of its own; rank 0 names the
+// layers after its own (so it needs a GPU of the kind, even with --coordinator-only).
+std::vector<LayerOutcome> tune_layers_scaled(const SuiteArgs& args, const SearchOptions& search,
+                                             const std::vector<SuiteLayer>& layers) {
+  const bool emulated = args.device == "emulator";
+  const bool coordinator = distributed::process_rank() == 0;
+  std::vector<std::shared_ptr<const Template>> tmpls;
+  for (const SuiteLayer& layer : layers) tmpls.push_back(make_template(layer.op, layer.shape));
+  EmulatorMeasureOptions emulated_options;
+  if (emulated) emulated_options.limits = TaskOptions{}.limits();
+  distributed::MeasurerFactory factory = [&](int t) -> std::unique_ptr<Measurer> {
+    if (emulated) return make_emulator_measurer(*tmpls[size_t(t)], emulated_options);
+    return make_gpu_measurer(*tmpls[size_t(t)], GpuMeasureOptions{});
+  };
+  // Rank 0's measurer of the first layer names the device and target of every layer.
+  std::unique_ptr<Measurer> first;
+  std::string device, arch;
+  if (coordinator) {
+    if (!emulated) require_driver();
+    first = factory(0);
+    device = first->device_name();
+    arch = first->target_arch();
+    if (args.coordinator_only) first.reset();
+  }
+  ir::TargetLimits limits = emulated_options.limits;
+  if (!emulated && coordinator) {
+    TaskOptions t;
+    t.arch = arch;
+    limits = t.limits();
+  }
+  std::vector<std::unique_ptr<cost_model::FeatureExtractor>> features;
+  std::vector<distributed::SuiteTask> tasks;
+  for (const std::shared_ptr<const Template>& tmpl : tmpls) {
+    distributed::SuiteTask task;
+    task.key = {.op = tmpl->op(),
+                .shape = tmpl->shape(),
+                .target_arch = arch,
+                .device_name = device,
+                .template_name = tmpl->name()};
+    task.space = &tmpl->space();
+    if (coordinator) {
+      require_arch_supports(*tmpl, arch);
+      features.push_back(cost_model::make_ir_features(*tmpl, limits));
+      task.features = features.back().get();
+      task.featurize = template_featurizer(task.key, *task.features, limits);
+    }
+    task.flops = tmpl->flops();
+    tasks.push_back(std::move(task));
+  }
+  distributed::SuiteOptions o;
+  o.tune.trials = search.trials;
+  o.tune.batch = search.batch;
+  o.tune.seed = search.seed;
+  o.tune.log = args.log;
+  o.tune.resume = args.resume;
+  o.tune.remeasure_top = emulated ? 0 : search.remeasure_top;
+  o.tune.remeasure_rounds = search.remeasure_rounds;
+  o.tune.pipeline = !emulated && search.pipeline;
+  o.tune.progress = !args.quiet;  // the live line, when there is one layer
+  ModelPolicyOptions model = search.model;
+  model.plan_size = search.batch;
+  const TunerKind kind = search.tuner;
+  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
+                                std::shared_ptr<const TransferModel> transfer) {
+    ModelPolicyOptions m = model;
+    m.transfer = std::move(transfer);
+    return make_search_policy(kind, space, f, m);
+  };
+  o.transfer = kind == TunerKind::xgb && !args.no_transfer;
+  o.coordinator_only = args.coordinator_only;
+  distributed::MeasurerFactory lanes = [&](int t) -> std::unique_ptr<Measurer> {
+    if (t == 0 && first) return std::move(first);
+    return factory(t);
+  };
+  if (coordinator && emulated)
+    fmt::print(stderr,
+               "measuring in the CPU emulator: correctness only; its times are emulator "
+               "wall times, not GPU times\n");
+  const double start = monotonic_seconds();
+  const std::vector<distributed::SuiteOutcome> outcomes = distributed::run_suite(
+      tasks, lanes, o, [&](size_t t, const distributed::SuiteOutcome& out, int finished) {
+        if (args.quiet) return;
+        const double elapsed = monotonic_seconds() - start;
+        fmt::print(
+            stderr, "[suite {}/{} layers, {:.0f} s] {} {}: {} trials{}\n", finished, layers.size(),
+            elapsed, layers[t].name, tasks[t].key.template_name, out.summary.total(),
+            out.transfer_tasks > 0 ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
+                                   : "");
+      });
+  std::vector<LayerOutcome> rows;
+  if (!coordinator) return rows;
+  const std::vector<Record> records = log_records(args.log);
+  for (size_t t = 0; t < layers.size(); ++t) {
+    LayerOutcome out;
+    out.layer = layers[t];
+    out.key = tasks[t].key;
+    out.summary = outcomes[t].summary;
+    out.transfer_tasks = outcomes[t].transfer_tasks;
+    out.tmpl = tmpls[t];
+    if (out.summary.best) out.tuned_s = out.summary.best_s;
+    read_baseline(records, out);
+    rows.push_back(std::move(out));
+  }
+  return rows;
+}
+
 void run_tune_suite(const SuiteArgs& args) {
   SearchOptions search;
   try {
@@ -140,70 +256,85 @@ void run_tune_suite(const SuiteArgs& args) {
         fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
   const std::vector<SuiteLayer> layers =
       chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
-  require_writable_file(args.log, "--log");
   // One log for the whole suite: new, or continued with --resume (its layers' records count).
-  if (std::optional<std::string> why =
-          log_problem(args.log, args.resume ? LogMode::shared : LogMode::fresh, TaskKey{}))
-    throw UsageError(*why);
-
-  // Before the log is touched: without a GPU this ends the command with one line, exit 1.
-  require_driver();
-  const std::vector<DeviceInfo> devices = list_devices();
-  if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
-  const DeviceInfo& device = devices.front();
-  const ir::TargetLimits limits = verifier_limits(device);
+  // Checked by rank 0 alone: the others would see the file it has begun.
+  if (distributed::process_rank() == 0) {
+    require_writable_file(args.log, "--log");
+    if (std::optional<std::string> why =
+            log_problem(args.log, args.resume ? LogMode::shared : LogMode::fresh, TaskKey{}))
+      throw UsageError(*why);
+  }
 
   std::vector<LayerOutcome> rows;
   const double start = monotonic_seconds();
-  int layer_index = 0;
   InterruptGuard interrupt;
-  for (const SuiteLayer& layer : layers) {
-    if (interrupt.flag()->load()) break;
-    ++layer_index;
-    auto tmpl = make_template(layer.op, layer.shape);
-    GpuMeasureOptions gpu;
-    std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
-    auto features = cost_model::make_ir_features(*tmpl, limits);
-
-    LayerOutcome out;
-    out.layer = layer;
-    out.key.op = tmpl->op();
-    out.key.shape = tmpl->shape();
-    out.key.target_arch = measurer->target_arch();
-    out.key.device_name = measurer->device_name();
-    out.key.template_name = tmpl->name();
-
-    // Transfer from the layers of the same template already in the log (none for the first).
-    TransferSources transfer;
-    if (!args.no_transfer && search.tuner == TunerKind::xgb) {
-      transfer.records = log_records(args.log);
-      transfer.featurize = template_featurizer(out.key, *features, limits);
-      transfer.required = false;
+  std::string device_name, device_arch;
+  if (args.device == "emulator" || distributed::process_count() > 1 || args.coordinator_only) {
+    rows = tune_layers_scaled(args, search, layers);
+    if (distributed::process_rank() != 0) return;
+    if (!rows.empty()) {
+      device_name = rows.front().key.device_name;
+      device_arch = rows.front().key.target_arch;
     }
-    TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, search,
-                          std::move(transfer));
-    out.transfer_tasks = session.transfer_tasks();
-    fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
-               tmpl->name(), layer.description,
-               out.transfer_tasks > 0
-                   ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
-                   : "");
-    out.summary = session
-                      .run(*measurer, {args.log, LogMode::shared},
-                           {.progress = !args.quiet, .stop = interrupt.flag()})
-                      .summary;
-    measurer.reset();
+  } else {
+    // Before the log is touched: without a GPU this ends the command with one line, exit 1.
+    require_driver();
+    const std::vector<DeviceInfo> devices = list_devices();
+    if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
+    const DeviceInfo& device = devices.front();
+    device_name = device.name;
+    device_arch = device.arch();
+    const ir::TargetLimits limits = verifier_limits(device);
 
-    if (out.summary.best) out.tuned_s = out.summary.best_s;
-    read_baseline(log_records(args.log), out);
-    const double elapsed = monotonic_seconds() - start;
-    fmt::print(stderr,
-               "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
-               layer_index, layers.size(), elapsed,
-               elapsed / layer_index * double(layers.size() - size_t(layer_index)), layer.name,
-               out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
-               out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
-    rows.push_back(std::move(out));
+    int layer_index = 0;
+    for (const SuiteLayer& layer : layers) {
+      if (interrupt.flag()->load()) break;
+      ++layer_index;
+      auto tmpl = make_template(layer.op, layer.shape);
+      GpuMeasureOptions gpu;
+      std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
+      auto features = cost_model::make_ir_features(*tmpl, limits);
+
+      LayerOutcome out;
+      out.layer = layer;
+      out.key.op = tmpl->op();
+      out.key.shape = tmpl->shape();
+      out.key.target_arch = measurer->target_arch();
+      out.key.device_name = measurer->device_name();
+      out.key.template_name = tmpl->name();
+
+      // Transfer from the layers of the same template already in the log (none for the first).
+      TransferSources transfer;
+      if (!args.no_transfer && search.tuner == TunerKind::xgb) {
+        transfer.records = log_records(args.log);
+        transfer.featurize = template_featurizer(out.key, *features, limits);
+        transfer.required = false;
+      }
+      TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, search,
+                            std::move(transfer));
+      out.transfer_tasks = session.transfer_tasks();
+      fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
+                 tmpl->name(), layer.description,
+                 out.transfer_tasks > 0
+                     ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
+                     : "");
+      out.summary = session
+                        .run(*measurer, {args.log, LogMode::shared},
+                             {.progress = !args.quiet, .stop = interrupt.flag()})
+                        .summary;
+      measurer.reset();
+
+      if (out.summary.best) out.tuned_s = out.summary.best_s;
+      read_baseline(log_records(args.log), out);
+      const double elapsed = monotonic_seconds() - start;
+      fmt::print(stderr,
+                 "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
+                 layer_index, layers.size(), elapsed,
+                 elapsed / layer_index * double(layers.size() - size_t(layer_index)), layer.name,
+                 out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
+                 out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
+      rows.push_back(std::move(out));
+    }
   }
 
   std::vector<std::optional<double>> baseline_s, tuned_s;
@@ -219,8 +350,9 @@ void run_tune_suite(const SuiteArgs& args) {
   if (args.json) {
     nlohmann::json j = {{"suite", args.suite},
                         {"batch_size", args.batch_size},
-                        {"device", device.name},
-                        {"arch", device.arch()},
+                        {"device", device_name},
+                        {"arch", device_arch},
+                        {"ranks", distributed::process_count()},
                         {"trials", args.trials},
                         {"tuner", args.tuner},
                         {"transfer", !args.no_transfer},
@@ -286,8 +418,18 @@ void add_suite_commands(CLI::App& app) {
   cmd->add_flag("--resume", args->resume,
                 "count the log's records of each layer, measure only the rest");
   cmd->add_flag("--quiet", args->quiet, "no live progress line per layer");
+  cmd->add_option("--device", args->device,
+                  "gpu, or emulator: run each candidate in the CPU emulator (correctness only; "
+                  "its times are emulator wall times, not GPU times)")
+      ->capture_default_str();
+  cmd->add_flag("--coordinator-only", args->coordinator_only,
+                "under mpirun: rank 0 searches and logs but does not measure");
   cmd->add_flag("--json", args->json, "machine-readable output");
-  cmd->callback([args] { run_tune_suite(*args); });
+  cmd->callback([args] {
+    if (args->device != "gpu" && args->device != "emulator")
+      throw UsageError(fmt::format("--device must be gpu or emulator (got '{}')", args->device));
+    run_tune_suite(*args);
+  });
 }
 
 }  // namespace cutune::cli

@@ -12,6 +12,7 @@
 #include "cost_model/features.h"
 #include "src/cli/cli_common.h"
 #include "src/distributed/replay_suite.h"
+#include "src/distributed/suite_runner.h"
 #include "src/measure/device_selection.h"
 #include "src/measure/emulator_measurer.h"
 #include "src/measure/gpu_measurer.h"
@@ -126,6 +127,7 @@ struct TuneArgs {
   int remeasure_top = -1;      // -1: 8 on a GPU, off for the emulator and replays
   int remeasure_rounds = 3;
   bool no_pipeline = false;
+  bool no_transfer = false;  // replay suite: tasks do not learn from earlier ones
 };
 
 std::vector<std::filesystem::path> as_paths(const std::vector<std::string>& v) {
@@ -319,8 +321,6 @@ void run_tune(const TuneArgs& args) {
   if (args.op.empty() || args.shape.empty()) {
     throw UsageError("tune needs OP and --shape (or --spec SPEC.json, or --replay CACHE)");
   }
-  if (distributed::process_count() > 1)
-    throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
   TaskOptions task_options;
   task_options.op = args.op;
   task_options.shape = args.shape;
@@ -366,12 +366,13 @@ void run_tune_scaled(const TuneArgs& args) {
   if (!args.op.empty() || !args.shape.empty() || !args.replay.spec.empty())
     throw UsageError(
         "a replay suite takes operators and shapes from its caches; drop OP/--shape/--spec");
-  if (!args.transfer_from.empty())
-    throw UsageError("--transfer-from is not supported for replay suites yet");
+  if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
+    throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (args.replays.empty()) throw UsageError("under mpirun, tune needs --replay CACHE...");
   const TunerKind kind = search.tuner;
   ModelPolicyOptions model = search.model;
   model.plan_size = search.batch;
+  model.transfer = nullptr;
   distributed::ReplaySuiteOptions o;
   o.caches = args.replays;
   o.tune.trials = args.search.trials;
@@ -380,9 +381,15 @@ void run_tune_scaled(const TuneArgs& args) {
   o.tune.resume = args.resume;
   o.tune.seed = args.search.seed;
   o.tune.progress = !args.quiet;
-  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f) {
-    return make_search_policy(kind, space, f, model);
+  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
+                                std::shared_ptr<const TransferModel> transfer) {
+    ModelPolicyOptions m = model;
+    m.transfer = std::move(transfer);
+    return make_search_policy(kind, space, f, m);
   };
+  o.transfer = kind == TunerKind::xgb && !args.no_transfer;
+  if (distributed::process_rank() == 0)  // every task learns from these too (rank 0 searches)
+    o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));
   o.noise = args.replay.noise;
   o.cost_ms = args.replay_cost_ms;
   o.coordinator_only = args.coordinator_only;
@@ -394,12 +401,137 @@ void run_tune_scaled(const TuneArgs& args) {
     if (args.search.json) {
       nlohmann::json j = summary_json(r.key, r.summary, args.log, std::nullopt);
       j["optimum_ms"] = r.optimum_ms;
+      j["best_ms"] = r.best_ms;
+      j["transfer_tasks"] = r.transfer_tasks;
       all.push_back(std::move(j));
     } else {
       print_summary(r.key, r.summary, args.log, std::nullopt);
     }
   }
   if (args.search.json) print_json({{"tasks", all}, {"ranks", distributed::process_count()}});
+}
+
+// `mpirun -n R cutune tune OP --shape ...`: one task whose candidates every rank builds and
+// measures with measurers of its own (its GPUs, or the emulator), through the suite engine
+// (src/distributed/suite_runner.h). Rank 0 names the task after its own measurer, so it needs
+// a GPU of the kind even with --coordinator-only; a rank whose GPU is of another kind refuses.
+void run_tune_operator_scaled(const TuneArgs& args) {
+  SearchOptions search = args.search.options();
+  search.remeasure_rounds = args.remeasure_rounds;
+  if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
+    throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
+  if (!args.replay.spec.empty())
+    throw UsageError("under mpirun, tune measures operators (OP --shape) or caches (--replay)");
+  if (args.op.empty() || args.shape.empty()) throw UsageError("tune needs OP and --shape");
+  if (!args.log.empty() && distributed::process_rank() == 0)
+    require_writable_file(args.log, "--log");
+  TaskOptions task_options;
+  task_options.op = args.op;
+  task_options.shape = args.shape;
+  task_options.template_name = args.template_name;
+  task_options.arch = args.arch;
+  const std::unique_ptr<Template> tmpl = task_options.make();
+  const bool emulated = args.device == "emulator";
+  distributed::MeasurerFactory factory;
+  std::unique_ptr<Measurer> first;  // rank 0's, made before anything else: it names the task
+  if (emulated) {
+    if (!args.devices.empty())
+      throw UsageError("--devices names GPUs; drop it with --device emulator");
+    EmulatorMeasureOptions emulated_options;
+    emulated_options.limits = task_options.limits();
+    require_arch_supports(*tmpl, emulated_options.limits.arch);
+    factory = [&tmpl, emulated_options](int) {
+      return make_emulator_measurer(*tmpl, emulated_options);
+    };
+    search.remeasure_top = args.remeasure_top < 0 ? 0 : args.remeasure_top;
+  } else {
+    // Each rank picks among its own GPUs, when it first measures (rank 0: at once).
+    factory = [&tmpl, &args](int) {
+      GpuMeasureOptions gpu;
+      gpu.arch = args.arch;
+      gpu.devices = select_devices(args.devices, list_devices(), args.arch);
+      return make_gpu_measurer(*tmpl, gpu);
+    };
+    search.remeasure_top = args.remeasure_top < 0 ? 8 : args.remeasure_top;
+    search.pipeline = !args.no_pipeline;
+  }
+  distributed::SuiteTask task;
+  task.key.op = tmpl->op();
+  task.key.shape = tmpl->shape();
+  task.key.template_name = tmpl->name();
+  std::unique_ptr<cost_model::FeatureExtractor> features;
+  if (distributed::process_rank() == 0) {
+    try {
+      first = factory(0);
+    } catch (const NoDeviceError& e) {
+      throw NoDeviceError(fmt::format(
+          "{}; under mpirun without GPUs: --device emulator, or --replay CACHE...", e.what()));
+    }
+    require_arch_supports(*tmpl, first->target_arch());
+    task.key.target_arch = first->target_arch();
+    task.key.device_name = first->device_name();
+    task_options.arch = first->target_arch();
+    const ir::TargetLimits limits = task_options.limits();
+    features = cost_model::make_ir_features(*tmpl, limits);
+    task.featurize = template_featurizer(task.key, *features, limits);
+    if (args.coordinator_only) first.reset();  // its GPU workers would sit idle
+  }
+  task.space = &tmpl->space();
+  task.features = features.get();
+  task.flops = tmpl->flops();
+  const std::string log = args.log.empty() ? default_log(task.key) : args.log;
+  const LogMode mode = args.resume ? LogMode::resume : LogMode::fresh;
+  if (distributed::process_rank() == 0) {
+    if (std::optional<std::string> why = log_problem(log, mode, task.key)) throw UsageError(*why);
+    if (args.log.empty())
+      fmt::print(stderr, "records go to {} (name another file with --log)\n", log);
+    if (emulated)
+      fmt::print(stderr,
+                 "measuring in the CPU emulator: correctness only; its times are "
+                 "emulator wall times, not GPU times\n");
+  }
+  distributed::SuiteOptions o;
+  o.tune.trials = search.trials;
+  o.tune.batch = search.batch;
+  o.tune.seed = search.seed;
+  o.tune.log = log;
+  o.tune.resume = args.resume;
+  o.tune.exclusive_log = true;
+  o.tune.remeasure_top = search.remeasure_top;
+  o.tune.remeasure_rounds = search.remeasure_rounds;
+  o.tune.pipeline = search.pipeline;
+  o.tune.progress = !args.quiet;
+  ModelPolicyOptions model = search.model;
+  model.plan_size = search.batch;
+  const TunerKind kind = search.tuner;
+  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
+                                std::shared_ptr<const TransferModel>) {
+    return make_search_policy(kind, space, f, model);
+  };
+  o.coordinator_only = args.coordinator_only;
+  if (distributed::process_rank() == 0) {
+    o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));
+    if (!o.transfer_records.empty())
+      fmt::print(stderr, "transfer: {} records from --transfer-from\n", o.transfer_records.size());
+  }
+  // Rank 0's lane measures with the measurer made above.
+  distributed::MeasurerFactory lanes = [&](int t) -> std::unique_ptr<Measurer> {
+    if (first) return std::move(first);
+    return factory(t);
+  };
+  const std::vector<distributed::SuiteOutcome> out = distributed::run_suite({task}, lanes, o);
+  if (distributed::process_rank() != 0) return;
+  const TuneSummary& s = out.at(0).summary;
+  if (args.search.json) {
+    nlohmann::json j = summary_json(task.key, s, log, task.flops);
+    j["ranks"] = distributed::process_count();
+    print_json(j);
+  } else {
+    print_summary(task.key, s, log, task.flops);
+    if (s.remeasured > 0)
+      fmt::print("best chosen on a re-measurement of the {} fastest ({} rounds, interleaved)\n",
+                 s.remeasured, search.remeasure_rounds);
+  }
 }
 
 struct ReplayArgs {
@@ -517,6 +649,9 @@ void add_tune_commands(CLI::App& app) {
                    "to study scaling without GPUs");
   tune->add_flag("--coordinator-only", targs->coordinator_only,
                  "under mpirun: rank 0 searches and logs but does not measure");
+  tune->add_flag("--no-transfer", targs->no_transfer,
+                 "replay suite: a task does not learn from the earlier caches of its kernel "
+                 "(default with xgb: it does, waiting for them)");
   tune->add_option("--concurrent-tasks", targs->concurrent_tasks,
                    "replay suite: tasks searched at once (default: all)");
   tune->add_option("--spec", targs->replay.spec,
@@ -552,8 +687,10 @@ void add_tune_commands(CLI::App& app) {
     if (targs->device == "emulator" && !targs->replays.empty())
       throw UsageError("--device emulator measures operators; drop --replay");
     if (targs->remeasure_top < -1) throw UsageError("--remeasure-top must be >= 0");
-    if (targs->replays.size() > 1 || distributed::process_count() > 1 || targs->coordinator_only)
-      return run_tune_scaled(*targs);
+    const bool scaled = distributed::process_count() > 1 || targs->coordinator_only;
+    if (targs->replays.empty() && !targs->op.empty() && scaled)
+      return run_tune_operator_scaled(*targs);
+    if (targs->replays.size() > 1 || scaled) return run_tune_scaled(*targs);
     if (!targs->replays.empty()) targs->replay.cache = targs->replays.front();
     run_tune(*targs);
   });

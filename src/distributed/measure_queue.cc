@@ -76,15 +76,22 @@ std::vector<MeasureResult> LocalLane::measure(const std::vector<WorkItem>& items
     std::vector<Config> batch;
     while (end < items.size() && items[end].task == task)
       batch.push_back(spaces_[size_t(task)]->get(items[end++].config_index));
-    auto& m = measurers_[task];
-    if (!m) m = factory_(task);
-    std::vector<MeasureResult> r = m->measure(batch);
+    std::vector<MeasureResult> r = measurer(task).measure(batch);
     CUTUNE_CHECK(r.size() == batch.size(), "a measurer returned the wrong number of results");
     for (size_t i = 0; i < r.size(); ++i) out[begin + i] = std::move(r[i]);
     begin = end;
   }
   return out;
 }
+
+Measurer& LocalLane::measurer(int task) {
+  std::unique_ptr<Measurer>& m = measurers_[task];
+  if (!m) m = factory_(task);
+  return *m;
+}
+
+std::string LocalLane::device_name(int task) { return measurer(task).device_name(); }
+std::string LocalLane::target_arch(int task) { return measurer(task).target_arch(); }
 
 LocalLanes::LocalLanes(MeasureQueue& queue, int lanes, const MeasurerFactory& factory,
                        const std::vector<const ConfigSpace*>& spaces, std::string device_prefix) {

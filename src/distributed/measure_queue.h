@@ -82,8 +82,13 @@ class LocalLane {
   LocalLane(MeasurerFactory factory, std::vector<const ConfigSpace*> spaces);
   // Measures several items (of any tasks) as few measure() calls as possible, in order.
   std::vector<MeasureResult> measure(const std::vector<WorkItem>& items);
+  // The device the lane's measurer of `task` measures on (made now if need be).
+  std::string device_name(int task);
+  std::string target_arch(int task);
+  const ConfigSpace& space(int task) const { return *spaces_.at(size_t(task)); }
 
  private:
+  Measurer& measurer(int task);
   MeasurerFactory factory_;
   std::vector<const ConfigSpace*> spaces_;
   std::unordered_map<int, std::unique_ptr<Measurer>> measurers_;

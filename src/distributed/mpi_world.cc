@@ -43,6 +43,15 @@ nlohmann::json recv_json(const MPI_Status& probed) {
   return text.empty() ? nlohmann::json::object() : nlohmann::json::parse(text);
 }
 
+nlohmann::json key_json(const TaskKey& k) {
+  return {{"op", k.op},
+          {"shape", k.shape},
+          {"dtype", k.dtype},
+          {"template", k.template_name},
+          {"arch", k.target_arch},
+          {"device", k.device_name}};
+}
+
 // CUTUNE_TEST_KILL_RANK="R:N": rank R dies of SIGKILL after measuring N candidates, so that a
 // test can check what an aborted job leaves behind.
 int kill_after_for_this_rank() {
@@ -78,8 +87,11 @@ void abort_job(int code) {
   if (g_active && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
 }
 
-RemoteLanes::RemoteLanes(MeasureQueue& queue, int inflight)
-    : thread_(&RemoteLanes::loop, this, std::ref(queue), inflight) {}
+RemoteLanes::RemoteLanes(MeasureQueue& queue, std::vector<TaskKey> keys,
+                         std::vector<const ConfigSpace*> spaces, int inflight)
+    : keys_(std::move(keys)),
+      spaces_(std::move(spaces)),
+      thread_(&RemoteLanes::loop, this, std::ref(queue), inflight) {}
 
 RemoteLanes::~RemoteLanes() { thread_.join(); }
 
@@ -95,8 +107,13 @@ void RemoteLanes::loop(MeasureQueue& queue, int inflight) {
         if (busy[size_t(r)] >= inflight) continue;
         std::optional<WorkItem> item = queue.take(/*wait=*/false);
         if (!item) break;
-        send_json({{"id", item->id}, {"task", item->task}, {"config", item->config_index}}, r,
-                  kWork);
+        const size_t t = size_t(item->task);
+        send_json({{"id", item->id},
+                   {"task", item->task},
+                   {"config", item->config_index},
+                   {"key", key_json(keys_.at(t))},
+                   {"knobs", spaces_.at(t)->get(item->config_index).to_json().at("knobs")}},
+                  r, kWork);
         sent.emplace(item->id, *item);
         ++busy[size_t(r)];
         any = progressed = true;
@@ -125,7 +142,53 @@ void RemoteLanes::loop(MeasureQueue& queue, int inflight) {
   for (int r = 1; r < g_size; ++r) send_json(nlohmann::json::object(), r, kStop);
 }
 
-void serve_rank(LocalLane& lane) {
+namespace {
+
+// An item this rank can measure as asked: its task is this rank's task of that index, the
+// configuration the same knob values, and the measurer's device the task's. Checked once per
+// task (the device) and per item (the rest).
+void check_item(LocalLane& lane, const std::vector<TaskKey>& keys, const WorkItem& item,
+                const nlohmann::json& j) {
+  if (item.task < 0 || size_t(item.task) >= keys.size())
+    throw UserError(
+        fmt::format("rank {}: work for task {}, but this rank has {} tasks (every "
+                    "rank must run the same command line)",
+                    g_rank, item.task, keys.size()));
+  // The task (built from this rank's command line) and the configuration must be rank 0's;
+  // the device kind and target are those of this rank's measurer, which must be rank 0's.
+  const TaskKey& own = keys[size_t(item.task)];
+  const nlohmann::json& sent = j.at("key");
+  const nlohmann::json mine = key_json(own);
+  for (const char* field : {"op", "shape", "dtype", "template"})
+    if (sent.at(field) != mine.at(field))
+      throw UserError(
+          fmt::format("rank {}: task {} has {} {} here but {} on rank 0 (every rank "
+                      "must run the same command line)",
+                      g_rank, item.task, field, mine.at(field).dump(), sent.at(field).dump()));
+  static thread_local std::vector<bool> device_checked;
+  if (device_checked.size() < keys.size()) device_checked.resize(keys.size(), false);
+  if (!device_checked[size_t(item.task)]) {
+    const std::string device = lane.device_name(item.task);
+    const std::string arch = lane.target_arch(item.task);
+    if (device != sent.at("device").get<std::string>() ||
+        arch != sent.at("arch").get<std::string>())
+      throw UserError(fmt::format(
+          "rank {} measures on '{}' ({}) but the task targets '{}' ({}), rank 0's: GPUs of "
+          "different kinds are not mixed in one task",
+          g_rank, device, arch, sent.at("device").get<std::string>(),
+          sent.at("arch").get<std::string>()));
+    device_checked[size_t(item.task)] = true;
+  }
+  if (lane.space(item.task).get(item.config_index).to_json().at("knobs") != j.at("knobs"))
+    throw UserError(
+        fmt::format("rank {}: configuration {} of task {} has other knob values "
+                    "here than on rank 0 (every rank must run the same build)",
+                    g_rank, item.config_index, item.task));
+}
+
+}  // namespace
+
+void serve_rank(LocalLane& lane, const std::vector<TaskKey>& keys) {
   const int kill_after = kill_after_for_this_rank();
   int measured = 0;
   for (;;) {
@@ -146,6 +209,7 @@ void serve_rank(LocalLane& lane) {
     const nlohmann::json j = recv_json(status);
     const WorkItem item{j.at("id").get<uint64_t>(), j.at("task").get<int>(),
                         j.at("config").get<uint64_t>()};
+    check_item(lane, keys, item, j);
     MeasureResult result = std::move(lane.measure({item})[0]);
     if (kill_after >= 0 && measured >= kill_after) raise(SIGKILL);
     ++measured;

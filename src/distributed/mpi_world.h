@@ -3,15 +3,23 @@
 // loop of every other rank.
 //
 // Messages (JSON text, MPI_CHAR):
-//   rank 0 -> r   tag kWork    {"id": n, "task": t, "config": index}
+//   rank 0 -> r   tag kWork    {"id": n, "task": t, "config": index,
+//                               "key": {"op", "shape", "dtype", "template", "arch", "device"},
+//                               "knobs": {...}}
 //   r -> rank 0   tag kResult  {"id": n, "device": "r" | "r:ordinal", "result": {...}}
 //   rank 0 -> r   tag kStop    {}   (no more work: r leaves its loop and finalizes)
-// A rank that dies takes the whole MPI job down (mpirun's default); rank 0 has appended every
-// result that arrived to the log by then, so `--resume` continues with any number of ranks.
+// A work item names its task in full (operator, shape, template, target and device kind) and
+// its configuration (index and knob values), so that the measuring rank builds exactly that
+// kernel: it checks them against its own task `t` (made from the same command line) and that
+// its measurer measures on the device kind the task targets, and refuses with one line (which
+// ends the job) where they differ. A rank that dies takes the whole MPI job down (mpirun's
+// default); rank 0 has appended every result that arrived to the log by then, so `--resume`
+// continues with any number of ranks.
 
 #include <thread>
 
 #include "src/distributed/measure_queue.h"
+#include "src/records/record.h"
 
 namespace cutune::distributed {
 
@@ -38,15 +46,22 @@ void abort_job(int code);
 // and then tells every rank to stop.
 class RemoteLanes {
  public:
-  RemoteLanes(MeasureQueue& queue, int inflight = 3);
+  // The suite's task keys and spaces, in the order items name them.
+  RemoteLanes(MeasureQueue& queue, std::vector<TaskKey> keys,
+              std::vector<const ConfigSpace*> spaces, int inflight = 3);
   ~RemoteLanes();  // joins; close the queue first
 
  private:
   void loop(MeasureQueue& queue, int inflight);
+  std::vector<TaskKey> keys_;
+  std::vector<const ConfigSpace*> spaces_;
   std::thread thread_;
 };
 
-// Ranks > 0: measures what rank 0 sends with `lane` until told to stop.
-void serve_rank(LocalLane& lane);
+// Ranks > 0: measures what rank 0 sends with `lane` until told to stop. UserError when an item
+// names another operator, shape, dtype or template than this rank's `keys[t]`, other knob
+// values than its space's, or another device or target than the lane's measurer of the task
+// reports (so keys[t] needs no device: a rank learns it from its own GPUs).
+void serve_rank(LocalLane& lane, const std::vector<TaskKey>& keys);
 
 }  // namespace cutune::distributed

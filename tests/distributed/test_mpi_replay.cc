@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 
 #include "src/records/tuning_log.h"
@@ -135,4 +137,187 @@ TEST_CASE("a killed rank aborts the job and --resume with 2 ranks completes it",
     for (const Record& r : rs) configs.insert(r.config_index);
     CHECK(configs.size() == rs.size());  // no configuration measured twice
   }
+}
+
+namespace {
+
+// Paths of shared caches (exits 77, skipped, where one is absent).
+std::string caches(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& c : names) {
+    if (!fs::exists(kData + "/" + c)) {
+      std::cout << "skipped: dataset absent: " << kData << "/" << c << std::endl;
+      std::exit(77);
+    }
+    out += " " + kData + "/" + c;
+  }
+  return out;
+}
+
+// Standard output of a shell command (its exit status in `status`).
+std::string output_of(const std::string& command, int* status) {
+  INFO("$ " << command);
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int raw = pclose(pipe);
+  *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("transfer between the tasks of a suite: the same records on 1 and 3 ranks",
+          "[mpi]") {
+  // Two gemm caches (one space, two GPUs) and a convolution: the second gemm task learns from
+  // the first, the convolution from none.
+  const std::string args = "tune --quiet --json --tuner xgb --batch 16 --seed 5 --trials 40 "
+                           "--replay" +
+                           caches({"gemm/RTX_3090.json.gz", "gemm/RTX_2080_Ti.json.gz",
+                                   "convolution_old/RTX_3090.json.gz"});
+  const fs::path single = scratch("transfer1.jsonl"), three = scratch("transfer3.jsonl"),
+                 none = scratch("notransfer.jsonl");
+  int status = 0;
+  const nlohmann::json summary =
+      nlohmann::json::parse(output_of(cutune_binary() + " " + args + " --log " +
+                                          single.string(), &status));
+  REQUIRE(status == 0);
+  std::vector<int> learnt;
+  for (const nlohmann::json& t : summary.at("tasks")) learnt.push_back(t.at("transfer_tasks"));
+  CHECK(learnt == std::vector<int>{0, 1, 0});
+
+  REQUIRE(shell(mpirun(3) + " " + args + " --coordinator-only --log " + three.string() +
+                " >/dev/null") == 0);
+  const auto a = comparable(single), b = comparable(three);
+  REQUIRE(a.size() == 3);
+  REQUIRE(b.size() == 3);
+  for (const auto& [task, records] : a) {
+    INFO(task.to_string());
+    CHECK(records.size() == 40);
+    CHECK(b.at(task) == records);
+  }
+
+  // Without transfer the first gemm task and the convolution are the same, the learning task
+  // is not: the transfer model changed what it proposed.
+  REQUIRE(shell(cutune_binary() + " " + args + " --no-transfer --log " + none.string() +
+                " >/dev/null") == 0);
+  const auto c = comparable(none);
+  int same = 0;
+  for (const auto& [task, records] : a) same += c.at(task) == records;
+  CHECK(same == 2);
+}
+
+TEST_CASE("tune OP --device emulator under mpirun -n 2: every rank builds and measures",
+          "[mpi]") {
+  // Random search, whose proposals do not depend on the (emulator wall) times: the runs must
+  // propose and check the same configurations with the same outcomes.
+  const std::string args =
+      " tune gemm --shape 32,32,16 --device emulator --trials 16 --batch 8 --tuner random "
+      "--seed 3 --quiet --log ";
+  const fs::path single = scratch("emu1.jsonl"), two = scratch("emu2.jsonl");
+  REQUIRE(shell(cutune_binary() + args + single.string() + " >/dev/null 2>&1") == 0);
+  REQUIRE(shell(mpirun(2) + args + two.string() + " >/dev/null 2>&1") == 0);
+  const auto outcomes = [](const fs::path& log, std::set<std::string>* devices) {
+    std::vector<std::tuple<int64_t, uint64_t, std::string, TaskKey>> out;
+    for (const Record& r : read_log(log).records) {
+      out.emplace_back(r.trial, r.config_index, std::string(to_string(r.result.status)), r.task);
+      if (devices && r.result.extra.contains("device"))
+        devices->insert(r.result.extra["device"].get<std::string>());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::set<std::string> devices;
+  const auto a = outcomes(single, nullptr), b = outcomes(two, &devices);
+  REQUIRE(a.size() == 16);
+  CHECK(a == b);
+  CHECK(devices == std::set<std::string>{"0", "1"});  // both ranks measured
+}
+
+TEST_CASE("tune OP on the GPU under mpirun without a GPU refuses with one line", "[mpi]") {
+  if (fs::exists("/dev/nvidia0")) {
+    std::cout << "skipped: this machine has a GPU" << std::endl;
+    return;
+  }
+  const fs::path log = scratch("nogpu.jsonl");
+  int status = 0;
+  const std::string err =
+      output_of("timeout 60 env " + mpirun(2) + " tune gemm --shape 32,32,16 --trials 4 --log " +
+                    log.string() + " 2>&1 >/dev/null | grep '^cutune:'",
+                &status);
+  CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  CHECK(err.find("no CUDA device") != std::string::npos);
+  CHECK_FALSE(fs::exists(log));
+}
+
+TEST_CASE("tune-suite of two small layers --device emulator under mpirun -n 2", "[mpi]") {
+  const std::string args =
+      " tune-suite mobilenet --layers D8,D9 --device emulator --trials 6 --batch 3 --quiet ";
+  // Random search: the same configurations and outcomes on one process and on two ranks.
+  const fs::path single = scratch("suite1.jsonl"), two = scratch("suite2.jsonl"),
+                 learnt = scratch("suite_xgb.jsonl");
+  const std::string random = args + "--tuner random --seed 2 --log ";
+  REQUIRE(shell(cutune_binary() + random + single.string() + " >/dev/null 2>&1") == 0);
+  REQUIRE(shell(mpirun(2) + random + two.string() + " >/dev/null 2>&1") == 0);
+  const auto outcomes = [](const fs::path& log) {
+    std::vector<std::tuple<TaskKey, int64_t, uint64_t, std::string>> out;
+    for (const Record& r : read_log(log).records)
+      out.emplace_back(r.task, r.trial, r.config_index, std::string(to_string(r.result.status)));
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const auto a = outcomes(single);
+  REQUIRE(a.size() == 12);
+  CHECK(outcomes(two) == a);
+
+  // xgb: the second layer (same template) learns from the first.
+  int status = 0;
+  const std::string out = output_of(
+      mpirun(2) + args + "--tuner xgb --json --log " + learnt.string() + " 2>/dev/null", &status);
+  REQUIRE(status == 0);
+  const nlohmann::json j = nlohmann::json::parse(out);
+  CHECK(j.at("ranks") == 2);
+  REQUIRE(j.at("layers").size() == 2);
+  CHECK(j["layers"][0]["transfer_tasks"] == 0);
+  CHECK(j["layers"][1]["transfer_tasks"] == 1);
+  CHECK(j["layers"][1]["trials"] == 6);
+}
+
+TEST_CASE("noisy replays give the same records on 1 and 3 ranks", "[mpi]") {
+  // Each answer is drawn from (seed, task, configuration, repetition), not from the measuring
+  // rank's stream.
+  const std::string args = suite_args(32) + " --noise";
+  const fs::path single = scratch("noisy1.jsonl"), three = scratch("noisy3.jsonl"),
+                 quiet = scratch("quiet.jsonl");
+  REQUIRE(shell(cutune_binary() + " " + args + " --log " + single.string() + " >/dev/null") == 0);
+  REQUIRE(shell(mpirun(3) + " " + args + " --coordinator-only --log " + three.string() +
+                " >/dev/null") == 0);
+  const auto a = comparable(single), b = comparable(three);
+  REQUIRE(a.size() == kCaches.size());
+  for (const auto& [task, records] : a) {
+    INFO(task.to_string());
+    CHECK(records.size() == 32);
+    CHECK(b.at(task) == records);
+  }
+  // And the noise is there: without it, some answers differ.
+  REQUIRE(shell(cutune_binary() + " " + suite_args(32) + " --log " + quiet.string() +
+                " >/dev/null") == 0);
+  CHECK(comparable(quiet) != a);
+}
+
+TEST_CASE("a rank whose task differs from rank 0's refuses with one line", "[mpi]") {
+  // Two command lines in one job (MPMD): rank 1 was given another shape.
+  const std::string tail = " --device emulator --trials 4 --batch 4 --tuner random --quiet --log ";
+  const fs::path log = scratch("mismatch.jsonl");
+  const std::string job = mpirun(1) + " tune gemm --shape 32,32,16 --coordinator-only" + tail +
+                          log.string() + " : -n 1 " + cutune_binary() +
+                          " tune gemm --shape 32,32,32" + tail + log.string();
+  int status = 0;
+  const std::string err =
+      output_of("timeout 60 env " + job + " 2>&1 >/dev/null | grep '^cutune:'", &status);
+  CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  CHECK(err.find("rank 1: task 0 has shape [32,32,32] here but [32,32,16] on rank 0") !=
+        std::string::npos);
 }
