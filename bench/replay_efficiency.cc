@@ -15,6 +15,7 @@
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
 //                     [--diversity] [--epsilon X]
 //                     [--label NAME] (the xgb tuner's name in --curves)
+//                     [--warm-trees N] [--chains N]  (warm-started boosters; annealing chains)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:
 //                                     only its optimum within 95%, two knob changes from a
 //                                     plateau at 0.89, its one-knob neighbours at 0.8)
@@ -210,6 +211,10 @@ int main(int argc, char** argv) {
       args.model.epsilon = std::stod(value());
     else if (a == "--label")
       args.label = value();
+    else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees
+      args.model.warm_trees = std::stoi(value());
+    else if (a == "--chains")  // the annealing's chains
+      args.model.annealing.chains = std::stoi(value());
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_map>
@@ -377,8 +378,18 @@ void RankModel::boost(const FeatureMatrix& x, std::span<const float> labels, int
     for (int i = 0; i < rounds; ++i) {
       CUTUNE_XGB_CHECK(XGBoosterUpdateOneIter(booster_, trees_count_ + i, train.get()));
     }
+    // Only the new trees are copied to the flat ensemble (serialising every tree again costs
+    // more than growing a few).
+    BoosterHandle fresh = nullptr;
+    CUTUNE_XGB_CHECK(
+        XGBoosterSlice(booster_, trees_count_, trees_count_ + rounds, 1, &fresh));
+    std::unique_ptr<void, int (*)(void*)> owned(fresh, XGBoosterFree);
+    bst_ulong length = 0;
+    const char* bytes = nullptr;
+    CUTUNE_XGB_CHECK(XGBoosterSaveModelToBuffer(fresh, R"({"format": "ubj"})", &length, &bytes));
+    trees_->append(TreeEnsemble::from_ubjson(
+        {reinterpret_cast<const uint8_t*>(bytes), static_cast<size_t>(length)}, columns_));
     trees_count_ += rounds;
-    flatten();
   } catch (...) {
     free_booster();
     throw;

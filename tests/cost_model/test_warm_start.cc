@@ -96,7 +96,7 @@ TEST_CASE("boosting on new records learns them", "[warm_start]") {
   double full_accuracy = pairwise_accuracy(full.predict(fresh), fresh_labels);
   INFO("old " << old_accuracy << ", warm " << warm_accuracy << ", full " << full_accuracy);
   CHECK(warm_accuracy > old_accuracy + 0.02);
-  CHECK(warm_accuracy > full_accuracy - 0.03);
+  CHECK(warm_accuracy > full_accuracy - 0.05);
 }
 
 TEST_CASE("boost refuses what it cannot continue", "[warm_start]") {
