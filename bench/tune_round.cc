@@ -4,11 +4,12 @@
 // count; the wall-clock time is printed beside it.
 //
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
-//              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 0]
+//              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
 //              [--chains 128] [--steps 500] [--early-stop 0] [--warm-rounds 1]
 //
 // --rounds: boosting rounds (trees) of each booster (the tuner's default: 150).
-// --warm-trees: ModelPolicyOptions::warm_trees (the warm round continues the boosters).
+// --warm-trees: ModelPolicyOptions::warm_trees (default 15: the warm round continues the
+// boosters; 0: every round fits them from scratch).
 // --warm-rounds: rounds after the cold one, each 64 records later.
 // --chains, --steps, --early-stop: the annealing's (early stop 0: off, as by default here).
 // Each round also prints the feature vectors it computed (distinct configurations new to the
@@ -65,11 +66,13 @@ class TimedFeatures final : public cost_model::FeatureExtractor {
     inner_->extract(config, out);
     seconds_ += cpu_now() - t0;
     ++calls_;
+    unbuildable_ += !out.empty() && std::isnan(out[0]);
   }
   std::vector<std::string> names() const override { return inner_->names(); }
 
   mutable double seconds_ = 0;
   mutable long calls_ = 0;
+  mutable long unbuildable_ = 0;  // NaN vectors: the template threw
 
  private:
   std::unique_ptr<cost_model::FeatureExtractor> inner_;
@@ -106,7 +109,7 @@ int main(int argc, char** argv) {
   int records = 1000;
   int repeats = 3;
   int rounds = cost_model::RankModelOptions{}.rounds;
-  int warm_trees = 0;
+  int warm_trees = ModelPolicyOptions{}.warm_trees;
   int warm_rounds = 1;
   AnnealingOptions annealing;
   annealing.early_stop = 0;
@@ -207,7 +210,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round <= warm_rounds; ++round) {
       const std::string phase = round == 0 ? "cold" : fmt::format("warm {}", round);
       const double f0 = features->seconds_;
-      const long c0 = features->calls_;
+      const long c0 = features->calls_, u0 = features->unbuildable_;
       const int warm0 = policy.warm_fits();
       double w0 = wall_now(), t0 = cpu_now();
       policy.refit_and_plan();
@@ -223,10 +226,10 @@ int main(int argc, char** argv) {
       fmt::print(
           "repeat {} {} ({} fit): fit + anneal ({} steps, last change at {}) + local search "
           "{:.3f} s, batch of {} {:.3f} s, round {:.3f} s ({:.3f} s wall); of it {} feature "
-          "vectors {:.3f} s; batch's best half scores {:.3f}\n",
+          "vectors ({} unbuildable) {:.3f} s; batch's best half scores {:.3f}\n",
           r, phase, policy.warm_fits() > warm0 ? "warm" : "full", policy.last_annealing_steps(),
           policy.last_annealing_change(), t1 - t0, batch.size(), t2 - t1, t2 - t0, w2 - w0,
-          features->calls_ - c0, features->seconds_ - f0, quality);
+          features->calls_ - c0, features->unbuildable_ - u0, features->seconds_ - f0, quality);
       policy.observe(batch, measure(batch));
     }
   }

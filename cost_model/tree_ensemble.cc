@@ -111,6 +111,7 @@ void TreeEnsemble::build_complete() {
   split_feature_.clear();
   split_value_.clear();
   leaf_value_.clear();
+  used_columns_.clear();
   depth_ = 0;
   // The depth of the deepest leaf.
   int depth = 0;
@@ -158,6 +159,14 @@ void TreeEnsemble::build_complete() {
         }
       }
     }
+    used_columns_.assign(split_feature_.begin(), split_feature_.end());
+    std::sort(used_columns_.begin(), used_columns_.end());
+    used_columns_.erase(std::unique(used_columns_.begin(), used_columns_.end()),
+                        used_columns_.end());
+    for (int32_t& f : split_feature_) {
+      f = static_cast<int32_t>(
+          std::lower_bound(used_columns_.begin(), used_columns_.end(), f) - used_columns_.begin());
+    }
   }
 }
 
@@ -183,19 +192,29 @@ void TreeEnsemble::predict_complete(const FeatureMatrix& x, int r0, int r1,
   const int32_t* feature = split_feature_.data();
   const float* value = split_value_.data();
   const float* leaf = leaf_value_.data();
-  // Eight rows at a time walk one tree together: their walks are independent, so the loads
+  // The block's rows, only the columns the trees test.
+  const size_t width = used_columns_.size();
+  thread_local std::vector<float> compact;
+  compact.resize(static_cast<size_t>(r1 - r0) * width);
+  for (int r = r0; r < r1; ++r) {
+    const float* in = x.data.data() + static_cast<size_t>(r) * x.cols;
+    float* o = compact.data() + static_cast<size_t>(r - r0) * width;
+    for (size_t k = 0; k < width; ++k) o[k] = in[used_columns_[k]];
+  }
+  // Sixteen rows at a time walk one tree together: their walks are independent, so the loads
   // and compares of one level overlap.
-  constexpr int kLanes = 8;
+  constexpr int kLanes = 16;
+  const int n = r1 - r0;
   for (size_t t = 0; t < roots_.size(); ++t) {
     const int32_t* f = feature + t * inner;
     const float* v = value + t * inner;
     const float* l = leaf + t * leaves;
-    int r = r0;
-    for (; r + kLanes <= r1; r += kLanes) {
+    int r = 0;
+    for (; r + kLanes <= n; r += kLanes) {
       const float* row[kLanes];
       size_t pos[kLanes];
       for (int k = 0; k < kLanes; ++k) {
-        row[k] = x.data.data() + static_cast<size_t>(r + k) * x.cols;
+        row[k] = compact.data() + static_cast<size_t>(r + k) * width;
         pos[k] = 0;
       }
       for (int d = 0; d < depth_; ++d) {
@@ -203,13 +222,13 @@ void TreeEnsemble::predict_complete(const FeatureMatrix& x, int r0, int r1,
           pos[k] = 2 * pos[k] + 1 + (row[k][f[pos[k]]] >= v[pos[k]]);
         }
       }
-      for (int k = 0; k < kLanes; ++k) out[r + k] += l[pos[k] - inner];
+      for (int k = 0; k < kLanes; ++k) out[r0 + r + k] += l[pos[k] - inner];
     }
-    for (; r < r1; ++r) {
-      const float* row = x.data.data() + static_cast<size_t>(r) * x.cols;
+    for (; r < n; ++r) {
+      const float* row = compact.data() + static_cast<size_t>(r) * width;
       size_t pos = 0;
       for (int d = 0; d < depth_; ++d) pos = 2 * pos + 1 + (row[f[pos]] >= v[pos]);
-      out[r] += l[pos - inner];
+      out[r0 + r] += l[pos - inner];
     }
   }
 }

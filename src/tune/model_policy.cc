@@ -116,7 +116,10 @@ std::vector<size_t> ModelPolicy::member_rows(const std::vector<Config>& configs)
   }
   if (!missing.empty()) {
     cost_model::FeatureMatrix x = features_.matrix(missing);
-    std::vector<float> margin = transfer_margin(missing);
+    // No margin without a transfer model, as at the fit: the booster's base score then, not
+    // 0 (which would shift each member's standardised scores by base_score / scale).
+    std::vector<float> margin;
+    if (options_.transfer) margin = transfer_margin(missing);
     size_t base = member_z_.size();
     member_z_.resize(base + missing.size() * m);
     for (size_t k = 0; k < m; ++k) {
@@ -168,6 +171,7 @@ std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
   }
   if (!missing.empty()) {
     std::vector<float> margin = transfer_margin(missing);
+    if (!options_.transfer) margin.clear();  // the base score, as at the fit
     std::vector<float> s =
         model_.trained() ? model_.predict(features_.matrix(missing), margin) : margin;
     for (size_t i = 0; i < missing.size(); ++i) score_[missing[i].index()] = s[i];
