@@ -5,13 +5,14 @@
 //
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
 //              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
-//              [--chains 128] [--steps 500] [--early-stop 0] [--warm-rounds 1]
+//              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
 //
 // --rounds: boosting rounds (trees) of each booster (the tuner's default: 150).
 // --warm-trees: ModelPolicyOptions::warm_trees (default 15: the warm round continues the
 // boosters; 0: every round fits them from scratch).
 // --warm-rounds: rounds after the cold one, each 64 records later.
-// --chains, --steps, --early-stop: the annealing's (early stop 0: off, as by default here).
+// --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
+// stop 0: off, as by default here).
 // Each round also prints the feature vectors it computed (distinct configurations new to the
 // policy's cache) and the CPU time they took, measured around the extractor.
 //
@@ -144,6 +145,8 @@ int main(int argc, char** argv) {
       annealing.max_steps = std::stoi(v);
     else if (a == "--early-stop")
       annealing.early_stop = std::stoi(v);
+    else if (a == "--temp")
+      annealing.temp_start = std::stod(v);
     else {
       fmt::print(stderr, "tune_round: unknown option {}\n", a);
       return 2;
