@@ -102,10 +102,11 @@ int main(int argc, char** argv) {
       scored += calls.size() * 128;
       cpu = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     }
-    fmt::print("{} trees over {} columns ({} kept at the fit): {:.2f} ns per row and tree, "
-               "{:.0f} rows/s\n",
-               model.trees(), x.cols, model.columns().size(),
-               1e9 * cpu / (double(scored) * model.trees()), double(scored) / cpu);
+    fmt::print(
+        "{} trees over {} columns ({} kept at the fit): {:.2f} ns per row and tree, "
+        "{:.0f} rows/s\n",
+        model.trees(), x.cols, model.columns().size(), 1e9 * cpu / (double(scored) * model.trees()),
+        double(scored) / cpu);
     std::fprintf(stderr, "checksum %g\n", checksum);
     return 0;
   }

@@ -313,8 +313,8 @@ void RankModel::check_fit_args(const FeatureMatrix& x, std::span<const float> la
   if (!group_sizes.empty()) {
     uint64_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), uint64_t{0});
     if (total != static_cast<uint64_t>(x.rows)) {
-      throw std::invalid_argument(fmt::format(
-          "{}: group sizes sum to {} but there are {} rows", who, total, x.rows));
+      throw std::invalid_argument(
+          fmt::format("{}: group sizes sum to {} but there are {} rows", who, total, x.rows));
     }
   }
 }
@@ -359,9 +359,9 @@ void RankModel::boost(const FeatureMatrix& x, std::span<const float> labels, int
   if (!trained()) throw std::logic_error("RankModel::boost: the model is not trained");
   check_fit_args(x, labels, group_sizes, base_margin, "RankModel::boost");
   if (x.cols != feature_count_) {
-    throw std::invalid_argument(fmt::format(
-        "RankModel::boost: a {}x{} matrix for a model of {} features", x.rows, x.cols,
-        feature_count_));
+    throw std::invalid_argument(
+        fmt::format("RankModel::boost: a {}x{} matrix for a model of {} features", x.rows, x.cols,
+                    feature_count_));
   }
   if (rounds < 1) throw std::invalid_argument("RankModel::boost: rounds must be >= 1");
   const bool all = static_cast<int>(columns_.size()) == x.cols;
@@ -381,8 +381,7 @@ void RankModel::boost(const FeatureMatrix& x, std::span<const float> labels, int
     // Only the new trees are copied to the flat ensemble (serialising every tree again costs
     // more than growing a few).
     BoosterHandle fresh = nullptr;
-    CUTUNE_XGB_CHECK(
-        XGBoosterSlice(booster_, trees_count_, trees_count_ + rounds, 1, &fresh));
+    CUTUNE_XGB_CHECK(XGBoosterSlice(booster_, trees_count_, trees_count_ + rounds, 1, &fresh));
     std::unique_ptr<void, int (*)(void*)> owned(fresh, XGBoosterFree);
     bst_ulong length = 0;
     const char* bytes = nullptr;

@@ -161,7 +161,7 @@ class RankModel {
   RankModelOptions options_;
   int feature_count_ = 0;
   int trees_count_ = 0;
-  void* booster_ = nullptr;  // XGBoost's BoosterHandle; null while untrained
+  void* booster_ = nullptr;   // XGBoost's BoosterHandle; null while untrained
   std::vector<int> columns_;  // booster feature -> input column
   std::unique_ptr<TreeEnsemble> trees_;
 };

@@ -164,8 +164,8 @@ void TreeEnsemble::build_complete() {
     used_columns_.erase(std::unique(used_columns_.begin(), used_columns_.end()),
                         used_columns_.end());
     for (int32_t& f : split_feature_) {
-      f = static_cast<int32_t>(
-          std::lower_bound(used_columns_.begin(), used_columns_.end(), f) - used_columns_.begin());
+      f = static_cast<int32_t>(std::lower_bound(used_columns_.begin(), used_columns_.end(), f) -
+                               used_columns_.begin());
     }
   }
 }

@@ -196,8 +196,8 @@ void ModelPolicy::refit_and_plan() {
     cost_model::FeatureMatrix x = features_.matrix(observed_);
     std::vector<float> margin;
     if (options_.transfer) margin = transfer_margin(observed_);
-    const bool warm = options_.warm_trees > 0 && trained() &&
-                      n < (1.0 + options_.refit_growth) * full_fit_rows_;
+    const bool warm =
+        options_.warm_trees > 0 && trained() && n < (1.0 + options_.refit_growth) * full_fit_rows_;
     if (ensemble()) {
       fit_ensemble(x, labels, margin, warm);
     } else if (warm) {

@@ -223,7 +223,7 @@ class ModelPolicy : public SearchPolicy {
   int new_since_fit_ = 0;
   int fits_ = 0;
   int warm_fits_ = 0;
-  int full_fit_rows_ = 0;  // records at the last fit from scratch
+  int full_fit_rows_ = 0;                             // records at the last fit from scratch
   double margin_weight_ = 0;                          // w(n) of the current fit
   std::unordered_map<uint64_t, float> global_score_;  // transfer model, never changes
   std::unordered_map<uint64_t, float> score_;         // current model, cleared at each fit
