@@ -15,6 +15,8 @@
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
 //                     [--diversity] [--epsilon X]
 //                     [--label NAME] (the xgb tuner's name in --curves)
+//                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
+//                                     the annealing's chains and starting temperature)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:
 //                                     only its optimum within 95%, two knob changes from a
 //                                     plateau at 0.89, its one-knob neighbours at 0.8)
@@ -210,6 +212,12 @@ int main(int argc, char** argv) {
       args.model.epsilon = std::stod(value());
     else if (a == "--label")
       args.label = value();
+    else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees
+      args.model.warm_trees = std::stoi(value());
+    else if (a == "--chains")  // the annealing's chains
+      args.model.annealing.chains = std::stoi(value());
+    else if (a == "--temp")  // the annealing's starting temperature
+      args.model.annealing.temp_start = std::stod(value());
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;

@@ -4,9 +4,17 @@
 // count; the wall-clock time is printed beside it.
 //
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
-//              [--repeats 3] [--acquisition ucb|mean] [--rounds 150]
+//              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
+//              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
 //
 // --rounds: boosting rounds (trees) of each booster (the tuner's default: 150).
+// --warm-trees: ModelPolicyOptions::warm_trees (default 15: the warm round continues the
+// boosters; 0: every round fits them from scratch).
+// --warm-rounds: rounds after the cold one, each 64 records later.
+// --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
+// stop 0: off, as by default here).
+// Each round also prints the feature vectors it computed (distinct configurations new to the
+// policy's cache) and the CPU time they took, measured around the extractor.
 //
 // knobs: a replayed cache (default gemm/RTX_3090) with its measured times and the tuner's
 // knob features. ir: the GEMM template (default 1024^3) with the IR features; its records'
@@ -17,9 +25,14 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <cstdio>
+#include <memory>
 #include <random>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>
@@ -41,6 +54,30 @@ double now(clockid_t clock) {
 }
 double cpu_now() { return now(CLOCK_THREAD_CPUTIME_ID); }
 double wall_now() { return now(CLOCK_MONOTONIC); }
+
+// The extractor under test, counting its calls and their thread CPU time.
+class TimedFeatures final : public cost_model::FeatureExtractor {
+ public:
+  explicit TimedFeatures(std::unique_ptr<cost_model::FeatureExtractor> inner)
+      : inner_(std::move(inner)) {}
+  std::string schema() const override { return inner_->schema(); }
+  int size() const override { return inner_->size(); }
+  void extract(const Config& config, std::span<float> out) const override {
+    double t0 = cpu_now();
+    inner_->extract(config, out);
+    seconds_ += cpu_now() - t0;
+    ++calls_;
+    unbuildable_ += !out.empty() && std::isnan(out[0]);
+  }
+  std::vector<std::string> names() const override { return inner_->names(); }
+
+  mutable double seconds_ = 0;
+  mutable long calls_ = 0;
+  mutable long unbuildable_ = 0;  // NaN vectors: the template threw
+
+ private:
+  std::unique_ptr<cost_model::FeatureExtractor> inner_;
+};
 
 // A synthetic but not trivial time for a template configuration: log-distance of each knob
 // value from a per-knob preferred value, plus a failure now and then.
@@ -73,6 +110,10 @@ int main(int argc, char** argv) {
   int records = 1000;
   int repeats = 3;
   int rounds = cost_model::RankModelOptions{}.rounds;
+  int warm_trees = ModelPolicyOptions{}.warm_trees;
+  int warm_rounds = 1;
+  AnnealingOptions annealing;
+  annealing.early_stop = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -94,6 +135,18 @@ int main(int argc, char** argv) {
       acquisition = v;
     else if (a == "--rounds")
       rounds = std::stoi(v);
+    else if (a == "--warm-trees")
+      warm_trees = std::stoi(v);
+    else if (a == "--warm-rounds")
+      warm_rounds = std::stoi(v);
+    else if (a == "--chains")
+      annealing.chains = std::stoi(v);
+    else if (a == "--steps")
+      annealing.max_steps = std::stoi(v);
+    else if (a == "--early-stop")
+      annealing.early_stop = std::stoi(v);
+    else if (a == "--temp")
+      annealing.temp_start = std::stod(v);
     else {
       fmt::print(stderr, "tune_round: unknown option {}\n", a);
       return 2;
@@ -106,19 +159,20 @@ int main(int argc, char** argv) {
 
   std::optional<replay::ReplayTask> task;
   std::unique_ptr<Template> tmpl;
-  std::unique_ptr<cost_model::FeatureExtractor> features;
+  std::unique_ptr<TimedFeatures> features;
   std::unique_ptr<ReplayMeasurerAdapter> measurer;
   const ConfigSpace* space = nullptr;
   try {
     if (kind == "knobs") {
       task.emplace(replay::ReplayTask::from_cache(replay::load_kt_cache(cache)));
       space = &task->space();
-      features = cost_model::make_knob_features(*space);
+      features = std::make_unique<TimedFeatures>(cost_model::make_knob_features(*space));
       measurer = std::make_unique<ReplayMeasurerAdapter>(*task);
     } else {
       tmpl = make_template("gemm", cutune::parse_shape(shape), "gemm_nn");
       space = &tmpl->space();
-      features = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+      features =
+          std::make_unique<TimedFeatures>(cost_model::make_ir_features(*tmpl, ir::TargetLimits{}));
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "tune_round: {}\n", e.what());
@@ -141,32 +195,44 @@ int main(int argc, char** argv) {
   std::vector<MeasureResult> results = measure(configs);
 
   fmt::print(
-      "{} features ({} columns), {} records, acquisition {}, {} trees a booster, one thread, "
-      "CPU seconds (wall)\n",
-      kind, features->size(), records, acquisition, rounds);
+      "{} features ({} columns), {} records, acquisition {}, {} trees a booster, warm trees {}, "
+      "annealing {} chains x {} steps (early stop {}), one thread, CPU seconds (wall)\n",
+      kind, features->size(), records, acquisition, rounds, warm_trees, annealing.chains,
+      annealing.max_steps, annealing.early_stop);
   for (int r = 0; r < repeats; ++r) {
     ModelPolicyOptions o;
     o.plan_size = 64;
-    o.annealing.chains = 128;
-    o.annealing.max_steps = 500;
-    o.annealing.early_stop = 0;
+    o.annealing = annealing;
+    o.warm_trees = warm_trees;
     o.model.nthread = 1;
     o.model.rounds = rounds;
     o.acquisition = parse_acquisition(acquisition);
     ModelPolicy policy(*space, *features, o);
     policy.reset(r);
     policy.observe(configs, results);
-    for (const char* phase : {"cold", "warm"}) {
+    for (int round = 0; round <= warm_rounds; ++round) {
+      const std::string phase = round == 0 ? "cold" : fmt::format("warm {}", round);
+      const double f0 = features->seconds_;
+      const long c0 = features->calls_, u0 = features->unbuildable_;
+      const int warm0 = policy.warm_fits();
       double w0 = wall_now(), t0 = cpu_now();
       policy.refit_and_plan();
       double t1 = cpu_now();
       std::vector<Config> batch = policy.propose(64);
       double t2 = cpu_now(), w2 = wall_now();
+      // What the annealing found, judged by the model that chose it: the mean acquisition of
+      // the batch's best half (the rest holds random and trust-region picks).
+      std::vector<float> s = policy.predict(batch);
+      std::sort(s.begin(), s.end(), std::greater<>());
+      s.resize(s.size() / 2);
+      double quality = s.empty() ? 0.0 : std::accumulate(s.begin(), s.end(), 0.0) / s.size();
       fmt::print(
-          "repeat {} {}: fit + anneal ({} chains x {} steps) + local search {:.3f} s, "
-          "batch of {} {:.3f} s, round {:.3f} s ({:.3f} s wall)\n",
-          r, phase, o.annealing.chains, policy.last_annealing_steps(), t1 - t0, batch.size(),
-          t2 - t1, t2 - t0, w2 - w0);
+          "repeat {} {} ({} fit): fit + anneal ({} steps, last change at {}) + local search "
+          "{:.3f} s, batch of {} {:.3f} s, round {:.3f} s ({:.3f} s wall); of it {} feature "
+          "vectors ({} unbuildable) {:.3f} s; batch's best half scores {:.3f}\n",
+          r, phase, policy.warm_fits() > warm0 ? "warm" : "full", policy.last_annealing_steps(),
+          policy.last_annealing_change(), t1 - t0, batch.size(), t2 - t1, t2 - t0, w2 - w0,
+          features->calls_ - c0, features->unbuildable_ - u0, features->seconds_ - f0, quality);
       policy.observe(batch, measure(batch));
     }
   }

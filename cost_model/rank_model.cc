@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_map>
@@ -266,6 +267,7 @@ RankModel::RankModel(RankModel&& other) noexcept
     : schema_(std::move(other.schema_)),
       options_(other.options_),
       feature_count_(std::exchange(other.feature_count_, 0)),
+      trees_count_(std::exchange(other.trees_count_, 0)),
       booster_(std::exchange(other.booster_, nullptr)),
       columns_(std::move(other.columns_)),
       trees_(std::move(other.trees_)) {}
@@ -276,6 +278,7 @@ RankModel& RankModel::operator=(RankModel&& other) noexcept {
     schema_ = std::move(other.schema_);
     options_ = other.options_;
     feature_count_ = std::exchange(other.feature_count_, 0);
+    trees_count_ = std::exchange(other.trees_count_, 0);
     booster_ = std::exchange(other.booster_, nullptr);
     columns_ = std::move(other.columns_);
     trees_ = std::move(other.trees_);
@@ -287,32 +290,39 @@ void RankModel::free_booster() noexcept {
   if (booster_ != nullptr) XGBoosterFree(booster_);
   booster_ = nullptr;
   feature_count_ = 0;
+  trees_count_ = 0;
   columns_.clear();
   trees_.reset();
+}
+
+void RankModel::check_fit_args(const FeatureMatrix& x, std::span<const float> labels,
+                               std::span<const unsigned> group_sizes,
+                               std::span<const float> base_margin, const char* who) {
+  if (x.rows < 1 || x.cols < 1 || x.data.size() != static_cast<size_t>(x.rows) * x.cols) {
+    throw std::invalid_argument(fmt::format("{}: bad feature matrix {}x{} with {} values", who,
+                                            x.rows, x.cols, x.data.size()));
+  }
+  if (labels.size() != static_cast<size_t>(x.rows)) {
+    throw std::invalid_argument(
+        fmt::format("{}: {} labels for {} rows", who, labels.size(), x.rows));
+  }
+  if (!base_margin.empty() && base_margin.size() != static_cast<size_t>(x.rows)) {
+    throw std::invalid_argument(
+        fmt::format("{}: {} base margins for {} rows", who, base_margin.size(), x.rows));
+  }
+  if (!group_sizes.empty()) {
+    uint64_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), uint64_t{0});
+    if (total != static_cast<uint64_t>(x.rows)) {
+      throw std::invalid_argument(
+          fmt::format("{}: group sizes sum to {} but there are {} rows", who, total, x.rows));
+    }
+  }
 }
 
 void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
                     std::span<const unsigned> group_sizes, std::span<const float> base_margin) {
   free_booster();
-  if (x.rows < 1 || x.cols < 1 || x.data.size() != static_cast<size_t>(x.rows) * x.cols) {
-    throw std::invalid_argument(fmt::format(
-        "RankModel::fit: bad feature matrix {}x{} with {} values", x.rows, x.cols, x.data.size()));
-  }
-  if (labels.size() != static_cast<size_t>(x.rows)) {
-    throw std::invalid_argument(
-        fmt::format("RankModel::fit: {} labels for {} rows", labels.size(), x.rows));
-  }
-  if (!base_margin.empty() && base_margin.size() != static_cast<size_t>(x.rows)) {
-    throw std::invalid_argument(
-        fmt::format("RankModel::fit: {} base margins for {} rows", base_margin.size(), x.rows));
-  }
-  if (!group_sizes.empty()) {
-    uint64_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), uint64_t{0});
-    if (total != static_cast<uint64_t>(x.rows)) {
-      throw std::invalid_argument(fmt::format(
-          "RankModel::fit: group sizes sum to {} but there are {} rows", total, x.rows));
-    }
-  }
+  check_fit_args(x, labels, group_sizes, base_margin, "RankModel::fit");
 
   std::vector<int> columns;
   if (options_.drop_redundant_columns) {
@@ -344,6 +354,47 @@ void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
   }
 }
 
+void RankModel::boost(const FeatureMatrix& x, std::span<const float> labels, int rounds,
+                      std::span<const unsigned> group_sizes, std::span<const float> base_margin) {
+  if (!trained()) throw std::logic_error("RankModel::boost: the model is not trained");
+  check_fit_args(x, labels, group_sizes, base_margin, "RankModel::boost");
+  if (x.cols != feature_count_) {
+    throw std::invalid_argument(
+        fmt::format("RankModel::boost: a {}x{} matrix for a model of {} features", x.rows, x.cols,
+                    feature_count_));
+  }
+  if (rounds < 1) throw std::invalid_argument("RankModel::boost: rounds must be >= 1");
+  const bool all = static_cast<int>(columns_.size()) == x.cols;
+  FeatureMatrix kept;
+  if (!all) kept = select_columns(x, columns_);
+  DMatrix train = DMatrix::dense(all ? x : kept, options_.nthread);
+  train.set_floats("label", labels);
+  if (!group_sizes.empty()) train.set_uints("group", group_sizes);
+  if (!base_margin.empty()) train.set_floats("base_margin", base_margin);
+  try {
+    // A DMatrix the booster has not seen: XGBoost predicts it from every tree before the first
+    // new one, so the gradients are those of the whole current model. The iteration number
+    // continues the fit's (it seeds XGBoost's per-tree sampling).
+    for (int i = 0; i < rounds; ++i) {
+      CUTUNE_XGB_CHECK(XGBoosterUpdateOneIter(booster_, trees_count_ + i, train.get()));
+    }
+    // Only the new trees are copied to the flat ensemble (serialising every tree again costs
+    // more than growing a few).
+    BoosterHandle fresh = nullptr;
+    CUTUNE_XGB_CHECK(XGBoosterSlice(booster_, trees_count_, trees_count_ + rounds, 1, &fresh));
+    std::unique_ptr<void, int (*)(void*)> owned(fresh, XGBoosterFree);
+    bst_ulong length = 0;
+    const char* bytes = nullptr;
+    CUTUNE_XGB_CHECK(XGBoosterSaveModelToBuffer(fresh, R"({"format": "ubj"})", &length, &bytes));
+    trees_->append(TreeEnsemble::from_ubjson(
+        {reinterpret_cast<const uint8_t*>(bytes), static_cast<size_t>(length)}, columns_));
+    trees_count_ += rounds;
+  } catch (...) {
+    free_booster();
+    throw;
+  }
+}
+
 void RankModel::train_booster(void* train, int cols) {
   BoosterHandle booster = booster_;
 
@@ -367,6 +418,7 @@ void RankModel::train_booster(void* train, int cols) {
   for (int round = 0; round < options_.rounds; ++round) {
     CUTUNE_XGB_CHECK(XGBoosterUpdateOneIter(booster, round, train));
   }
+  trees_count_ = options_.rounds;
 
   CUTUNE_XGB_CHECK(XGBoosterSetAttr(booster, kSchemaAttr, schema_.c_str()));
   CUTUNE_XGB_CHECK(XGBoosterSetAttr(booster, kFeatureCountAttr, std::to_string(cols).c_str()));
@@ -503,6 +555,7 @@ RankModel RankModel::load(const std::filesystem::path& path, std::string_view ex
       }
     }
   }
+  CUTUNE_XGB_CHECK(XGBoosterBoostedRounds(booster, &model.trees_count_));
   model.flatten();
   return model;
 }

@@ -84,7 +84,8 @@ struct RankModelOptions {
 
 class TreeEnsemble;
 
-// A move-only owner of one XGBoost booster. fit() always trains from scratch. Predictions
+// A move-only owner of one XGBoost booster. fit() trains from scratch; boost() continues a
+// trained booster with more trees (warm start). Predictions
 // come from a flat copy of its trees (cost_model/tree_ensemble.h), the same floats as
 // XGBoost's predictor at a fraction of its per-call cost.
 // Calls on one model must not overlap; distinct models may be used from different threads.
@@ -104,6 +105,19 @@ class RankModel {
   // Throws std::invalid_argument on inconsistent sizes, std::runtime_error if XGBoost fails.
   void fit(const FeatureMatrix& x, std::span<const float> labels,
            std::span<const unsigned> group_sizes = {}, std::span<const float> base_margin = {});
+
+  // Warm start: adds `rounds` trees to the trained booster, each fitted (as in fit) to the
+  // loss's gradient at the current predictions of all its trees on these rows, which may be
+  // other rows than the last fit's (more records, another bootstrap resample). The booster
+  // keeps reading the columns chosen at the last fit(): a column constant then but varying
+  // now is not split on until the next fit(). Predictions then come from every tree, old and
+  // new. Same argument rules and exceptions as fit(); requires trained() and
+  // x.cols == feature_count(). If XGBoost fails the model is left untrained.
+  void boost(const FeatureMatrix& x, std::span<const float> labels, int rounds,
+             std::span<const unsigned> group_sizes = {}, std::span<const float> base_margin = {});
+
+  // Trees in the booster (options().rounds after fit(), more after boost()); 0 untrained.
+  int trees() const { return trees_count_; }
 
   // One score per row of x; higher means expected faster. Requires trained() and
   // x.cols == feature_count(); base_margin, if not empty, has one entry per row.
@@ -135,6 +149,10 @@ class RankModel {
   // Sets the parameters of booster_, boosts options_.rounds trees on the DMatrix `train`
   // and records the schema attributes.
   void train_booster(void* train, int cols);
+  // Checks fit/boost arguments (throws std::invalid_argument).
+  static void check_fit_args(const FeatureMatrix& x, std::span<const float> labels,
+                             std::span<const unsigned> group_sizes,
+                             std::span<const float> base_margin, const char* who);
   // Copies booster_'s trees into trees_.
   void flatten();
   void check_predict_args(const FeatureMatrix& x, std::span<const float> base_margin) const;
@@ -142,7 +160,8 @@ class RankModel {
   std::string schema_;
   RankModelOptions options_;
   int feature_count_ = 0;
-  void* booster_ = nullptr;  // XGBoost's BoosterHandle; null while untrained
+  int trees_count_ = 0;
+  void* booster_ = nullptr;   // XGBoost's BoosterHandle; null while untrained
   std::vector<int> columns_;  // booster feature -> input column
   std::unique_ptr<TreeEnsemble> trees_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -81,14 +82,45 @@ TreeEnsemble TreeEnsemble::from_ubjson(std::span<const uint8_t> model,
       out.nodes_.push_back(node);
     }
   }
-  // Complete trees: the depth of the deepest leaf.
+  out.build_complete();
+  return out;
+}
+
+void TreeEnsemble::append(const TreeEnsemble& more) {
+  if (std::memcmp(&base_score_, &more.base_score_, sizeof(float)) != 0 && !more.roots_.empty() &&
+      !roots_.empty()) {
+    throw std::invalid_argument(
+        fmt::format("TreeEnsemble::append: base score {} after {}", more.base_score_, base_score_));
+  }
+  if (roots_.empty()) base_score_ = more.base_score_;
+  const int32_t base = static_cast<int32_t>(nodes_.size());
+  for (Node node : more.nodes_) {
+    if (node.feature >= 0) {
+      node.left += base;
+      node.right += base;
+      node.missing += base;
+    }
+    nodes_.push_back(node);
+  }
+  for (int32_t root : more.roots_) roots_.push_back(base + root);
+  columns_read_ = std::max(columns_read_, more.columns_read_);
+  build_complete();
+}
+
+void TreeEnsemble::build_complete() {
+  split_feature_.clear();
+  split_value_.clear();
+  leaf_value_.clear();
+  used_columns_.clear();
+  depth_ = 0;
+  // The depth of the deepest leaf.
   int depth = 0;
-  for (int32_t root : out.roots_) {
+  for (int32_t root : roots_) {
     std::vector<std::pair<int32_t, int>> stack{{root, 0}};
     while (!stack.empty()) {
       auto [n, d] = stack.back();
       stack.pop_back();
-      const Node& node = out.nodes_[n];
+      const Node& node = nodes_[n];
       if (node.feature < 0) {
         depth = std::max(depth, d);
       } else {
@@ -98,37 +130,44 @@ TreeEnsemble TreeEnsemble::from_ubjson(std::span<const uint8_t> model,
     }
   }
   if (depth <= kMaxCompleteDepth) {
-    out.depth_ = depth;
+    depth_ = depth;
     const size_t inner = (size_t{1} << depth) - 1, leaves = size_t{1} << depth;
-    out.split_feature_.assign(inner * out.roots_.size(), 0);
-    out.split_value_.assign(inner * out.roots_.size(), 0.0f);
-    out.leaf_value_.assign(leaves * out.roots_.size(), 0.0f);
-    for (size_t t = 0; t < out.roots_.size(); ++t) {
+    split_feature_.assign(inner * roots_.size(), 0);
+    split_value_.assign(inner * roots_.size(), 0.0f);
+    leaf_value_.assign(leaves * roots_.size(), 0.0f);
+    for (size_t t = 0; t < roots_.size(); ++t) {
       // (position in the complete tree, node); a leaf above the bottom fills every position
       // below it.
-      std::vector<std::pair<size_t, int32_t>> stack{{0, out.roots_[t]}};
+      std::vector<std::pair<size_t, int32_t>> stack{{0, roots_[t]}};
       while (!stack.empty()) {
         auto [pos, n] = stack.back();
         stack.pop_back();
-        const Node& node = out.nodes_[n];
+        const Node& node = nodes_[n];
         if (pos >= inner) {
-          out.leaf_value_[t * leaves + (pos - inner)] = node.value;
+          leaf_value_[t * leaves + (pos - inner)] = node.value;
         } else if (node.feature < 0) {
           // Any test will do: both sides reach the leaf. Feature 0 exists in every row.
-          out.split_feature_[t * inner + pos] = 0;
-          out.split_value_[t * inner + pos] = 0.0f;
+          split_feature_[t * inner + pos] = 0;
+          split_value_[t * inner + pos] = 0.0f;
           stack.push_back({2 * pos + 1, n});
           stack.push_back({2 * pos + 2, n});
         } else {
-          out.split_feature_[t * inner + pos] = node.feature;
-          out.split_value_[t * inner + pos] = node.value;
+          split_feature_[t * inner + pos] = node.feature;
+          split_value_[t * inner + pos] = node.value;
           stack.push_back({2 * pos + 1, node.left});
           stack.push_back({2 * pos + 2, node.right});
         }
       }
     }
+    used_columns_.assign(split_feature_.begin(), split_feature_.end());
+    std::sort(used_columns_.begin(), used_columns_.end());
+    used_columns_.erase(std::unique(used_columns_.begin(), used_columns_.end()),
+                        used_columns_.end());
+    for (int32_t& f : split_feature_) {
+      f = static_cast<int32_t>(std::lower_bound(used_columns_.begin(), used_columns_.end(), f) -
+                               used_columns_.begin());
+    }
   }
-  return out;
 }
 
 void TreeEnsemble::predict_linked(const FeatureMatrix& x, int r0, int r1,
@@ -153,19 +192,29 @@ void TreeEnsemble::predict_complete(const FeatureMatrix& x, int r0, int r1,
   const int32_t* feature = split_feature_.data();
   const float* value = split_value_.data();
   const float* leaf = leaf_value_.data();
-  // Eight rows at a time walk one tree together: their walks are independent, so the loads
+  // The block's rows, only the columns the trees test.
+  const size_t width = used_columns_.size();
+  thread_local std::vector<float> compact;
+  compact.resize(static_cast<size_t>(r1 - r0) * width);
+  for (int r = r0; r < r1; ++r) {
+    const float* in = x.data.data() + static_cast<size_t>(r) * x.cols;
+    float* o = compact.data() + static_cast<size_t>(r - r0) * width;
+    for (size_t k = 0; k < width; ++k) o[k] = in[used_columns_[k]];
+  }
+  // Sixteen rows at a time walk one tree together: their walks are independent, so the loads
   // and compares of one level overlap.
-  constexpr int kLanes = 8;
+  constexpr int kLanes = 16;
+  const int n = r1 - r0;
   for (size_t t = 0; t < roots_.size(); ++t) {
     const int32_t* f = feature + t * inner;
     const float* v = value + t * inner;
     const float* l = leaf + t * leaves;
-    int r = r0;
-    for (; r + kLanes <= r1; r += kLanes) {
+    int r = 0;
+    for (; r + kLanes <= n; r += kLanes) {
       const float* row[kLanes];
       size_t pos[kLanes];
       for (int k = 0; k < kLanes; ++k) {
-        row[k] = x.data.data() + static_cast<size_t>(r + k) * x.cols;
+        row[k] = compact.data() + static_cast<size_t>(r + k) * width;
         pos[k] = 0;
       }
       for (int d = 0; d < depth_; ++d) {
@@ -173,13 +222,13 @@ void TreeEnsemble::predict_complete(const FeatureMatrix& x, int r0, int r1,
           pos[k] = 2 * pos[k] + 1 + (row[k][f[pos[k]]] >= v[pos[k]]);
         }
       }
-      for (int k = 0; k < kLanes; ++k) out[r + k] += l[pos[k] - inner];
+      for (int k = 0; k < kLanes; ++k) out[r0 + r + k] += l[pos[k] - inner];
     }
-    for (; r < r1; ++r) {
-      const float* row = x.data.data() + static_cast<size_t>(r) * x.cols;
+    for (; r < n; ++r) {
+      const float* row = compact.data() + static_cast<size_t>(r) * width;
       size_t pos = 0;
       for (int d = 0; d < depth_; ++d) pos = 2 * pos + 1 + (row[f[pos]] >= v[pos]);
-      out[r] += l[pos - inner];
+      out[r0 + r] += l[pos - inner];
     }
   }
 }

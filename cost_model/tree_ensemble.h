@@ -34,6 +34,11 @@ class TreeEnsemble {
   // output groups, a feature index outside `columns`).
   static TreeEnsemble from_ubjson(std::span<const uint8_t> model, std::span<const int> columns);
 
+  // Appends the trees of `more` after this ensemble's (a warm-started booster's new trees):
+  // predictions then add them last, as XGBoost does. Throws std::invalid_argument when the
+  // base scores differ (not trees of one booster).
+  void append(const TreeEnsemble& more);
+
   // out[r] for each row of x (x.cols must cover every column the trees read).
   // base_margin: empty (the base score for every row) or one entry per row.
   void predict(const FeatureMatrix& x, std::span<const float> base_margin,
@@ -53,6 +58,8 @@ class TreeEnsemble {
     int32_t missing;  // child taken when the value is NaN
   };
 
+  // Fills the complete-tree arrays below from nodes_ (leaves them empty when too deep).
+  void build_complete();
   // Rows [r0, r1) through the trees as linked nodes (any depth, NaN-aware).
   void predict_linked(const FeatureMatrix& x, int r0, int r1, std::span<float> out) const;
   // The same through the complete trees below (no NaN in the rows).
@@ -69,9 +76,13 @@ class TreeEnsemble {
   // the trees are deeper than kMaxCompleteDepth.
   static constexpr int kMaxCompleteDepth = 10;
   int depth_ = 0;
-  std::vector<int32_t> split_feature_;  // (2^depth_ - 1) a tree
+  std::vector<int32_t> split_feature_;  // (2^depth_ - 1) a tree; a position in used_columns_
   std::vector<float> split_value_;
   std::vector<float> leaf_value_;  // 2^depth_ a tree
+  // The input columns the complete trees test, ascending: a block of rows is first gathered
+  // to these (a few hundred bytes a row instead of every feature), so that the walks' loads
+  // stay in L1.
+  std::vector<int32_t> used_columns_;
 };
 
 }  // namespace cutune::cost_model

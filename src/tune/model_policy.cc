@@ -53,6 +53,8 @@ void ModelPolicy::reset(uint64_t seed) {
   throughput_.clear();
   new_since_fit_ = 0;
   fits_ = 0;
+  warm_fits_ = 0;
+  full_fit_rows_ = 0;
   margin_weight_ = 0;
   score_.clear();
   members_.clear();
@@ -114,7 +116,10 @@ std::vector<size_t> ModelPolicy::member_rows(const std::vector<Config>& configs)
   }
   if (!missing.empty()) {
     cost_model::FeatureMatrix x = features_.matrix(missing);
-    std::vector<float> margin = transfer_margin(missing);
+    // No margin without a transfer model, as at the fit: the booster's base score then, not
+    // 0 (which would shift each member's standardised scores by base_score / scale).
+    std::vector<float> margin;
+    if (options_.transfer) margin = transfer_margin(missing);
     size_t base = member_z_.size();
     member_z_.resize(base + missing.size() * m);
     for (size_t k = 0; k < m; ++k) {
@@ -166,6 +171,7 @@ std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
   }
   if (!missing.empty()) {
     std::vector<float> margin = transfer_margin(missing);
+    if (!options_.transfer) margin.clear();  // the base score, as at the fit
     std::vector<float> s =
         model_.trained() ? model_.predict(features_.matrix(missing), margin) : margin;
     for (size_t i = 0; i < missing.size(); ++i) score_[missing[i].index()] = s[i];
@@ -190,11 +196,17 @@ void ModelPolicy::refit_and_plan() {
     cost_model::FeatureMatrix x = features_.matrix(observed_);
     std::vector<float> margin;
     if (options_.transfer) margin = transfer_margin(observed_);
+    const bool warm =
+        options_.warm_trees > 0 && trained() && n < (1.0 + options_.refit_growth) * full_fit_rows_;
     if (ensemble()) {
-      fit_ensemble(x, labels, margin);
+      fit_ensemble(x, labels, margin, warm);
+    } else if (warm) {
+      model_.boost(x, labels, options_.warm_trees, {}, margin);
     } else {
       model_.fit(x, labels, {}, margin);
     }
+    if (!warm) full_fit_rows_ = n;
+    warm_fits_ += warm;
     ++fits_;
     measure_agreement();
   }
@@ -553,8 +565,8 @@ std::vector<Config> ModelPolicy::initial_design(int count) {
 }
 
 void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::vector<float>& labels,
-                               const std::vector<float>& margin) {
-  members_.clear();
+                               const std::vector<float>& margin, bool warm) {
+  if (!warm) members_.clear();
   member_row_.clear();
   member_z_.clear();
   const int n = x.rows;
@@ -578,15 +590,19 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
     }
     cost_model::RankModelOptions mo = options_.model;
     mo.seed = rng();
-    Member member{cost_model::RankModel(features_.extractor().schema(), mo)};
-    member.model.fit(cost_model::select_rows(x, rows), l, {}, mg);
+    if (warm) {
+      members_[k].model.boost(cost_model::select_rows(x, rows), l, options_.warm_trees, {}, mg);
+    } else {
+      members_.push_back(Member{cost_model::RankModel(features_.extractor().schema(), mo)});
+      members_.back().model.fit(cost_model::select_rows(x, rows), l, {}, mg);
+    }
+    Member& member = members_[k];
     std::vector<float> s = member.model.predict(x, margin);
     double sum = 0, sq = 0;
     for (float v : s) sum += v;
     member.mean = sum / n;
     for (float v : s) sq += (v - member.mean) * (v - member.mean);
     member.scale = std::max(std::sqrt(sq / n), 1e-6);
-    members_.push_back(std::move(member));
   }
 }
 

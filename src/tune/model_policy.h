@@ -6,7 +6,10 @@
 //
 // Each round: labels are throughputs normalised within the task (failures, including
 // configurations the space or the compiler rejected, at 0), one query group; the model is
-// refitted from scratch (with a transfer model, on top of its weighted scores as base margin);
+// refitted from scratch (with a transfer model, on top of its weighted scores as base margin),
+// or, with `warm_trees`, continued: each booster gets warm_trees more trees fitted on all the
+// records (ensemble members on a new bootstrap resample) until the records have grown by
+// `refit_growth` since the last fit from scratch;
 // annealing (chains persisting between rounds) collects the plan_size best-scored valid
 // configurations not yet measured or proposed; a batch takes them in order, except that each
 // slot is, with probability epsilon, a uniformly random unmeasured configuration instead.
@@ -112,6 +115,12 @@ struct ModelPolicyOptions {
   double incumbent_share = 0.25;  // of each round: untried 1-, then 2-knob neighbours of the best
   double incumbent_max_share = 0.5;  // the most it grows to while the best does not improve
   int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
+  // Warm start (0: off): trees added to each booster at a refit instead of fitting anew, while
+  // the records number less than (1 + refit_growth) times those of the last fit from scratch
+  // (bench/README.md section 7: 15 of the fit's 150 trees cost a tenth of a fit and leave
+  // the replay figures unchanged).
+  int warm_trees = 15;
+  double refit_growth = 0.5;
   std::shared_ptr<const TransferModel> transfer;
 
   // These options with every early-trial and local-search change of the first attempt on: a
@@ -127,7 +136,7 @@ struct ModelPolicyOptions {
     return o;
   }
   // The former default (before issue 11): one random first batch of plan_size, every round
-  // plan_size, no design, trust region or local search.
+  // plan_size, no design, trust region or local search, every fit from scratch.
   ModelPolicyOptions classic() const {
     ModelPolicyOptions o = *this;
     o.adaptive_kappa = false;
@@ -135,6 +144,7 @@ struct ModelPolicyOptions {
     o.min_batch = 1 << 20;
     o.local_share = 0;
     o.incumbent_share = 0;
+    o.warm_trees = 0;
     return o;
   }
 };
@@ -163,6 +173,7 @@ class ModelPolicy : public SearchPolicy {
   void refit_and_plan();
 
   int fits() const { return fits_; }
+  int warm_fits() const { return warm_fits_; }  // of fits(), those that continued the boosters
   double last_kappa() const { return kappa_; }          // ucb weight of the last plan
   double last_agreement() const { return agreement_; }  // of the members, at the last fit
   int round_size() const { return round_size_; }        // proposals of the current round
@@ -170,6 +181,7 @@ class ModelPolicy : public SearchPolicy {
   // The trust region's share of the current round (0 when off or before the first fit).
   double incumbent_share() const { return incumbent_share_; }
   int last_annealing_steps() const { return annealer_.last_steps(); }
+  int last_annealing_change() const { return annealer_.last_change(); }
 
  private:
   struct Member {
@@ -180,8 +192,9 @@ class ModelPolicy : public SearchPolicy {
   bool ensemble() const { return options_.acquisition != Acquisition::mean; }
   bool trained() const { return ensemble() ? !members_.empty() : model_.trained(); }
   std::vector<float> transfer_margin(const std::vector<Config>& configs);
+  // warm: boost the current members instead of fitting new ones.
   void fit_ensemble(const cost_model::FeatureMatrix& x, const std::vector<float>& labels,
-                    const std::vector<float>& margin);
+                    const std::vector<float>& margin, bool warm);
   // Fills member_z_ for the configurations it lacks; returns each one's first float there.
   std::vector<size_t> member_rows(const std::vector<Config>& configs);
   std::vector<Config> plan_thompson();
@@ -209,6 +222,8 @@ class ModelPolicy : public SearchPolicy {
   std::vector<double> throughput_;
   int new_since_fit_ = 0;
   int fits_ = 0;
+  int warm_fits_ = 0;
+  int full_fit_rows_ = 0;                             // records at the last fit from scratch
   double margin_weight_ = 0;                          // w(n) of the current fit
   std::unordered_map<uint64_t, float> global_score_;  // transfer model, never changes
   std::unordered_map<uint64_t, float> score_;         // current model, cleared at each fit

@@ -13,6 +13,7 @@ std::vector<Config> SimulatedAnnealing::find_best(const ScoreFunction& score, in
                                                   const std::unordered_set<uint64_t>& exclude,
                                                   std::mt19937_64& rng) {
   last_steps_ = 0;
+  last_change_ = 0;
   if (count <= 0) return {};
   while (static_cast<int>(chains_.size()) < options_.chains) {
     std::optional<Config> c = space_.sample_valid(rng);
@@ -54,7 +55,10 @@ std::vector<Config> SimulatedAnnealing::find_best(const ScoreFunction& score, in
     }
     std::vector<float> next_scores = score(next);
     for (size_t i = 0; i < chains_.size(); ++i) {
-      if (offer(next[i], next_scores[i])) last_change = k;
+      if (offer(next[i], next_scores[i])) {
+        last_change = k;
+        last_change_ = k + 1;
+      }
       double gain = (next_scores[i] - scores[i]) / (temp + 1e-5);
       if (u(rng) < std::exp(std::min(gain, 1.0))) {
         chains_[i] = next[i];

@@ -40,12 +40,15 @@ class SimulatedAnnealing {
 
   void reset() { chains_.clear(); }
   int last_steps() const { return last_steps_; }  // steps the last run took
+  // Steps into the last run when its best set last changed (0: only at the start points).
+  int last_change() const { return last_change_; }
 
  private:
   const ConfigSpace& space_;
   AnnealingOptions options_;
   std::vector<Config> chains_;
   int last_steps_ = 0;
+  int last_change_ = 0;
 };
 
 }  // namespace cutune

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <future>
 #include <limits>
 #include <stdexcept>
 #include <unordered_set>
@@ -124,9 +125,13 @@ TuneSummary Tuner::run() {
       s.exhausted = true;
       break;
     }
+    std::future<std::vector<Config>> background;  // background_propose: b+1, meanwhile
     if (options_.pipeline) {
       const int left = options_.trials - s.total() - int(batch.size());
-      if (left > 0) {
+      if (left > 0 && options_.background_propose) {
+        const int n = std::min(options_.batch, left);
+        background = std::async(std::launch::async, [this, n] { return policy_.propose(n); });
+      } else if (left > 0) {
         ahead = policy_.propose(std::min(options_.batch, left));
         have_ahead = true;
         if (!ahead.empty()) measurer_.prefetch(ahead);
@@ -151,6 +156,11 @@ TuneSummary Tuner::run() {
           }
           arrived[i] = std::move(r);
         });
+    if (background.valid()) {
+      ahead = background.get();
+      have_ahead = true;
+      if (!ahead.empty()) measurer_.prefetch(ahead);
+    }
     if (log_error) std::rethrow_exception(log_error);
     if (results.size() != batch.size()) {
       throw std::logic_error(fmt::format("measurer returned {} results for {} configurations",

@@ -55,6 +55,12 @@ struct TuneOptions {
   // proposals as without. Order: propose b0; [propose b1, prefetch b1, measure b0, observe
   // b0]; [propose b2, prefetch b2, measure b1, observe b1]; ...
   bool pipeline = false;
+  // With pipeline: propose b+1 (the policy's refit and annealing) on a thread of its own while
+  // b is measured, and prefetch it once b's measurement has ended (Measurer::prefetch is never
+  // called during a measurement). The same records as the synchronous pipeline for a seed;
+  // b+1's compile then no longer overlaps b's measurement, so it pays where the refit costs
+  // more than the compile (bench/README.md section 7).
+  bool background_propose = false;
 };
 
 struct TuneSummary {
