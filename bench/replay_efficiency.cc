@@ -208,6 +208,12 @@ int main(int argc, char** argv) {
       args.model.diversity = true;
     else if (a == "--epsilon")
       args.model.epsilon = std::stod(value());
+    else if (a == "--first-batch")
+      args.model.first_batch = std::stoi(value());
+    else if (a == "--round-fraction")
+      args.model.round_fraction = std::stod(value());
+    else if (a == "--incumbent-by-mean")
+      args.model.incumbent_by_mean = true;
     else if (a == "--label")
       args.label = value();
     else {

@@ -178,8 +178,8 @@ void ModelPolicy::refit_and_plan() {
   new_since_fit_ = 0;
   proposed_since_fit_ = 0;
   const int n = static_cast<int>(observed_.size());
-  round_size_ =
-      std::clamp(n / 2, std::min(options_.min_batch, options_.plan_size), options_.plan_size);
+  round_size_ = std::clamp(static_cast<int>(options_.round_fraction * n),
+                           std::min(options_.min_batch, options_.plan_size), options_.plan_size);
   score_.clear();
   std::vector<float> labels = normalised_labels(throughput_);
   bool any_ok = std::any_of(labels.begin(), labels.end(), [](float v) { return v > 0; });
@@ -444,7 +444,7 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
   for (std::vector<Config>& r : ring) {
     if (static_cast<int>(out.size()) >= count) break;
     if (r.empty()) continue;
-    std::vector<float> s = predict(r);
+    std::vector<float> s = options_.incumbent_by_mean && ensemble() ? exploit_score(r) : predict(r);
     std::vector<size_t> idx(r.size());
     std::iota(idx.begin(), idx.end(), 0);
     size_t keep = std::min<size_t>(count - out.size(), idx.size());
@@ -705,6 +705,11 @@ std::vector<Config> ModelPolicy::propose(int batch) {
       if (visited_.insert(c.index()).second) out.push_back(c);
     }
     if (!out.empty()) return out;
+  }
+  // A smaller random first batch: the first fit comes sooner.
+  if (observed_.empty() && !options_.transfer && options_.first_batch > 0 &&
+      visited_.size() < static_cast<size_t>(options_.first_batch)) {
+    batch = std::min(batch, options_.first_batch - static_cast<int>(visited_.size()));
   }
   const int round = round_size_ > 0 ? round_size_ : options_.plan_size;
   bool stale = new_since_fit_ >= round || (plan_next_ >= plan_.size() && new_since_fit_ > 0);

@@ -111,6 +111,10 @@ struct ModelPolicyOptions {
   int local_top = 3;              // how many of the best measured configurations to search around
   double incumbent_share = 0.25;  // of each round: untried 1-, then 2-knob neighbours of the best
   double incumbent_max_share = 0.5;  // the most it grows to while the best does not improve
+  // Screening knobs of issue 11 (bench/README.md section 7).
+  int first_batch = 0;          // random proposals before the first fit (0: the whole batch)
+  double round_fraction = 0.5;  // a round is clamp(round_fraction * n, min_batch, plan_size)
+  bool incumbent_by_mean = false;  // trust region ranked by the members' mean, not the ucb
   int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
   std::shared_ptr<const TransferModel> transfer;
 

@@ -217,3 +217,52 @@ TEST_CASE("the trust region: part of each round is one knob from the best, more 
   CHECK(shares == std::vector<double>{0.5, 1.0, 1.0});
   CHECK(p.stalled_fits() == 3);
 }
+
+TEST_CASE("a smaller random first batch, then rounds of a quarter of the records from 8") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model();
+  o.first_batch = 16;
+  o.round_fraction = 0.25;
+  auto run = [&](uint64_t seed) {
+    ModelPolicy p(task.space(), features, o);
+    p.reset(seed);
+    std::vector<std::vector<Config>> batches;
+    for (int round = 0; round < 7; ++round) {
+      std::vector<Config> b = p.propose(32);
+      if (round == 0) CHECK(p.fits() == 0);
+      if (round == 1) CHECK(p.fits() == 1);  // the first fit follows the 16 random ones
+      p.observe(b, m.measure(b));
+      batches.push_back(std::move(b));
+    }
+    return batches;
+  };
+  std::vector<std::vector<Config>> a = run(11);
+  std::vector<int> sizes;
+  std::set<uint64_t> distinct;
+  for (const auto& b : a) {
+    sizes.push_back(static_cast<int>(b.size()));
+    for (const Config& c : b) distinct.insert(c.index());
+  }
+  // 16 random, then clamp(n / 4, 8, 32) after n = 16, 24, 32, 40, 50, 62 records.
+  CHECK(sizes == std::vector<int>{16, 8, 8, 8, 10, 12, 15});
+  CHECK(distinct.size() == 77);  // no configuration proposed twice
+  // Deterministic for a seed; another seed draws another first batch.
+  std::vector<std::vector<Config>> again = run(11), other = run(12);
+  auto indices = [](const std::vector<std::vector<Config>>& bs) {
+    std::vector<uint64_t> out;
+    for (const auto& b : bs) {
+      for (const Config& c : b) out.push_back(c.index());
+    }
+    return out;
+  };
+  CHECK(indices(again) == indices(a));
+  CHECK(indices(other) != indices(a));
+
+  // The caller proposing again without observing still gets proposals (random ones).
+  ModelPolicy p(task.space(), features, o);
+  p.reset(11);
+  CHECK(p.propose(32).size() == 16);
+  CHECK(p.propose(32).size() == 32);
+}
