@@ -440,14 +440,22 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
       }
     }
   }
+  // How many each radius gets: radius 1 first, radius 2 what is left; while the best stalls
+  // (incumbent_widen), radius 2 at least half, as a trust region widens when it stops paying.
+  size_t quota[2];
+  quota[0] = std::min<size_t>(ring[0].size(), count);
+  if (options_.incumbent_widen && stalled_ > 0) {
+    quota[0] = std::min<size_t>(ring[0].size(), count - std::min<size_t>(ring[1].size(), count / 2));
+  }
+  quota[1] = std::min<size_t>(ring[1].size(), count - quota[0]);
   std::vector<Config> out;
-  for (std::vector<Config>& r : ring) {
-    if (static_cast<int>(out.size()) >= count) break;
-    if (r.empty()) continue;
+  for (int radius = 0; radius < 2; ++radius) {
+    std::vector<Config>& r = ring[radius];
+    if (r.empty() || quota[radius] == 0) continue;
     std::vector<float> s = options_.incumbent_by_mean && ensemble() ? exploit_score(r) : predict(r);
     std::vector<size_t> idx(r.size());
     std::iota(idx.begin(), idx.end(), 0);
-    size_t keep = std::min<size_t>(count - out.size(), idx.size());
+    size_t keep = quota[radius];
     std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
       return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
     });

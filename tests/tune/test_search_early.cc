@@ -266,3 +266,41 @@ TEST_CASE("a smaller random first batch, then rounds of a quarter of the records
   CHECK(p.propose(32).size() == 16);
   CHECK(p.propose(32).size() == 32);
 }
+
+TEST_CASE("a stalled trust region widens: half its share two knob changes from the best") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  // Distances from the best of the first batch of the first `n` proposals of the round after
+  // one that failed entirely (a stalled fit), with and without widening.
+  auto stalled_round = [&](bool widen) {
+    ModelPolicyOptions o = small_model().classic();  // one random first batch, rounds of 32
+    o.epsilon = 0;
+    o.incumbent_share = 0.25;  // 8 of 32, not growing
+    o.incumbent_max_share = 0.25;
+    o.incumbent_widen = widen;
+    ModelPolicy p(task.space(), features, o);
+    p.reset(7);
+    std::vector<Config> first = p.propose(32);
+    std::vector<MeasureResult> results = m.measure(first);
+    p.observe(first, results);
+    size_t b = 0;
+    for (size_t i = 1; i < first.size(); ++i) {
+      if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
+    }
+    std::vector<Config> next = p.propose(32);
+    CHECK(p.stalled_fits() == 0);
+    std::vector<MeasureResult> failed(next.size());
+    for (MeasureResult& r : failed) r.status = MeasureStatus::runtime_error;
+    p.observe(next, failed);
+    std::vector<Config> after = p.propose(32);
+    CHECK(p.stalled_fits() == 1);
+    std::vector<int> d;
+    for (size_t i = 0; i < 8 && i < after.size(); ++i)
+      d.push_back(knob_changes(after[i], first[b]));
+    return d;
+  };
+  // The trust region's picks lead the round: radius 1 first, then radius 2.
+  CHECK(stalled_round(false) == std::vector<int>(8, 1));
+  CHECK(stalled_round(true) == std::vector<int>{1, 1, 1, 1, 2, 2, 2, 2});
+}
