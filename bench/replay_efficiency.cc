@@ -7,6 +7,9 @@
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
 //                     [--classic]    (xgb with the former default: ModelPolicyOptions::classic())
+//                     [--previous]   (the default before the small first batch, rounds of n/4 and
+//                                     the widening trust region: ModelPolicyOptions::previous())
+//                     [--first-batch N] [--round-fraction X] [--incumbent-by-mean] [--no-widen]
 //                     [--early]      (xgb with every early-trial and local-search change of
 //                                     ModelPolicyOptions::early(); off by default)
 //                     [--balanced-design] (the design stratified over valid configurations)
@@ -190,6 +193,10 @@ int main(int argc, char** argv) {
       args.model = args.model.early();
     else if (a == "--classic")
       args.model = args.model.classic();
+    else if (a == "--previous")
+      args.model = args.model.previous();
+    else if (a == "--no-widen")
+      args.model.incumbent_widen = false;
     else if (a == "--design")
       args.model.initial_design = std::stoi(value());
     else if (a == "--balanced-design")
@@ -210,6 +217,14 @@ int main(int argc, char** argv) {
       args.model.diversity = true;
     else if (a == "--epsilon")
       args.model.epsilon = std::stod(value());
+    else if (a == "--first-batch")
+      args.model.first_batch = std::stoi(value());
+    else if (a == "--round-fraction")
+      args.model.round_fraction = std::stod(value());
+    else if (a == "--incumbent-by-mean")
+      args.model.incumbent_by_mean = true;
+    else if (a == "--incumbent-widen")
+      args.model.incumbent_widen = true;
     else if (a == "--label")
       args.label = value();
     else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees

@@ -3,7 +3,7 @@ Tuner cache under a data folder, counted the same way as cutune's replay
 (src/tune/replay_study.cc): a trial is a unique configuration, failed ones included; the
 curve after t trials is optimum time / true time of the best valid configuration found.
 
-    run.sh kt      [--seeds 20] [--budget 400] [--jobs 2] [--strategies a,b] [--only SUBSTR]
+    run.sh kt      [--seeds 20] [--budget 400] [--jobs 2] [--strategies a,b] [--only SUBSTR[,SUBSTR]]
     run.sh cutune  [--seeds 20] [--budget 400] [--replay-efficiency build/bench/replay_efficiency]
     run.sh kt --needle --only convolution_old/RTX_3090   (the needle test space, see below)
     run.sh report  (tables per cache and the summary, into results/summary.md and .json)
@@ -53,7 +53,7 @@ def find_caches(data, only):
         for f in sorted(files):
             if f.endswith(".json.gz"):
                 rel = os.path.relpath(os.path.join(folder, f), data)
-                if not only or only in rel:
+                if not only or any(o and o in rel for o in only.split(",")):
                     out.append(rel)
     return sorted(out)
 

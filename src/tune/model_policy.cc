@@ -184,8 +184,8 @@ void ModelPolicy::refit_and_plan() {
   new_since_fit_ = 0;
   proposed_since_fit_ = 0;
   const int n = static_cast<int>(observed_.size());
-  round_size_ =
-      std::clamp(n / 2, std::min(options_.min_batch, options_.plan_size), options_.plan_size);
+  round_size_ = std::clamp(static_cast<int>(options_.round_fraction * n),
+                           std::min(options_.min_batch, options_.plan_size), options_.plan_size);
   score_.clear();
   std::vector<float> labels = normalised_labels(throughput_);
   bool any_ok = std::any_of(labels.begin(), labels.end(), [](float v) { return v > 0; });
@@ -452,14 +452,22 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
       }
     }
   }
+  // How many each radius gets: radius 1 first, radius 2 what is left; while the best stalls
+  // (incumbent_widen), radius 2 at least half, as a trust region widens when it stops paying.
+  size_t quota[2];
+  quota[0] = std::min<size_t>(ring[0].size(), count);
+  if (options_.incumbent_widen && stalled_ > 0) {
+    quota[0] = std::min<size_t>(ring[0].size(), count - std::min<size_t>(ring[1].size(), count / 2));
+  }
+  quota[1] = std::min<size_t>(ring[1].size(), count - quota[0]);
   std::vector<Config> out;
-  for (std::vector<Config>& r : ring) {
-    if (static_cast<int>(out.size()) >= count) break;
-    if (r.empty()) continue;
-    std::vector<float> s = predict(r);
+  for (int radius = 0; radius < 2; ++radius) {
+    std::vector<Config>& r = ring[radius];
+    if (r.empty() || quota[radius] == 0) continue;
+    std::vector<float> s = options_.incumbent_by_mean && ensemble() ? exploit_score(r) : predict(r);
     std::vector<size_t> idx(r.size());
     std::iota(idx.begin(), idx.end(), 0);
-    size_t keep = std::min<size_t>(count - out.size(), idx.size());
+    size_t keep = quota[radius];
     std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
       return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
     });
@@ -721,6 +729,11 @@ std::vector<Config> ModelPolicy::propose(int batch) {
       if (visited_.insert(c.index()).second) out.push_back(c);
     }
     if (!out.empty()) return out;
+  }
+  // A smaller random first batch: the first fit comes sooner.
+  if (observed_.empty() && !options_.transfer && options_.first_batch > 0 &&
+      visited_.size() < static_cast<size_t>(options_.first_batch)) {
+    batch = std::min(batch, options_.first_batch - static_cast<int>(visited_.size()));
   }
   const int round = round_size_ > 0 ? round_size_ : options_.plan_size;
   bool stale = new_since_fit_ >= round || (plan_next_ >= plan_.size() && new_since_fit_ > 0);

@@ -56,6 +56,11 @@
 // (a candidate surrounded by the best measured), so that a configuration two changes from the
 // best plateau gets measured even where annealing on the acquisition wanders off.
 //
+// A smaller first batch. Without a design or transfer model, the first `first_batch`
+// proposals are random and the first fit follows them, instead of one random
+// batch of the caller's size; `round_fraction` is the share of the records a round adds (0.5:
+// rounds of clamp(n / 2, min_batch, plan_size)).
+//
 // Trust region around the incumbent. With `incumbent_share` > 0, after each fit a share of the
 // round is the untried valid configurations one knob change from the incumbent (the best
 // measured; exact ties all count), then, when those run out, two changes away, each radius in
@@ -64,7 +69,9 @@
 // which the best has not improved since the last one, up to `incumbent_max_share`, and falls
 // back when it improves: a stalled search spends more of each round next to its best, so that
 // a better configuration one or two changes away is measured within a bounded number of
-// rounds even when the model ranks it low.
+// rounds even when the model ranks it low. With `incumbent_widen` (off), a stalled
+// trust region also widens: at least half of its share comes from radius 2 while radius 1
+// still has untried configurations (a plateau of ties around the best has many of those).
 
 #include <memory>
 #include <random>
@@ -102,10 +109,11 @@ struct ModelPolicyOptions {
   double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
   // The default (bench/README.md section 7): one random first batch, then rounds of
   // clamp(n / 2, 8, plan_size), the trust region around the incumbent with a quarter of each
-  // round (up to half while the best stalls), kappa fixed. The Latin-hypercube start
-  // (initial_design 32) won on some caches and lost on others; it is off. `classic()` gives the
-  // former default (one random first batch, rounds of plan_size, no trust region); `early()` the
-  // first attempt.
+  // round (up to half while the best stalls), kappa fixed. first_batch 16 with incumbent_widen
+  // was better on most caches but lost conv_milo W6600 (136 -> 298 trials, 20 seeds): off. The
+  // Latin-hypercube start (initial_design 32) won on some caches and lost on others; it is off.
+  // `classic()` gives the former default (one random first batch, rounds of plan_size, no trust
+  // region); `early()` the first attempt.
   bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
   int initial_design = 0;       // space-filling proposals before the first fit (no transfer)
   DesignKind design = DesignKind::latin_hypercube;
@@ -114,6 +122,10 @@ struct ModelPolicyOptions {
   int local_top = 3;              // how many of the best measured configurations to search around
   double incumbent_share = 0.25;  // of each round: untried 1-, then 2-knob neighbours of the best
   double incumbent_max_share = 0.5;  // the most it grows to while the best does not improve
+  int first_batch = 0;               // random proposals before the first fit (0: the whole batch)
+  double round_fraction = 0.5;       // a round is clamp(round_fraction * n, min_batch, plan_size)
+  bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
+  bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
   int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
   // Warm start (0: off): trees added to each booster at a refit instead of fitting anew, while
   // the records number less than (1 + refit_growth) times those of the last fit from scratch
@@ -133,6 +145,19 @@ struct ModelPolicyOptions {
     o.min_batch = 8;
     o.local_share = 0.125;
     o.incumbent_share = 0;
+    o.first_batch = 0;
+    o.round_fraction = 0.5;
+    o.incumbent_widen = false;
+    return o;
+  }
+  // The default before this change (issue 11, second round): one random first batch of
+  // plan_size, rounds of clamp(n / 2, 8, plan_size), the trust region exhausting radius 1
+  // before radius 2.
+  ModelPolicyOptions previous() const {
+    ModelPolicyOptions o = *this;
+    o.first_batch = 0;
+    o.round_fraction = 0.5;
+    o.incumbent_widen = false;
     return o;
   }
   // The former default (before issue 11): one random first batch of plan_size, every round
@@ -145,6 +170,9 @@ struct ModelPolicyOptions {
     o.local_share = 0;
     o.incumbent_share = 0;
     o.warm_trees = 0;
+    o.first_batch = 0;
+    o.round_fraction = 0.5;
+    o.incumbent_widen = false;
     return o;
   }
 };

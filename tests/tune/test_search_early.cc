@@ -217,3 +217,90 @@ TEST_CASE("the trust region: part of each round is one knob from the best, more 
   CHECK(shares == std::vector<double>{0.5, 1.0, 1.0});
   CHECK(p.stalled_fits() == 3);
 }
+
+TEST_CASE("a smaller random first batch, then rounds of a quarter of the records from 8") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model();
+  o.first_batch = 16;
+  o.round_fraction = 0.25;
+  auto run = [&](uint64_t seed) {
+    ModelPolicy p(task.space(), features, o);
+    p.reset(seed);
+    std::vector<std::vector<Config>> batches;
+    for (int round = 0; round < 7; ++round) {
+      std::vector<Config> b = p.propose(32);
+      if (round == 0) CHECK(p.fits() == 0);
+      if (round == 1) CHECK(p.fits() == 1);  // the first fit follows the 16 random ones
+      p.observe(b, m.measure(b));
+      batches.push_back(std::move(b));
+    }
+    return batches;
+  };
+  std::vector<std::vector<Config>> a = run(11);
+  std::vector<int> sizes;
+  std::set<uint64_t> distinct;
+  for (const auto& b : a) {
+    sizes.push_back(static_cast<int>(b.size()));
+    for (const Config& c : b) distinct.insert(c.index());
+  }
+  // 16 random, then clamp(n / 4, 8, 32) after n = 16, 24, 32, 40, 50, 62 records.
+  CHECK(sizes == std::vector<int>{16, 8, 8, 8, 10, 12, 15});
+  CHECK(distinct.size() == 77);  // no configuration proposed twice
+  // Deterministic for a seed; another seed draws another first batch.
+  std::vector<std::vector<Config>> again = run(11), other = run(12);
+  auto indices = [](const std::vector<std::vector<Config>>& bs) {
+    std::vector<uint64_t> out;
+    for (const auto& b : bs) {
+      for (const Config& c : b) out.push_back(c.index());
+    }
+    return out;
+  };
+  CHECK(indices(again) == indices(a));
+  CHECK(indices(other) != indices(a));
+
+  // The caller proposing again without observing still gets proposals (random ones).
+  ModelPolicy p(task.space(), features, o);
+  p.reset(11);
+  CHECK(p.propose(32).size() == 16);
+  CHECK(p.propose(32).size() == 32);
+}
+
+TEST_CASE("a stalled trust region widens: half its share two knob changes from the best") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  // Distances from the best of the first batch of the first `n` proposals of the round after
+  // one that failed entirely (a stalled fit), with and without widening.
+  auto stalled_round = [&](bool widen) {
+    ModelPolicyOptions o = small_model().classic();  // one random first batch, rounds of 32
+    o.epsilon = 0;
+    o.incumbent_share = 0.25;  // 8 of 32, not growing
+    o.incumbent_max_share = 0.25;
+    o.incumbent_widen = widen;
+    ModelPolicy p(task.space(), features, o);
+    p.reset(7);
+    std::vector<Config> first = p.propose(32);
+    std::vector<MeasureResult> results = m.measure(first);
+    p.observe(first, results);
+    size_t b = 0;
+    for (size_t i = 1; i < first.size(); ++i) {
+      if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
+    }
+    std::vector<Config> next = p.propose(32);
+    CHECK(p.stalled_fits() == 0);
+    std::vector<MeasureResult> failed(next.size());
+    for (MeasureResult& r : failed) r.status = MeasureStatus::runtime_error;
+    p.observe(next, failed);
+    std::vector<Config> after = p.propose(32);
+    CHECK(p.stalled_fits() == 1);
+    std::vector<int> d;
+    for (size_t i = 0; i < 8 && i < after.size(); ++i)
+      d.push_back(knob_changes(after[i], first[b]));
+    return d;
+  };
+  // The trust region's picks lead the round: radius 1 first, then radius 2.
+  CHECK(stalled_round(false) == std::vector<int>(8, 1));
+  CHECK(stalled_round(true) == std::vector<int>{1, 1, 1, 1, 2, 2, 2, 2});
+}

@@ -112,7 +112,9 @@ TEST_CASE("the model-based tuner refits and finds the synthetic optimum quickly"
   for (uint64_t seed : {1, 2, 3, 4, 5}) {
     INFO("seed " << seed);
     auto policy = std::make_unique<ModelPolicy>(f.task.space(), f.features, small_model());
-    std::vector<uint64_t> run = f.run(*policy, seed, 4, 32);
+    // Rounds of 32 trials until 128 (the policy's own rounds are smaller early).
+    std::vector<uint64_t> run = f.run(*policy, seed, 64, 32);
+    run.resize(std::min<size_t>(run.size(), 128));
     CHECK(policy->fits() >= 2);
     CHECK(std::find(run.begin(), run.end(), best) != run.end());
   }
