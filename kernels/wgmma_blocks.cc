@@ -291,20 +291,26 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
                      tma_load_2d(address_of(smem, tile.offset(slot, i32(0), col * e_cols)),
                                  tensor_map_ref(map), full(slot), col0 + col * e_cols, row0));
   };
-  // The thread that initialises the barriers and issues the copies: the producer warpgroup's
-  // first, or thread 0.
-  Expr elected = eq(tx, producer ? consumers : 0);
+  // The thread that issues the copies: thread 0, or the producer warpgroup's first (written
+  // tx % 128 == 0 inside the producer's branch, which the feature analysis, taking conditions
+  // as independent, then weighs right). Thread 0 initialises the barriers.
+  Expr elected = eq(tx, 0);
+  Expr producer_elected = eq(tx % 128, 0);
 
   const tc::SourceFn& a_source = spec.a_source;
   const tc::SourceFn& b_source = spec.b_source;
   // The load stage: global K slice `k_tile` into ring slot `slot`. Operands TMA loads are
   // issued by the elected thread after the slot's expect_tx; the others are cp.async copies
   // (or element copies) by every thread.
-  auto load_slice = [&](const Expr& k_tile, const Expr& slot) {
+  // `issuer`: the caller runs in the elected thread alone, which issues without a test;
+  // `before_issue` runs in the issuing thread first (the wait for the slot's release).
+  auto load_slice = [&](const Expr& k_tile, const Expr& slot, bool issuer = false,
+                        const Stmt& before_issue = Stmt()) {
     Expr k0 = k_tile * p.bk;
     Expr a_row0 = tile_m * p.bm, a_col0 = k0;
     Expr b_row0 = nn ? k0 : tile_n * p.bn, b_col0 = nn ? tile_n * p.bn : k0;
     std::vector<Stmt> copies, issue;
+    if (before_issue.defined()) issue.push_back(before_issue);
     if (any_tma) {
       issue.push_back(
           mbarrier_arrive_expect_tx(full(slot), i32(slot_tx_bytes + spec.hooks.expect_tx_delta)));
@@ -319,7 +325,9 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     } else {
       copies.push_back(copy_tile("b", b, b_tile, b_source, slot, b_row0, b_col0));
     }
-    if (!issue.empty()) copies.push_back(IfThenElse::make(elected, Block::make(issue)));
+    if (!issue.empty()) {
+      copies.push_back(issuer ? Block::make(issue) : IfThenElse::make(elected, Block::make(issue)));
+    }
     return Block::make(copies);
   };
   auto commit = [&]() { return async && any_copy ? cp_async_commit() : Stmt(); };
@@ -400,8 +408,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
                        commit(), compute(ko % s)}));
     } else {
       Stmt refill = IfThenElse::make(
-          next < n_tiles && elected,
-          Block::make({wait_empty(next), load_slice(first_tile + next, next % s)}));
+          next < n_tiles, load_slice(first_tile + next, next % s, false, wait_empty(next)));
       loop = For::make(
           "k_outer", 0, n_tiles, ForKind::serial,
           Block::make({wait_full(ko), refill, compute(ko % s), mbarrier_arrive(empty(ko % s))}));
@@ -413,12 +420,13 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     // compute and release.
     Expr kl = int_var("k_load");
     produce = For::make("k_load", 0, n_tiles, ForKind::serial,
-                        Block::make({wait_empty(kl), load_slice(first_tile + kl, kl % s)}));
+                        load_slice(first_tile + kl, kl % s, true, wait_empty(kl)));
     Stmt consume =
         For::make("k_outer", 0, n_tiles, ForKind::serial,
                   Block::make({wait_full(ko), compute(ko % s), mbarrier_arrive(empty(ko % s))}));
     mainloop = Block::make({setmaxnreg(true, kConsumerRegisters), init, consume});
-    produce = Block::make({setmaxnreg(false, kProducerRegisters), IfThenElse::make(elected, produce)});
+    produce = Block::make(
+        {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
   }
 
   // Epilogue. Register 2·pp (+1) of strip j holds row 16·warp + group + 8·(pp % 2) of the strip
