@@ -146,7 +146,8 @@ wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
                      : tc::matrix_source(k, n, k, n % p.bn != 0, k % p.bk != 0);
   spec.parameters = {spec.c, spec.a, spec.b};
   spec.a_tma = wg::WgmmaGemmSpec::TmaView{k, m, 2 * k};
-  spec.b_tma = nn ? wg::WgmmaGemmSpec::TmaView{n, k, 2 * n} : wg::WgmmaGemmSpec::TmaView{k, n, 2 * k};
+  spec.b_tma =
+      nn ? wg::WgmmaGemmSpec::TmaView{n, k, 2 * n} : wg::WgmmaGemmSpec::TmaView{k, n, 2 * k};
   return spec;
 }
 

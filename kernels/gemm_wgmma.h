@@ -11,13 +11,14 @@
 // The kernel (built by kernels/wgmma_blocks.h, which the convolutions share): a one-dimensional
 // grid of block_m × block_n tiles in groups of raster_group tile rows (as gemm_tc.h), times split_k
 // along grid y (fp32 C, atomics, zeroed before the launch). A block is `warpgroups` consumer
-// warpgroups of 128 threads (and a producer warpgroup after them with producer = 1); warpgroup g owns rows g·block_m/warpgroups.. of the tile, as
-// block_m/(64·warpgroups) m64 strips, each one wgmma m64n{block_n}k16 per 16 of K, with N = block_n
-// accumulators per strip (block_n/2 floats a thread). The K loop runs over block_k slices through a
-// ring of `stages` shared slots filled by cp.async (copy_bytes per copy; 2: synchronous element
-// copies) — the load stage is one function (load_slice) so that TMA can replace it — waited with
-// cp.async.wait_group(stages-2), fence.proxy.async and a barrier; each slice's wgmmas are one
-// commit group, waited with wait_group 0 before the slot is refilled.
+// warpgroups of 128 threads (and a producer warpgroup after them with producer = 1); warpgroup g
+// owns rows g·block_m/warpgroups.. of the tile, as block_m/(64·warpgroups) m64 strips, each one
+// wgmma m64n{block_n}k16 per 16 of K, with N = block_n accumulators per strip (block_n/2 floats a
+// thread). The K loop runs over block_k slices through a ring of `stages` shared slots filled by
+// cp.async (copy_bytes per copy; 2: synchronous element copies) — the load stage is one function
+// (load_slice) so that TMA can replace it — waited with cp.async.wait_group(stages-2),
+// fence.proxy.async and a barrier; each slice's wgmmas are one commit group, waited with wait_group
+// 0 before the slot is refilled.
 //
 // loads (0 cp_async, 1 tma) and producer (0, 1): with tma, A's and B's slices arrive by
 // cp.async.bulk.tensor.2d, one box per layout column (below), whose image under the tensor map's

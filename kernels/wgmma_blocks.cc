@@ -47,8 +47,8 @@ TmaSwizzle tma_swizzle_code(int bytes) {
 // The knob's value, or `fallback` where the space lacks it (a template without TMA knobs).
 int knob_or(const Config& c, const char* name, int fallback) {
   const std::vector<Knob>& knobs = c.space().knobs();
-  const bool has = std::any_of(knobs.begin(), knobs.end(),
-                               [&](const Knob& k) { return k.name() == name; });
+  const bool has =
+      std::any_of(knobs.begin(), knobs.end(), [&](const Knob& k) { return k.name() == name; });
   return has ? int(c.get(name)) : fallback;
 }
 
@@ -131,19 +131,17 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
       return c.get("loads") == 0 || c.get("copy_bytes") == 16;
     });
   }
-  space.add_constraint("a producer warpgroup needs TMA loads of both operands",
-                       [both](const Config& c) {
-                         return c.get("producer") == 0 || (both && c.get("loads") == 1);
-                       });
+  space.add_constraint(
+      "a producer warpgroup needs TMA loads of both operands",
+      [both](const Config& c) { return c.get("producer") == 0 || (both && c.get("loads") == 1); });
   space.add_constraint("the setmaxnreg counts fit the block's registers", [](const Config& c) {
     return c.get("producer") == 0 || register_budget_holds(int(c.get("warpgroups")));
   });
-  space.add_constraint("shared memory with the mbarriers within the opt-in limit",
-                       [](const Config& c) {
-                         return c.get("loads") == 0 ||
-                                ring_and_stage_bytes(c) + 16 * c.get("stages") <=
-                                    tc::kMaxSharedBytes;
-                       });
+  space.add_constraint(
+      "shared memory with the mbarriers within the opt-in limit", [](const Config& c) {
+        return c.get("loads") == 0 ||
+               ring_and_stage_bytes(c) + 16 * c.get("stages") <= tc::kMaxSharedBytes;
+      });
 }
 
 void define_wgmma_knobs(ConfigSpace& space, bool b_mn_major) {
@@ -532,11 +530,12 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
 }
 
 std::vector<std::string> wgmma_loop_names() {
-  return {"bx",    "kz",    "tx", "k_outer", "kk", "j", "a_cp", "b_cp", "i", "p", "e", "c_cp",
-          "k_load", "a_tma", "b_tma"};
+  return {"bx", "kz", "tx", "k_outer", "kk",     "j",     "a_cp", "b_cp",
+          "i",  "p",  "e",  "c_cp",    "k_load", "a_tma", "b_tma"};
 }
 
-std::vector<std::string> wgmma_local_buffer_names() { return {"S", "C_stage", "Acc", "mbar_full", "mbar_empty"};
+std::vector<std::string> wgmma_local_buffer_names() {
+  return {"S", "C_stage", "Acc", "mbar_full", "mbar_empty"};
 }
 
 }  // namespace cutune::wg

@@ -242,9 +242,10 @@ class Verifier : public IRVisitor {
                                      sm90_user_, limits_.arch));
     }
     if (uses_warpgroup_conditions_ && (l.block[0] % 128 != 0)) {
-      r.errors.push_back(fmt::format("a condition on threadIdx.x / 128 is per warpgroup only for "
-                                     "a block x extent that is a multiple of 128, got {}",
-                                     l.block[0]));
+      r.errors.push_back(
+          fmt::format("a condition on threadIdx.x / 128 is per warpgroup only for "
+                      "a block x extent that is a multiple of 128, got {}",
+                      l.block[0]));
     }
     if (uses_warpgroup_ && l.threads_per_block() % 128 != 0) {
       r.errors.push_back(fmt::format("warpgroup intrinsics need a multiple of 128 threads per "

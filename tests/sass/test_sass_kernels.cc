@@ -105,9 +105,10 @@ TEST_CASE("the hand-tuned wgmma reference: HGMMA in the main loop, no HMMA or LD
   CHECK_FALSE(r.spills());
 }
 
-TEST_CASE("the TMA + producer wgmma reference: HGMMA and no LDGSTS in the main loop, UTMALDG in "
-          "the producer's loop, setmaxnreg kept, no spills",
-          "[sass][tma]") {
+TEST_CASE(
+    "the TMA + producer wgmma reference: HGMMA and no LDGSTS in the main loop, UTMALDG in "
+    "the producer's loop, setmaxnreg kept, no spills",
+    "[sass][tma]") {
   require_nvdisasm();
   auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
   std::vector<Config> refs = tmpl->reference_configs();

@@ -34,9 +34,8 @@ void check_config(const Template& t, const Config& c, emu::Emulator& emulator) {
   CHECK(r.passed);
 }
 
-void emulate_tma_sample(const std::string& op, const std::string& name,
-                        std::vector<int64_t> shape, int count, uint64_t seed,
-                        std::optional<int> producer) {
+void emulate_tma_sample(const std::string& op, const std::string& name, std::vector<int64_t> shape,
+                        int count, uint64_t seed, std::optional<int> producer) {
   auto tmpl = make_template(op, shape, name);
   std::vector<Config> configs = test::sample_tma_configs(*tmpl, count, seed, producer);
   REQUIRE(int(configs.size()) == count);
@@ -123,7 +122,8 @@ TEST_CASE("TMA loads match through every layout and swizzle", "[wgmma][tma][emul
     auto tmpl = make_template("gemm_fp16", {72, 136, 72}, name);
     for (int swizzle : {0, 32, 64, 128}) {
       const int bk = swizzle == 128 ? 64 : 32;
-      Config c = test::tc_config(*tmpl, knobs(64, 64, bk, 3, 1, swizzle, 1, swizzle >= 64 ? 1 : 0).c_str());
+      Config c = test::tc_config(
+          *tmpl, knobs(64, 64, bk, 3, 1, swizzle, 1, swizzle >= 64 ? 1 : 0).c_str());
       REQUIRE(tmpl->space().is_valid(c));
       check_config(*tmpl, c, emulator);
     }
@@ -152,8 +152,7 @@ TEST_CASE("10 gemm_bf16_wgmma_nt TMA configurations with a producer on 67x136x48
 
 TEST_CASE("6 _out16 TMA configurations match", "[wgmma][tma][emulator]") {
   emulate_tma_sample("gemm_fp16", "gemm_fp16_wgmma_nt_out16", {72, 96, 40}, 3, 1405, std::nullopt);
-  emulate_tma_sample("gemm_bf16", "gemm_bf16_wgmma_nn_out16", {65, 128, 64}, 3, 1406,
-                     std::nullopt);
+  emulate_tma_sample("gemm_bf16", "gemm_bf16_wgmma_nn_out16", {65, 128, 64}, 3, 1406, std::nullopt);
 }
 
 TEST_CASE("planted bugs in the TMA path are caught", "[wgmma][tma][emulator][planted]") {
@@ -168,8 +167,8 @@ TEST_CASE("planted bugs in the TMA path are caught", "[wgmma][tma][emulator][pla
     // The tensor maps do not swizzle, the descriptors read 128-byte swizzled tiles.
     wg::WgmmaGemmSpec::TestHooks swizzle;
     swizzle.wrong_map_swizzle = true;
-    EmulatedCheck r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, swizzle),
-                                               emulator);
+    EmulatedCheck r =
+        check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, swizzle), emulator);
     CHECK(r.status == "wrong_answer");
 
     // An expect_tx 16 bytes too large never completes the phase: a deadlock, reported.
