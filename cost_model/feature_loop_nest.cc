@@ -76,6 +76,7 @@ struct OpCount {
   double float_ops = 0, int_ops = 0;
   double mma = 0, async_bytes = 0, commits = 0;  // tensor-core intrinsics, per thread
   int wait_pending = -1;                         // the largest cp.async wait_group N
+  double tma_bytes = 0;                          // TMA box bytes issued, per thread
 };
 
 // One mma.m16n8k16 is 16·8·16 multiply-adds for the warp: 2·2048 / 32 flops per lane.
@@ -438,9 +439,13 @@ class Analyzer {
     buffer_cache_.clear();
     std::fill(std::begin(block_), std::end(block_), 1);
     std::fill(std::begin(grid_), std::end(grid_), 1);
+    map_box_bytes_.clear();
   }
 
   void run(const Kernel& kernel) {
+    for (const ir::TensorMapParam& m : kernel.tensor_maps) {
+      map_box_bytes_.emplace_back(m.name, double(m.desc.box_bytes()));
+    }
     for (const Buffer& b : kernel.buffers) {
       int slot = buffer_slot(b.get());
       if (slot < 0) continue;
@@ -453,6 +458,17 @@ class Analyzer {
   }
 
  private:
+  // The buffer an address_of(buffer, index) argument points into; nullptr for other forms.
+  static const Buffer* address_buffer(const Expr& e) {
+    if (e.kind() != NodeKind::Call) return nullptr;
+    const auto* call = static_cast<const Call*>(e.get());
+    if (call->name != ir::kAddressOf || call->args.empty() ||
+        call->args[0].kind() != NodeKind::Load) {
+      return nullptr;
+    }
+    return &static_cast<const Load*>(call->args[0].get())->buffer;
+  }
+
   int loop_slot(const std::string& name) const {
     for (size_t i = 0; i < loop_names_.size(); ++i) {
       if (loop_names_[i] == name) return int(i);
@@ -542,6 +558,24 @@ class Analyzer {
           const int n = std::stoi(op->name.substr(17));
           ops.mma += n / 8.0;
           ops.float_ops += 2.0 * 64 * n * 16 / 128;
+        } else if (op->name == "cutune_tma_load_2d" && op->args.size() >= 3) {
+          // A box of its tensor map lands in shared memory; the ring is the barriers the
+          // copies complete on (the allocation the barrier argument points into).
+          if (op->args[1].kind() == NodeKind::Var) {
+            const std::string& map = static_cast<const Var*>(op->args[1].get())->name;
+            for (const auto& [name, bytes] : map_box_bytes_)
+              if (name == map) ops.tma_bytes += bytes;
+          }
+          if (const Buffer* bar = address_buffer(op->args[2])) {
+            out_->kernel.tma_stages = std::max(out_->kernel.tma_stages, double((*bar)->elements));
+          }
+        } else if (op->name == "cutune_mbarrier_arrive_expect_tx" ||
+                   op->name == "cutune_mbarrier_expect_tx") {
+          if (auto bytes = as_const_int(op->args.back())) {
+            out_->kernel.tma_stage_bytes = std::max(out_->kernel.tma_stage_bytes, double(*bytes));
+          }
+        } else if (op->name.starts_with("cutune_setmaxnreg_")) {
+          out_->kernel.warp_specialized = true;
         } else if (op->name.starts_with("cutune_cp_async_wait_")) {
           ops.wait_pending = std::max(ops.wait_pending, std::stoi(op->name.substr(21)));
         } else if (op->name == "cutune_cp_async_commit") {
@@ -573,6 +607,7 @@ class Analyzer {
     KernelStats& k = out_->kernel;
     k.mma_ops += ops.mma * runs / kWarp;
     k.async_copy_bytes += ops.async_bytes * runs;
+    k.tma_copy_bytes += ops.tma_bytes * runs;
     k.async_commits_per_thread += ops.commits * x.serial * weight;
     k.pipeline_depth = std::max(k.pipeline_depth, double(ops.wait_pending + 2));
     if (ops.float_ops == 0 && ops.int_ops == 0) return;
@@ -817,6 +852,7 @@ class Analyzer {
   std::vector<DominantAccess> dominant_;
   int64_t block_[3] = {1, 1, 1};
   int64_t grid_[3] = {1, 1, 1};
+  std::vector<std::pair<std::string, double>> map_box_bytes_;  // tensor map -> box bytes
 };
 
 }  // namespace

@@ -172,6 +172,12 @@ class IrFeatures final : public FeatureExtractor {
                              : 0;
     *at++ = log_scaled(group_bytes * (k.pipeline_depth - 1));
     *at++ = log_scaled(k.min_blocks);
+    *at++ = log_scaled(k.tma_copy_bytes);
+    const double copied = k.tma_copy_bytes + k.async_copy_bytes;
+    *at++ = copied > 0 ? float(k.tma_copy_bytes / copied) : 0.0f;
+    *at++ = log_scaled(k.tma_stages);
+    *at++ = log_scaled(k.tma_stage_bytes * std::max(0.0, k.tma_stages - 1));
+    *at++ = float(k.warp_specialized);
   }
 
   const Template& tmpl_;

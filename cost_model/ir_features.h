@@ -67,7 +67,7 @@ inline constexpr std::array<std::string_view, 20> kBufferFeatures = {
     "bytes_per_flop",  // touched_total over the kernel's float operations
 };
 
-inline constexpr std::array<std::string_view, 23> kKernelFeatures = {
+inline constexpr std::array<std::string_view, 28> kKernelFeatures = {
     "threads_per_block", "blocks",
     "shared_bytes",     // per block
     "local_bytes",      // per thread
@@ -92,6 +92,12 @@ inline constexpr std::array<std::string_view, 23> kKernelFeatures = {
     "bytes_in_flight",   // per block: average cp.async bytes of a commit group (empty tail
                          // groups included) times (depth - 1)
     "min_blocks",        // __launch_bounds__' blocks per SM (0: none); it caps the registers
+    // TMA loads (0 for kernels without them).
+    "tma_copy_bytes",       // global->shared bytes moved by TMA boxes, per launch
+    "tma_share",            // TMA's share of the global->shared copy bytes (cp.async the rest)
+    "tma_stages",           // ring slots the copies complete on (their mbarriers)
+    "tma_bytes_in_flight",  // per block: one slot's expect_tx bytes times (stages - 1)
+    "warp_specialized",     // 1 with a producer warpgroup (setmaxnreg), else 0
 };
 
 // The loop and buffer names a template's vector has slots for: the ones it declares

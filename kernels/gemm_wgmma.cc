@@ -46,9 +46,15 @@ void GemmWgmmaTemplate::define_space() {
   const bool nn = layout_ == WgmmaLayout::nn;
   const int64_t n = n_, k = k_;
   wg::define_wgmma_knobs(space_, nn);
+  wg::define_wgmma_load_knobs(space_, true, true);
   space_.add_constraint("copies keep global rows aligned", [nn, n, k](const Config& c) {
     const int64_t e = c.get("copy_bytes") / 2;
     return k % e == 0 && (!nn || n % e == 0);
+  });
+  // cuTensorMapEncodeTiled takes row strides in multiples of 16 bytes: A's and B's rows of K
+  // (nt) or N (nn) 16-bit elements.
+  space_.add_constraint("TMA needs 16-byte global row strides", [nn, n, k](const Config& c) {
+    return c.get("loads") == 0 || (k % 8 == 0 && (!nn || n % 8 == 0));
   });
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
 }
@@ -68,6 +74,20 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
        {"raster_group", 8},
        {"split_k", 1},
        {"epilogue", 2}});
+  // The same tiles loaded by TMA, with a producer warpgroup (warp specialisation, setmaxnreg
+  // 40 / 232): where the shape allows TMA (16-byte row strides).
+  add({{"block_m", 128},
+       {"block_n", 128},
+       {"block_k", 64},
+       {"stages", 4},
+       {"warpgroups", 2},
+       {"swizzle", 128},
+       {"copy_bytes", 16},
+       {"raster_group", 8},
+       {"split_k", 1},
+       {"epilogue", 2},
+       {"loads", 1},
+       {"producer", 1}});
   // A smaller one for small or skinny problems.
   add({{"block_m", 64},
        {"block_n", 64},
@@ -102,6 +122,10 @@ void GemmWgmmaTemplate::reference(std::vector<std::vector<float>>& t) const {
 }
 
 Kernel GemmWgmmaTemplate::build(const Config& config) const {
+  return wg::build_wgmma_gemm(spec(config), wg::wgmma_params(config));
+}
+
+wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
   const wg::WgmmaParams p = wg::wgmma_params(config);
   const bool nn = layout_ == WgmmaLayout::nn;
   const Type in{input_, 1};
@@ -121,7 +145,10 @@ Kernel GemmWgmmaTemplate::build(const Config& config) const {
   spec.b_source = nn ? tc::matrix_source(n, k, n, k % p.bk != 0, n % p.bn != 0)
                      : tc::matrix_source(k, n, k, n % p.bn != 0, k % p.bk != 0);
   spec.parameters = {spec.c, spec.a, spec.b};
-  return wg::build_wgmma_gemm(spec, p);
+  spec.a_tma = wg::WgmmaGemmSpec::TmaView{k, m, 2 * k};
+  spec.b_tma =
+      nn ? wg::WgmmaGemmSpec::TmaView{n, k, 2 * n} : wg::WgmmaGemmSpec::TmaView{k, n, 2 * k};
+  return spec;
 }
 
 namespace {

@@ -11,13 +11,27 @@
 // The kernel (built by kernels/wgmma_blocks.h, which the convolutions share): a one-dimensional
 // grid of block_m × block_n tiles in groups of raster_group tile rows (as gemm_tc.h), times split_k
 // along grid y (fp32 C, atomics, zeroed before the launch). A block is `warpgroups` consumer
-// warpgroups of 128 threads; warpgroup g owns rows g·block_m/warpgroups.. of the tile, as
-// block_m/(64·warpgroups) m64 strips, each one wgmma m64n{block_n}k16 per 16 of K, with N = block_n
-// accumulators per strip (block_n/2 floats a thread). The K loop runs over block_k slices through a
-// ring of `stages` shared slots filled by cp.async (copy_bytes per copy; 2: synchronous element
-// copies) — the load stage is one function (load_slice) so that TMA can replace it — waited with
-// cp.async.wait_group(stages-2), fence.proxy.async and a barrier; each slice's wgmmas are one
-// commit group, waited with wait_group 0 before the slot is refilled.
+// warpgroups of 128 threads (and a producer warpgroup after them with producer = 1); warpgroup g
+// owns rows g·block_m/warpgroups.. of the tile, as block_m/(64·warpgroups) m64 strips, each one
+// wgmma m64n{block_n}k16 per 16 of K, with N = block_n accumulators per strip (block_n/2 floats a
+// thread). The K loop runs over block_k slices through a ring of `stages` shared slots filled by
+// cp.async (copy_bytes per copy; 2: synchronous element copies) — the load stage is one function
+// (load_slice) so that TMA can replace it — waited with cp.async.wait_group(stages-2),
+// fence.proxy.async and a barrier; each slice's wgmmas are one commit group, waited with wait_group
+// 0 before the slot is refilled.
+//
+// loads (0 cp_async, 1 tma) and producer (0, 1): with tma, A's and B's slices arrive by
+// cp.async.bulk.tensor.2d, one box per layout column (below), whose image under the tensor map's
+// swizzle is exactly that column, so the descriptors read TMA's output as they read cp.async's
+// (B-nn's MN-major columns are boxes of E columns of N by block_k rows; the interleaved layout's
+// 8-element columns are boxes of 16-byte rows); each ring slot has a "full" mbarrier (one
+// expect_tx of the slot's bytes by the thread that issues the copies) and an "empty" one (every
+// consumer thread arrives after the slice's wgmmas; the issuing thread waits for that phase
+// before refilling the slot), so the loop has no block-wide barrier. Without a producer thread
+// 0 issues; with one, an extra warpgroup (the last) lowers its registers (setmaxnreg 40) and
+// its first thread issues every copy, while the consumers raise theirs (232) and wait on the
+// full barriers. TMA needs 16-byte global row strides: K % 8 == 0, and N % 8 == 0 for nn
+// (constrained); copy_bytes keeps the value 16 with tma.
 //
 // Shared tiles are the canonical wgmma layouts of src/ir/wgmma_descriptor.h: a tile of R rows
 // by C contiguous elements (A: [block_m][block_k]; B-nt: [block_n][block_k]; B-nn:
@@ -31,6 +45,7 @@
 // consecutive columns (N a multiple of 4).
 
 #include "kernels/template.h"
+#include "kernels/wgmma_blocks.h"
 
 namespace cutune {
 
@@ -46,6 +61,8 @@ class GemmWgmmaTemplate final : public Template {
   std::vector<int64_t> shape() const override { return {m_, n_, k_}; }
   const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
+  // What build hands build_wgmma_gemm (tests plant bugs through its hooks).
+  wg::WgmmaGemmSpec spec(const Config& config) const;
   std::vector<TensorSpec> tensors() const override;
   // Inputs are taken as given (the caller has rounded them to the input type).
   void reference(std::vector<std::vector<float>>& tensors) const override;

@@ -1,8 +1,12 @@
 #include "kernels/wgmma_blocks.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "kernels/schedule_helpers.h"
+#include "src/base/errors.h"
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
@@ -25,6 +29,35 @@ WgmmaSwizzle swizzle_code(int bytes) {
     default:
       return WgmmaSwizzle::none;
   }
+}
+
+TmaSwizzle tma_swizzle_code(int bytes) {
+  switch (bytes) {
+    case 128:
+      return TmaSwizzle::b128;
+    case 64:
+      return TmaSwizzle::b64;
+    case 32:
+      return TmaSwizzle::b32;
+    default:
+      return TmaSwizzle::none;
+  }
+}
+
+// The knob's value, or `fallback` where the space lacks it (a template without TMA knobs).
+int knob_or(const Config& c, const char* name, int fallback) {
+  const std::vector<Knob>& knobs = c.space().knobs();
+  const bool has =
+      std::any_of(knobs.begin(), knobs.end(), [&](const Knob& k) { return k.name() == name; });
+  return has ? int(c.get(name)) : fallback;
+}
+
+// Shared bytes of the ring and the staged epilogue (the mbarriers excluded).
+int64_t ring_and_stage_bytes(const Config& c) {
+  const int64_t bm = c.get("block_m"), bn = c.get("block_n"), bk = c.get("block_k");
+  int64_t bytes = c.get("stages") * (bm + bn) * bk * 2;
+  if (c.get("epilogue") == 2) bytes += bm * (bn + 4) * 4;
+  return bytes;
 }
 
 // a XOR b for values below 2^bits, in the IR's arithmetic (it has no bit operations).
@@ -78,7 +111,37 @@ WgmmaParams wgmma_params(const Config& c) {
   p.raster = int(c.get("raster_group"));
   p.split_k = int(c.get("split_k"));
   p.epilogue = int(c.get("epilogue"));
+  p.loads = knob_or(c, "loads", 0);
+  p.producer = knob_or(c, "producer", 0);
   return p;
+}
+
+bool register_budget_holds(int warpgroups) {
+  return 128 * warpgroups * kConsumerRegisters + 128 * kProducerRegisters <= 65536;
+}
+
+void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
+  space.define_choice("loads", {0, 1}, 0);
+  space.define_choice("producer", {0, 1}, 0);
+  const bool any = a_tma || b_tma, both = a_tma && b_tma;
+  space.add_constraint("TMA loads need an operand a 2-D box can load",
+                       [any](const Config& c) { return any || c.get("loads") == 0; });
+  if (both) {
+    space.add_constraint("with TMA loads copy_bytes keeps one value (16)", [](const Config& c) {
+      return c.get("loads") == 0 || c.get("copy_bytes") == 16;
+    });
+  }
+  space.add_constraint(
+      "a producer warpgroup needs TMA loads of both operands",
+      [both](const Config& c) { return c.get("producer") == 0 || (both && c.get("loads") == 1); });
+  space.add_constraint("the setmaxnreg counts fit the block's registers", [](const Config& c) {
+    return c.get("producer") == 0 || register_budget_holds(int(c.get("warpgroups")));
+  });
+  space.add_constraint(
+      "shared memory with the mbarriers within the opt-in limit", [](const Config& c) {
+        return c.get("loads") == 0 ||
+               ring_and_stage_bytes(c) + 16 * c.get("stages") <= tc::kMaxSharedBytes;
+      });
 }
 
 void define_wgmma_knobs(ConfigSpace& space, bool b_mn_major) {
@@ -108,10 +171,7 @@ void define_wgmma_knobs(ConfigSpace& space, bool b_mn_major) {
 
 void add_wgmma_shape_constraints(ConfigSpace& space, int64_t n, int64_t k, bool out16) {
   space.add_constraint("shared memory within the opt-in limit", [](const Config& c) {
-    const int64_t bm = c.get("block_m"), bn = c.get("block_n"), bk = c.get("block_k");
-    int64_t bytes = c.get("stages") * (bm + bn) * bk * 2;
-    if (c.get("epilogue") == 2) bytes += bm * (bn + 4) * 4;
-    return bytes <= tc::kMaxSharedBytes;
+    return ring_and_stage_bytes(c) <= tc::kMaxSharedBytes;
   });
   space.add_constraint("split-K accumulates fp32 C with scalar atomics", [out16](const Config& c) {
     return c.get("split_k") == 1 || (!out16 && c.get("epilogue") == 0);
@@ -132,11 +192,18 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   const bool out16 = spec.out16;
   const Type in{input, 1};
   const int64_t m = spec.m, n = spec.n, k = spec.k;
-  const int threads = p.threads(), strips = p.strips(), per_strip = p.acc_per_strip();
+  const int threads = p.threads(), consumers = p.consumer_threads();
+  const int strips = p.strips(), per_strip = p.acc_per_strip();
   const int elems = p.copy_bytes / 2;
   const int64_t tiles_m = ceil_div(m, p.bm), tiles_n = ceil_div(n, p.bn);
   const int64_t k_tiles = ceil_div(k, p.bk);
+  const bool tma_a = p.tma() && spec.a_tma.has_value();
+  const bool tma_b = p.tma() && spec.b_tma.has_value();
+  const bool any_tma = tma_a || tma_b, any_copy = !tma_a || !tma_b;
   const bool async = elems > 1;
+  const bool producer = p.producer == 1;
+  CUTUNE_CHECK(!producer || (tma_a && tma_b),
+               fmt::format("{}: a producer warpgroup needs TMA loads of both operands", spec.name));
 
   const Buffer& a = spec.a;
   const Buffer& b = spec.b;
@@ -151,6 +218,10 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   const int stage_ld = p.bn + 4;  // staged C rows, padded against bank conflicts
   Buffer c_stage = Buffer::make("C_stage", Type::f32(), MemoryScope::shared,
                                 p.epilogue == 2 ? int64_t{p.bm} * stage_ld : 1);
+  // Ring slot s's "full" barrier is mbar_full[s] (one arrival: the expect_tx; then the copies'
+  // bytes), its "empty" one mbar_empty[s] (every consumer thread arrives), with a producer only.
+  Buffer mbar_full = Buffer::make("mbar_full", Type::i64(), MemoryScope::shared, p.stages);
+  Buffer mbar_empty = Buffer::make("mbar_empty", Type::i64(), MemoryScope::shared, p.stages);
 
   Expr tx = int_var("tx"), wg = int_var("warpgroup"), warp = int_var("warp"), g = int_var("group"),
        q = int_var("thread_in_group");
@@ -184,17 +255,86 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     if (copies % threads != 0) body = IfThenElse::make(v < copies, body);
     return For::make(prefix + "_cp", 0, int(ceil_div(copies, threads)), ForKind::unrolled, body);
   };
+
+  // TMA: one box per layout column of a tile (gemm_wgmma.h), whose image with the swizzle is
+  // that column: E = swizzle/2 elements (8 without swizzle) of the view's inner dimension by
+  // the tile's rows. The box origin is the slice's (row0, col0) plus the column's E·c.
+  const int e_cols = p.column_elems();
+  std::vector<TensorMapParam> maps;
+  auto map_for = [&](const Buffer& global, const WgmmaGemmSpec::TmaView& view,
+                     const WgmmaTile& tile) {
+    TensorMapDesc d;
+    d.buffer = global->name;
+    d.dtype = input;
+    d.dims[0] = view.inner;
+    d.dims[1] = view.outer;
+    d.row_stride_bytes = view.row_stride_bytes;
+    d.box[0] = e_cols;
+    d.box[1] = tile.rows;
+    d.swizzle = spec.hooks.wrong_map_swizzle ? TmaSwizzle::none : tma_swizzle_code(p.swizzle);
+    maps.push_back(TensorMapParam{global->name + "_map", d});
+    return maps.back().name;
+  };
+  const std::string a_map = tma_a ? map_for(a, *spec.a_tma, a_tile) : "";
+  const std::string b_map = tma_b ? map_for(b, *spec.b_tma, b_tile) : "";
+  int64_t slot_tx_bytes = 0;  // what one slot's TMA copies bring (its expect_tx)
+  if (tma_a) slot_tx_bytes += a_tile.stage_elements() * 2;
+  if (tma_b) slot_tx_bytes += b_tile.stage_elements() * 2;
+  auto full = [&](const Expr& slot) { return address_of(mbar_full, slot); };
+  auto empty = [&](const Expr& slot) { return address_of(mbar_empty, slot); };
+  auto tma_tile = [&](const std::string& prefix, const std::string& map, const WgmmaTile& tile,
+                      const Expr& slot, const Expr& row0, const Expr& col0) {
+    Expr col = int_var(prefix + "_tma");
+    return For::make(prefix + "_tma", 0, tile.cols / e_cols, ForKind::unrolled,
+                     tma_load_2d(address_of(smem, tile.offset(slot, i32(0), col * e_cols)),
+                                 tensor_map_ref(map), full(slot), col0 + col * e_cols, row0));
+  };
+  // The thread that issues the copies: thread 0, or the producer warpgroup's first (written
+  // tx % 128 == 0 inside the producer's branch, which the feature analysis, taking conditions
+  // as independent, then weighs right). Thread 0 initialises the barriers.
+  Expr elected = eq(tx, 0);
+  Expr producer_elected = eq(tx % 128, 0);
+
   const tc::SourceFn& a_source = spec.a_source;
   const tc::SourceFn& b_source = spec.b_source;
-  // The load stage: global K slice `k_tile` into ring slot `slot` (TMA can replace this).
-  auto load_slice = [&](const Expr& k_tile, const Expr& slot) {
+  // The load stage: global K slice `k_tile` into ring slot `slot`. Operands TMA loads are
+  // issued by the elected thread after the slot's expect_tx; the others are cp.async copies
+  // (or element copies) by every thread.
+  // `issuer`: the caller runs in the elected thread alone, which issues without a test;
+  // `before_issue` runs in the issuing thread first (the wait for the slot's release).
+  auto load_slice = [&](const Expr& k_tile, const Expr& slot, bool issuer = false,
+                        const Stmt& before_issue = Stmt()) {
     Expr k0 = k_tile * p.bk;
-    Stmt la = copy_tile("a", a, a_tile, a_source, slot, tile_m * p.bm, k0);
-    Stmt lb = nn ? copy_tile("b", b, b_tile, b_source, slot, k0, tile_n * p.bn)
-                 : copy_tile("b", b, b_tile, b_source, slot, tile_n * p.bn, k0);
-    return Block::make({la, lb});
+    Expr a_row0 = tile_m * p.bm, a_col0 = k0;
+    Expr b_row0 = nn ? k0 : tile_n * p.bn, b_col0 = nn ? tile_n * p.bn : k0;
+    std::vector<Stmt> copies, issue;
+    if (before_issue.defined()) issue.push_back(before_issue);
+    if (any_tma) {
+      issue.push_back(
+          mbarrier_arrive_expect_tx(full(slot), i32(slot_tx_bytes + spec.hooks.expect_tx_delta)));
+    }
+    if (tma_a) {
+      issue.push_back(tma_tile("a", a_map, a_tile, slot, a_row0, a_col0));
+    } else {
+      copies.push_back(copy_tile("a", a, a_tile, a_source, slot, a_row0, a_col0));
+    }
+    if (tma_b) {
+      issue.push_back(tma_tile("b", b_map, b_tile, slot, b_row0, b_col0));
+    } else {
+      copies.push_back(copy_tile("b", b, b_tile, b_source, slot, b_row0, b_col0));
+    }
+    if (!issue.empty()) {
+      copies.push_back(issuer ? Block::make(issue) : IfThenElse::make(elected, Block::make(issue)));
+    }
+    return Block::make(copies);
   };
-  auto commit = [&]() { return async ? cp_async_commit() : Stmt(); };
+  auto commit = [&]() { return async && any_copy ? cp_async_commit() : Stmt(); };
+  // Slice k_outer's parity on its slot's full barrier: the slot's fill number mod 2.
+  Expr ko = int_var("k_outer");
+  auto wait_full = [&](const Expr& kt) {
+    if (!any_tma || spec.hooks.skip_full_wait) return Stmt();
+    return mbarrier_wait_parity(full(kt % p.stages), kt / p.stages % 2);
+  };
 
   // Descriptors (gemm_wgmma.h): swizzled K-major tiles step 8 rows by SBO = 8·w bytes (LBO
   // unused); interleaved ones step 8 rows by 128 and 8 of K by rows·16. MN-major B steps 8 of
@@ -232,24 +372,60 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
                         wgmma_commit_group(), wgmma_wait_group(0), fence_acc});
   };
 
-  // The ring: slices 0..stages-2 in flight before the loop; each iteration waits for its
-  // slice, refills the slot the previous iteration read (its wgmmas are complete), computes.
   const int s = p.stages;
-  std::vector<Stmt> prologue;
-  for (int st = 0; st < s - 1; ++st) {
-    prologue.push_back(IfThenElse::make(i32(st) < n_tiles, load_slice(first_tile + st, st)));
-    prologue.push_back(commit());
-  }
-  Expr ko = int_var("k_outer");
-  Expr next = ko + (s - 1);
-  Stmt loop = For::make(
-      "k_outer", 0, n_tiles, ForKind::serial,
-      Block::make({async ? cp_async_wait(s - 2) : Stmt(), fence_proxy_async(), Sync::make(),
-                   IfThenElse::make(next < n_tiles, load_slice(first_tile + next, next % s)),
-                   commit(), compute(ko % s)}));
-
   Stmt init =
       For::make("i", 0, strips * per_strip, ForKind::unrolled, Store::make(acc, ii, f32(0.0)));
+  Stmt mainloop, produce;
+  // All-TMA rings release slots through their empty barriers (every consumer thread arrives
+  // after its slice's wgmmas; the issuing thread waits for the phase before refilling), so the
+  // loop has no block-wide barrier; a ring with cp.async copies needs the barrier, which also
+  // tells that every warpgroup is done with the slot the previous iteration read.
+  const bool release_by_barrier = any_copy;
+  auto wait_empty = [&](const Expr& kt) {
+    // Fill kt / stages of the slot waits for the consumers' release of fill kt / stages - 1
+    // (the empty barrier's phase of that number); a fresh barrier passes parity 1 at once.
+    return mbarrier_wait_parity(empty(kt % s), (kt / s + 1) % 2);
+  };
+  if (!producer) {
+    // The ring: slices 0..stages-2 in flight before the loop; each iteration waits for its
+    // slice (its cp.async group, or its full barrier's phase), refills the slot the previous
+    // iteration read once it is released, and computes.
+    std::vector<Stmt> prologue;
+    for (int st = 0; st < s - 1; ++st) {
+      prologue.push_back(IfThenElse::make(i32(st) < n_tiles, load_slice(first_tile + st, st)));
+      prologue.push_back(commit());
+    }
+    Expr next = ko + (s - 1);
+    Stmt loop;
+    if (release_by_barrier) {
+      loop = For::make(
+          "k_outer", 0, n_tiles, ForKind::serial,
+          Block::make({async ? cp_async_wait(s - 2) : Stmt(), wait_full(ko), fence_proxy_async(),
+                       Sync::make(),
+                       IfThenElse::make(next < n_tiles, load_slice(first_tile + next, next % s)),
+                       commit(), compute(ko % s)}));
+    } else {
+      Stmt refill = IfThenElse::make(
+          next < n_tiles, load_slice(first_tile + next, next % s, false, wait_empty(next)));
+      loop = For::make(
+          "k_outer", 0, n_tiles, ForKind::serial,
+          Block::make({wait_full(ko), refill, compute(ko % s), mbarrier_arrive(empty(ko % s))}));
+    }
+    mainloop = Block::make({init, Block::make(prologue), loop});
+  } else {
+    // Warp specialisation: the producer's elected thread fills slot k % stages once the
+    // consumers have released its previous fill, the consumers wait on the full barrier,
+    // compute and release.
+    Expr kl = int_var("k_load");
+    produce = For::make("k_load", 0, n_tiles, ForKind::serial,
+                        load_slice(first_tile + kl, kl % s, true, wait_empty(kl)));
+    Stmt consume =
+        For::make("k_outer", 0, n_tiles, ForKind::serial,
+                  Block::make({wait_full(ko), compute(ko % s), mbarrier_arrive(empty(ko % s))}));
+    mainloop = Block::make({setmaxnreg(true, kConsumerRegisters), init, consume});
+    produce = Block::make(
+        {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
+  }
 
   // Epilogue. Register 2·pp (+1) of strip j holds row 16·warp + group + 8·(pp % 2) of the strip
   // and columns 8·(pp / 2) + 2·thread_in_group (+1) (the ISA's D fragment layout).
@@ -258,7 +434,9 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   Expr local_col = pp / 2 * 8 + q * 2;
   Expr grow = tile_m * p.bm + local_row, gcol = tile_n * p.bn + local_col;
   Expr reg = j * per_strip + pp * 2;
-  Stmt write;
+  // `write` runs in the consumer threads; a staged epilogue's copy-out (`copy_out`) runs after
+  // a barrier of the whole block, in the consumer threads too.
+  Stmt write, copy_out;
   auto per_pair = [&](const Stmt& st) {
     return For::make("j", 0, strips, ForKind::unrolled,
                      For::make("p", 0, per_strip / 2, ForKind::unrolled, st));
@@ -276,10 +454,10 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     write = per_pair(IfThenElse::make(grow < i32(m) && gcol < i32(n),
                                       Store::make(c, grow * i32(n) + gcol, value)));
   } else {
-    Stmt stage =
+    write =
         per_pair(Store::make(c_stage, local_row * stage_ld + local_col, Load::make(acc, reg, 2)));
     const int per_row = p.bn / 4, copies = p.bm * per_row;
-    Expr v = int_var("c_cp") * threads + tx;
+    Expr v = int_var("c_cp") * consumers + tx;
     Expr row = v / per_row, col = v % per_row * 4;
     Expr out_row = tile_m * p.bm + row, out_col = tile_n * p.bn + col;
     Expr at = row * stage_ld + col;
@@ -295,15 +473,44 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
       store = Store::make(c, index, Load::make(c_stage, at, 4));
     }
     Stmt guarded = IfThenElse::make(out_row < i32(m) && out_col < i32(n), store);
-    if (copies % threads != 0) guarded = IfThenElse::make(v < copies, guarded);
-    write = Block::make(
-        {stage, Sync::make(),
-         For::make("c_cp", 0, int(ceil_div(copies, threads)), ForKind::unrolled, guarded)});
+    if (copies % consumers != 0) guarded = IfThenElse::make(v < copies, guarded);
+    copy_out = For::make("c_cp", 0, int(ceil_div(copies, consumers)), ForKind::unrolled, guarded);
   }
 
-  Stmt body = Block::make({init, Block::make(prologue), loop, write});
+  std::vector<Stmt> parts;
+  if (any_tma) {
+    // Barriers are initialised, and made visible to the TMA unit, before anyone uses them.
+    std::vector<Stmt> setup;
+    for (int st = 0; st < s; ++st) {
+      setup.push_back(mbarrier_init(full(i32(st)), i32(1)));
+      if (!release_by_barrier) setup.push_back(mbarrier_init(empty(i32(st)), i32(consumers)));
+    }
+    for (const TensorMapParam& map : maps) {
+      setup.push_back(prefetch_tensormap(tensor_map_ref(map.name)));
+    }
+    setup.push_back(fence_proxy_async());
+    parts.push_back(IfThenElse::make(elected, Block::make(setup)));
+    parts.push_back(Sync::make());
+  }
+  if (!producer) {
+    parts.push_back(mainloop);
+    parts.push_back(write);
+    if (copy_out.defined()) parts.push_back(Block::make({Sync::make(), copy_out}));
+  } else {
+    // The branches are uniform across each warpgroup, as wgmma and setmaxnreg need.
+    Expr is_consumer = wg < i32(p.warpgroups);
+    parts.push_back(IfThenElse::make(is_consumer, Block::make({mainloop, write}), produce));
+    if (copy_out.defined()) {
+      parts.push_back(Sync::make());
+      parts.push_back(IfThenElse::make(is_consumer, copy_out));
+    }
+  }
+
+  Stmt body = Block::make(parts);
   body = Allocate::make(acc, body);
   body = Allocate::make(c_stage, body);
+  if (!release_by_barrier) body = Allocate::make(mbar_empty, body);
+  if (any_tma) body = Allocate::make(mbar_full, body);
   body = Allocate::make(smem, body);
   Expr lane = tx % 32;
   body = LetStmt::make("thread_in_group", lane % 4, body);
@@ -316,13 +523,19 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   kernel.name = spec.name;
   kernel.buffers = spec.parameters;
   kernel.body = body;
+  kernel.tensor_maps = std::move(maps);
+  // setmaxnreg needs the register count at entry fixed: __launch_bounds__(threads, 1).
+  if (producer) kernel.min_blocks = 1;
   return kernel;
 }
 
 std::vector<std::string> wgmma_loop_names() {
-  return {"bx", "kz", "tx", "k_outer", "kk", "j", "a_cp", "b_cp", "i", "p", "e", "c_cp"};
+  return {"bx", "kz", "tx", "k_outer", "kk",     "j",     "a_cp", "b_cp",
+          "i",  "p",  "e",  "c_cp",    "k_load", "a_tma", "b_tma"};
 }
 
-std::vector<std::string> wgmma_local_buffer_names() { return {"S", "C_stage", "Acc"}; }
+std::vector<std::string> wgmma_local_buffer_names() {
+  return {"S", "C_stage", "Acc", "mbar_full", "mbar_empty"};
+}
 
 }  // namespace cutune::wg

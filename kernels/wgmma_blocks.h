@@ -5,6 +5,7 @@
 // a SourceFn (tc_blocks.h) says (a row-major matrix, or an image gathered patch by patch).
 // gemm_wgmma.h describes the kernel, its shared layouts and its knobs.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,11 @@ namespace cutune::wg {
 
 struct WgmmaParams {
   int bm, bn, bk, stages, warpgroups, swizzle, copy_bytes, raster, split_k, epilogue;
-  int threads() const { return 128 * warpgroups; }
+  int loads = 0;     // 0: cp.async by every thread; 1: TMA (for the operands that have a view)
+  int producer = 0;  // 1: one more warpgroup issues the TMA copies (warp specialisation)
+  bool tma() const { return loads == 1; }
+  int consumer_threads() const { return 128 * warpgroups; }
+  int threads() const { return 128 * (warpgroups + producer); }
   int strips() const { return bm / (64 * warpgroups); }  // m64 strips per warpgroup
   int acc_per_strip() const { return bn / 2; }
   // Bytes of one row of a layout column, and the elements it holds.
@@ -31,6 +36,21 @@ WgmmaParams wgmma_params(const Config& c);
 // warpgroup, at most 128 accumulators a thread, the swizzle's row within the tiles (B's
 // block_n too when B is MN-major in shared memory).
 void define_wgmma_knobs(ConfigSpace& space, bool b_mn_major);
+
+// setmaxnreg's counts with a producer warpgroup: the producer drops to kProducerRegisters, the
+// consumers rise to kConsumerRegisters; warpgroups·128·consumer + 128·producer registers must
+// fit the 65536 of a block (register_budget_holds).
+inline constexpr int kProducerRegisters = 40;
+inline constexpr int kConsumerRegisters = 232;
+bool register_budget_holds(int warpgroups);
+
+// Defines `loads` (0 cp_async, 1 tma; if omitted 0) and `producer` (0, 1; if omitted 0) for a
+// kernel whose A (a_tma) and B (b_tma) slices a 2-D TMA box can load, with their constraints:
+// tma only where some operand can take it; copy_bytes left at 16 when TMA loads both operands
+// (nothing else copies); a producer only when TMA loads both, within the register budget; the
+// shared memory with the ring's mbarriers within the opt-in limit. The shape's own TMA rule
+// (16-byte global row strides) is the template's.
+void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
 
 // The constraints that follow N, K and the output type: shared memory within the opt-in
 // limit, split-K only into fp32 C with scalar atomics and with a K slice for every split,
@@ -49,6 +69,30 @@ struct WgmmaGemmSpec {
   ir::Buffer a, b, c;
   tc::SourceFn a_source, b_source;
   std::vector<ir::Buffer> parameters;  // the kernel's global buffers in parameter order
+  // With loads = tma, an operand with a view is loaded by TMA through a tensor map over it
+  // (Kernel::tensor_maps, named "<buffer>_map"), the others by cp.async as with loads =
+  // cp_async. The view is the operand as a row-major matrix of `outer` rows of `inner`
+  // elements, `row_stride_bytes` apart (a multiple of 16), whose (row0, col0) is the slice
+  // origin the SourceFn gets: A's rows are M and columns K; B's are K and N (b_mn_major) or N
+  // and K. The box of each copy is one column of the canonical layout (gemm_wgmma.h): swizzle/2
+  // elements (8 without swizzle) by the tile's rows, with the descriptors' swizzle, so the
+  // copy's image is that column; out-of-range rows and columns arrive as zeros.
+  struct TmaView {
+    int64_t inner, outer, row_stride_bytes;
+  };
+  std::optional<TmaView> a_tma, b_tma;
+
+  // Switches that plant a bug in the TMA path, for the tests that must catch it; all off in
+  // every template. `wrong_map_swizzle`: the tensor maps do not swizzle while the descriptors
+  // read the configuration's swizzle (a no-swizzle configuration is unchanged);
+  // `expect_tx_delta`: bytes added to each slot's expect_tx; `skip_full_wait`: consumers read
+  // a slot without waiting on its full barrier.
+  struct TestHooks {
+    bool wrong_map_swizzle = false;
+    int expect_tx_delta = 0;
+    bool skip_full_wait = false;
+  };
+  TestHooks hooks;
 };
 
 ir::Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p);

@@ -95,6 +95,7 @@ class Verifier : public IRVisitor {
     }
     bool divergent = mentions(op->min, thread_vars_) || mentions(op->extent, thread_vars_);
     if (is_thread_binding(op->kind)) thread_vars_.insert(op->var);
+    if (op->kind == ForKind::thread_x) thread_x_vars_.insert(op->var);
     env_[op->var] = Interval{0, extent ? std::optional<int64_t>(*extent - 1) : std::nullopt};
     if (!is_bound(op->kind)) {
       auto lo = bounds_of(op->min, env_).lo;
@@ -119,24 +120,36 @@ class Verifier : public IRVisitor {
   void visit_node(const IfThenElse* op) override {
     visit(op->condition);
     bool divergent = mentions(op->condition, thread_vars_);
-    divergent_depth_ += divergent;
+    // A condition that depends on the thread only through warpgroup indices (warp
+    // specialisation) keeps every warpgroup together: warp and warpgroup collectives may sit
+    // under it, a block-wide barrier may not.
+    bool per_warpgroup = divergent && !mentions(op->condition, non_warpgroup_thread_vars());
+    if (per_warpgroup) uses_warpgroup_conditions_ = true;
+    divergent_depth_ += divergent && !per_warpgroup;
+    warpgroup_divergent_depth_ += per_warpgroup;
     visit(op->then_case);
     visit(op->else_case);
-    divergent_depth_ -= divergent;
+    divergent_depth_ -= divergent && !per_warpgroup;
+    warpgroup_divergent_depth_ -= per_warpgroup;
   }
 
   void visit_node(const LetStmt* op) override {
     visit(op->value);
     bool thread_dependent = mentions(op->value, thread_vars_);
     if (thread_dependent) thread_vars_.insert(op->var);
+    bool warpgroup_index = thread_dependent && is_warpgroup_index(op->value);
+    if (warpgroup_index) warpgroup_vars_.insert(op->var);
     if (op->value.type().is_int()) env_[op->var] = bounds_of(op->value, env_);
     visit(op->body);
     env_.erase(op->var);
     if (thread_dependent) thread_vars_.erase(op->var);
+    if (warpgroup_index) warpgroup_vars_.erase(op->var);
   }
 
   void visit_node(const Sync*) override {
-    if (divergent_depth_ > 0) error("a barrier (sync) is under a thread-dependent condition");
+    if (divergent_depth_ > 0 || warpgroup_divergent_depth_ > 0) {
+      error("a barrier (sync) is under a thread-dependent condition");
+    }
   }
 
   // mma and ldmatrix are warp-collective: every lane must reach them together.
@@ -175,6 +188,26 @@ class Verifier : public IRVisitor {
   }
 
  private:
+  // threadIdx.x / (a multiple of 128): the same for the 128 threads of a warpgroup while the
+  // block's x extent is a multiple of 128 (checked at the end).
+  bool is_warpgroup_index(const Expr& e) const {
+    if (e.kind() != NodeKind::Div) return false;
+    const auto* d = static_cast<const Div*>(e.get());
+    auto divisor = as_const_int(d->b);
+    if (!divisor || *divisor <= 0 || *divisor % 128 != 0 || d->a.kind() != NodeKind::Var) {
+      return false;
+    }
+    const std::string& name = static_cast<const Var*>(d->a.get())->name;
+    return thread_x_vars_.count(name) > 0;
+  }
+
+  std::set<std::string> non_warpgroup_thread_vars() const {
+    std::set<std::string> out;
+    for (const std::string& v : thread_vars_)
+      if (warpgroup_vars_.count(v) == 0) out.insert(v);
+    return out;
+  }
+
   template <typename... Args>
   void error(fmt::format_string<Args...> f, Args&&... args) {
     errors_.push_back(fmt::format(f, std::forward<Args>(args)...));
@@ -207,6 +240,12 @@ class Verifier : public IRVisitor {
       r.errors.push_back(fmt::format("{} needs sm_90 or later (Hopper's TMA and mbarrier "
                                      "transactions), but the target is {}",
                                      sm90_user_, limits_.arch));
+    }
+    if (uses_warpgroup_conditions_ && (l.block[0] % 128 != 0)) {
+      r.errors.push_back(
+          fmt::format("a condition on threadIdx.x / 128 is per warpgroup only for "
+                      "a block x extent that is a multiple of 128, got {}",
+                      l.block[0]));
     }
     if (uses_warpgroup_ && l.threads_per_block() % 128 != 0) {
       r.errors.push_back(fmt::format("warpgroup intrinsics need a multiple of 128 threads per "
@@ -248,10 +287,14 @@ class Verifier : public IRVisitor {
   int loop_depth_ = 0;
   int block_depth_ = 0;
   int divergent_depth_ = 0;
+  int warpgroup_divergent_depth_ = 0;  // conditions uniform across each warpgroup
   bool uses_warpgroup_ = false;
+  bool uses_warpgroup_conditions_ = false;
   std::string sm90a_user_;  // the first sm_90a-only intrinsic, if any
   std::string sm90_user_;   // the first TMA/mbarrier intrinsic, if any
   std::set<std::string> thread_vars_;
+  std::set<std::string> thread_x_vars_;
+  std::set<std::string> warpgroup_vars_;  // let-bound threadIdx.x / (128·n)
   BoundsEnv env_;
 };
 

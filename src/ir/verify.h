@@ -6,6 +6,9 @@
 // - no Sync under a condition or loop bound that depends on the thread index (all threads of
 //   a block must reach every barrier), nor a warp-collective intrinsic (mma, ldmatrix), nor a
 //   warpgroup-collective one (wgmma, setmaxnreg), which also needs a multiple of 128 threads;
+//   a condition that depends on the thread only through let-bound warpgroup indices
+//   (threadIdx.x / 128·n, with a block x extent that is a multiple of 128) may hold
+//   collectives (warp specialisation), but not a Sync;
 // - sm_90a-only intrinsics (wgmma, setmaxnreg) only on an sm_90 / sm_90a target;
 // - threads per block, block dimensions, grid dimensions and shared memory are within the
 //   target's limits;

@@ -241,22 +241,11 @@ class GpuMeasurer final : public Measurer {
     request.launch = source.launch;
     request.check = options_.check;
     request.cubin = compiled.cubin;
-    const std::vector<TensorSpec> tensors = tmpl_.tensors();
-    for (const KernelParam& param : source.params) {
-      // A tensor map is encoded by the worker over the tensor it describes.
-      const std::string& tensor = param.tensor_map ? param.tensor_map->buffer : param.name;
-      auto it = std::find_if(tensors.begin(), tensors.end(),
-                             [&](const TensorSpec& t) { return t.name == tensor; });
-      if (param.tensor_map && it != tensors.end()) {
-        request.maps.resize(source.params.size());
-        request.maps[request.args.size()] = *param.tensor_map;
-      } else if (!param.is_pointer || it == tensors.end()) {
-        result.status = MeasureStatus::invalid;
-        result.error =
-            fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);
-        return result;
-      }
-      request.args.push_back(int(it - tensors.begin()));
+    if (std::string error = bind_kernel_arguments(source, tmpl_.tensors(), request);
+        !error.empty()) {
+      result.status = MeasureStatus::invalid;
+      result.error = error;
+      return result;
     }
     return request;
   }
@@ -274,6 +263,26 @@ class GpuMeasurer final : public Measurer {
 };
 
 }  // namespace
+
+std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
+                                  MeasureRequest& request) {
+  request.args.clear();
+  request.maps.clear();
+  for (const KernelParam& param : source.params) {
+    // A tensor map is encoded by the worker over the tensor it describes.
+    const std::string& tensor = param.tensor_map ? param.tensor_map->buffer : param.name;
+    auto it = std::find_if(tensors.begin(), tensors.end(),
+                           [&](const TensorSpec& t) { return t.name == tensor; });
+    if (param.tensor_map && it != tensors.end()) {
+      request.maps.resize(source.params.size());
+      request.maps[request.args.size()] = *param.tensor_map;
+    } else if (!param.is_pointer || it == tensors.end()) {
+      return fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);
+    }
+    request.args.push_back(int(it - tensors.begin()));
+  }
+  return "";
+}
 
 TimingOptions timing_options(const GpuMeasureOptions& o) {
   TimingOptions t;

@@ -43,6 +43,13 @@ struct GpuMeasureOptions {
   std::vector<std::string> worker_command;
 };
 
+// Fills request.args with the index in `tensors` of each of `source`'s parameters, and
+// request.maps (indexed like args; empty when there is none) with the description of each
+// tensor-map parameter, which the worker encodes over the tensor it names. Returns why a
+// parameter is neither a tensor nor a map over one ("" when all are).
+std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
+                                  MeasureRequest& request);
+
 // The TimingOptions the worker gets for these options.
 TimingOptions timing_options(const GpuMeasureOptions& options);
 

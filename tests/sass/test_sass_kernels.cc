@@ -11,6 +11,9 @@
 #include "src/lower/lower.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "src/sass/disassembler.h"
+#include "src/sass/instruction_mix.h"
+#include "src/sass/main_loop.h"
+#include "src/sass/sass_listing.h"
 #include "src/sass/sass_report.h"
 
 using namespace cutune;
@@ -100,4 +103,58 @@ TEST_CASE("the hand-tuned wgmma reference: HGMMA in the main loop, no HMMA or LD
   CHECK(r.mix.count("HMMA") == 0);
   CHECK(r.mix.count_opcode("LDSM") == 0);
   CHECK_FALSE(r.spills());
+}
+
+TEST_CASE(
+    "the TMA + producer wgmma reference: HGMMA and no LDGSTS in the main loop, UTMALDG in "
+    "the producer's loop, setmaxnreg kept, no spills",
+    "[sass][tma]") {
+  require_nvdisasm();
+  auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
+  std::vector<Config> refs = tmpl->reference_configs();
+  REQUIRE(refs.size() >= 2);
+  const Config& c = refs[1];
+  REQUIRE(c.get("loads") == 1);
+  REQUIRE(c.get("producer") == 1);
+  ir::TargetLimits limits;
+  limits.arch = "sm_90a";
+  Lowered l = lower(*tmpl, c, limits);
+  REQUIRE(l.ok());
+  BuildOptions options;
+  options.arch = "sm_90a";
+  NvrtcBuilder builder(options);
+  CompileResult compiled = builder.compile(*l.source);
+  INFO(compiled.log);
+  REQUIRE(compiled.ok());
+  SassReport r = inspect(compiled, l.source->launch);
+  INFO(r.to_text());
+  REQUIRE(r.main_loop);
+  // The consumers' k loop: warpgroup MMAs waited through mbarriers, no cp.async.
+  CHECK(r.mix.count_opcode("HGMMA") > 0);
+  CHECK(r.mix.count_opcode("LDGSTS") == 0);
+  CHECK(r.mix.count_opcode("LDSM") == 0);
+  CHECK(r.mix.count_opcode("BAR") == 0);
+  CHECK_FALSE(r.spills());
+  // 65536 registers over 384 threads at entry, which setmaxnreg needs to be known.
+  CHECK(r.registers == 168);
+
+  std::vector<Function> functions = parse_nvdisasm(disassemble(compiled.cubin));
+  const Function* f = nullptr;
+  for (const Function& fn : functions)
+    if (fn.name == l.source->kernel_name) f = &fn;
+  REQUIRE(f != nullptr);
+  size_t setmaxnreg = 0, ldgsts = 0;
+  for (const Instruction& ins : f->instructions) {
+    setmaxnreg += ins.opcode == "USETMAXREG";
+    ldgsts += ins.opcode == "LDGSTS";
+  }
+  CHECK(setmaxnreg == 2);  // one raise, one drop: ptxas did not ignore them
+  CHECK(ldgsts == 0);
+  // The producer's loop issues the TMA copies (both operands' boxes each iteration).
+  bool tma_in_loop = false;
+  for (const Loop& loop : find_loops(*f)) {
+    InstructionMix m = mix_of(*f, loop.first, loop.last);
+    if (m.count_opcode("UTMALDG") >= 2 && m.count_opcode("HGMMA") == 0) tma_in_loop = true;
+  }
+  CHECK(tma_in_loop);
 }

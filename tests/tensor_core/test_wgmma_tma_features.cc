@@ -1,0 +1,76 @@
+// The IR features see how a wgmma GEMM loads its slices: TMA's box bytes against cp.async's,
+// the TMA ring's slots and the bytes one slot brings (so the bytes in flight per stage), and
+// warp specialisation (setmaxnreg).
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "cost_model/features.h"
+#include "tests/tensor_core/tc_samples.h"
+
+using namespace cutune;
+
+namespace {
+
+std::vector<float> features(const cost_model::FeatureExtractor& f, const Config& c) {
+  std::vector<float> v(size_t(f.size()));
+  f.extract(c, v);
+  return v;
+}
+
+float raw(const cost_model::FeatureExtractor& f, const std::vector<float>& v,
+          const std::string& name) {
+  std::vector<std::string> names = f.names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return v[i];
+  FAIL("no feature " << name);
+  return 0;
+}
+
+// Undoes the log2(1 + x) scaling of a count feature.
+double unscaled(const cost_model::FeatureExtractor& f, const std::vector<float>& v,
+                const std::string& name) {
+  return std::exp2(double(raw(f, v, name))) - 1;
+}
+
+Config config(const Template& t, int loads, int producer) {
+  return test::tc_config(
+      t, fmt::format(R"({{"knobs":{{"block_m":64,"block_n":64,"block_k":64,"stages":3,)"
+                     R"("warpgroups":1,"swizzle":128,"copy_bytes":16,"raster_group":1,)"
+                     R"("split_k":1,"epilogue":1,"loads":{},"producer":{}}}}})",
+                     loads, producer)
+             .c_str());
+}
+
+}  // namespace
+
+TEST_CASE("TMA loads are visible to the IR features", "[wgmma][tma][features]") {
+  // 128x128x384 in 64x64x64 blocks: 4 blocks, 6 K slices of 64x64 A and 64x64 B halves, so
+  // 4 · 6 · 16384 bytes copied whichever way, 16384 per ring slot.
+  auto tmpl = make_template("gemm_fp16", {128, 128, 384}, "gemm_fp16_wgmma_nt");
+  auto f = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  const double total = 4.0 * 6 * 16384;
+
+  std::vector<float> cp = features(*f, config(*tmpl, 0, 0));
+  CHECK(unscaled(*f, cp, "kernel.async_copy_bytes") == Approx(total).epsilon(0.2));
+  CHECK(unscaled(*f, cp, "kernel.tma_copy_bytes") == 0);
+  CHECK(raw(*f, cp, "kernel.tma_share") == 0);
+  CHECK(unscaled(*f, cp, "kernel.tma_bytes_in_flight") == 0);
+  CHECK(raw(*f, cp, "kernel.warp_specialized") == 0);
+
+  for (int producer : {0, 1}) {
+    INFO("producer " << producer);
+    std::vector<float> tma = features(*f, config(*tmpl, 1, producer));
+    CHECK(unscaled(*f, tma, "kernel.async_copy_bytes") == 0);
+    CHECK(unscaled(*f, tma, "kernel.tma_copy_bytes") == Approx(total).epsilon(0.2));
+    CHECK(raw(*f, tma, "kernel.tma_share") == 1.0f);
+    CHECK(unscaled(*f, tma, "kernel.tma_stages") == Approx(3).epsilon(1e-3));
+    CHECK(unscaled(*f, tma, "kernel.tma_bytes_in_flight") == Approx(2 * 16384).epsilon(1e-3));
+    CHECK(raw(*f, tma, "kernel.warp_specialized") == float(producer));
+    CHECK(unscaled(*f, tma, "kernel.mma_ops") == Approx(unscaled(*f, cp, "kernel.mma_ops")));
+    CHECK(unscaled(*f, tma, "kernel.threads_per_block") == Approx(128 + 128 * producer));
+  }
+}
