@@ -55,8 +55,7 @@ std::vector<Config> Conv2dWgmmaTemplate::reference_configs() const {
   std::vector<Config> out;
   auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The widest copy the channels allow (16 bytes for every ResNet-18 layer but C1's C = 3).
-  const int copy_bytes =
-      2 * std::min({8, conv_widest_copy(shape_.c), conv_widest_copy(shape_.k)});
+  const int copy_bytes = 2 * std::min({8, conv_widest_copy(shape_.c), conv_widest_copy(shape_.k)});
   // The wgmma GEMM's Hopper shape: 128x128x64 tiles of two consumer warpgroups (64x128 each),
   // a 4-stage ring of 128-byte-swizzled tiles, grouped blocks, a staged epilogue.
   add({{"block_m", 128},
@@ -105,9 +104,7 @@ std::vector<Config> Conv2dWgmmaTemplate::reference_configs() const {
   return out;
 }
 
-std::vector<std::string> Conv2dWgmmaTemplate::loop_names() const {
-  return wg::wgmma_loop_names();
-}
+std::vector<std::string> Conv2dWgmmaTemplate::loop_names() const { return wg::wgmma_loop_names(); }
 
 std::vector<std::string> Conv2dWgmmaTemplate::buffer_names() const {
   std::vector<std::string> names = {"Output", "Input", "Filter"};
