@@ -42,6 +42,8 @@ struct SuiteArgs {
   bool quiet = false;
   bool json = false;
   std::string layers;  // comma-separated layer names; empty: all
+  std::string dtype = "fp32";  // the layers' input type (suite_layer_op)
+  std::string template_name;   // empty: each operator's default template
 };
 
 // The suite's layers, or those named in `names` (in the suite's order).
@@ -140,6 +142,12 @@ void run_tune_suite(const SuiteArgs& args) {
         fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
   const std::vector<SuiteLayer> layers =
       chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
+  // Every layer's template, before the log or the GPU is looked at (a bad --dtype or
+  // --template is a usage error).
+  std::vector<std::unique_ptr<Template>> templates;
+  for (const SuiteLayer& layer : layers)
+    templates.push_back(
+        make_template(suite_layer_op(layer, args.dtype), layer.shape, args.template_name));
   require_writable_file(args.log, "--log");
   // One log for the whole suite: new, or continued with --resume (its layers' records count).
   if (std::optional<std::string> why =
@@ -159,8 +167,8 @@ void run_tune_suite(const SuiteArgs& args) {
   InterruptGuard interrupt;
   for (const SuiteLayer& layer : layers) {
     if (interrupt.flag()->load()) break;
+    const std::unique_ptr<Template>& tmpl = templates[size_t(layer_index)];
     ++layer_index;
-    auto tmpl = make_template(layer.op, layer.shape);
     GpuMeasureOptions gpu;
     std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
     auto features = cost_model::make_ir_features(*tmpl, limits);
@@ -237,7 +245,7 @@ void run_tune_suite(const SuiteArgs& args) {
       };
       j["layers"].push_back(
           {{"name", o.layer.name},
-           {"op", o.layer.op},
+           {"op", o.key.op},
            {"template", o.key.template_name},
            {"shape", o.layer.shape},
            {"description", o.layer.description},
@@ -282,6 +290,13 @@ void add_suite_commands(CLI::App& app) {
       ->capture_default_str();
   add_seed_option(*cmd, args->seed, "search seed");
   cmd->add_option("--layers", args->layers, "only these layers, e.g. C2,C6,C9 (default: all)");
+  cmd->add_option("--dtype", args->dtype,
+                  "input type: fp32, or fp16 / bf16 (conv2d layers on the tensor-core NHWC "
+                  "templates, against cuDNN in the same type)")
+      ->capture_default_str();
+  cmd->add_option("--template", args->template_name,
+                  "one template for every layer, e.g. conv2d_fp16_wgmma_nhwc (default: the "
+                  "operator's)");
   cmd->add_flag("--no-transfer", args->no_transfer, "do not learn from the layers already tuned");
   cmd->add_flag("--resume", args->resume,
                 "count the log's records of each layer, measure only the rest");
