@@ -19,14 +19,23 @@ int conv_widest_copy(int64_t len) {
   return e;
 }
 
-tc::SourceFn conv_gather_source(const ConvShape& s, bool m_tail, bool k_tail) {
+tc::SourceFn conv_gather_source(const ConvShape& s, bool m_tail, bool k_tail, int tap_slice) {
   const int64_t m = s.n * s.p * s.q, k = s.r * s.s * s.c;
+  const bool by_tap = tap_slice > 0 && s.c % tap_slice == 0;
   // im2col on the fly: tile row = output pixel, tile column = (r, s, c) with c fastest. A copy
   // of up to conv_widest_copy(C) channels stays within one pixel, so it is in range as a whole.
   return [=](const Expr& row0, const Expr& col0, const Expr& row, const Expr& col) {
     Expr gm = row0 + row, kk = col0 + col;
     Expr img = gm / (s.p * s.q), oy = gm / s.q % s.p, ox = gm % s.q;
-    Expr c = kk % s.c, fx = kk / s.c % s.s, fy = kk / (s.c * s.s);
+    // A slice inside one filter tap takes the tap from its start, the same for the whole block
+    // (uniform registers, no per-copy division); otherwise every copy decomposes its column.
+    Expr c, fx, fy;
+    if (by_tap) {
+      Expr tap = col0 / s.c;
+      c = col0 % s.c + col, fx = tap % s.s, fy = tap / s.s;
+    } else {
+      c = kk % s.c, fx = kk / s.c % s.s, fy = kk / (s.c * s.s);
+    }
     Expr iy = oy * s.stride - s.pad + fy * s.dilation;
     Expr ix = ox * s.stride - s.pad + fx * s.dilation;
     tc::CopySource src;

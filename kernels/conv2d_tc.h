@@ -32,8 +32,11 @@ namespace cutune {
 // 16-bit elements aligned (copies never straddle a row, or a pixel's channels), and the
 // gather source of A[M, R·S·C]: row m = output pixel, column (r, s, c) with c fastest, read
 // from the NHWC input, guarded against the M tail, the K tail and the padding where asked.
+// tap_slice > 0 says the K slices are tap_slice wide and start at multiples of it; where C is
+// a multiple of it, a slice lies within one filter tap (r, s), found from the slice's start.
 int conv_widest_copy(int64_t len);
-tc::SourceFn conv_gather_source(const ConvShape& shape, bool m_tail, bool k_tail);
+tc::SourceFn conv_gather_source(const ConvShape& shape, bool m_tail, bool k_tail,
+                                int tap_slice = 0);
 
 class Conv2dTcTemplate final : public Template {
  public:

@@ -144,7 +144,7 @@ Kernel Conv2dWgmmaTemplate::build(const Config& config) const {
   spec.b = Buffer::make("Filter", in, MemoryScope::global, s.filter_elements(), true);
   spec.c =
       Buffer::make("Output", out16_ ? in : Type::f32(), MemoryScope::global, s.output_elements());
-  spec.a_source = conv_gather_source(s, m % p.bm != 0, k_tail);
+  spec.a_source = conv_gather_source(s, m % p.bm != 0, k_tail, p.bk);
   spec.b_source = tc::matrix_source(n, k, n, k_tail, n % p.bn != 0);
   spec.parameters = {spec.c, spec.a, spec.b};
   return wg::build_wgmma_gemm(spec, p);

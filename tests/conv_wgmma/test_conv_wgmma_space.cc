@@ -65,7 +65,7 @@ TEST_CASE("copies are no wider than both C and K allow", "[wgmma][conv]") {
   };
   CHECK(widest(test::kWg1x1) == 16);     // C = 24, K = 40
   CHECK(widest(test::kWg3x3) == 8);      // C = 12, K = 20
-  CHECK(widest(test::kWgDilated) == 4);  // C = 6
+  CHECK(widest(test::kWgDilated) == 8);  // C = 32, K = 36
   CHECK(widest(test::kWg7x7) == 2);      // C = 3
   CHECK(widest(test::kWgOddK) == 2);     // K = 33
 }
