@@ -41,7 +41,7 @@ struct SuiteArgs {
   uint64_t seed = 0;
   bool quiet = false;
   bool json = false;
-  std::string layers;  // comma-separated layer names; empty: all
+  std::string layers;          // comma-separated layer names; empty: all
   std::string dtype = "fp32";  // the layers' input type (suite_layer_op)
   std::string template_name;   // empty: each operator's default template
 };
