@@ -13,17 +13,40 @@ namespace cutune {
 
 using namespace ir;
 
-namespace {
-
-// The widest copy, in elements (1, 2, 4 or 8), that a row of `len` 16-bit elements keeps
-// aligned: copies never straddle a row.
-int widest_copy(int64_t len) {
+int conv_widest_copy(int64_t len) {
   int e = 8;
   while (len % e != 0) e /= 2;
   return e;
 }
 
-}  // namespace
+tc::SourceFn conv_gather_source(const ConvShape& s, bool m_tail, bool k_tail, int tap_slice) {
+  const int64_t m = s.n * s.p * s.q, k = s.r * s.s * s.c;
+  const bool by_tap = tap_slice > 0 && s.c % tap_slice == 0;
+  // im2col on the fly: tile row = output pixel, tile column = (r, s, c) with c fastest. A copy
+  // of up to conv_widest_copy(C) channels stays within one pixel, so it is in range as a whole.
+  return [=](const Expr& row0, const Expr& col0, const Expr& row, const Expr& col) {
+    Expr gm = row0 + row, kk = col0 + col;
+    Expr img = gm / (s.p * s.q), oy = gm / s.q % s.p, ox = gm % s.q;
+    // A slice inside one filter tap takes the tap from its start, the same for the whole block
+    // (uniform registers, no per-copy division); otherwise every copy decomposes its column.
+    Expr c, fx, fy;
+    if (by_tap) {
+      Expr tap = col0 / s.c;
+      c = col0 % s.c + col, fx = tap % s.s, fy = tap / s.s;
+    } else {
+      c = kk % s.c, fx = kk / s.c % s.s, fy = kk / (s.c * s.s);
+    }
+    Expr iy = oy * s.stride - s.pad + fy * s.dilation;
+    Expr ix = ox * s.stride - s.pad + fx * s.dilation;
+    tc::CopySource src;
+    if (m_tail) src.in_range.push_back(gm < m);
+    if (k_tail) src.in_range.push_back(kk < k);
+    // Without padding every (m, kk) in range reads inside the image: P and Q are defined so.
+    if (s.pad > 0) src.in_range.push_back(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w);
+    src.index = ((img * s.h + iy) * s.w + ix) * s.c + c;
+    return src;
+  };
+}
 
 Conv2dTcTemplate::Conv2dTcTemplate(const ConvShape& shape, DType input, bool out16)
     : shape_(shape), input_(input), out16_(out16) {
@@ -47,7 +70,7 @@ std::vector<std::string> Conv2dTcTemplate::template_names(const std::string& op)
 void Conv2dTcTemplate::define_space() {
   tc::define_tc_knobs(space_);
   const int64_t m = gemm_m(), n = shape_.k, k = gemm_k();
-  const int widest = std::max(widest_copy(shape_.c), widest_copy(shape_.k));
+  const int widest = std::max(conv_widest_copy(shape_.c), conv_widest_copy(shape_.k));
   space_.add_constraint("copies no wider than the channels C or K allow",
                         [widest](const Config& c) { return c.get("copy_bytes") / 2 <= widest; });
   space_.add_constraint(
@@ -144,22 +167,7 @@ Kernel Conv2dTcTemplate::build(const Config& config) const {
   const Type in{input_, 1};
   const bool m_tail = m % p.bm != 0, k_tail = k % p.bk != 0;
 
-  // im2col on the fly: tile row = output pixel, tile column = (r, s, c) with c fastest. A copy
-  // of up to widest_copy(C) channels stays within one pixel, so it is in range as a whole.
-  tc::SourceFn gather = [=](const Expr& row0, const Expr& col0, const Expr& row, const Expr& col) {
-    Expr gm = row0 + row, kk = col0 + col;
-    Expr img = gm / (s.p * s.q), oy = gm / s.q % s.p, ox = gm % s.q;
-    Expr c = kk % s.c, fx = kk / s.c % s.s, fy = kk / (s.c * s.s);
-    Expr iy = oy * s.stride - s.pad + fy * s.dilation;
-    Expr ix = ox * s.stride - s.pad + fx * s.dilation;
-    tc::CopySource src;
-    if (m_tail) src.in_range.push_back(gm < m);
-    if (k_tail) src.in_range.push_back(kk < k);
-    // Without padding every (m, kk) in range reads inside the image: P and Q are defined so.
-    if (s.pad > 0) src.in_range.push_back(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w);
-    src.index = ((img * s.h + iy) * s.w + ix) * s.c + c;
-    return src;
-  };
+  tc::SourceFn gather = conv_gather_source(s, m_tail, k_tail);
 
   tc::TcGemmSpec spec;
   spec.name = name();
@@ -168,9 +176,9 @@ Kernel Conv2dTcTemplate::build(const Config& config) const {
   spec.out16 = out16_;
   spec.b_k_major = true;
   spec.a = {Buffer::make("Input", in, MemoryScope::global, s.input_elements(), true),
-            std::min(max_elems, widest_copy(s.c)), gather};
+            std::min(max_elems, conv_widest_copy(s.c)), gather};
   spec.b = {Buffer::make("Filter", in, MemoryScope::global, s.filter_elements(), true),
-            std::min(max_elems, widest_copy(s.k)),
+            std::min(max_elems, conv_widest_copy(s.k)),
             tc::matrix_source(s.k, k, s.k, k_tail, s.k % p.bn != 0)};
   spec.c =
       Buffer::make("Output", out16_ ? in : Type::f32(), MemoryScope::global, s.output_elements());

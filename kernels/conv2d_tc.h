@@ -22,9 +22,21 @@
 // below twice the GEMM's extent (or at the smallest choice), split-K only with fp32 output.
 
 #include "kernels/conv_shape.h"
+#include "kernels/tc_blocks.h"
 #include "kernels/template.h"
 
 namespace cutune {
+
+// What the implicit-GEMM convolutions share (this one and the warpgroup-MMA one,
+// conv2d_wgmma.h): the widest copy, in elements (1, 2, 4 or 8), that keeps a row of `len`
+// 16-bit elements aligned (copies never straddle a row, or a pixel's channels), and the
+// gather source of A[M, R·S·C]: row m = output pixel, column (r, s, c) with c fastest, read
+// from the NHWC input, guarded against the M tail, the K tail and the padding where asked.
+// tap_slice > 0 says the K slices are tap_slice wide and start at multiples of it; where C is
+// a multiple of it, a slice lies within one filter tap (r, s), found from the slice's start.
+int conv_widest_copy(int64_t len);
+tc::SourceFn conv_gather_source(const ConvShape& shape, bool m_tail, bool k_tail,
+                                int tap_slice = 0);
 
 class Conv2dTcTemplate final : public Template {
  public:

@@ -71,4 +71,16 @@ std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch) {
   throw TaskError(fmt::format("unknown suite '{}' (known: {})", suite, known));
 }
 
+std::string suite_layer_op(const SuiteLayer& layer, const std::string& dtype) {
+  if (dtype == "fp32") return layer.op;
+  if (dtype != "fp16" && dtype != "bf16") {
+    throw TaskError(fmt::format("unknown dtype '{}' (known: fp32, fp16, bf16)", dtype));
+  }
+  if (layer.op != "conv2d") {
+    throw TaskError(fmt::format("layer {} ({}) has no {} template: only conv2d layers do",
+                                layer.name, layer.op, dtype));
+  }
+  return layer.op + "_" + dtype;
+}
+
 }  // namespace cutune

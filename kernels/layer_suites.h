@@ -34,4 +34,10 @@ std::vector<SuiteInfo> list_suites();
 // lists the known ones) or batch < 1.
 std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch = 1);
 
+// The operator that tunes `layer` with inputs of type `dtype`: "fp32" the layer's own op;
+// "fp16" / "bf16" the tensor-core NHWC operators conv2d_fp16 / conv2d_bf16 (mma.sync and
+// wgmma templates, conv2d_tc.h and conv2d_wgmma.h) for conv2d layers. TaskError for another
+// dtype, or a 16-bit type for a depthwise layer (no tensor-core template takes one).
+std::string suite_layer_op(const SuiteLayer& layer, const std::string& dtype);
+
 }  // namespace cutune

@@ -44,8 +44,10 @@ struct SuiteArgs {
   uint64_t seed = 0;
   bool quiet = false;
   bool json = false;
-  std::string layers;  // comma-separated layer names; empty: all
-  std::string device = "gpu";  // or emulator (correctness only)
+  std::string layers;            // comma-separated layer names; empty: all
+  std::string dtype = "fp32";    // the layers' input type (suite_layer_op)
+  std::string template_name;     // empty: each operator's default template
+  std::string device = "gpu";    // or emulator (correctness only)
   bool coordinator_only = false;
 };
 
@@ -134,12 +136,11 @@ void print_table(const std::string& suite, const std::vector<LayerOutcome>& rows
 // (the fixed rule that keeps the records independent of the number of ranks). Every rank
 // builds and measures the candidates it is sent with measurers of its own; rank 0 names the
 // layers after its own (so it needs a GPU of the kind, even with --coordinator-only).
-std::vector<LayerOutcome> tune_layers_scaled(const SuiteArgs& args, const SearchOptions& search,
-                                             const std::vector<SuiteLayer>& layers) {
+std::vector<LayerOutcome> tune_layers_scaled(
+    const SuiteArgs& args, const SearchOptions& search, const std::vector<SuiteLayer>& layers,
+    const std::vector<std::shared_ptr<const Template>>& tmpls) {
   const bool emulated = args.device == "emulator";
   const bool coordinator = distributed::process_rank() == 0;
-  std::vector<std::shared_ptr<const Template>> tmpls;
-  for (const SuiteLayer& layer : layers) tmpls.push_back(make_template(layer.op, layer.shape));
   EmulatorMeasureOptions emulated_options;
   if (emulated) emulated_options.limits = TaskOptions{}.limits();
   distributed::MeasurerFactory factory = [&](int t) -> std::unique_ptr<Measurer> {
@@ -256,6 +257,12 @@ void run_tune_suite(const SuiteArgs& args) {
         fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
   const std::vector<SuiteLayer> layers =
       chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
+  // Every layer's template, before the log or the GPU is looked at (a bad --dtype or
+  // --template is a usage error).
+  std::vector<std::shared_ptr<const Template>> templates;
+  for (const SuiteLayer& layer : layers)
+    templates.push_back(
+        make_template(suite_layer_op(layer, args.dtype), layer.shape, args.template_name));
   // One log for the whole suite: new, or continued with --resume (its layers' records count).
   // Checked by rank 0 alone: the others would see the file it has begun.
   if (distributed::process_rank() == 0) {
@@ -270,7 +277,7 @@ void run_tune_suite(const SuiteArgs& args) {
   InterruptGuard interrupt;
   std::string device_name, device_arch;
   if (args.device == "emulator" || distributed::process_count() > 1 || args.coordinator_only) {
-    rows = tune_layers_scaled(args, search, layers);
+    rows = tune_layers_scaled(args, search, layers, templates);
     if (distributed::process_rank() != 0) return;
     if (!rows.empty()) {
       device_name = rows.front().key.device_name;
@@ -289,8 +296,8 @@ void run_tune_suite(const SuiteArgs& args) {
     int layer_index = 0;
     for (const SuiteLayer& layer : layers) {
       if (interrupt.flag()->load()) break;
+      const std::shared_ptr<const Template>& tmpl = templates[size_t(layer_index)];
       ++layer_index;
-      auto tmpl = make_template(layer.op, layer.shape);
       GpuMeasureOptions gpu;
       std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
       auto features = cost_model::make_ir_features(*tmpl, limits);
@@ -369,7 +376,7 @@ void run_tune_suite(const SuiteArgs& args) {
       };
       j["layers"].push_back(
           {{"name", o.layer.name},
-           {"op", o.layer.op},
+           {"op", o.key.op},
            {"template", o.key.template_name},
            {"shape", o.layer.shape},
            {"description", o.layer.description},
@@ -414,6 +421,13 @@ void add_suite_commands(CLI::App& app) {
       ->capture_default_str();
   add_seed_option(*cmd, args->seed, "search seed");
   cmd->add_option("--layers", args->layers, "only these layers, e.g. C2,C6,C9 (default: all)");
+  cmd->add_option("--dtype", args->dtype,
+                  "input type: fp32, or fp16 / bf16 (conv2d layers on the tensor-core NHWC "
+                  "templates, against cuDNN in the same type)")
+      ->capture_default_str();
+  cmd->add_option("--template", args->template_name,
+                  "one template for every layer, e.g. conv2d_fp16_wgmma_nhwc (default: the "
+                  "operator's)");
   cmd->add_flag("--no-transfer", args->no_transfer, "do not learn from the layers already tuned");
   cmd->add_flag("--resume", args->resume,
                 "count the log's records of each layer, measure only the rest");

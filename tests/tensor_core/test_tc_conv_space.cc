@@ -8,6 +8,7 @@
 #include "cost_model/features.h"
 
 #include "kernels/conv2d_tc.h"
+#include "kernels/conv2d_wgmma.h"
 #include "kernels/gemm_tc.h"
 #include "kernels/layer_suites.h"
 #include "tests/tensor_core/conv_samples.h"
@@ -39,14 +40,16 @@ std::string kernel_body(const CudaSource& src) {
 
 }  // namespace
 
-TEST_CASE("conv2d_fp16 and conv2d_bf16 are registered with two templates each",
+TEST_CASE("conv2d_fp16 and conv2d_bf16 are registered with four templates each",
           "[tensor_core][conv][task]") {
   for (const char* op : {"conv2d_fp16", "conv2d_bf16"}) {
     bool listed = false;
     for (const OpInfo& o : list_ops()) {
       if (o.op != op) continue;
       listed = true;
-      CHECK(o.templates == Conv2dTcTemplate::template_names(op));
+      std::vector<std::string> names = Conv2dTcTemplate::template_names(op);
+      for (const std::string& w : Conv2dWgmmaTemplate::template_names(op)) names.push_back(w);
+      CHECK(o.templates == names);  // the mma.sync templates, then the wgmma ones
       CHECK(o.shape_help == "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]");
     }
     CHECK(listed);

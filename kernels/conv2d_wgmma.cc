@@ -1,0 +1,189 @@
+#include "kernels/conv2d_wgmma.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/conv2d_tc.h"
+#include "kernels/schedule_helpers.h"
+#include "kernels/tc_blocks.h"
+#include "kernels/wgmma_blocks.h"
+
+namespace cutune {
+
+using namespace ir;
+
+Conv2dWgmmaTemplate::Conv2dWgmmaTemplate(const ConvShape& shape, DType input, bool out16)
+    : shape_(shape), input_(input), out16_(out16) {
+  if (input != DType::Float16 && input != DType::BFloat16) {
+    throw TaskError("a warpgroup-MMA convolution takes fp16 or bf16 inputs");
+  }
+  if (shape_.depthwise) throw TaskError(op() + " needs a conv2d shape, not a depthwise one");
+  define_space();
+}
+
+std::string Conv2dWgmmaTemplate::op() const {
+  return input_ == DType::Float16 ? "conv2d_fp16" : "conv2d_bf16";
+}
+
+std::string Conv2dWgmmaTemplate::name() const {
+  return op() + "_wgmma_nhwc" + (out16_ ? "_out16" : "");
+}
+
+std::vector<std::string> Conv2dWgmmaTemplate::template_names(const std::string& op) {
+  return {op + "_wgmma_nhwc", op + "_wgmma_nhwc_out16"};
+}
+
+void Conv2dWgmmaTemplate::define_space() {
+  wg::define_wgmma_knobs(space_, /*b_mn_major=*/true);
+  const int64_t m = gemm_m(), n = shape_.k, k = gemm_k();
+  // One copy width serves both operands (wgmma_blocks.h), so it must suit the narrower.
+  const int widest = std::min(conv_widest_copy(shape_.c), conv_widest_copy(shape_.k));
+  space_.add_constraint("copies within one pixel's channels C and one filter row K",
+                        [widest](const Config& c) { return c.get("copy_bytes") / 2 <= widest; });
+  // Larger tiles than that only multiply zero-filled work (and the space).
+  space_.add_constraint(
+      "block tile less than twice the extent, or the smallest", [m, n, k](const Config& c) {
+        const int64_t bm = c.get("block_m"), bn = c.get("block_n"), bk = c.get("block_k");
+        return (bm == 64 || bm < 2 * m) && (bn == 64 || bn < 2 * n) && (bk == 32 || bk < 2 * k);
+      });
+  wg::add_wgmma_shape_constraints(space_, n, k, out16_);
+}
+
+std::vector<Config> Conv2dWgmmaTemplate::reference_configs() const {
+  std::vector<Config> out;
+  auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
+  // The widest copy the channels allow (16 bytes for every ResNet-18 layer but C1's C = 3).
+  const int copy_bytes = 2 * std::min({8, conv_widest_copy(shape_.c), conv_widest_copy(shape_.k)});
+  // The wgmma GEMM's Hopper shape: 128x128x64 tiles of two consumer warpgroups (64x128 each),
+  // a 4-stage ring of 128-byte-swizzled tiles, grouped blocks, a staged epilogue.
+  add({{"block_m", 128},
+       {"block_n", 128},
+       {"block_k", 64},
+       {"stages", 4},
+       {"warpgroups", 2},
+       {"swizzle", 128},
+       {"copy_bytes", copy_bytes},
+       {"raster_group", 8},
+       {"split_k", 1},
+       {"epilogue", 2}});
+  // The same for layers of K = 64 output channels (C1-C3), which a 128-wide tile half wastes.
+  add({{"block_m", 128},
+       {"block_n", 64},
+       {"block_k", 64},
+       {"stages", 4},
+       {"warpgroups", 2},
+       {"swizzle", 128},
+       {"copy_bytes", copy_bytes},
+       {"raster_group", 8},
+       {"split_k", 1},
+       {"epilogue", 2}});
+  // A small one for layers with few pixels or channels.
+  add({{"block_m", 64},
+       {"block_n", 64},
+       {"block_k", 64},
+       {"stages", 3},
+       {"warpgroups", 1},
+       {"swizzle", 128},
+       {"copy_bytes", copy_bytes},
+       {"raster_group", 4},
+       {"split_k", 1},
+       {"epilogue", 1}});
+  // The smallest K tile, for reductions shorter than 64 (R·S·C < 64).
+  add({{"block_m", 64},
+       {"block_n", 64},
+       {"block_k", 32},
+       {"stages", 3},
+       {"warpgroups", 1},
+       {"swizzle", 64},
+       {"copy_bytes", copy_bytes},
+       {"raster_group", 4},
+       {"split_k", 1},
+       {"epilogue", 0}});
+  return out;
+}
+
+std::vector<std::string> Conv2dWgmmaTemplate::loop_names() const { return wg::wgmma_loop_names(); }
+
+std::vector<std::string> Conv2dWgmmaTemplate::buffer_names() const {
+  std::vector<std::string> names = {"Output", "Input", "Filter"};
+  for (std::string& b : wg::wgmma_local_buffer_names()) names.push_back(std::move(b));
+  return names;
+}
+
+std::vector<TensorSpec> Conv2dWgmmaTemplate::tensors() const {
+  Type in{input_, 1};
+  TensorSpec out{"Output", out16_ ? in : Type::f32(), shape_.output_elements(), true};
+  out.zero_init = !out16_;  // split-K configurations add into it
+  return {out,
+          {"Input", in, shape_.input_elements(), false},
+          {"Filter", in, shape_.filter_elements(), false}};
+}
+
+void Conv2dWgmmaTemplate::reference(std::vector<std::vector<float>>& t) const {
+  conv_reference(shape_, ConvLayout::nhwc, t[1], t[2], t[0]);
+}
+
+Kernel Conv2dWgmmaTemplate::build(const Config& config) const {
+  const wg::WgmmaParams p = wg::wgmma_params(config);
+  const ConvShape& s = shape_;
+  const int64_t m = gemm_m(), n = s.k, k = gemm_k();
+  const Type in{input_, 1};
+  const bool k_tail = k % p.bk != 0;
+
+  wg::WgmmaGemmSpec spec;
+  spec.name = name();
+  spec.m = m;
+  spec.n = n;
+  spec.k = k;
+  spec.input = input_;
+  spec.out16 = out16_;
+  spec.b_mn_major = true;
+  spec.a = Buffer::make("Input", in, MemoryScope::global, s.input_elements(), true);
+  spec.b = Buffer::make("Filter", in, MemoryScope::global, s.filter_elements(), true);
+  spec.c =
+      Buffer::make("Output", out16_ ? in : Type::f32(), MemoryScope::global, s.output_elements());
+  spec.a_source = conv_gather_source(s, m % p.bm != 0, k_tail, p.bk);
+  spec.b_source = tc::matrix_source(n, k, n, k_tail, n % p.bn != 0);
+  spec.parameters = {spec.c, spec.a, spec.b};
+  return wg::build_wgmma_gemm(spec, p);
+}
+
+namespace {
+
+// One registrar per operator (conv2d_fp16, conv2d_bf16) and template; conv2d_tc's _nhwc stays
+// the operators' default.
+struct WgmmaConvRegistrars {
+  std::vector<TemplateRegistrar> all;
+  WgmmaConvRegistrars() {
+    for (const char* op : {"conv2d_fp16", "conv2d_bf16"}) {
+      const std::string in = std::string(op) == "conv2d_fp16" ? "fp16" : "bf16";
+      const std::string description = fmt::format(
+          "Hopper warpgroup-MMA (sm_90a) 2-D convolution as an implicit GEMM with {} inputs and "
+          "fp32 accumulation: input NHWC, filter RSCK; output NPQK in fp32, or {} for _out16",
+          in, in);
+      const DType input = in == "fp16" ? DType::Float16 : DType::BFloat16;
+      for (const std::string& name : Conv2dWgmmaTemplate::template_names(op)) {
+        const bool out16 = name.ends_with("_out16");
+        all.emplace_back(TemplateEntry{
+            op, name, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]", description, false,
+            [op = std::string(op), input,
+             out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+              if (shape.size() < 7 || shape.size() > 10) {
+                throw TaskError(
+                    fmt::format("{} takes a shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]] "
+                                "(7 to 10 sizes), got {} sizes",
+                                op, shape.size()));
+              }
+              return std::make_unique<Conv2dWgmmaTemplate>(conv2d_shape(shape), input, out16);
+            }});
+      }
+    }
+  }
+};
+const WgmmaConvRegistrars kWgmmaConvRegistrars;
+
+}  // namespace
+
+}  // namespace cutune

@@ -1,0 +1,72 @@
+#pragma once
+// Hopper warpgroup-MMA 2-D convolution in NHWC as an implicit GEMM, fp16 or bf16 inputs with
+// fp32 accumulation on wgmma.mma_async m64nNk16, for sm_90a. Input [N,H,W,C], filter
+// [R,S,C,K] (HWIO), output [N,P,Q,K] in fp32, or in the input type (rounded to nearest even)
+// for the `_out16` templates. Any shape, stride, padding and dilation that conv_shape.h
+// accepts.
+//
+// Operators and templates: op `conv2d_fp16` / `conv2d_bf16` (registered beside the mma.sync
+// templates of conv2d_tc.h, which stay the default), templates `<op>_wgmma_nhwc` (fp32 output)
+// and `<op>_wgmma_nhwc_out16`; shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]].
+//
+// The GEMM is conv2d_tc.h's: Out[M = N·P·Q, K] = A[M, R·S·C] · Filter[R·S·C, K], the filter a
+// row-major [R·S·C][K] matrix (MN-major in shared memory: the wgmma GEMM's layout nn) and the
+// output the GEMM's row-major C. The kernel is the wgmma GEMM's (kernels/wgmma_blocks.h, knobs
+// and shared layouts in gemm_wgmma.h) with A read by conv2d_tc's gather source: A is never
+// built, each copy into the A tile reads the input pixel's channels directly, and copies that
+// fall into the padding or past the M or K tails fill zeros.
+//
+// Copy width: the wgmma kernel has one width for both operands, so copy_bytes / 2 must keep an
+// A copy within one pixel's channels and a filter copy within one row: it divides both C and K
+// (copy_bytes 2, synchronous element copies, is always allowed; ResNet-18's C1 with C = 3 has
+// only that). Block tiles are kept below twice the GEMM's extent (or at the smallest choice).
+
+#include "kernels/conv_shape.h"
+#include "kernels/template.h"
+
+namespace cutune {
+
+class Conv2dWgmmaTemplate final : public Template {
+ public:
+  // input: Float16 or BFloat16; out16: output in the input type instead of fp32.
+  Conv2dWgmmaTemplate(const ConvShape& shape, ir::DType input, bool out16);
+
+  std::string op() const override;
+  std::string name() const override;
+  std::vector<int64_t> shape() const override { return shape_.to_vector(); }
+  const ConfigSpace& space() const override { return space_; }
+  ir::Kernel build(const Config& config) const override;
+  // Output [N,P,Q,K], input [N,H,W,C], filter [R,S,C,K].
+  std::vector<TensorSpec> tensors() const override;
+  // Inputs are taken as given (the caller has rounded them to the input type).
+  void reference(std::vector<std::vector<float>>& tensors) const override;
+  double flops() const override { return shape_.flops(); }
+  int64_t reduction_length() const override { return shape_.reduction_length(); }
+  BaselineSpec baseline() const override {
+    return BaselineSpec::of(
+        ConvBaseline{shape_, ConvLayout::nhwc, input_, out16_ ? input_ : ir::DType::Float32});
+  }
+  // A hand-tuned Hopper configuration (128x128x64, two consumer warpgroups, four stages of
+  // 128-byte-swizzled tiles, staged epilogue), its 128x64 form for K = 64 layers, and a small
+  // one-warpgroup configuration; each with the widest copy the channels allow.
+  std::vector<Config> reference_configs() const override;
+  std::vector<std::string> loop_names() const override;
+  std::vector<std::string> buffer_names() const override;
+
+  const ConvShape& conv_shape() const { return shape_; }
+  int64_t gemm_m() const { return shape_.n * shape_.p * shape_.q; }
+  int64_t gemm_k() const { return shape_.r * shape_.s * shape_.c; }
+
+  // The template names `make_template` accepts for `op` ("conv2d_fp16" or "conv2d_bf16").
+  static std::vector<std::string> template_names(const std::string& op);
+
+ private:
+  void define_space();
+
+  ConvShape shape_;
+  ir::DType input_;
+  bool out16_;
+  ConfigSpace space_;
+};
+
+}  // namespace cutune
