@@ -12,7 +12,7 @@
 # (stops the check when it fails), test_tma_gpu, GEMM 1024^3 tune + bench and export round trip,
 # fp16 GEMM 4096^3 on wgmma against cuBLAS, the conv2d
 # example of examples/ (a user kernel from its T1 spec) tuned and benched, ResNet-18
-# C2/C7/C8 against cuDNN, bf16 4096^3, fp16 8192^3 and 127x4096x255 on wgmma, fp16 GEMM 4096^3
+# C2/C7/C8 against cuDNN (fp32, then fp16 on wgmma), bf16 4096^3, fp16 8192^3 and 127x4096x255 on wgmma, fp16 GEMM 4096^3
 # on mma.sync against cuBLAS, fp32 GEMM 4096^3, the odd shapes
 # 2048x2048x64 and 127x4096x255, then the fault-injection and remaining gpu tests. Each step's
 # timeout is the smaller of its cap and what is left of the deadline.
@@ -264,6 +264,11 @@ run_step resnet18_suite 120 suite -- "$bin/cutune" tune-suite resnet18 --layers 
   --log "$logs/resnet18.log" --quiet --json
 run_step resnet18_c2_bench 25 bench -- "$bin/cutune" bench conv2d --shape 1,64,56,56,64,3,3,1,1,1 \
   --log "$logs/resnet18.log" --json
+
+# Issue 12's convolution bar: ResNet-18 layers in fp16 NHWC on the wgmma implicit GEMM against
+# cuDNN fp16 (the suite's geometric mean).
+run_step resnet18_fp16_wgmma_suite 90 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 \
+  --dtype fp16 --template conv2d_fp16_wgmma_nhwc --trials 40 --log "$logs/resnet18_fp16_wgmma.log" --quiet --json
 
 # The rest of issue 12's GEMM bars: bf16 at 4096^3, fp16 at 8192^3, and an odd shape.
 run_step gemm_bf16_wgmma_4096_tune 45 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_bf16 \
