@@ -146,17 +146,25 @@ std::vector<std::string> Conv2dTcTemplate::buffer_names() const {
   return names;
 }
 
-std::vector<TensorSpec> Conv2dTcTemplate::tensors() const {
-  Type in{input_, 1};
-  TensorSpec out{"Output", out16_ ? in : Type::f32(), shape_.output_elements(), true};
-  out.zero_init = !out16_;  // split-K configurations add into it
+std::vector<TensorSpec> conv16_tensors(const ConvShape& shape, DType input, bool out16) {
+  Type in{input, 1};
+  TensorSpec out{"Output", out16 ? in : Type::f32(), shape.output_elements(), true};
+  out.zero_init = !out16;  // split-K configurations add into it
   return {out,
-          {"Input", in, shape_.input_elements(), false},
-          {"Filter", in, shape_.filter_elements(), false}};
+          {"Input", in, shape.input_elements(), false},
+          {"Filter", in, shape.filter_elements(), false}};
+}
+
+void conv16_reference(const ConvShape& shape, std::vector<std::vector<float>>& t) {
+  conv_reference(shape, ConvLayout::nhwc, t[1], t[2], t[0]);
+}
+
+std::vector<TensorSpec> Conv2dTcTemplate::tensors() const {
+  return conv16_tensors(shape_, input_, out16_);
 }
 
 void Conv2dTcTemplate::reference(std::vector<std::vector<float>>& t) const {
-  conv_reference(shape_, ConvLayout::nhwc, t[1], t[2], t[0]);
+  conv16_reference(shape_, t);
 }
 
 Kernel Conv2dTcTemplate::build(const Config& config) const {

@@ -37,6 +37,10 @@ namespace cutune {
 int conv_widest_copy(int64_t len);
 tc::SourceFn conv_gather_source(const ConvShape& shape, bool m_tail, bool k_tail,
                                 int tap_slice = 0);
+// Their tensors: Output [N,P,Q,K] (fp32, zeroed for split-K, or the input type when out16),
+// Input [N,H,W,C] and Filter [R,S,C,K] in the input type; and the CPU reference over them.
+std::vector<TensorSpec> conv16_tensors(const ConvShape& shape, ir::DType input, bool out16);
+void conv16_reference(const ConvShape& shape, std::vector<std::vector<float>>& tensors);
 
 class Conv2dTcTemplate final : public Template {
  public:

@@ -113,16 +113,11 @@ std::vector<std::string> Conv2dWgmmaTemplate::buffer_names() const {
 }
 
 std::vector<TensorSpec> Conv2dWgmmaTemplate::tensors() const {
-  Type in{input_, 1};
-  TensorSpec out{"Output", out16_ ? in : Type::f32(), shape_.output_elements(), true};
-  out.zero_init = !out16_;  // split-K configurations add into it
-  return {out,
-          {"Input", in, shape_.input_elements(), false},
-          {"Filter", in, shape_.filter_elements(), false}};
+  return conv16_tensors(shape_, input_, out16_);
 }
 
 void Conv2dWgmmaTemplate::reference(std::vector<std::vector<float>>& t) const {
-  conv_reference(shape_, ConvLayout::nhwc, t[1], t[2], t[0]);
+  conv16_reference(shape_, t);
 }
 
 Kernel Conv2dWgmmaTemplate::build(const Config& config) const {
