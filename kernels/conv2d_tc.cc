@@ -214,13 +214,7 @@ struct TcConvRegistrars {
             name == std::string(op) + "_nhwc",
             [op = std::string(op), input,
              out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
-              if (shape.size() < 7 || shape.size() > 10) {
-                throw TaskError(
-                    fmt::format("{} takes a shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]] "
-                                "(7 to 10 sizes), got {} sizes",
-                                op, shape.size()));
-              }
-              return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape), input, out16);
+              return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape, op), input, out16);
             }});
       }
     }

@@ -65,11 +65,11 @@ std::string ConvShape::to_string() const {
                      n, c, h, w, k, r, s, stride, pad, dilation, p, q);
 }
 
-ConvShape conv2d_shape(const std::vector<int64_t>& sizes) {
+ConvShape conv2d_shape(const std::vector<int64_t>& sizes, const std::string& op) {
   constexpr const char* kHelp = "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]";
   if (sizes.size() < 7 || sizes.size() > 10) {
     throw TaskError(
-        fmt::format("conv2d takes a shape {} (7 to 10 sizes), got {} sizes", kHelp, sizes.size()));
+        fmt::format("{} takes a shape {} (7 to 10 sizes), got {} sizes", op, kHelp, sizes.size()));
   }
   ConvShape s;
   s.n = sizes[0], s.c = sizes[1], s.h = sizes[2], s.w = sizes[3];

@@ -38,7 +38,7 @@ struct ConvShape {
 
 // Parse and validate; throw TaskError with a one-line message on a wrong count of sizes, a
 // size < 1 (pad < 0), an empty output, or a tensor too large for Int32 indices.
-ConvShape conv2d_shape(const std::vector<int64_t>& sizes);
+ConvShape conv2d_shape(const std::vector<int64_t>& sizes, const std::string& op = "conv2d");
 ConvShape depthwise_shape(const std::vector<int64_t>& sizes);
 
 // Output extent of one spatial axis (may be <= 0 for an impossible shape).
