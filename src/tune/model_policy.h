@@ -72,6 +72,17 @@
 // rounds even when the model ranks it low. With `incumbent_widen` (off), a stalled
 // trust region also widens: at least half of its share comes from radius 2 while radius 1
 // still has untried configurations (a plateau of ties around the best has many of those).
+//
+// A covering start. With `cover_start`, the random first batch is instead picked from a pool
+// of random valid configurations so that it holds each knob's values as evenly as it can (a
+// value not yet held first), unlike the Latin hypercube, which stratifies entity positions and
+// then moves each point to a valid neighbour. With `cover_share` < 1 only that share of the
+// batch is picked so; the rest are the pool's other members in the order drawn (plain random).
+//
+// Random slots early on. With `random_total` > 0, the model's first rounds keep part of the
+// start's exploration: up to half of each round is uniformly random until random_total random
+// proposals (the first batch included) were made, so that a small first batch brings the first
+// fit sooner without cutting how much of the space is sampled blindly by the first ~50 trials.
 
 #include <memory>
 #include <random>
@@ -126,6 +137,13 @@ struct ModelPolicyOptions {
   double round_fraction = 0.5;       // a round is clamp(round_fraction * n, min_batch, plan_size)
   bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
+  // The random first batch (first_batch, else the caller's batch) drawn to cover every knob's
+  // values: see covering_start().
+  bool cover_start = false;
+  double cover_share = 1.0;  // of that batch; the rest plain random draws
+  // Random proposals in all before the model has every slot (0: off): the first batch, then up
+  // to half of each round, random, until this many (see random_slots()).
+  int random_total = 0;
   int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
   // Warm start (0: off): trees added to each booster at a refit instead of fitting anew, while
   // the records number less than (1 + refit_growth) times those of the last fit from scratch
@@ -235,6 +253,13 @@ class ModelPolicy : public SearchPolicy {
   // `count`, each radius best acquisition first.
   std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   std::vector<Config> initial_design(int count);
+  // `count` valid unvisited configurations from a pool of random ones, each the one adding the
+  // most (knob, value) pairs the start does not hold yet, the first drawn first on ties (so
+  // every knob's values appear once before any appears twice, as far as the pool allows).
+  std::vector<Config> covering_start(int count);
+  // With random_total: up to half of a round of `size`, uniformly random unvisited ones not in
+  // `exclude`, while fewer than random_total random proposals were made.
+  std::vector<Config> random_slots(int size, const std::unordered_set<uint64_t>& exclude);
 
   const ConfigSpace& space_;
   ModelPolicyOptions options_;
@@ -270,6 +295,7 @@ class ModelPolicy : public SearchPolicy {
   int stalled_ = 0;             // plans since the best last improved
   double incumbent_share_ = 0;  // of the current round
   size_t design_next_ = 0;
+  int random_made_ = 0;  // random proposals so far (the first batch and random_slots)
 };
 
 std::unique_ptr<SearchPolicy> make_model_policy(const ConfigSpace& space,
