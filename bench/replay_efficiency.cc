@@ -7,8 +7,8 @@
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
 //                     [--classic]    (xgb with the former default: ModelPolicyOptions::classic())
-//                     [--previous]   (the default before the random first batch of 16, with one
-//                                     of the whole batch: ModelPolicyOptions::previous())
+//                     [--previous]   (the default with the first-batch options spelled out:
+//                                     ModelPolicyOptions::previous())
 //                     [--first-batch N] [--round-fraction X] [--incumbent-by-mean] [--no-widen]
 //                     [--cover-start] (the random first batch covering every knob's values)
 //                     [--cover-share X] (only that share of it; the rest plain random)
