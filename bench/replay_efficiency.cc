@@ -7,9 +7,12 @@
 //   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
 //                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
 //                     [--classic]    (xgb with the former default: ModelPolicyOptions::classic())
-//                     [--previous]   (the default before the small first batch, rounds of n/4 and
-//                                     the widening trust region: ModelPolicyOptions::previous())
+//                     [--previous]   (the default with the first-batch options spelled out:
+//                                     ModelPolicyOptions::previous())
 //                     [--first-batch N] [--round-fraction X] [--incumbent-by-mean] [--no-widen]
+//                     [--cover-start] (the random first batch covering every knob's values)
+//                     [--cover-share X] (only that share of it; the rest plain random)
+//                     [--random-total N] (random slots in the first rounds until N in all)
 //                     [--early]      (xgb with every early-trial and local-search change of
 //                                     ModelPolicyOptions::early(); off by default)
 //                     [--balanced-design] (the design stratified over valid configurations)
@@ -24,12 +27,16 @@
 //                                     only its optimum within 95%, two knob changes from a
 //                                     plateau at 0.89, its one-knob neighbours at 0.8)
 //                     [--needle-neighbour R]  (the neighbours' ratio instead of 0.8)
+//                     [--seed-offset N]  (seeds N .. N + seeds - 1 instead of 0 ..: fresh
+//                                     seeds to confirm a choice made on the first ones)
+//                     [--per-seed]   (also print each xgb seed's trials to 95%)
 //                     [--curves FILE]  (also append every seed's curve to FILE, one JSON line
 //                                     per cache, tuner and seed: its improvement points
 //                                     [trial, true time ms], for bench/peer_compare)
 //                     [--transfer]   (only the transfer table: every ordered pair of caches
 //                                     in one folder whose knob features share a schema)
 
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -56,6 +63,8 @@ struct Args {
   int trials = 400;
   int batch = 32;
   int threads = 2;
+  int seed_offset = 0;
+  bool per_seed = false;
   std::string data = CUTUNE_SOURCE_DIR "/../shared/datasets";
   std::vector<std::string> tuners = {"xgb", "ga", "random", "grid"};
   std::string only;
@@ -172,6 +181,10 @@ int main(int argc, char** argv) {
       args.batch = std::stoi(value());
     else if (a == "--threads")
       args.threads = std::stoi(value());
+    else if (a == "--seed-offset")
+      args.seed_offset = std::stoi(value());
+    else if (a == "--per-seed")
+      args.per_seed = true;
     else if (a == "--data")
       args.data = value();
     else if (a == "--tuners")
@@ -223,6 +236,12 @@ int main(int argc, char** argv) {
       args.model.round_fraction = std::stod(value());
     else if (a == "--incumbent-by-mean")
       args.model.incumbent_by_mean = true;
+    else if (a == "--random-total")
+      args.model.random_total = std::stoi(value());
+    else if (a == "--cover-start")
+      args.model.cover_start = true;
+    else if (a == "--cover-share")
+      args.model.cover_share = std::stod(value());
     else if (a == "--incumbent-widen")
       args.model.incumbent_widen = true;
     else if (a == "--label")
@@ -285,6 +304,10 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<int> budgets = {25, 50, 100, 200, 400};
+  struct {
+    int caches = 0;
+    double t95 = 0, at[3] = {0, 0, 0};
+  } sums;
   std::map<std::string, replay::ReplayTask> tasks;
   fmt::print("seeds {}, trials {}, batch {} (xgb plan = batch), threads {}\n\n", args.seeds,
              args.trials, args.batch, args.threads);
@@ -323,6 +346,7 @@ int main(int argc, char** argv) {
       so.seeds = kind == TunerKind::grid ? 1 : args.seeds;
       so.batch = args.batch;
       so.threads = args.threads;
+      so.first_seed = static_cast<uint64_t>(args.seed_offset);
       StudyResult r = run_replay_study(
           task, [&] { return make_search_policy(kind, task.space(), features.get(), mo); }, so,
           [&](int done, int total) {
@@ -341,8 +365,30 @@ int main(int argc, char** argv) {
       double p = (at200 - random200) / (1.0 - random200);
       fmt::print("| {} | {} |{} {} | {:.2f} | {:.0f} |\n", name, tuner, cells,
                  cell(r.median_trials_to(0.95)), p, r.seconds);
+      if (kind == TunerKind::xgb) {
+        // The sums over caches where random needs more than 50 trials (a median that never
+        // reached 95% counts as the budget), so that a gain on one is weighed against a loss.
+        if (expected_random_trials_to(task, 0.95) > 50) {
+          ++sums.caches;
+          sums.t95 += r.median_trials_to(0.95).value_or(args.trials);
+          for (size_t k = 0; k < 3; ++k) {
+            sums.at[k] += r.median_ratio_at(std::min(std::array{50, 100, 200}[k], args.trials));
+          }
+        }
+        if (args.per_seed) {
+          std::string seeds;
+          for (const auto& t : r.trials_to(0.95)) seeds += fmt::format(" {}", t ? *t : -1);
+          fmt::print("  {} seeds {}..: trials to 95%:{}\n", name, args.seed_offset, seeds);
+        }
+      }
       std::fflush(stdout);
     }
+  }
+  if (sums.caches > 0) {
+    fmt::print(
+        "\nxgb over the {} caches where random needs more than 50 trials: sum of trials to 95% "
+        "{:.1f} (never: {}), sum @50 {:.3f}, @100 {:.3f}, @200 {:.3f}\n",
+        sums.caches, sums.t95, args.trials, sums.at[0], sums.at[1], sums.at[2]);
   }
   return 0;
 }

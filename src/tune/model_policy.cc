@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -68,6 +69,7 @@ void ModelPolicy::reset(uint64_t seed) {
   agreement_ = 1;
   design_.clear();
   design_next_ = 0;
+  random_made_ = 0;
   best_at_plan_ = 0;
   stalled_ = 0;
   incumbent_share_ = 0;
@@ -572,6 +574,63 @@ std::vector<Config> ModelPolicy::initial_design(int count) {
   return out;
 }
 
+std::vector<Config> ModelPolicy::random_slots(int size,
+                                              const std::unordered_set<uint64_t>& exclude) {
+  const int count = std::min(size / 2, options_.random_total - random_made_);
+  std::vector<Config> out;
+  std::unordered_set<uint64_t> taken = exclude;
+  for (int i = 0; i < count; ++i) {
+    std::optional<Config> c = draw_unvisited(space_, taken, rng_);
+    if (!c) break;
+    taken.insert(c->index());
+    out.push_back(std::move(*c));
+  }
+  random_made_ += static_cast<int>(out.size());
+  return out;
+}
+
+std::vector<Config> ModelPolicy::covering_start(int count) {
+  // Drawn from the proposals' stream: with a pool of one the start is the plain random batch.
+  const auto& knobs = space_.knobs();
+  std::vector<Config> pool;
+  std::unordered_set<uint64_t> in_pool;
+  const int want_pool = 8 * count;
+  for (int tries = 0; tries < 4 * want_pool && static_cast<int>(pool.size()) < want_pool; ++tries) {
+    std::optional<Config> c = draw_unvisited(space_, visited_, rng_);
+    if (!c) break;
+    if (in_pool.insert(c->index()).second) pool.push_back(std::move(*c));
+  }
+  std::vector<std::vector<int>> held(knobs.size());
+  for (size_t k = 0; k < knobs.size(); ++k) held[k].assign(knobs[k].cardinality(), 0);
+  std::vector<bool> used(pool.size(), false);
+  std::vector<Config> out;
+  const int covering =
+      static_cast<int>(std::lround(std::clamp(options_.cover_share, 0.0, 1.0) * count));
+  for (int i = 0; i < covering; ++i) {
+    // The pool member whose values the start holds least often: the sum over knobs of how
+    // often each of its values is held already (0 for a start that holds none of them).
+    long best = std::numeric_limits<long>::max();
+    size_t pick = pool.size();
+    for (size_t j = 0; j < pool.size(); ++j) {
+      if (used[j]) continue;
+      long cost = 0;
+      for (size_t k = 0; k < knobs.size(); ++k) cost += held[k][pool[j].entities()[k]];
+      if (cost < best) {
+        best = cost;
+        pick = j;
+      }
+    }
+    if (pick == pool.size()) break;
+    used[pick] = true;
+    for (size_t k = 0; k < knobs.size(); ++k) ++held[k][pool[pick].entities()[k]];
+    out.push_back(pool[pick]);
+  }
+  for (size_t j = 0; j < pool.size() && static_cast<int>(out.size()) < count; ++j) {
+    if (!used[j]) out.push_back(pool[j]);
+  }
+  return out;
+}
+
 void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::vector<float>& labels,
                                const std::vector<float>& margin, bool warm) {
   if (!warm) members_.clear();
@@ -683,12 +742,16 @@ void ModelPolicy::plan() {
       local.push_back(std::move(c));
     }
   }
-  const int rest = std::max(0, size - static_cast<int>(local.size()));
+  std::vector<Config> random;
+  if (trained()) random = random_slots(size - static_cast<int>(local.size()), exclude);
+  for (const Config& c : random) exclude.insert(c.index());
+  const int rest = std::max(0, size - static_cast<int>(local.size() + random.size()));
   int want = options_.diversity ? rest * 3 : rest;
   ScoreFunction score = [this](const std::vector<Config>& cs) { return predict(cs); };
   std::vector<Config> found = annealer_.find_best(score, want, exclude, rng_);
   // The local picks first: a batch smaller than the plan still gets them.
   plan_ = std::move(local);
+  plan_.insert(plan_.end(), random.begin(), random.end());
   if (!options_.diversity) {
     plan_.insert(plan_.end(), found.begin(), found.end());
     return;
@@ -730,6 +793,19 @@ std::vector<Config> ModelPolicy::propose(int batch) {
     }
     if (!out.empty()) return out;
   }
+  // The covering start: the first batch spread over every knob's values.
+  if (observed_.empty() && !options_.transfer && options_.cover_start &&
+      options_.initial_design <= 0) {
+    if (design_.empty() && design_next_ == 0) {
+      design_ = covering_start(options_.first_batch > 0 ? options_.first_batch : batch);
+    }
+    std::vector<Config> out;
+    while (design_next_ < design_.size() && static_cast<int>(out.size()) < batch) {
+      const Config& c = design_[design_next_++];
+      if (visited_.insert(c.index()).second) out.push_back(c);
+    }
+    if (!out.empty()) return out;
+  }
   // A smaller random first batch: the first fit comes sooner.
   if (observed_.empty() && !options_.transfer && options_.first_batch > 0 &&
       visited_.size() < static_cast<size_t>(options_.first_batch)) {
@@ -761,6 +837,7 @@ std::vector<Config> ModelPolicy::propose(int batch) {
     out.push_back(std::move(*c));
   }
   proposed_since_fit_ += static_cast<int>(out.size());
+  if (!trained() && !options_.transfer) random_made_ += static_cast<int>(out.size());
   return out;
 }
 

@@ -72,6 +72,17 @@
 // rounds even when the model ranks it low. With `incumbent_widen` (off), a stalled
 // trust region also widens: at least half of its share comes from radius 2 while radius 1
 // still has untried configurations (a plateau of ties around the best has many of those).
+//
+// A covering start. With `cover_start`, the random first batch is instead picked from a pool
+// of random valid configurations so that it holds each knob's values as evenly as it can (a
+// value not yet held first), unlike the Latin hypercube, which stratifies entity positions and
+// then moves each point to a valid neighbour. With `cover_share` < 1 only that share of the
+// batch is picked so; the rest are the pool's other members in the order drawn (plain random).
+//
+// Random slots early on. With `random_total` > 0, the model's first rounds keep part of the
+// start's exploration: up to half of each round is uniformly random until random_total random
+// proposals (the first batch included) were made, so that a small first batch brings the first
+// fit sooner without cutting how much of the space is sampled blindly by the first ~50 trials.
 
 #include <memory>
 #include <random>
@@ -109,11 +120,13 @@ struct ModelPolicyOptions {
   double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
   // The default (bench/README.md section 7): one random first batch, then rounds of
   // clamp(n / 2, 8, plan_size), the trust region around the incumbent with a quarter of each
-  // round (up to half while the best stalls), kappa fixed. first_batch 16 with incumbent_widen
-  // was better on most caches but lost conv_milo W6600 (136 -> 298 trials, 20 seeds): off. The
-  // Latin-hypercube start (initial_design 32) won on some caches and lost on others; it is off.
-  // `classic()` gives the former default (one random first batch, rounds of plan_size, no trust
-  // region); `early()` the first attempt.
+  // round (up to half while the best stalls), kappa fixed. A first batch of 16 (first_batch)
+  // needed fewer trials to 95% on 7 of 12 caches over 40 seeds and about as many on four, but
+  // made the needle space worse (253 against 171.5 trials, 20 seeds; its bar is 200): off.
+  // The Latin-hypercube start (initial_design 32) and the covering start (cover_start) won on
+  // some caches and lost on others; they are off. `previous()` gives this default with the
+  // first batch options spelled out, `classic()` the former default (one random first batch,
+  // rounds of plan_size, no trust region); `early()` the first attempt.
   bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
   int initial_design = 0;       // space-filling proposals before the first fit (no transfer)
   DesignKind design = DesignKind::latin_hypercube;
@@ -126,6 +139,13 @@ struct ModelPolicyOptions {
   double round_fraction = 0.5;       // a round is clamp(round_fraction * n, min_batch, plan_size)
   bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
+  // The random first batch (first_batch, else the caller's batch) drawn to cover every knob's
+  // values: see covering_start().
+  bool cover_start = false;
+  double cover_share = 1.0;  // of that batch; the rest plain random draws
+  // Random proposals in all before the model has every slot (0: off): the first batch, then up
+  // to half of each round, random, until this many (see random_slots()).
+  int random_total = 0;
   int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
   // Warm start (0: off): trees added to each booster at a refit instead of fitting anew, while
   // the records number less than (1 + refit_growth) times those of the last fit from scratch
@@ -150,9 +170,8 @@ struct ModelPolicyOptions {
     o.incumbent_widen = false;
     return o;
   }
-  // The default before this change (issue 11, second round): one random first batch of
-  // plan_size, rounds of clamp(n / 2, 8, plan_size), the trust region exhausting radius 1
-  // before radius 2.
+  // The default (issue 11, second round): one random first batch of plan_size, rounds of
+  // clamp(n / 2, 8, plan_size), the trust region exhausting radius 1 before radius 2.
   ModelPolicyOptions previous() const {
     ModelPolicyOptions o = *this;
     o.first_batch = 0;
@@ -235,6 +254,13 @@ class ModelPolicy : public SearchPolicy {
   // `count`, each radius best acquisition first.
   std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   std::vector<Config> initial_design(int count);
+  // `count` valid unvisited configurations from a pool of random ones, each the one adding the
+  // most (knob, value) pairs the start does not hold yet, the first drawn first on ties (so
+  // every knob's values appear once before any appears twice, as far as the pool allows).
+  std::vector<Config> covering_start(int count);
+  // With random_total: up to half of a round of `size`, uniformly random unvisited ones not in
+  // `exclude`, while fewer than random_total random proposals were made.
+  std::vector<Config> random_slots(int size, const std::unordered_set<uint64_t>& exclude);
 
   const ConfigSpace& space_;
   ModelPolicyOptions options_;
@@ -270,6 +296,7 @@ class ModelPolicy : public SearchPolicy {
   int stalled_ = 0;             // plans since the best last improved
   double incumbent_share_ = 0;  // of the current round
   size_t design_next_ = 0;
+  int random_made_ = 0;  // random proposals so far (the first batch and random_slots)
 };
 
 std::unique_ptr<SearchPolicy> make_model_policy(const ConfigSpace& space,
