@@ -26,6 +26,9 @@
 // measured by the cache or the synthetic label), --seeds of them, full search against the
 // cascade of --cascade K (default 1000); prints the best true throughput after 64, 128, ...
 // trials.
+// --objective knobs|ir (IR features only): the synthetic label, a sum over knobs of a
+// log-distance from a preferred value (the default), or an emulated time from the IR
+// (roofline, occupancy, waves; see IrObjective).
 // Each round also prints the feature vectors it computed (distinct configurations new to the
 // policy's cache) and the CPU time they took, measured around the extractor.
 //
@@ -46,6 +49,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 
@@ -114,6 +118,53 @@ MeasureResult synthetic_result(const Config& c) {
   return r;
 }
 
+// An emulated time from the configuration's IR (the "ir" objective): a roofline of the
+// launch's floating-point work and global traffic, slowed by low occupancy and by the last
+// wave's idle slots, plus shared-memory traffic; a kernel that fits no block on an SM, or
+// that the template cannot build, fails. Unlike the knob objective above it is not a sum of
+// per-knob terms: knob features must learn it through the IR's products and thresholds.
+class IrObjective {
+ public:
+  explicit IrObjective(const Template& tmpl)
+      : features_(cost_model::make_ir_features(tmpl, ir::TargetLimits{})) {
+    std::vector<std::string> names = features_->names();
+    auto col = [&](std::string_view n) {
+      auto it = std::find(names.begin(), names.end(), "kernel." + std::string(n));
+      if (it == names.end()) throw std::runtime_error("IR feature kernel." + std::string(n));
+      return static_cast<size_t>(it - names.begin());
+    };
+    flops_ = col("float_ops");
+    bytes_ = col("global_bytes");
+    shared_ = col("shared_bytes_touched");
+    occupancy_ = col("occupancy");
+    wave_efficiency_ = col("wave_efficiency");
+    waves_ = col("waves");
+  }
+  MeasureResult operator()(const Config& c) const {
+    std::vector<float> x(features_->size());
+    features_->extract(c, x);
+    MeasureResult r;
+    auto unlog = [&](size_t k) { return std::exp2(double(x[k])) - 1.0; };
+    const double occ = x[occupancy_];
+    if (std::isnan(x[0]) || !(occ > 0)) {
+      r.status = MeasureStatus::runtime_error;
+      r.error = "emulated failure";
+      return r;
+    }
+    double t = std::max(unlog(flops_) / 100e12, unlog(bytes_) / 0.9e12) /
+                   (std::max(1e-3, double(x[wave_efficiency_])) * std::min(1.0, 0.05 + 2.0 * occ)) +
+               unlog(shared_) / 12e12 + 2e-6 * unlog(waves_);
+    r.status = MeasureStatus::ok;
+    r.timer = TimerKind::replay;
+    r.times_s = {t};
+    return r;
+  }
+
+ private:
+  std::unique_ptr<cost_model::FeatureExtractor> features_;
+  size_t flops_, bytes_, shared_, occupancy_, wave_efficiency_, waves_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,6 +185,7 @@ int main(int argc, char** argv) {
   int compare = 0;
   int loop = 0;
   int seeds = 5;
+  std::string objective = "knobs";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -179,12 +231,18 @@ int main(int argc, char** argv) {
       compare = std::stoi(v);
     else if (a == "--loop")
       loop = std::stoi(v);
+    else if (a == "--objective")
+      objective = v;
     else if (a == "--seeds")
       seeds = std::stoi(v);
     else {
       fmt::print(stderr, "tune_round: unknown option {}\n", a);
       return 2;
     }
+  }
+  if (objective != "knobs" && objective != "ir") {
+    fmt::print(stderr, "tune_round: --objective must be knobs or ir\n");
+    return 2;
   }
   if (kind != "knobs" && kind != "ir") {
     fmt::print(stderr, "tune_round: --features must be knobs or ir\n");
@@ -212,10 +270,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tune_round: {}\n", e.what());
     return 2;
   }
+  std::unique_ptr<IrObjective> ir_objective;
+  if (tmpl && objective == "ir") ir_objective = std::make_unique<IrObjective>(*tmpl);
   auto measure = [&](const std::vector<Config>& cs) {
     if (measurer) return measurer->measure(cs);
     std::vector<MeasureResult> out;
-    for (const Config& c : cs) out.push_back(synthetic_result(c));
+    for (const Config& c : cs) out.push_back(ir_objective ? (*ir_objective)(c) : synthetic_result(c));
     return out;
   };
 
