@@ -15,7 +15,8 @@
 // --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
 // stop 0: off, as by default here).
 // --cascade K: the annealing scores its steps with a knob-feature surrogate and hands its K
-// best to the main model (ModelPolicyOptions::cascade; 0: off, the default here);
+// best to the main model (ModelPolicyOptions::cascade; 0: off; by default the tuner's: 1000
+// with IR features, off with knob features);
 // --cascade-ensemble, --cascade-rounds, --cascade-warm: the surrogate's boosters, trees at a
 // fit from scratch and trees a warm fit adds (0: the main model's).
 // --compare K: each repeat runs a policy without and one with a cascade of K from the same
@@ -179,9 +180,9 @@ int main(int argc, char** argv) {
   int warm_rounds = 1;
   AnnealingOptions annealing;
   annealing.early_stop = 0;
-  int cascade = 0;
+  int cascade = CascadeOptions::kAuto;
   int cascade_ensemble = CascadeOptions{}.ensemble;
-  int cascade_rounds = 0, cascade_warm = 0;
+  int cascade_rounds = CascadeOptions{}.rounds, cascade_warm = CascadeOptions{}.warm_trees;
   int compare = 0;
   int loop = 0;
   int seeds = 5;
@@ -301,7 +302,7 @@ int main(int argc, char** argv) {
   };
 
   if (loop > 0) {
-    const int k = cascade > 0 ? cascade : 1000;
+    const int k = cascade > 0 ? cascade : CascadeOptions::kAutoSurvivors;
     fmt::print("{} features, tuning runs of {} trials, {} seeds, acquisition {}: full search "
                "against a cascade of {} ({} surrogate boosters); best true throughput (1/s)\n",
                kind, loop, seeds, acquisition, k, cascade_ensemble);
@@ -359,7 +360,7 @@ int main(int argc, char** argv) {
       "{} features ({} columns), {} records, acquisition {}, {} trees a booster, warm trees {}, "
       "annealing {} chains x {} steps (early stop {}), cascade {}, one thread, CPU seconds (wall)\n",
       kind, features->size(), records, acquisition, rounds, warm_trees, annealing.chains,
-      annealing.max_steps, annealing.early_stop, cascade);
+      annealing.max_steps, annealing.early_stop, options(cascade).cascade.survivors_for(features->schema()));
   auto best_half = [](std::vector<float> s) {
     std::sort(s.begin(), s.end(), std::greater<>());
     s.resize(s.size() / 2);

@@ -37,6 +37,7 @@ ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtr
       annealer_(space, options_.annealing),
       model_(features.schema(), options_.model),
       budget_(options_.budget) {
+  options_.cascade.survivors = options_.cascade.survivors_for(features.schema());
   if (options_.cascade.survivors > 0) {
     cost_model::RankModelOptions mo = options_.model;
     if (options_.cascade.rounds > 0) mo.rounds = options_.cascade.rounds;

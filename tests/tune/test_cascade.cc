@@ -157,6 +157,23 @@ TEST_CASE("the cascade computes IR features for at most K configurations a round
   CHECK(features.calls > 4 * k);
 }
 
+TEST_CASE("by default the cascade is on for IR features and off for knob features",
+          "[cascade]") {
+  auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
+  CHECK(CascadeOptions{}.survivors_for("ir/v1:gemm:0") == CascadeOptions::kAutoSurvivors);
+  CHECK(CascadeOptions{}.survivors_for("knobs/v2:a,b") == 0);
+  std::vector<Config> records = distinct_valid(tmpl->space(), 100, 13);
+  auto ir = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  auto knobs = cost_model::make_knob_features(tmpl->space());
+  for (const cost_model::FeatureExtractor* f : {ir.get(), knobs.get()}) {
+    ModelPolicy p(tmpl->space(), *f, small(CascadeOptions::kAuto));
+    p.reset(1);
+    p.observe(records, synthetic(records));
+    p.refit_and_plan();
+    CHECK(p.last_survivors().empty() == (f == knobs.get()));
+  }
+}
+
 TEST_CASE("the cascade's batches repeat exactly under a seed", "[cascade]") {
   auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
   auto features = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
