@@ -276,7 +276,8 @@ int main(int argc, char** argv) {
   auto measure = [&](const std::vector<Config>& cs) {
     if (measurer) return measurer->measure(cs);
     std::vector<MeasureResult> out;
-    for (const Config& c : cs) out.push_back(ir_objective ? (*ir_objective)(c) : synthetic_result(c));
+    for (const Config& c : cs)
+      out.push_back(ir_objective ? (*ir_objective)(c) : synthetic_result(c));
     return out;
   };
 
@@ -303,9 +304,10 @@ int main(int argc, char** argv) {
 
   if (loop > 0) {
     const int k = cascade > 0 ? cascade : CascadeOptions::kAutoSurvivors;
-    fmt::print("{} features, tuning runs of {} trials, {} seeds, acquisition {}: full search "
-               "against a cascade of {} ({} surrogate boosters); best true throughput (1/s)\n",
-               kind, loop, seeds, acquisition, k, cascade_ensemble);
+    fmt::print(
+        "{} features, tuning runs of {} trials, {} seeds, acquisition {}: full search "
+        "against a cascade of {} ({} surrogate boosters); best true throughput (1/s)\n",
+        kind, loop, seeds, acquisition, k, cascade_ensemble);
     for (int survivors : {0, k}) {
       std::vector<std::vector<double>> best_at;  // per seed, after each 64 trials
       double cpu = 0;
@@ -331,7 +333,8 @@ int main(int argc, char** argv) {
         best_at.push_back(marks);
       }
       fmt::print("{}: {:.1f} s CPU for {} runs\n",
-                 survivors ? fmt::format("cascade {}", survivors) : std::string("full"), cpu, seeds);
+                 survivors ? fmt::format("cascade {}", survivors) : std::string("full"), cpu,
+                 seeds);
       for (size_t m = 0; m < best_at[0].size(); ++m) {
         std::vector<double> v;
         for (const auto& b : best_at) v.push_back(m < b.size() ? b[m] : 0.0);
@@ -358,9 +361,11 @@ int main(int argc, char** argv) {
 
   fmt::print(
       "{} features ({} columns), {} records, acquisition {}, {} trees a booster, warm trees {}, "
-      "annealing {} chains x {} steps (early stop {}), cascade {}, one thread, CPU seconds (wall)\n",
+      "annealing {} chains x {} steps (early stop {}), cascade {}, one thread, CPU seconds "
+      "(wall)\n",
       kind, features->size(), records, acquisition, rounds, warm_trees, annealing.chains,
-      annealing.max_steps, annealing.early_stop, options(cascade).cascade.survivors_for(features->schema()));
+      annealing.max_steps, annealing.early_stop,
+      options(cascade).cascade.survivors_for(features->schema()));
   auto best_half = [](std::vector<float> s) {
     std::sort(s.begin(), s.end(), std::greater<>());
     s.resize(s.size() / 2);
@@ -397,14 +402,15 @@ int main(int argc, char** argv) {
           double best = t.empty() ? 0 : *std::max_element(t.begin(), t.end());
           double mean = t.empty() ? 0 : std::accumulate(t.begin(), t.end(), 0.0) / t.size();
           // Both judged by the full search's model (the two fit the same one).
-          line += fmt::format("{} {:.3f} s, {} vectors, best half {:.3f}, true best {:.1f} mean "
-                              "{:.1f}; ",
-                              i ? "cascade" : "full", times[i], vectors[i],
-                              best_half(full.predict(batch[i])), best, mean);
+          line += fmt::format(
+              "{} {:.3f} s, {} vectors, best half {:.3f}, true best {:.1f} mean "
+              "{:.1f}; ",
+              i ? "cascade" : "full", times[i], vectors[i], best_half(full.predict(batch[i])), best,
+              mean);
         }
         fmt::print("repeat {} {}: {}overlap {}/{}\n", r,
-                   round == 0 ? std::string("cold") : fmt::format("warm {}", round), line,
-                   overlap, batch[0].size());
+                   round == 0 ? std::string("cold") : fmt::format("warm {}", round), line, overlap,
+                   batch[0].size());
         std::vector<MeasureResult> res = measure(batch[0]);
         full.observe(batch[0], res);
         cas.observe(batch[0], res);

@@ -218,8 +218,8 @@ void ModelPolicy::refit_and_plan() {
     ++fits_;
     measure_agreement();
     if (cascade_) {
-      const int trees = options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees
-                                                        : options_.warm_trees;
+      const int trees =
+          options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees : options_.warm_trees;
       cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_);
     }
   }

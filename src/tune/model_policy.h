@@ -281,7 +281,7 @@ class ModelPolicy : public SearchPolicy {
   double incumbent_share_ = 0;  // of the current round
   size_t design_next_ = 0;
   std::unique_ptr<KnobSurrogate> cascade_;  // null when options_.cascade is off
-  std::vector<Config> survivors_;            // of the last plan
+  std::vector<Config> survivors_;           // of the last plan
 };
 
 std::unique_ptr<SearchPolicy> make_model_policy(const ConfigSpace& space,

@@ -112,9 +112,10 @@ TEST_CASE("rank_survivors orders by score, ties by lower index, and keeps count"
   CHECK(rank_survivors(cs, s, 0).empty());
 }
 
-TEST_CASE("the cascade computes IR features for at most K configurations a round and ranks "
-          "them by the IR ensemble",
-          "[cascade]") {
+TEST_CASE(
+    "the cascade computes IR features for at most K configurations a round and ranks "
+    "them by the IR ensemble",
+    "[cascade]") {
   auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
   const ConfigSpace& space = tmpl->space();
   CountingFeatures features(cost_model::make_ir_features(*tmpl, ir::TargetLimits{}));
@@ -157,8 +158,7 @@ TEST_CASE("the cascade computes IR features for at most K configurations a round
   CHECK(features.calls > 4 * k);
 }
 
-TEST_CASE("by default the cascade is on for IR features and off for knob features",
-          "[cascade]") {
+TEST_CASE("by default the cascade is on for IR features and off for knob features", "[cascade]") {
   auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
   CHECK(CascadeOptions{}.survivors_for("ir/v1:gemm:0") == CascadeOptions::kAutoSurvivors);
   CHECK(CascadeOptions{}.survivors_for("knobs/v2:a,b") == 0);
