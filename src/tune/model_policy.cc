@@ -38,7 +38,7 @@ ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtr
       model_(features.schema(), options_.model),
       budget_(options_.budget) {
   options_.cascade.survivors = options_.cascade.survivors_for(features.schema());
-  if (options_.cascade.survivors > 0) {
+  if (options_.cascade.survivors > 0 && options_.acquisition != Acquisition::thompson) {
     cost_model::RankModelOptions mo = options_.model;
     if (options_.cascade.rounds > 0) mo.rounds = options_.cascade.rounds;
     cascade_ = std::make_unique<KnobSurrogate>(space, mo, options_.cascade.ensemble);
