@@ -6,6 +6,7 @@
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
 //              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
 //              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
+//              [--cascade K] [--cascade-ensemble 5] [--compare K] [--loop TRIALS --seeds N]
 //
 // --rounds: boosting rounds (trees) of each booster (the tuner's default: 150).
 // --warm-trees: ModelPolicyOptions::warm_trees (default 15: the warm round continues the
@@ -13,6 +14,22 @@
 // --warm-rounds: rounds after the cold one, each 64 records later.
 // --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
 // stop 0: off, as by default here).
+// --cascade K: the annealing scores its steps with a knob-feature surrogate and hands its K
+// best to the main model (ModelPolicyOptions::cascade; 0: off; by default the tuner's: 1000
+// with IR features, off with knob features);
+// --cascade-ensemble, --cascade-rounds, --cascade-warm: the surrogate's boosters, trees at a
+// fit from scratch and trees a warm fit adds (0: the main model's).
+// --compare K: each repeat runs a policy without and one with a cascade of K from the same
+// records and seed, and prints the overlap of their batches, the main model's mean
+// acquisition of each batch's best half, and the batches' true throughput (best and mean:
+// the cache's, or the synthetic label's); in warm rounds both observe the full search's batch.
+// --loop TRIALS: instead, tuning runs of TRIALS trials from nothing (the tuner's proposals,
+// measured by the cache or the synthetic label), --seeds of them, full search against the
+// cascade of --cascade K (default 1000); prints the best true throughput after 64, 128, ...
+// trials.
+// --objective knobs|ir (IR features only): the synthetic label, a sum over knobs of a
+// log-distance from a preferred value (the default), or an emulated time from the IR
+// (roofline, occupancy, waves; see IrObjective).
 // Each round also prints the feature vectors it computed (distinct configurations new to the
 // policy's cache) and the CPU time they took, measured around the extractor.
 //
@@ -33,7 +50,9 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -100,6 +119,53 @@ MeasureResult synthetic_result(const Config& c) {
   return r;
 }
 
+// An emulated time from the configuration's IR (the "ir" objective): a roofline of the
+// launch's floating-point work and global traffic, slowed by low occupancy and by the last
+// wave's idle slots, plus shared-memory traffic; a kernel that fits no block on an SM, or
+// that the template cannot build, fails. Unlike the knob objective above it is not a sum of
+// per-knob terms: knob features must learn it through the IR's products and thresholds.
+class IrObjective {
+ public:
+  explicit IrObjective(const Template& tmpl)
+      : features_(cost_model::make_ir_features(tmpl, ir::TargetLimits{})) {
+    std::vector<std::string> names = features_->names();
+    auto col = [&](std::string_view n) {
+      auto it = std::find(names.begin(), names.end(), "kernel." + std::string(n));
+      if (it == names.end()) throw std::runtime_error("IR feature kernel." + std::string(n));
+      return static_cast<size_t>(it - names.begin());
+    };
+    flops_ = col("float_ops");
+    bytes_ = col("global_bytes");
+    shared_ = col("shared_bytes_touched");
+    occupancy_ = col("occupancy");
+    wave_efficiency_ = col("wave_efficiency");
+    waves_ = col("waves");
+  }
+  MeasureResult operator()(const Config& c) const {
+    std::vector<float> x(features_->size());
+    features_->extract(c, x);
+    MeasureResult r;
+    auto unlog = [&](size_t k) { return std::exp2(double(x[k])) - 1.0; };
+    const double occ = x[occupancy_];
+    if (std::isnan(x[0]) || !(occ > 0)) {
+      r.status = MeasureStatus::runtime_error;
+      r.error = "emulated failure";
+      return r;
+    }
+    double t = std::max(unlog(flops_) / 100e12, unlog(bytes_) / 0.9e12) /
+                   (std::max(1e-3, double(x[wave_efficiency_])) * std::min(1.0, 0.05 + 2.0 * occ)) +
+               unlog(shared_) / 12e12 + 2e-6 * unlog(waves_);
+    r.status = MeasureStatus::ok;
+    r.timer = TimerKind::replay;
+    r.times_s = {t};
+    return r;
+  }
+
+ private:
+  std::unique_ptr<cost_model::FeatureExtractor> features_;
+  size_t flops_, bytes_, shared_, occupancy_, wave_efficiency_, waves_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,6 +180,13 @@ int main(int argc, char** argv) {
   int warm_rounds = 1;
   AnnealingOptions annealing;
   annealing.early_stop = 0;
+  int cascade = CascadeOptions::kAuto;
+  int cascade_ensemble = CascadeOptions{}.ensemble;
+  int cascade_rounds = CascadeOptions{}.rounds, cascade_warm = CascadeOptions{}.warm_trees;
+  int compare = 0;
+  int loop = 0;
+  int seeds = 5;
+  std::string objective = "knobs";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -147,10 +220,30 @@ int main(int argc, char** argv) {
       annealing.early_stop = std::stoi(v);
     else if (a == "--temp")
       annealing.temp_start = std::stod(v);
+    else if (a == "--cascade")
+      cascade = std::stoi(v);
+    else if (a == "--cascade-ensemble")
+      cascade_ensemble = std::stoi(v);
+    else if (a == "--cascade-rounds")
+      cascade_rounds = std::stoi(v);
+    else if (a == "--cascade-warm")
+      cascade_warm = std::stoi(v);
+    else if (a == "--compare")
+      compare = std::stoi(v);
+    else if (a == "--loop")
+      loop = std::stoi(v);
+    else if (a == "--objective")
+      objective = v;
+    else if (a == "--seeds")
+      seeds = std::stoi(v);
     else {
       fmt::print(stderr, "tune_round: unknown option {}\n", a);
       return 2;
     }
+  }
+  if (objective != "knobs" && objective != "ir") {
+    fmt::print(stderr, "tune_round: --objective must be knobs or ir\n");
+    return 2;
   }
   if (kind != "knobs" && kind != "ir") {
     fmt::print(stderr, "tune_round: --features must be knobs or ir\n");
@@ -178,12 +271,84 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tune_round: {}\n", e.what());
     return 2;
   }
+  std::unique_ptr<IrObjective> ir_objective;
+  if (tmpl && objective == "ir") ir_objective = std::make_unique<IrObjective>(*tmpl);
   auto measure = [&](const std::vector<Config>& cs) {
     if (measurer) return measurer->measure(cs);
     std::vector<MeasureResult> out;
-    for (const Config& c : cs) out.push_back(synthetic_result(c));
+    for (const Config& c : cs)
+      out.push_back(ir_objective ? (*ir_objective)(c) : synthetic_result(c));
     return out;
   };
+
+  auto options = [&](int survivors) {
+    ModelPolicyOptions o;
+    o.plan_size = 64;
+    o.annealing = annealing;
+    o.warm_trees = warm_trees;
+    o.model.nthread = 1;
+    o.model.rounds = rounds;
+    o.acquisition = parse_acquisition(acquisition);
+    o.cascade.survivors = survivors;
+    o.cascade.ensemble = cascade_ensemble;
+    o.cascade.rounds = cascade_rounds;
+    o.cascade.warm_trees = cascade_warm;
+    return o;
+  };
+  // True throughput (1/s; 0 for a failure) of each configuration.
+  auto truth = [&](const std::vector<Config>& cs) {
+    std::vector<double> out;
+    for (const MeasureResult& r : measure(cs)) out.push_back(throughput_of(r));
+    return out;
+  };
+
+  if (loop > 0) {
+    const int k = cascade > 0 ? cascade : CascadeOptions::kAutoSurvivors;
+    fmt::print(
+        "{} features, tuning runs of {} trials, {} seeds, acquisition {}: full search "
+        "against a cascade of {} ({} surrogate boosters); best true throughput (1/s)\n",
+        kind, loop, seeds, acquisition, k, cascade_ensemble);
+    for (int survivors : {0, k}) {
+      std::vector<std::vector<double>> best_at;  // per seed, after each 64 trials
+      double cpu = 0;
+      for (int seed = 0; seed < seeds; ++seed) {
+        ModelPolicy policy(*space, *features, options(survivors));
+        policy.reset(static_cast<uint64_t>(seed));
+        policy.set_budget(loop);
+        int trials = 0;
+        double best = 0;
+        std::vector<double> marks;
+        double t0 = cpu_now();
+        while (trials < loop) {
+          std::vector<Config> batch = policy.propose(std::min(64, loop - trials));
+          if (batch.empty()) break;
+          std::vector<MeasureResult> res = measure(batch);
+          for (size_t i = 0; i < batch.size(); ++i) {
+            best = std::max(best, throughput_of(res[i]));
+            if ((++trials) % 64 == 0 || trials == loop) marks.push_back(best);
+          }
+          policy.observe(batch, res);
+        }
+        cpu += cpu_now() - t0;
+        best_at.push_back(marks);
+      }
+      fmt::print("{}: {:.1f} s CPU for {} runs\n",
+                 survivors ? fmt::format("cascade {}", survivors) : std::string("full"), cpu,
+                 seeds);
+      for (size_t m = 0; m < best_at[0].size(); ++m) {
+        std::vector<double> v;
+        for (const auto& b : best_at) v.push_back(m < b.size() ? b[m] : 0.0);
+        std::vector<double> sorted = v;
+        std::sort(sorted.begin(), sorted.end());
+        double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+        std::string each;
+        for (double x : v) each += fmt::format(" {:.1f}", x);
+        fmt::print("  after {:4d} trials: median {:.1f} mean {:.1f} (seeds:{})\n",
+                   std::min<int>(64 * (m + 1), loop), sorted[sorted.size() / 2], mean, each);
+      }
+    }
+    return 0;
+  }
 
   std::mt19937_64 rng(1);
   std::vector<Config> configs;
@@ -196,18 +361,66 @@ int main(int argc, char** argv) {
 
   fmt::print(
       "{} features ({} columns), {} records, acquisition {}, {} trees a booster, warm trees {}, "
-      "annealing {} chains x {} steps (early stop {}), one thread, CPU seconds (wall)\n",
+      "annealing {} chains x {} steps (early stop {}), cascade {}, one thread, CPU seconds "
+      "(wall)\n",
       kind, features->size(), records, acquisition, rounds, warm_trees, annealing.chains,
-      annealing.max_steps, annealing.early_stop);
+      annealing.max_steps, annealing.early_stop,
+      options(cascade).cascade.survivors_for(features->schema()));
+  auto best_half = [](std::vector<float> s) {
+    std::sort(s.begin(), s.end(), std::greater<>());
+    s.resize(s.size() / 2);
+    return s.empty() ? 0.0 : std::accumulate(s.begin(), s.end(), 0.0) / s.size();
+  };
+  if (compare > 0) {
+    for (int r = 0; r < repeats; ++r) {
+      ModelPolicy full(*space, *features, options(0));
+      ModelPolicy cas(*space, *features, options(compare));
+      full.reset(r);
+      cas.reset(r);
+      full.observe(configs, results);
+      cas.observe(configs, results);
+      for (int round = 0; round <= warm_rounds; ++round) {
+        double times[2];
+        long vectors[2];
+        std::vector<Config> batch[2];
+        ModelPolicy* p[2] = {&full, &cas};
+        for (int i = 0; i < 2; ++i) {
+          long c0 = features->calls_;
+          double t0 = cpu_now();
+          p[i]->refit_and_plan();
+          batch[i] = p[i]->propose(64);
+          times[i] = cpu_now() - t0;
+          vectors[i] = features->calls_ - c0;
+        }
+        std::unordered_set<uint64_t> in_full;
+        for (const Config& c : batch[0]) in_full.insert(c.index());
+        int overlap = 0;
+        for (const Config& c : batch[1]) overlap += in_full.contains(c.index());
+        std::string line;
+        for (int i = 0; i < 2; ++i) {
+          std::vector<double> t = truth(batch[i]);
+          double best = t.empty() ? 0 : *std::max_element(t.begin(), t.end());
+          double mean = t.empty() ? 0 : std::accumulate(t.begin(), t.end(), 0.0) / t.size();
+          // Both judged by the full search's model (the two fit the same one).
+          line += fmt::format(
+              "{} {:.3f} s, {} vectors, best half {:.3f}, true best {:.1f} mean "
+              "{:.1f}; ",
+              i ? "cascade" : "full", times[i], vectors[i], best_half(full.predict(batch[i])), best,
+              mean);
+        }
+        fmt::print("repeat {} {}: {}overlap {}/{}\n", r,
+                   round == 0 ? std::string("cold") : fmt::format("warm {}", round), line, overlap,
+                   batch[0].size());
+        std::vector<MeasureResult> res = measure(batch[0]);
+        full.observe(batch[0], res);
+        cas.observe(batch[0], res);
+      }
+    }
+    return 0;
+  }
+
   for (int r = 0; r < repeats; ++r) {
-    ModelPolicyOptions o;
-    o.plan_size = 64;
-    o.annealing = annealing;
-    o.warm_trees = warm_trees;
-    o.model.nthread = 1;
-    o.model.rounds = rounds;
-    o.acquisition = parse_acquisition(acquisition);
-    ModelPolicy policy(*space, *features, o);
+    ModelPolicy policy(*space, *features, options(cascade));
     policy.reset(r);
     policy.observe(configs, results);
     for (int round = 0; round <= warm_rounds; ++round) {
@@ -222,10 +435,7 @@ int main(int argc, char** argv) {
       double t2 = cpu_now(), w2 = wall_now();
       // What the annealing found, judged by the model that chose it: the mean acquisition of
       // the batch's best half (the rest holds random and trust-region picks).
-      std::vector<float> s = policy.predict(batch);
-      std::sort(s.begin(), s.end(), std::greater<>());
-      s.resize(s.size() / 2);
-      double quality = s.empty() ? 0.0 : std::accumulate(s.begin(), s.end(), 0.0) / s.size();
+      double quality = best_half(policy.predict(batch));
       fmt::print(
           "repeat {} {} ({} fit): fit + anneal ({} steps, last change at {}) + local search "
           "{:.3f} s, batch of {} {:.3f} s, round {:.3f} s ({:.3f} s wall); of it {} feature "

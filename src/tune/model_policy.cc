@@ -38,6 +38,12 @@ ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtr
       annealer_(space, options_.annealing),
       model_(features.schema(), options_.model),
       budget_(options_.budget) {
+  options_.cascade.survivors = options_.cascade.survivors_for(features.schema());
+  if (options_.cascade.survivors > 0 && options_.acquisition != Acquisition::thompson) {
+    cost_model::RankModelOptions mo = options_.model;
+    if (options_.cascade.rounds > 0) mo.rounds = options_.cascade.rounds;
+    cascade_ = std::make_unique<KnobSurrogate>(space, mo, options_.cascade.ensemble);
+  }
   reset(0);
 }
 
@@ -73,6 +79,8 @@ void ModelPolicy::reset(uint64_t seed) {
   best_at_plan_ = 0;
   stalled_ = 0;
   incumbent_share_ = 0;
+  if (cascade_) cascade_->reset();
+  survivors_.clear();
 }
 
 void ModelPolicy::observe(const std::vector<Config>& configs,
@@ -211,6 +219,11 @@ void ModelPolicy::refit_and_plan() {
     warm_fits_ += warm;
     ++fits_;
     measure_agreement();
+    if (cascade_) {
+      const int trees =
+          options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees : options_.warm_trees;
+      cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_);
+    }
   }
   plan();
 }
@@ -748,7 +761,16 @@ void ModelPolicy::plan() {
   const int rest = std::max(0, size - static_cast<int>(local.size() + random.size()));
   int want = options_.diversity ? rest * 3 : rest;
   ScoreFunction score = [this](const std::vector<Config>& cs) { return predict(cs); };
-  std::vector<Config> found = annealer_.find_best(score, want, exclude, rng_);
+  std::vector<Config> found;
+  survivors_.clear();
+  if (cascade_ && cascade_->trained()) {
+    ScoreFunction cheap = [this](const std::vector<Config>& cs) { return cascade_->score(cs); };
+    survivors_ =
+        annealer_.find_best(cheap, std::max(want, options_.cascade.survivors), exclude, rng_);
+    found = rank_survivors(survivors_, predict(survivors_), want);
+  } else {
+    found = annealer_.find_best(score, want, exclude, rng_);
+  }
   // The local picks first: a batch smaller than the plan still gets them.
   plan_ = std::move(local);
   plan_.insert(plan_.end(), random.begin(), random.end());
