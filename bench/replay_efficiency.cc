@@ -18,6 +18,8 @@
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
 //                     [--diversity] [--epsilon X]
 //                     [--label NAME] (the xgb tuner's name in --curves)
+//                     [--first-seed N] [--per-seed]  (seeds N.. instead of 0..; each seed's
+//                                     trials to 95%, -1 never)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
 //                                     the annealing's chains and starting temperature)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:
@@ -65,6 +67,8 @@ struct Args {
   double needle_plateau = 0.89, needle_neighbour = 0.8;
   ModelPolicyOptions model;  // --early, --design, ...: the xgb tuner's options
   std::string label;         // --label: the xgb tuner's name in --curves (default "xgb")
+  uint64_t first_seed = 0;   // --first-seed: seeds first_seed .. first_seed + seeds - 1
+  bool per_seed = false;     // --per-seed: also each seed's trials to 95% (-1: never)
 };
 
 // One JSON line per seed: the trials at which the best found improved, with its true time.
@@ -227,6 +231,20 @@ int main(int argc, char** argv) {
       args.model.incumbent_widen = true;
     else if (a == "--label")
       args.label = value();
+    else if (a == "--incumbent-centres")
+      args.model.incumbent_centres = std::stoi(value());
+    else if (a == "--no-plateaus")  // the default before the plateau handling
+      args.model = args.model.without_plateaus();
+    else if (a == "--incumbent-support")
+      args.model.incumbent_support = true;
+    else if (a == "--coverage-share")
+      args.model.coverage_share = std::stod(value());
+    else if (a == "--plateau-share")
+      args.model.plateau_share = std::stod(value());
+    else if (a == "--first-seed")  // fresh seeds to confirm a choice made on 0..seeds-1
+      args.first_seed = std::stoull(value());
+    else if (a == "--per-seed")
+      args.per_seed = true;
     else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees
       args.model.warm_trees = std::stoi(value());
     else if (a == "--chains")  // the annealing's chains
@@ -323,6 +341,7 @@ int main(int argc, char** argv) {
       so.seeds = kind == TunerKind::grid ? 1 : args.seeds;
       so.batch = args.batch;
       so.threads = args.threads;
+      so.first_seed = args.first_seed;
       StudyResult r = run_replay_study(
           task, [&] { return make_search_policy(kind, task.space(), features.get(), mo); }, so,
           [&](int done, int total) {
@@ -341,6 +360,11 @@ int main(int argc, char** argv) {
       double p = (at200 - random200) / (1.0 - random200);
       fmt::print("| {} | {} |{} {} | {:.2f} | {:.0f} |\n", name, tuner, cells,
                  cell(r.median_trials_to(0.95)), p, r.seconds);
+      if (args.per_seed) {
+        std::string seeds;
+        for (const std::optional<int>& t : r.trials_to(0.95)) seeds += fmt::format(" {}", t ? *t : -1);
+        fmt::print("  per seed from {} (trials to 95%):{}\n", args.first_seed, seeds);
+      }
       std::fflush(stdout);
     }
   }
