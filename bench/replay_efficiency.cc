@@ -20,6 +20,10 @@
 //                     [--label NAME] (the xgb tuner's name in --curves)
 //                     [--first-seed N] [--per-seed]  (seeds N.. instead of 0..; each seed's
 //                                     trials to 95%, -1 never)
+//                     [--no-plateaus] (the trust region before its handling of tied bests:
+//                                     ModelPolicyOptions::without_plateaus())
+//                     [--incumbent-centres N] [--incumbent-support] [--plateau-share X]
+//                     [--coverage-share X]  (knob values not yet measured; off)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
 //                                     the annealing's chains and starting temperature)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:
@@ -362,7 +366,8 @@ int main(int argc, char** argv) {
                  cell(r.median_trials_to(0.95)), p, r.seconds);
       if (args.per_seed) {
         std::string seeds;
-        for (const std::optional<int>& t : r.trials_to(0.95)) seeds += fmt::format(" {}", t ? *t : -1);
+        for (const std::optional<int>& t : r.trials_to(0.95))
+          seeds += fmt::format(" {}", t ? *t : -1);
         fmt::print("  per seed from {} (trials to 95%):{}\n", args.first_seed, seeds);
       }
       std::fflush(stdout);

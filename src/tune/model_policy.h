@@ -121,7 +121,8 @@ struct ModelPolicyOptions {
   double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
   // The default (bench/README.md section 7): one random first batch, then rounds of
   // clamp(n / 2, 8, plan_size), the trust region around the incumbent with a quarter of each
-  // round (up to half while the best stalls), kappa fixed. first_batch 16 with incumbent_widen
+  // round (up to half while the best stalls; three quarters, centred on every tie, while the
+  // best is tied), kappa fixed. first_batch 16 with incumbent_widen
   // was better on most caches but lost conv_milo W6600 (136 -> 298 trials, 20 seeds): off. The
   // Latin-hypercube start (initial_design 32) won on some caches and lost on others; it is off.
   // `classic()` gives the former default (one random first batch, rounds of plan_size, no trust
@@ -140,10 +141,10 @@ struct ModelPolicyOptions {
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
   int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
   // Plateaus: see "Ties" in the header comment (bench/README.md section 7).
-  int incumbent_centres = 64;       // most tied incumbents the trust region is centred on
-  bool incumbent_support = true;    // on ties: rank by ties within two changes, then acquisition
-  double plateau_share = 0.75;      // the trust region's least share while the best is tied
-  double coverage_share = 0;  // of each round: knob values not yet measured ("Coverage")
+  int incumbent_centres = 64;     // most tied incumbents the trust region is centred on
+  bool incumbent_support = true;  // on ties: rank by ties within two changes, then acquisition
+  double plateau_share = 0.75;    // the trust region's least share while the best is tied
+  double coverage_share = 0;      // of each round: knob values not yet measured ("Coverage")
   // Warm start (0: off): trees added to each booster at a refit instead of fitting anew, while
   // the records number less than (1 + refit_growth) times those of the last fit from scratch
   // (bench/README.md section 7: 15 of the fit's 150 trees cost a tenth of a fit and leave
