@@ -774,7 +774,9 @@ void ModelPolicy::plan() {
     if (options_.plateau_share > 0) {
       int tied = 0;
       for (double t : throughput_) tied += t >= best * (1 - 1e-9);
-      if (tied > 1) incumbent_share_ = std::max(incumbent_share_, options_.plateau_share);
+      if (best > 0 && tied > 1) {
+        incumbent_share_ = std::max(incumbent_share_, options_.plateau_share);
+      }
     }
     int count = static_cast<int>(std::lround(incumbent_share_ * size));
     local = incumbent_candidates(std::max(count, 1), visited_);
