@@ -21,6 +21,11 @@
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
 //                     [--diversity] [--epsilon X]
 //                     [--label NAME] (the xgb tuner's name in --curves)
+//                     [--first-seed N]  (the same as --seed-offset N)
+//                     [--no-plateaus] (the trust region before its handling of tied bests:
+//                                     ModelPolicyOptions::without_plateaus())
+//                     [--incumbent-centres N] [--incumbent-support] [--plateau-share X]
+//                     [--coverage-share X]  (knob values not yet measured; off)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
 //                                     the annealing's chains and starting temperature)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:
@@ -246,6 +251,18 @@ int main(int argc, char** argv) {
       args.model.incumbent_widen = true;
     else if (a == "--label")
       args.label = value();
+    else if (a == "--incumbent-centres")
+      args.model.incumbent_centres = std::stoi(value());
+    else if (a == "--no-plateaus")  // the default before the plateau handling
+      args.model = args.model.without_plateaus();
+    else if (a == "--incumbent-support")
+      args.model.incumbent_support = true;
+    else if (a == "--coverage-share")
+      args.model.coverage_share = std::stod(value());
+    else if (a == "--plateau-share")
+      args.model.plateau_share = std::stod(value());
+    else if (a == "--first-seed")  // the same as --seed-offset
+      args.seed_offset = std::stoi(value());
     else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees
       args.model.warm_trees = std::stoi(value());
     else if (a == "--chains")  // the annealing's chains

@@ -398,12 +398,15 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
   if (count <= 0 || observed_.empty()) return {};
   const double best = *std::max_element(throughput_.begin(), throughput_.end());
   if (best <= 0) return {};
-  // Exact ties (a plateau) are all incumbents; at most a few, the first measured first.
-  constexpr size_t kMaxCentres = 4;
-  std::vector<size_t> centres;
-  for (size_t i = 0; i < observed_.size() && centres.size() < kMaxCentres; ++i) {
-    if (throughput_[i] >= best * (1 - 1e-9)) centres.push_back(i);
+  // Exact ties (a plateau) are all incumbents, the first measured first; all of them count
+  // for the support below, at most incumbent_centres are centres.
+  const size_t max_centres = std::max(1, options_.incumbent_centres);
+  std::vector<size_t> ties;
+  for (size_t i = 0; i < observed_.size(); ++i) {
+    if (throughput_[i] >= best * (1 - 1e-9)) ties.push_back(i);
   }
+  std::vector<size_t> centres = ties;
+  if (centres.size() > max_centres) centres.resize(max_centres);
   const auto& knobs = space_.knobs();
   std::unordered_set<uint64_t> seen;
   std::vector<Config> ring[2];  // radius 1, radius 2
@@ -454,7 +457,9 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
       }
       if (movable.size() < 2) continue;
       std::uniform_int_distribution<size_t> knob(0, movable.size() - 1);
-      for (size_t d = 0; d < kMaxPerCentre; ++d) {
+      // Many centres share the draws (a plateau in a wide space), as many as four had each.
+      const size_t draws = std::max<size_t>(256, 4 * kMaxPerCentre / centres.size());
+      for (size_t d = 0; d < std::min(kMaxPerCentre, draws); ++d) {
         size_t i = movable[knob(rng)], j = movable[knob(rng)];
         if (i == j) continue;
         e = base;
@@ -466,6 +471,34 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
         consider(e, 2);
       }
     }
+  }
+  // On a plateau (the best measured tied): both radii ranked together, by how many ties lie
+  // within two knob changes, then by the acquisition. The model has one label for the whole
+  // plateau and cannot rank next to it; a configuration surrounded by it is the better bet.
+  if (options_.incumbent_support && ties.size() > 1) {
+    std::vector<Config> all = std::move(ring[0]);
+    all.insert(all.end(), ring[1].begin(), ring[1].end());
+    std::vector<int> support(all.size(), 0);
+    for (size_t i = 0; i < all.size(); ++i) {
+      const std::vector<int32_t>& a = all[i].entities();
+      for (size_t t : ties) {
+        const std::vector<int32_t>& b = observed_[t].entities();
+        int d = 0;
+        for (size_t k = 0; k < a.size() && d <= 2; ++k) d += a[k] != b[k];
+        support[i] += d <= 2;
+      }
+    }
+    std::vector<float> s = predict(all);
+    std::vector<size_t> idx(all.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    const size_t keep = std::min<size_t>(count, all.size());
+    std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+      if (support[a] != support[b]) return support[a] > support[b];
+      return s[a] != s[b] ? s[a] > s[b] : all[a].index() < all[b].index();
+    });
+    std::vector<Config> out;
+    for (size_t i = 0; i < keep; ++i) out.push_back(all[idx[i]]);
+    return out;
   }
   // How many each radius gets: radius 1 first, radius 2 what is left; while the best stalls
   // (incumbent_widen), radius 2 at least half, as a trust region widens when it stops paying.
@@ -487,6 +520,73 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
       return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
     });
     for (size_t i = 0; i < keep; ++i) out.push_back(r[idx[i]]);
+  }
+  return out;
+}
+
+std::vector<Config> ModelPolicy::coverage_candidates(int count,
+                                                     const std::unordered_set<uint64_t>& exclude) {
+  if (count <= 0 || observed_.empty()) return {};
+  const auto& knobs = space_.knobs();
+  std::vector<std::vector<bool>> held(knobs.size());
+  for (size_t k = 0; k < knobs.size(); ++k) held[k].assign(knobs[k].cardinality(), false);
+  for (const Config& c : observed_) {
+    for (size_t k = 0; k < knobs.size(); ++k) held[k][c.entities()[k]] = true;
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < observed_.size(); ++i) {
+    if (throughput_[i] > throughput_[best]) best = i;
+  }
+  const std::vector<int32_t> base = observed_[best].entities();
+  // For each value nobody holds: the incumbent with it, else with it and one more change.
+  std::vector<Config> cands;
+  std::unordered_set<uint64_t> seen;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    for (int32_t v = 0; v < knobs[k].cardinality(); ++v) {
+      if (held[k][v]) continue;
+      std::vector<int32_t> e = base;
+      e[k] = v;
+      std::vector<Config> options;
+      auto consider = [&](const std::vector<int32_t>& x) {
+        Config c(&space_, x);
+        if (exclude.contains(c.index()) || seen.contains(c.index())) return;
+        if (space_.is_valid(c)) options.push_back(std::move(c));
+      };
+      consider(e);
+      if (options.empty()) {
+        for (size_t j = 0; j < knobs.size(); ++j) {
+          if (j == k) continue;
+          for (int32_t b = 0; b < knobs[j].cardinality(); ++b) {
+            if (b == base[j]) continue;
+            e[j] = b;
+            consider(e);
+          }
+          e[j] = base[j];
+        }
+      }
+      if (options.empty()) continue;
+      std::vector<float> s = predict(options);
+      size_t pick = std::max_element(s.begin(), s.end()) - s.begin();
+      seen.insert(options[pick].index());
+      cands.push_back(std::move(options[pick]));
+    }
+  }
+  if (cands.empty()) return {};
+  std::vector<float> s = predict(cands);
+  std::vector<size_t> idx(cands.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return s[a] != s[b] ? s[a] > s[b] : cands[a].index() < cands[b].index();
+  });
+  // Best first, skipping a candidate whose new values an earlier pick already brings.
+  std::vector<Config> out;
+  for (size_t i : idx) {
+    if (static_cast<int>(out.size()) >= count) break;
+    bool fresh = false;
+    for (size_t k = 0; k < knobs.size(); ++k) fresh |= !held[k][cands[i].entities()[k]];
+    if (!fresh) continue;
+    for (size_t k = 0; k < knobs.size(); ++k) held[k][cands[i].entities()[k]] = true;
+    out.push_back(cands[i]);
   }
   return out;
 }
@@ -743,11 +843,25 @@ void ModelPolicy::plan() {
   if (trained() && options_.incumbent_share > 0) {
     incumbent_share_ = std::min(std::max(options_.incumbent_max_share, options_.incumbent_share),
                                 options_.incumbent_share * std::ldexp(1.0, std::min(stalled_, 30)));
+    if (options_.plateau_share > 0) {
+      int tied = 0;
+      for (double t : throughput_) tied += t >= best * (1 - 1e-9);
+      if (best > 0 && tied > 1) {
+        incumbent_share_ = std::max(incumbent_share_, options_.plateau_share);
+      }
+    }
     int count = static_cast<int>(std::lround(incumbent_share_ * size));
     local = incumbent_candidates(std::max(count, 1), visited_);
   }
   std::unordered_set<uint64_t> exclude = visited_;
   for (const Config& c : local) exclude.insert(c.index());
+  if (trained() && options_.coverage_share > 0) {
+    int count = static_cast<int>(std::lround(options_.coverage_share * size));
+    for (Config& c : coverage_candidates(std::max(count, 1), exclude)) {
+      exclude.insert(c.index());
+      local.push_back(std::move(c));
+    }
+  }
   if (trained() && options_.local_share > 0) {
     int count = static_cast<int>(std::lround(options_.local_share * size));
     for (Config& c : local_candidates(std::max(count, 1), exclude)) {

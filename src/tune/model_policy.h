@@ -83,6 +83,18 @@
 // start's exploration: up to half of each round is uniformly random until random_total random
 // proposals (the first batch included) were made, so that a small first batch brings the first
 // fit sooner without cutting how much of the space is sampled blindly by the first ~50 trials.
+//
+// Ties. When the best measured throughput is shared exactly by several configurations (a
+// plateau: the model gives them one label and cannot rank next to them), the trust region is
+// centred on all of them (at most `incumbent_centres`, the first measured first), takes at
+// least `plateau_share` of the round, and with `incumbent_support` ranks its one- and
+// two-change candidates together by how many of the ties lie within two knob changes of
+// each (a configuration surrounded by the plateau first), then by the acquisition. With a
+// single incumbent none of this applies.
+//
+// Coverage. With `coverage_share` > 0 (off), after each fit that share of the round goes to
+// knob values no measured configuration holds yet: for each, the incumbent with that value
+// (or, where that is invalid or tried, with one more knob changed), best acquisition first.
 
 #include <memory>
 #include <random>
@@ -121,11 +133,12 @@ struct ModelPolicyOptions {
   double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
   // The default (bench/README.md section 7): one random first batch, then rounds of
   // clamp(n / 2, 8, plan_size), the trust region around the incumbent with a quarter of each
-  // round (up to half while the best stalls), kappa fixed. A first batch of 16 (first_batch)
-  // needed fewer trials to 95% on 7 of 12 caches over 40 seeds and about as many on four, but
-  // made the needle space worse (253 against 171.5 trials, 20 seeds; its bar is 200): off.
-  // The Latin-hypercube start (initial_design 32) and the covering start (cover_start) won on
-  // some caches and lost on others; they are off. `previous()` gives this default with the
+  // round (up to half while the best stalls; three quarters, centred on every tie, while the
+  // best is tied), kappa fixed. A first batch of 16 (first_batch) needed fewer trials to 95% on
+  // 7 of 12 caches over 40 seeds and about as many on four, but made the needle space worse
+  // (253 against 171.5 trials, 20 seeds; its bar is 200): off. The Latin-hypercube start
+  // (initial_design 32) and the covering start (cover_start) won on some caches and lost on
+  // others; they are off. `previous()` gives the default before the plateau handling with the
   // first batch options spelled out, `classic()` the former default (one random first batch,
   // rounds of plan_size, no trust region); `early()` the first attempt.
   bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
@@ -148,6 +161,11 @@ struct ModelPolicyOptions {
   // to half of each round, random, until this many (see random_slots()).
   int random_total = 0;
   int budget = 0;                    // trials of the whole run, if known (set_budget overrides)
+  // Plateaus: see "Ties" in the header comment (bench/README.md section 7).
+  int incumbent_centres = 64;     // most tied incumbents the trust region is centred on
+  bool incumbent_support = true;  // on ties: rank by ties within two changes, then acquisition
+  double plateau_share = 0.75;    // the trust region's least share while the best is tied
+  double coverage_share = 0;      // of each round: knob values not yet measured ("Coverage")
   // Warm start (0: off): trees added to each booster at a refit instead of fitting anew, while
   // the records number less than (1 + refit_growth) times those of the last fit from scratch
   // (bench/README.md section 7: 15 of the fit's 150 trees cost a tenth of a fit and leave
@@ -177,19 +195,29 @@ struct ModelPolicyOptions {
     o.incumbent_widen = false;
     return o;
   }
-  // The default (issue 11, second round): one random first batch of plan_size, rounds of
-  // clamp(n / 2, 8, plan_size), the trust region exhausting radius 1 before radius 2.
+  // The default of issue 11's second round: one random first batch of plan_size, rounds of
+  // clamp(n / 2, 8, plan_size), the trust region exhausting radius 1 before radius 2, no
+  // plateau handling.
   ModelPolicyOptions previous() const {
-    ModelPolicyOptions o = *this;
+    ModelPolicyOptions o = without_plateaus();
     o.first_batch = 0;
     o.round_fraction = 0.5;
     o.incumbent_widen = false;
     return o;
   }
+  // The default before the plateau handling (bench/README.md section 7, "Plateaus"): at most
+  // four tied centres, the first measured, rings ranked by the acquisition alone.
+  ModelPolicyOptions without_plateaus() const {
+    ModelPolicyOptions o = *this;
+    o.incumbent_centres = 4;
+    o.incumbent_support = false;
+    o.plateau_share = 0;
+    return o;
+  }
   // The former default (before issue 11): one random first batch of plan_size, every round
   // plan_size, no design, trust region or local search, every fit from scratch.
   ModelPolicyOptions classic() const {
-    ModelPolicyOptions o = *this;
+    ModelPolicyOptions o = without_plateaus();
     o.adaptive_kappa = false;
     o.initial_design = 0;
     o.min_batch = 1 << 20;
@@ -263,6 +291,10 @@ class ModelPolicy : public SearchPolicy {
   // Untried valid configurations one, then two knob changes from the incumbent(s), at most
   // `count`, each radius best acquisition first.
   std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
+  // Up to `count` configurations, each holding a knob value no measured configuration holds:
+  // the incumbent with that value, or, where that is invalid or tried, the incumbent with
+  // that value and one more knob changed, best acquisition first.
+  std::vector<Config> coverage_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   std::vector<Config> initial_design(int count);
   // `count` valid unvisited configurations from a pool of random ones, each the one adding the
   // most (knob, value) pairs the start does not hold yet, the first drawn first on ties (so

@@ -1,0 +1,179 @@
+// The model policy's trust region on a plateau (the best measured throughput tied by several
+// configurations) and its knob-value coverage, on the synthetic replay space with results
+// made up so that the plateau is known.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "src/tune/model_policy.h"
+#include "src/tune/replay_measurer_adapter.h"
+#include "tests/tune/tune_fixtures.h"
+
+using namespace cutune;
+
+namespace {
+
+ModelPolicyOptions small_model() {
+  ModelPolicyOptions o;
+  o.plan_size = 32;
+  o.model.rounds = 30;
+  o.annealing.chains = 32;
+  o.annealing.max_steps = 100;
+  o.epsilon = 0;
+  return o;
+}
+
+int knob_changes(const Config& a, const Config& b) {
+  int d = 0;
+  for (size_t k = 0; k < a.entities().size(); ++k) d += a.entities()[k] != b.entities()[k];
+  return d;
+}
+
+MeasureResult timed(double seconds) {
+  MeasureResult r;
+  r.status = MeasureStatus::ok;
+  r.times_s = {seconds};
+  return r;
+}
+
+// Every valid configuration of the space.
+std::vector<Config> all_valid(const ConfigSpace& space) {
+  std::vector<Config> out;
+  std::vector<int32_t> e(space.knobs().size(), 0);
+  std::function<void(size_t)> walk = [&](size_t k) {
+    if (k == e.size()) {
+      Config c(&space, e);
+      if (space.is_valid(c)) out.push_back(c);
+      return;
+    }
+    for (int32_t v = 0; v < space.knobs()[k].cardinality(); ++v) {
+      e[k] = v;
+      walk(k + 1);
+    }
+  };
+  walk(0);
+  return out;
+}
+
+struct PlateauRound {
+  std::vector<Config> first, ties, next;
+  double share = 0;
+};
+
+// The task must outlive the result (its configurations point to its space).
+// A random first batch of 32 whose first `tied` configurations share the best time (1 s) and
+// the rest take 2 s; then the next round.
+PlateauRound plateau_round(const replay::ReplayTask& task, const ModelPolicyOptions& o,
+                           uint64_t seed, size_t tied) {
+  test::ValueFeatures features{task.space()};
+  ModelPolicy p(task.space(), features, o);
+  p.reset(seed);
+  PlateauRound out;
+  out.first = p.propose(32);
+  std::vector<MeasureResult> results;
+  for (size_t i = 0; i < out.first.size(); ++i) {
+    results.push_back(timed(i < tied ? 1.0 : 2.0));
+    if (i < tied) out.ties.push_back(out.first[i]);
+  }
+  p.observe(out.first, results);
+  out.next = p.propose(32);
+  out.share = p.incumbent_share();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("on a plateau of ties the trust region is centred on all and ranks by support") {
+  const ModelPolicyOptions o = small_model();  // the default plateau handling
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  PlateauRound r = plateau_round(task, o, 3, 6);
+  REQUIRE(r.first.size() == 32);
+  // The round after the first batch is clamp(32 / 2, 8, 32) = 16; the plateau takes 3/4 of it.
+  REQUIRE(r.next.size() == 16);
+  CHECK(r.share == 0.75);
+  // Support: how many of the ties lie within two knob changes. Over every valid untried
+  // configuration within two changes of some tie, the 12 picks are the 12 best supported, in
+  // order (the acquisition breaks ties of support).
+  std::set<uint64_t> tried;
+  for (const Config& c : r.first) tried.insert(c.index());
+  auto support = [&](const Config& c) {
+    int n = 0;
+    for (const Config& t : r.ties) n += knob_changes(c, t) <= 2;
+    return n;
+  };
+  std::vector<int> candidates;
+  for (const Config& c : all_valid(task.space())) {
+    if (!tried.contains(c.index()) && support(c) > 0) candidates.push_back(support(c));
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  REQUIRE(candidates.size() > 12);
+  std::vector<int> picks;
+  for (size_t i = 0; i < 12; ++i) picks.push_back(support(r.next[i]));
+  CHECK(picks == std::vector<int>(candidates.begin(), candidates.begin() + 12));
+  CHECK(picks.front() > 1);  // several ties around the first pick
+
+  // Deterministic for a seed.
+  PlateauRound again = plateau_round(task, o, 3, 6);
+  std::vector<uint64_t> a, b;
+  for (const Config& c : r.next) a.push_back(c.index());
+  for (const Config& c : again.next) b.push_back(c.index());
+  CHECK(a == b);
+
+  // Without the plateau handling: the base share, a quarter of the round (4 picks).
+  PlateauRound before = plateau_round(task, o.without_plateaus(), 3, 6);
+  CHECK(before.share == 0.25);
+}
+
+TEST_CASE("with a single best measured configuration the plateau handling changes nothing") {
+  const ModelPolicyOptions o = small_model();
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  for (uint64_t seed : {5u, 9u}) {
+    PlateauRound with = plateau_round(task, o, seed, 1);
+    PlateauRound without = plateau_round(task, o.without_plateaus(), seed, 1);
+    CHECK(with.share == 0.25);
+    std::vector<uint64_t> a, b;
+    for (const Config& c : with.next) a.push_back(c.index());
+    for (const Config& c : without.next) b.push_back(c.index());
+    CHECK(a == b);
+  }
+}
+
+TEST_CASE("coverage: part of each round holds knob values no measured configuration holds") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model().without_plateaus();
+  o.first_batch = 8;         // few records: many knob values not measured yet
+  o.incumbent_share = 0.25;  // 2 of the round of 8
+  o.incumbent_max_share = 0.25;
+  o.coverage_share = 0.25;  // 2 of the round of 8, after the trust region's
+  ModelPolicy p(task.space(), features, o);
+  p.reset(4);
+  std::vector<Config> first = p.propose(32);
+  REQUIRE(first.size() == 8);
+  p.observe(first, m.measure(first));  // without noise: the same results again below
+  std::vector<Config> next = p.propose(32);
+  REQUIRE(next.size() == 8);
+  std::set<std::pair<size_t, int32_t>> held;
+  for (const Config& c : first) {
+    for (size_t k = 0; k < c.entities().size(); ++k) held.insert({k, c.entities()[k]});
+  }
+  // The two coverage picks each bring a value neither the records nor the earlier pick hold,
+  // one or two knob changes from the best measured.
+  size_t best = 0;
+  std::vector<MeasureResult> results = m.measure(first);
+  for (size_t i = 1; i < first.size(); ++i) {
+    if (throughput_of(results[i]) > throughput_of(results[best])) best = i;
+  }
+  for (size_t i = 2; i < 4; ++i) {
+    CHECK(knob_changes(next[i], first[best]) <= 2);
+    bool fresh = false;
+    for (size_t k = 0; k < next[i].entities().size(); ++k) {
+      fresh |= held.insert({k, next[i].entities()[k]}).second;
+    }
+    CHECK(fresh);
+  }
+}
