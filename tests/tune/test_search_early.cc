@@ -18,14 +18,7 @@ using namespace cutune;
 
 namespace {
 
-ModelPolicyOptions small_model() {
-  ModelPolicyOptions o;
-  o.plan_size = 32;
-  o.model.rounds = 30;
-  o.annealing.chains = 32;
-  o.annealing.max_steps = 100;
-  return o;
-}
+using test::small_model;
 
 int knob_changes(const Config& a, const Config& b) {
   int d = 0;

@@ -14,14 +14,7 @@ using namespace cutune;
 
 namespace {
 
-ModelPolicyOptions small_model() {
-  ModelPolicyOptions o;
-  o.plan_size = 32;
-  o.model.rounds = 30;
-  o.annealing.chains = 32;
-  o.annealing.max_steps = 100;
-  return o;
-}
+using test::small_model;
 
 std::vector<uint64_t> indices(const std::vector<Config>& cs) {
   std::vector<uint64_t> out;

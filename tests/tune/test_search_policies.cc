@@ -10,14 +10,7 @@ using namespace cutune;
 
 namespace {
 
-ModelPolicyOptions small_model() {
-  ModelPolicyOptions o;
-  o.plan_size = 32;
-  o.model.rounds = 30;
-  o.annealing.chains = 32;
-  o.annealing.max_steps = 100;
-  return o;
-}
+using test::small_model;
 
 struct Fixture {
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());

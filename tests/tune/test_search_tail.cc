@@ -17,11 +17,7 @@ using namespace cutune;
 namespace {
 
 ModelPolicyOptions small_model() {
-  ModelPolicyOptions o;
-  o.plan_size = 32;
-  o.model.rounds = 30;
-  o.annealing.chains = 32;
-  o.annealing.max_steps = 100;
+  ModelPolicyOptions o = test::small_model();
   o.epsilon = 0;
   return o;
 }

@@ -17,9 +17,20 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/replay_space.h"
 #include "src/measure/measurer.h"
+#include "src/tune/model_policy.h"
 #include "tests/dataset_skip.h"
 
 namespace cutune::test {
+
+// A model tuner small enough for a test: rounds of 32, 30 trees, 32 chains of 100 steps.
+inline ModelPolicyOptions small_model() {
+  ModelPolicyOptions o;
+  o.plan_size = 32;
+  o.model.rounds = 30;
+  o.annealing.chains = 32;
+  o.annealing.max_steps = 100;
+  return o;
+}
 
 inline const std::string kDatasets = CUTUNE_SOURCE_DIR "/../shared/datasets";
 
