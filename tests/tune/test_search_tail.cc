@@ -19,6 +19,7 @@ namespace {
 ModelPolicyOptions small_model() {
   ModelPolicyOptions o = test::small_model();
   o.epsilon = 0;
+  o.first_batch = 0;  // a first batch of plan_size (32), then rounds of 16
   return o;
 }
 
