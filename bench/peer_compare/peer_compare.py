@@ -347,7 +347,10 @@ def cmd_report(args):
     for s in summary:
         c, k = s["cutune"], s["best_kt"]
         verdict = "-"
-        if s["random_trials_to_95"] > 50:
+        if s["cache"].startswith("needle:"):
+            # Its own bar: 95% within 200 trials (Kernel Tuner's strategies stall there).
+            verdict = "needle " + ("met" if c["trials_to_95"] <= 200 else "missed")
+        elif s["random_trials_to_95"] > 50:
             ok_t = c["trials_to_95"] <= k["trials_to_95"]
             ok_s = ok_t and all(c["at"][b] >= k["at"][b] for b in (50, 100, 200))
             ok_a = ok_t and all(c["at"][b] >= s["best_kt_at"][b] for b in (50, 100, 200))
