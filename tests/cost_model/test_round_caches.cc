@@ -18,6 +18,7 @@
 #include "src/ir/ir_printer.h"
 #include "src/tune/feature_cache.h"
 #include "src/tune/model_policy.h"
+#include "tests/tune/tune_fixtures.h"
 
 using namespace cutune;
 
@@ -27,31 +28,9 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-std::vector<Config> distinct_valid(const ConfigSpace& space, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Config> out;
-  std::unordered_set<uint64_t> seen;
-  while (static_cast<int>(out.size()) < count) {
-    std::optional<Config> c = space.sample_valid(rng);
-    REQUIRE(c);
-    if (seen.insert(c->index()).second) out.push_back(*c);
-  }
-  return out;
-}
+using test::distinct_valid;
 
-// A smooth synthetic time of a template configuration, for fitting (no GPU).
-MeasureResult synthetic_result(const Config& c) {
-  MeasureResult r;
-  double t = 1.0;
-  for (size_t k = 0; k < c.entities().size(); ++k) {
-    double v = std::log2(1.0 + double(c.get(static_cast<int>(k)))) - 1.0 - double(k % 3);
-    t += 0.1 * v * v;
-  }
-  r.status = MeasureStatus::ok;
-  r.timer = TimerKind::replay;
-  r.times_s = {t * 1e-3};
-  return r;
-}
+using test::synthetic_result;
 
 }  // namespace
 

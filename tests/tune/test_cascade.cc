@@ -36,18 +36,7 @@ class CountingFeatures final : public cost_model::FeatureExtractor {
   std::unique_ptr<cost_model::FeatureExtractor> inner_;
 };
 
-MeasureResult synthetic_result(const Config& c) {
-  MeasureResult r;
-  double t = 1.0;
-  for (size_t k = 0; k < c.entities().size(); ++k) {
-    double v = std::log2(1.0 + double(c.get(static_cast<int>(k)))) - 1.0 - double(k % 3);
-    t += 0.1 * v * v;
-  }
-  r.status = MeasureStatus::ok;
-  r.timer = TimerKind::replay;
-  r.times_s = {t * 1e-3};
-  return r;
-}
+using test::synthetic_result;
 
 std::vector<MeasureResult> synthetic(const std::vector<Config>& cs) {
   std::vector<MeasureResult> out;
@@ -55,17 +44,7 @@ std::vector<MeasureResult> synthetic(const std::vector<Config>& cs) {
   return out;
 }
 
-std::vector<Config> distinct_valid(const ConfigSpace& space, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Config> out;
-  std::unordered_set<uint64_t> seen;
-  while (static_cast<int>(out.size()) < count) {
-    std::optional<Config> c = space.sample_valid(rng);
-    REQUIRE(c);
-    if (seen.insert(c->index()).second) out.push_back(*c);
-  }
-  return out;
-}
+using test::distinct_valid;
 
 // Small enough for a test: 3 boosters of 20 trees, 32 chains x 60 steps; no epsilon and no
 // trust region, so that every plan slot comes from the annealing.

@@ -6,8 +6,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <random>
 #include <string>
 #include <thread>
+#include <unordered_set>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -33,6 +37,33 @@ inline ModelPolicyOptions small_model() {
 }
 
 inline const std::string kDatasets = CUTUNE_SOURCE_DIR "/../shared/datasets";
+
+// A smooth synthetic time of a template configuration, for fitting (no GPU).
+inline MeasureResult synthetic_result(const Config& c) {
+  MeasureResult r;
+  double t = 1.0;
+  for (size_t k = 0; k < c.entities().size(); ++k) {
+    double v = std::log2(1.0 + double(c.get(static_cast<int>(k)))) - 1.0 - double(k % 3);
+    t += 0.1 * v * v;
+  }
+  r.status = MeasureStatus::ok;
+  r.timer = TimerKind::replay;
+  r.times_s = {t * 1e-3};
+  return r;
+}
+
+// `count` distinct valid configurations of `space`, drawn with `seed`.
+inline std::vector<Config> distinct_valid(const ConfigSpace& space, int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Config> out;
+  std::unordered_set<uint64_t> seen;
+  while (static_cast<int>(out.size()) < count) {
+    std::optional<Config> c = space.sample_valid(rng);
+    REQUIRE(c);
+    if (seen.insert(c->index()).second) out.push_back(*c);
+  }
+  return out;
+}
 
 // Skips the test case (exit 77) when the dataset is absent; see tests/dataset_skip.h.
 inline void require_dataset(const std::string& relative) {
