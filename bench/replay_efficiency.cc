@@ -229,6 +229,12 @@ int main(int argc, char** argv) {
       args.model.kappa = std::stod(value());
     else if (a == "--incumbent-share")
       args.model.incumbent_share = std::stod(value());
+    else if (a == "--credit-top")  // ModelPolicyOptions::credit_top
+      args.model.credit_top = std::stod(value());
+    else if (a == "--credit-max")
+      args.model.credit_max = std::stod(value());
+    else if (a == "--credit-decay")
+      args.model.credit_decay = std::stod(value());
     else if (a == "--incumbent-max")
       args.model.incumbent_max_share = std::stod(value());
     else if (a == "--diversity")

@@ -79,16 +79,32 @@ void ModelPolicy::reset(uint64_t seed) {
   best_at_plan_ = 0;
   stalled_ = 0;
   incumbent_share_ = 0;
+  origin_.clear();
+  credit_picks_[0] = credit_picks_[1] = credit_hits_[0] = credit_hits_[1] = 0;
   if (cascade_) cascade_->reset();
   survivors_.clear();
 }
 
 void ModelPolicy::observe(const std::vector<Config>& configs,
                           const std::vector<MeasureResult>& results) {
+  // Credit: the throughput a hit must reach, from the records before this batch.
+  double hit_at = std::numeric_limits<double>::infinity();
+  if (options_.credit_top > 0 && !origin_.empty() && !throughput_.empty()) {
+    std::vector<double> sorted = throughput_;
+    size_t k = std::min(sorted.size() - 1,
+                        static_cast<size_t>(options_.credit_top * sorted.size()));
+    std::nth_element(sorted.begin(), sorted.begin() + k, sorted.end(), std::greater<>());
+    hit_at = std::max(sorted[k], 1e-300);
+  }
   for (size_t i = 0; i < configs.size(); ++i) {
     uint64_t index = configs[i].index();
     visited_.insert(index);
     double t = throughput_of(results[i]);
+    if (auto o = origin_.find(index); o != origin_.end()) {
+      credit_picks_[o->second] += 1;
+      credit_hits_[o->second] += t >= hit_at;
+      origin_.erase(o);
+    }
     auto [it, fresh] = row_of_.emplace(index, observed_.size());
     if (fresh) {
       observed_.push_back(configs[i]);
@@ -841,8 +857,20 @@ void ModelPolicy::plan() {
   best_at_plan_ = std::max(best_at_plan_, best);
   incumbent_share_ = 0;
   if (trained() && options_.incumbent_share > 0) {
-    incumbent_share_ = std::min(std::max(options_.incumbent_max_share, options_.incumbent_share),
-                                options_.incumbent_share * std::ldexp(1.0, std::min(stalled_, 30)));
+    double base = options_.incumbent_share;
+    double most = std::max(options_.incumbent_max_share, base);
+    if (options_.credit_top > 0) {
+      const double pt = (credit_hits_[0] + 1) / (credit_picks_[0] + 2);
+      const double pm = (credit_hits_[1] + 1) / (credit_picks_[1] + 2);
+      base = std::min(std::max(options_.credit_max, options_.incumbent_share),
+                      base * pt / (base * pt + (1 - base) * pm));
+      most = std::max(most, base);
+      for (int s = 0; s < 2; ++s) {
+        credit_picks_[s] *= options_.credit_decay;
+        credit_hits_[s] *= options_.credit_decay;
+      }
+    }
+    incumbent_share_ = std::min(most, base * std::ldexp(1.0, std::min(stalled_, 30)));
     if (options_.plateau_share > 0) {
       int tied = 0;
       for (double t : throughput_) tied += t >= best * (1 - 1e-9);
@@ -884,6 +912,11 @@ void ModelPolicy::plan() {
     found = rank_survivors(survivors_, predict(survivors_), want);
   } else {
     found = annealer_.find_best(score, want, exclude, rng_);
+  }
+  if (options_.credit_top > 0) {
+    origin_.clear();  // proposed but never measured: no credit either way
+    for (const Config& c : local) origin_[c.index()] = 0;
+    for (const Config& c : found) origin_[c.index()] = 1;
   }
   // The local picks first: a batch smaller than the plan still gets them.
   plan_ = std::move(local);

@@ -36,9 +36,9 @@
 // range cut into as many strata as points, one point a stratum), each point moved to the
 // nearest valid unvisited configuration of a pool of random valid ones; or (`balanced`) picked
 // from that pool one by one, each the configuration whose knob values the design holds least
-// often relative to their frequency in the pool. Rounds are small while
-// few records exist: a refit after every clamp(n / 2, min_batch, plan_size) new measurements,
-// n being the records at the last fit, and propose() returns no more than what is left of the
+// often relative to their frequency in the pool. Rounds are small while few records exist: a
+// refit after every clamp(round_fraction n, min_batch, plan_size) new measurements, n being
+// the records at the last fit, and propose() returns no more than what is left of the
 // current round.
 //
 // Adaptive exploration (ucb). With `adaptive_kappa`, the weight of the spread is
@@ -58,8 +58,8 @@
 //
 // A smaller first batch. Without a design or transfer model, the first `first_batch`
 // proposals are random and the first fit follows them, instead of one random
-// batch of the caller's size; `round_fraction` is the share of the records a round adds (0.5:
-// rounds of clamp(n / 2, min_batch, plan_size)).
+// batch of the caller's size; `round_fraction` is the share of the records a round adds (0.25,
+// the default: rounds of clamp(n / 4, min_batch, plan_size)).
 //
 // Trust region around the incumbent. With `incumbent_share` > 0, after each fit a share of the
 // round is the untried valid configurations one knob change from the incumbent (the best
@@ -91,6 +91,16 @@
 // two-change candidates together by how many of the ties lie within two knob changes of
 // each (a configuration surrounded by the plateau first), then by the acquisition. With a
 // single incumbent none of this applies.
+//
+// Credit. With `credit_top` > 0, each measured configuration the trust region or the model's
+// annealing proposed counts as a hit for its source when its throughput is within the best
+// `credit_top` share of the records measured before it (a top-10% landing at 0.1); picks and
+// hits decay by `credit_decay` at each plan. The trust region's base share w then becomes
+// w p_t / (w p_t + (1 - w) p_m), p being each source's hit rate (Laplace: (hits + 1) /
+// (picks + 2)), at most `credit_max`: equal rates leave w, and a space whose neighbours of the
+// best keep paying (a smooth one) moves slots from the model to the trust region, one where
+// the model's picks do better moves them back. The stall doubling and the plateau share act
+// on top.
 //
 // Coverage. With `coverage_share` > 0 (off), after each fit that share of the round goes to
 // knob values no measured configuration holds yet: for each, the incumbent with that value
@@ -131,12 +141,13 @@ struct ModelPolicyOptions {
   Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
   double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
-  // The default (bench/README.md section 7): one random first batch, then rounds of
-  // clamp(n / 2, 8, plan_size), the trust region around the incumbent with a quarter of each
-  // round (up to half while the best stalls; three quarters, centred on every tie, while the
-  // best is tied), kappa fixed, and a random first batch of 16 (first_batch): with the plateau
-  // handling it needs fewer trials to 95% over 40 seeds (sum over 12 caches 1,766 against
-  // 1,940) and keeps the needle space within its bar (165 trials, 20 seeds). The
+  // The default (bench/README.md section 7): a random first batch of 16 (first_batch), then
+  // rounds of clamp(n / 4, 8, plan_size) (round_fraction), the trust region around the
+  // incumbent with a quarter of each round (up to half while the best stalls; three quarters,
+  // centred on every tie, while the best is tied), kappa fixed. Rounds of a quarter of the
+  // records rather than half (round_fraction 0.5, the default before) need fewer trials to
+  // 95% on both seed sets (sum over 12 caches, 40 seeds, 1,620 against 1,765.5) and are ahead
+  // at 50 trials on both, with the needle space within its bar (190.5 and 179 trials). The
   // Latin-hypercube start (initial_design 32) and the covering start (cover_start) won on some
   // caches and lost on others; they are off. `previous()` gives the default before the plateau
   // handling and the small first batch, `classic()` the former default (one random first
@@ -150,7 +161,7 @@ struct ModelPolicyOptions {
   double incumbent_share = 0.25;  // of each round: untried 1-, then 2-knob neighbours of the best
   double incumbent_max_share = 0.5;  // the most it grows to while the best does not improve
   int first_batch = 16;              // random proposals before the first fit (0: the whole batch)
-  double round_fraction = 0.5;       // a round is clamp(round_fraction * n, min_batch, plan_size)
+  double round_fraction = 0.25;      // a round is clamp(round_fraction * n, min_batch, plan_size)
   bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
   // The random first batch (first_batch, else the caller's batch) drawn to cover every knob's
@@ -166,6 +177,11 @@ struct ModelPolicyOptions {
   bool incumbent_support = true;  // on ties: rank by ties within two changes, then acquisition
   double plateau_share = 0.75;    // the trust region's least share while the best is tied
   double coverage_share = 0;      // of each round: knob values not yet measured ("Coverage")
+  // Credit (off: 0): the trust region's base share weighted by how often its picks, against
+  // the model's, landed in the best `credit_top` of the records ("Credit" in the header).
+  double credit_top = 0;
+  double credit_decay = 0.75;  // of the counts at each plan (recent rounds weigh more)
+  double credit_max = 0.75;    // the most the credited share grows to
   // Warm start (0: off): trees added to each booster at a refit instead of fitting anew, while
   // the records number less than (1 + refit_growth) times those of the last fit from scratch
   // (bench/README.md section 7: 15 of the fit's 150 trees cost a tenth of a fit and leave
@@ -340,6 +356,10 @@ class ModelPolicy : public SearchPolicy {
   size_t design_next_ = 0;
   int random_made_ = 0;  // random proposals so far (the first batch and random_slots)
   std::unique_ptr<KnobSurrogate> cascade_;  // null when options_.cascade is off
+  // Credit: who proposed each configuration of the current plans (0 trust region, 1 model),
+  // and each source's decayed picks and hits.
+  std::unordered_map<uint64_t, int> origin_;
+  double credit_picks_[2] = {0, 0}, credit_hits_[2] = {0, 0};
   std::vector<Config> survivors_;           // of the last plan
 };
 

@@ -8,6 +8,9 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cost_model/features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
@@ -296,4 +299,62 @@ TEST_CASE("a stalled trust region widens: half its share two knob changes from t
   // The trust region's picks lead the round: radius 1 first, then radius 2.
   CHECK(stalled_round(false) == std::vector<int>(8, 1));
   CHECK(stalled_round(true) == std::vector<int>{1, 1, 1, 1, 2, 2, 2, 2});
+}
+
+TEST_CASE("credit: the trust region's share follows whose picks land among the best records") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model().classic();  // one random first batch, rounds of 32
+  o.epsilon = 0;
+  o.incumbent_share = 0.25;
+  o.incumbent_max_share = 0.25;  // no stall doubling beyond the credited share
+  o.credit_top = 0.25;
+  o.credit_max = 0.75;
+  // Rounds after the first fit: the one-knob neighbours of the first batch's best get `near`
+  // (a time just above the best's: among the best records, the best unchanged), the rest `far`.
+  auto shares = [&](bool neighbours_hit, bool credit) {
+    ModelPolicyOptions po = o;
+    if (!credit) po.credit_top = 0;
+    ModelPolicy p(task.space(), features, po);
+    p.reset(3);
+    std::vector<Config> first = p.propose(32);
+    std::vector<MeasureResult> results = m.measure(first);
+    p.observe(first, results);
+    size_t b = 0;
+    for (size_t i = 1; i < first.size(); ++i) {
+      if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
+    }
+    const Config best = first[b];
+    MeasureResult hit = results[b], miss;
+    hit.times_s = {results[b].mean_s() * 1.001};
+    miss.status = MeasureStatus::runtime_error;
+    std::vector<double> out;
+    for (int round = 0; round < 4; ++round) {
+      std::vector<Config> next = p.propose(32);
+      out.push_back(p.incumbent_share());
+      std::vector<MeasureResult> r;
+      for (const Config& c : next) {
+        bool near = knob_changes(c, best) == 1;
+        r.push_back(near == neighbours_hit ? hit : miss);
+      }
+      p.observe(next, r);
+    }
+    return out;
+  };
+  // Without credit (and without doubling) the share is the base every round.
+  CHECK(shares(true, false) == std::vector<double>(4, 0.25));
+  // The first fit has no credit yet: the base share.
+  std::vector<double> up = shares(true, true), down = shares(false, true);
+  INFO(fmt::format("shares: neighbours hit {}; model's picks hit {}", fmt::join(up, " "),
+                   fmt::join(down, " ")));
+  CHECK(up[0] == 0.25);
+  CHECK(down[0] == 0.25);
+  // Trust-region picks hit and the model's miss: the share grows to credit_max (later rounds
+  // reach radius 2, whose picks miss here too, so it may ease off again, never above the most).
+  CHECK(up[1] >= 0.7);
+  for (double u : up) CHECK(u <= 0.75);
+  // The reverse: it shrinks below the base (recovering as radius 2, which hits here, is reached).
+  CHECK(down[1] < 0.1);
+  for (size_t i = 1; i < down.size(); ++i) CHECK(down[i] < 0.25);
 }

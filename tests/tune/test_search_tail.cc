@@ -84,7 +84,8 @@ PlateauRound plateau_round(const replay::ReplayTask& task, const ModelPolicyOpti
 }  // namespace
 
 TEST_CASE("on a plateau of ties the trust region is centred on all and ranks by support") {
-  const ModelPolicyOptions o = small_model();  // the default plateau handling
+  ModelPolicyOptions o = small_model();  // the default plateau handling
+  o.round_fraction = 0.5;                // rounds of n/2, as the sizes below
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   PlateauRound r = plateau_round(task, o, 3, 6);
   REQUIRE(r.first.size() == 32);
