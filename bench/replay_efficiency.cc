@@ -26,6 +26,8 @@
 //                                     ModelPolicyOptions::without_plateaus())
 //                     [--incumbent-centres N] [--incumbent-support] [--plateau-share X]
 //                     [--coverage-share X]  (knob values not yet measured; off)
+//                     [--credit-top X] [--credit-decay X] [--credit-max X]  (the trust
+//                                     region's share by its picks' hits; off)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
 //                                     the annealing's chains and starting temperature)
 //                     [--needle]     (each cache's needle variant instead, make_needle_cache:

@@ -29,6 +29,19 @@ int knob_changes(const Config& a, const Config& b) {
   return d;
 }
 
+// Proposes, measures and observes a first batch of 32; the index of its best.
+size_t first_round_best(ModelPolicy& p, ReplayMeasurerAdapter& m, std::vector<Config>& first,
+                        std::vector<MeasureResult>& results) {
+  first = p.propose(32);
+  results = m.measure(first);
+  p.observe(first, results);
+  size_t b = 0;
+  for (size_t i = 1; i < first.size(); ++i) {
+    if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
+  }
+  return b;
+}
+
 }  // namespace
 
 TEST_CASE("the first proposals are a space-filling design, then rounds grow from 8") {
@@ -172,24 +185,17 @@ TEST_CASE("the trust region: part of each round is one knob from the best, more 
   o.incumbent_max_share = 1.0;
   ModelPolicy p(task.space(), features, o);
   p.reset(7);
-  std::vector<Config> measured = p.propose(32);
-  std::vector<MeasureResult> results = m.measure(measured);
-  p.observe(measured, results);
+  std::vector<Config> measured;
+  std::vector<MeasureResult> results;
+  const size_t first_best = first_round_best(p, m, measured, results);
   CHECK(p.incumbent_share() == 0);  // nothing fitted yet
-  auto best_of = [&] {
-    size_t b = 0;
-    for (size_t i = 1; i < measured.size(); ++i) {
-      if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
-    }
-    return measured[b];
-  };
   auto one_knob_from = [&](const std::vector<Config>& batch, const Config& best) {
     int n = 0;
     for (const Config& c : batch) n += knob_changes(c, best) == 1;
     return n;
   };
   // A fit that improved on nothing before it (the first): the base share, 8 of 32.
-  Config best = best_of();
+  Config best = measured[first_best];
   std::vector<Config> next = p.propose(32);
   REQUIRE(next.size() == 32);
   CHECK(p.incumbent_share() == 0.25);
@@ -277,13 +283,9 @@ TEST_CASE("a stalled trust region widens: half its share two knob changes from t
     o.incumbent_widen = widen;
     ModelPolicy p(task.space(), features, o);
     p.reset(7);
-    std::vector<Config> first = p.propose(32);
-    std::vector<MeasureResult> results = m.measure(first);
-    p.observe(first, results);
-    size_t b = 0;
-    for (size_t i = 1; i < first.size(); ++i) {
-      if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
-    }
+    std::vector<Config> first;
+    std::vector<MeasureResult> results;
+    const size_t b = first_round_best(p, m, first, results);
     std::vector<Config> next = p.propose(32);
     CHECK(p.stalled_fits() == 0);
     std::vector<MeasureResult> failed(next.size());
@@ -312,19 +314,15 @@ TEST_CASE("credit: the trust region's share follows whose picks land among the b
   o.credit_top = 0.25;
   o.credit_max = 0.75;
   // Rounds after the first fit: the one-knob neighbours of the first batch's best get `near`
-  // (a time just above the best's: among the best records, the best unchanged), the rest `far`.
+  // (a time just above the best's: among the best records, the best unchanged); the rest fail.
   auto shares = [&](bool neighbours_hit, bool credit) {
     ModelPolicyOptions po = o;
     if (!credit) po.credit_top = 0;
     ModelPolicy p(task.space(), features, po);
     p.reset(3);
-    std::vector<Config> first = p.propose(32);
-    std::vector<MeasureResult> results = m.measure(first);
-    p.observe(first, results);
-    size_t b = 0;
-    for (size_t i = 1; i < first.size(); ++i) {
-      if (throughput_of(results[i]) > throughput_of(results[b])) b = i;
-    }
+    std::vector<Config> first;
+    std::vector<MeasureResult> results;
+    const size_t b = first_round_best(p, m, first, results);
     const Config best = first[b];
     MeasureResult hit = results[b], miss;
     hit.times_s = {results[b].mean_s() * 1.001};
