@@ -19,6 +19,7 @@
 //                     [--design N] [--min-batch N] [--local-share X] [--adaptive-kappa]
 //                     [--kappa K]    (one change at a time)
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
+//                     [--incumbent-adjacent]  (each radius: neighbouring knob values first)
 //                     [--diversity] [--epsilon X]
 //                     [--label NAME] (the xgb tuner's name in --curves)
 //                     [--first-seed N]  (the same as --seed-offset N)
@@ -257,6 +258,8 @@ int main(int argc, char** argv) {
       args.model.cover_share = std::stod(value());
     else if (a == "--incumbent-widen")
       args.model.incumbent_widen = true;
+    else if (a == "--incumbent-adjacent")  // ModelPolicyOptions::incumbent_adjacent
+      args.model.incumbent_adjacent = true;
     else if (a == "--label")
       args.label = value();
     else if (a == "--incumbent-centres")

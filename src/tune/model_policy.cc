@@ -426,17 +426,24 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
   const auto& knobs = space_.knobs();
   std::unordered_set<uint64_t> seen;
   std::vector<Config> ring[2];  // radius 1, radius 2
+  std::vector<char> adjacent[2];  // each change one entity position from the centre's
+  const std::vector<int32_t>* centre_entities = nullptr;
   auto consider = [&](const std::vector<int32_t>& e, int radius) {
     Config c(&space_, e);
     uint64_t index = c.index();
     if (exclude.contains(index) || !seen.insert(index).second) return;
-    if (space_.is_valid(c)) ring[radius - 1].push_back(std::move(c));
+    if (!space_.is_valid(c)) return;
+    bool adj = true;
+    for (size_t k = 0; k < e.size(); ++k) adj = adj && std::abs(e[k] - (*centre_entities)[k]) <= 1;
+    ring[radius - 1].push_back(std::move(c));
+    adjacent[radius - 1].push_back(adj);
   };
   // Radius 2 of a wide space can be large: at most this many draws per centre there.
   constexpr size_t kMaxPerCentre = 4096;
   std::mt19937_64 rng(seed_ * 0xBF58476D1CE4E5B9ull + static_cast<uint64_t>(fits_));
   for (size_t centre : centres) {
     const std::vector<int32_t> base = observed_[centre].entities();
+    centre_entities = &base;
     std::vector<int32_t> e = base;
     size_t pairs = 0;
     for (size_t i = 0; i < knobs.size(); ++i) {
@@ -532,7 +539,10 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
     std::vector<size_t> idx(r.size());
     std::iota(idx.begin(), idx.end(), 0);
     size_t keep = quota[radius];
+    const std::vector<char>& adj = adjacent[radius];
+    const bool by_adjacency = options_.incumbent_adjacent;
     std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+      if (by_adjacency && adj[a] != adj[b]) return adj[a] > adj[b];
       return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
     });
     for (size_t i = 0; i < keep; ++i) out.push_back(r[idx[i]]);

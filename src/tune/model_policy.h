@@ -69,7 +69,10 @@
 // which the best has not improved since the last one, up to `incumbent_max_share`, and falls
 // back when it improves: a stalled search spends more of each round next to its best, so that
 // a better configuration one or two changes away is measured within a bounded number of
-// rounds even when the model ranks it low. With `incumbent_widen` (off), a stalled
+// rounds even when the model ranks it low. With `incumbent_adjacent` (off), each radius takes
+// first the candidates whose changes all move a knob to a neighbouring value (one entity
+// position up or down: the next tile size, one more stage), as the "adjacent" neighbours of
+// Kernel Tuner's local searches, then the others. With `incumbent_widen` (off), a stalled
 // trust region also widens: at least half of its share comes from radius 2 while radius 1
 // still has untried configurations (a plateau of ties around the best has many of those).
 //
@@ -164,6 +167,7 @@ struct ModelPolicyOptions {
   double round_fraction = 0.25;      // a round is clamp(round_fraction * n, min_batch, plan_size)
   bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
+  bool incumbent_adjacent = false;   // each radius: adjacent values (one position away) first
   // The random first batch (first_batch, else the caller's batch) drawn to cover every knob's
   // values: see covering_start().
   bool cover_start = false;

@@ -17,14 +17,7 @@ namespace cutune::test {
 
 // `count` configurations drawn uniformly among the valid ones, from a fixed seed.
 inline std::vector<Config> sample_configs(const Template& t, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Config> out;
-  for (int i = 0; i < count; ++i) {
-    std::optional<Config> c = t.space().sample_valid(rng);
-    if (!c) break;
-    out.push_back(*c);
-  }
-  return out;
+  return uniform_pool(t, seed, count);
 }
 
 inline std::string describe(const Template& t, const Config& c) {

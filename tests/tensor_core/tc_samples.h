@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for the tensor-core tests: fixed configurations and sampling.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,38 @@ inline void compile_sample(const std::string& op, const std::string& name,
     compiled += results[i].ok();
   }
   CHECK(compiled >= count / 2);
+}
+
+// The configurations among `pool` that together hold every pair of values of two knobs that
+// the pool holds (a greedy pairwise cover: each interaction of two knobs the space allows, in a
+// few dozen configurations where a uniform sample needs hundreds to reach the rare ones) lower
+// with an arch-specific source that passes `check` and compile with NVRTC for sm_90a (2 jobs).
+// More than `max_count` picks, or a pair left out, fails the test.
+inline void compile_pairwise(const Template& t, std::vector<Config> pool, int max_count,
+                             const std::function<void(const Lowered&)>& check = {}) {
+  CoverCount count;
+  std::vector<Config> configs = covering_configs(
+      t, std::move(pool), Cover::pairs, [](const Config&) { return true; }, max_count, &count);
+  INFO(t.name() << ": " << configs.size() << " configurations hold " << count.covered << " of "
+                << count.seen << " knob-value pairs");
+  REQUIRE(count.covered == count.seen);
+  std::vector<CudaSource> sources;
+  for (const Config& c : configs) {
+    Lowered l = lower(t, c, ir::TargetLimits{});
+    INFO(describe(t, c) << "\n" << l.build_error);
+    for (const std::string& e : l.verify.errors) INFO(e);
+    REQUIRE(l.ok());  // the space's constraints keep every sampled configuration launchable
+    REQUIRE(l.source->arch_specific);
+    if (check) check(l);
+    sources.push_back(*l.source);
+  }
+  NvrtcBuilder builder(BuildOptions{}, 2);
+  std::vector<CompileResult> results = builder.compile_batch(sources);
+  for (size_t i = 0; i < results.size(); ++i) {
+    INFO(describe(t, configs[i]) << "\nNVRTC log:\n" << results[i].log);
+    CHECK(results[i].ok());
+    CHECK(results[i].arch == "sm_90a");
+  }
 }
 
 }  // namespace cutune::test
