@@ -182,11 +182,14 @@ TEST_CASE("with the cascade off the proposals are the former ones", "[cascade]")
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   test::ValueFeatures features{task.space()};
   ReplayMeasurerAdapter m(task);
-  // Without the plateau handling, the first batch of 16 and the rounds of n/4, which came
-  // after b5cfa80.
+  // Without the plateau handling, the first batch of 16, the rounds of n/4 and the rounds from
+  // 4 with half of each next to the best, which came after b5cfa80.
   ModelPolicyOptions o = ModelPolicyOptions{}.without_plateaus();
   o.first_batch = 0;
   o.round_fraction = 0.5;
+  o.min_batch = 8;
+  o.incumbent_share = 0.25;
+  o.incumbent_max_share = 0.5;
   o.plan_size = 32;
   o.model.rounds = 20;
   o.annealing.chains = 32;

@@ -220,13 +220,14 @@ TEST_CASE("the trust region: part of each round is one knob from the best, more 
   CHECK(p.stalled_fits() == 3);
 }
 
-TEST_CASE("a smaller random first batch, then rounds of a quarter of the records from 8") {
+TEST_CASE("a smaller random first batch, then rounds of a quarter of the records from 4") {
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   test::ValueFeatures features{task.space()};
   ReplayMeasurerAdapter m(task);
   ModelPolicyOptions o = small_model();
   o.first_batch = 16;
   o.round_fraction = 0.25;
+  o.min_batch = 8;
   auto run = [&](uint64_t seed) {
     ModelPolicy p(task.space(), features, o);
     p.reset(seed);
@@ -261,6 +262,12 @@ TEST_CASE("a smaller random first batch, then rounds of a quarter of the records
   };
   CHECK(indices(again) == indices(a));
   CHECK(indices(other) != indices(a));
+  // The default smallest round, 4: clamp(n / 4, 4, 32) after n = 16, 20, 25, 31, 38, 47.
+  o.min_batch = ModelPolicyOptions{}.min_batch;
+  REQUIRE(o.min_batch == 4);
+  sizes.clear();
+  for (const auto& b : run(11)) sizes.push_back(static_cast<int>(b.size()));
+  CHECK(sizes == std::vector<int>{16, 4, 5, 6, 7, 9, 11});
 
   // The caller proposing again without observing still gets proposals (random ones).
   ModelPolicy p(task.space(), features, o);

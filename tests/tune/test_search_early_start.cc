@@ -90,7 +90,8 @@ TEST_CASE("random slots keep a share of the first rounds random until the total 
   o.epsilon = 0;
   o.incumbent_share = 0;
   o.first_batch = 8;
-  o.round_fraction = 0.5;  // rounds of n/2, as the sizes below
+  o.round_fraction = 0.5;  // rounds of n/2 from 8, as the sizes below
+  o.min_batch = 8;
   o.random_total = 24;
   auto run = [&](int random_total) {
     o.random_total = random_total;

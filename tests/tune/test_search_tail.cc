@@ -120,9 +120,9 @@ TEST_CASE("on a plateau of ties the trust region is centred on all and ranks by 
   for (const Config& c : again.next) b.push_back(c.index());
   CHECK(a == b);
 
-  // Without the plateau handling: the base share, a quarter of the round (4 picks).
+  // Without the plateau handling: the base share, half of the round (8 picks).
   PlateauRound before = plateau_round(task, o.without_plateaus(), 3, 6);
-  CHECK(before.share == 0.25);
+  CHECK(before.share == 0.5);
 }
 
 TEST_CASE("with a single best measured configuration the plateau handling changes nothing") {
@@ -131,7 +131,7 @@ TEST_CASE("with a single best measured configuration the plateau handling change
   for (uint64_t seed : {5u, 9u}) {
     PlateauRound with = plateau_round(task, o, seed, 1);
     PlateauRound without = plateau_round(task, o.without_plateaus(), seed, 1);
-    CHECK(with.share == 0.25);
+    CHECK(with.share == 0.5);  // the base share
     std::vector<uint64_t> a, b;
     for (const Config& c : with.next) a.push_back(c.index());
     for (const Config& c : without.next) b.push_back(c.index());
@@ -145,6 +145,7 @@ TEST_CASE("coverage: part of each round holds knob values no measured configurat
   ReplayMeasurerAdapter m(task);
   ModelPolicyOptions o = small_model().without_plateaus();
   o.first_batch = 8;         // few records: many knob values not measured yet
+  o.min_batch = 8;           // rounds of 8 (clamp(8 / 4, 8, 32))
   o.incumbent_share = 0.25;  // 2 of the round of 8
   o.incumbent_max_share = 0.25;
   o.coverage_share = 0.25;  // 2 of the round of 8, after the trust region's
