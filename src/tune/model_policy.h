@@ -148,14 +148,15 @@ struct ModelPolicyOptions {
   // rounds of clamp(n / 4, 4, plan_size) (round_fraction, min_batch), the trust region around
   // the incumbent with half of each round (up to three quarters while the best stalls or is
   // tied, centred on every tie), kappa fixed. Rounds from 4 with half of them next to the best
-  // (before: from 8, a quarter, up to half) move the trust region after every 4-6 trials early
+  // (before: from 8, a quarter, up to half) move the trust region after every 4-7 trials early
   // on, as a local walk does: over 40 seeds 1,591 trials to 95% in sum over 12 caches against
   // 1,620, ahead at 50 trials on both seed sets, the needle within its bar. Rounds of a quarter
   // of the records rather than half (round_fraction 0.5) needed fewer trials on both seed sets
   // (1,620 against 1,765.5). The Latin-hypercube start (initial_design 32) and the covering
-  // start (cover_start) won on some caches and lost on others; they are off. `previous()` gives the default before the plateau
-  // handling and the small first batch, `classic()` the former default (one random first
-  // batch, rounds of plan_size, no trust region); `early()` the first attempt.
+  // start (cover_start) won on some caches and lost on others; they are off. `previous()`
+  // gives the default before the plateau handling and the small first batch, `classic()` the
+  // former default (one random first batch, rounds of plan_size, no trust region); `early()`
+  // the first attempt.
   bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
   int initial_design = 0;       // space-filling proposals before the first fit (no transfer)
   DesignKind design = DesignKind::latin_hypercube;
