@@ -433,8 +433,8 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
     uint64_t index = c.index();
     if (exclude.contains(index) || !seen.insert(index).second) return;
     if (!space_.is_valid(c)) return;
-    bool adj = true;
-    for (size_t k = 0; k < e.size(); ++k) adj = adj && std::abs(e[k] - (*centre_entities)[k]) <= 1;
+    bool adj = options_.incumbent_adjacent;  // computed only where it orders the rings
+    for (size_t k = 0; adj && k < e.size(); ++k) adj = std::abs(e[k] - (*centre_entities)[k]) <= 1;
     ring[radius - 1].push_back(std::move(c));
     adjacent[radius - 1].push_back(adj);
   };
