@@ -58,8 +58,8 @@
 //
 // A smaller first batch. Without a design or transfer model, the first `first_batch`
 // proposals are random and the first fit follows them, instead of one random
-// batch of the caller's size; `round_fraction` is the share of the records a round adds (0.25,
-// the default: rounds of clamp(n / 4, min_batch, plan_size)).
+// batch of the caller's size; `round_fraction` is the share of the records a round adds (0.125,
+// the default: rounds of clamp(n / 8, min_batch, plan_size)).
 //
 // Trust region around the incumbent. With `incumbent_share` > 0, after each fit a share of the
 // round is the untried valid configurations one knob change from the incumbent (the best
@@ -143,30 +143,31 @@ struct ModelPolicyOptions {
   cost_model::RankModelOptions model;  // objective: pairwise (default) or regression
   Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
-  double kappa = 3.0;  // ucb: weight of the members' spread (the most, when adaptive)
+  double kappa = 1.0;  // ucb: weight of the members' spread (the most, when adaptive)
   // The default (bench/README.md section 7): a random first batch of 16 (first_batch), then
-  // rounds of clamp(n / 4, 4, plan_size) (round_fraction, min_batch), the trust region around
+  // rounds of clamp(n / 8, 2, plan_size) (round_fraction, min_batch), the trust region around
   // the incumbent with half of each round (up to three quarters while the best stalls or is
-  // tied, centred on every tie), kappa fixed. Rounds from 4 with half of them next to the best
-  // (before: from 8, a quarter, up to half) move the trust region after every 4-7 trials early
-  // on, as a local walk does: over 40 seeds 1,591 trials to 95% in sum over 12 caches against
-  // 1,620, ahead at 50 trials on both seed sets, the needle within its bar. Rounds of a quarter
-  // of the records rather than half (round_fraction 0.5) needed fewer trials on both seed sets
-  // (1,620 against 1,765.5). The Latin-hypercube start (initial_design 32) and the covering
-  // start (cover_start) won on some caches and lost on others; they are off. `previous()`
-  // gives the default before the plateau handling and the small first batch, `classic()` the
-  // former default (one random first batch, rounds of plan_size, no trust region); `early()`
-  // the first attempt.
+  // tied, centred on every tie), kappa 1 fixed. Rounds of an eighth of the records from 2 and
+  // kappa 1 (before: a quarter from 4, kappa 3) refit after every 2-3 trials early on and
+  // rank by the members' mean more than their spread: over 40 seeds 1,500 trials to 95% in
+  // sum over 12 caches against 1,591 (1,100 against 1,221 without the coin-flip cm W6600),
+  // ahead at 50 trials on both seed sets, the needle within its bar. Rounds from 4 with half
+  // of them next to the best (before: from 8, a quarter, up to half) had beaten 1,620; rounds
+  // of a quarter of the records rather than half, 1,765.5. The Latin-hypercube start
+  // (initial_design 32) and the covering start (cover_start) won on some caches and lost on
+  // others; they are off. `previous()` gives the default before the plateau handling and the
+  // small first batch, `classic()` the former default (one random first batch, rounds of
+  // plan_size, no trust region); `early()` the first attempt.
   bool adaptive_kappa = false;  // ucb: scale kappa by disagreement and budget left
   int initial_design = 0;       // space-filling proposals before the first fit (no transfer)
   DesignKind design = DesignKind::latin_hypercube;
-  int min_batch = 4;              // smallest round while few records exist (>= plan_size: off)
+  int min_batch = 2;              // smallest round while few records exist (>= plan_size: off)
   double local_share = 0;         // of each plan: 1-/2-knob neighbours of the best measured
   int local_top = 3;              // how many of the best measured configurations to search around
   double incumbent_share = 0.5;   // of each round: untried 1-, then 2-knob neighbours of the best
   double incumbent_max_share = 0.75;  // the most it grows to while the best does not improve
   int first_batch = 16;              // random proposals before the first fit (0: the whole batch)
-  double round_fraction = 0.25;      // a round is clamp(round_fraction * n, min_batch, plan_size)
+  double round_fraction = 0.125;     // a round is clamp(round_fraction * n, min_batch, plan_size)
   bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
   bool incumbent_adjacent = false;   // each radius: adjacent values (one position away) first
@@ -208,6 +209,7 @@ struct ModelPolicyOptions {
   ModelPolicyOptions early() const {
     ModelPolicyOptions o = *this;
     o.adaptive_kappa = true;
+    o.kappa = 3.0;
     o.initial_design = 32;
     o.min_batch = 8;
     o.local_share = 0.125;
@@ -222,6 +224,7 @@ struct ModelPolicyOptions {
   // plateau handling.
   ModelPolicyOptions previous() const {
     ModelPolicyOptions o = without_plateaus();
+    o.kappa = 3.0;
     o.first_batch = 0;
     o.round_fraction = 0.5;
     o.min_batch = 8;
@@ -244,6 +247,7 @@ struct ModelPolicyOptions {
   ModelPolicyOptions classic() const {
     ModelPolicyOptions o = without_plateaus();
     o.adaptive_kappa = false;
+    o.kappa = 3.0;
     o.initial_design = 0;
     o.min_batch = 1 << 20;
     o.local_share = 0;

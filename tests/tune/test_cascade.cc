@@ -183,8 +183,10 @@ TEST_CASE("with the cascade off the proposals are the former ones", "[cascade]")
   test::ValueFeatures features{task.space()};
   ReplayMeasurerAdapter m(task);
   // Without the plateau handling, the first batch of 16, the rounds of n/4 and the rounds from
-  // 4 with half of each next to the best, which came after b5cfa80.
+  // 4 with half of each next to the best, and kappa 1 with rounds of n/8 from 2, which came
+  // after b5cfa80.
   ModelPolicyOptions o = ModelPolicyOptions{}.without_plateaus();
+  o.kappa = 3.0;
   o.first_batch = 0;
   o.round_fraction = 0.5;
   o.min_batch = 8;

@@ -81,6 +81,7 @@ TEST_CASE("on real GEMM and convolution caches, the xgb tuner beats random clear
     o.batch = 20;
     ModelPolicyOptions mo;
     mo.plan_size = 20;
+    mo.min_batch = 20;  // every round 20
     mo.annealing.max_steps = 200;
     StudyResult xgb = run_replay_study(
         task, [&] { return make_search_policy(TunerKind::xgb, task.space(), features.get(), mo); },

@@ -220,7 +220,7 @@ TEST_CASE("the trust region: part of each round is one knob from the best, more 
   CHECK(p.stalled_fits() == 3);
 }
 
-TEST_CASE("a smaller random first batch, then rounds of a quarter of the records from 4") {
+TEST_CASE("a smaller random first batch, then rounds of a share of the records from a least size") {
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   test::ValueFeatures features{task.space()};
   ReplayMeasurerAdapter m(task);
@@ -262,12 +262,19 @@ TEST_CASE("a smaller random first batch, then rounds of a quarter of the records
   };
   CHECK(indices(again) == indices(a));
   CHECK(indices(other) != indices(a));
-  // The default smallest round, 4: clamp(n / 4, 4, 32) after n = 16, 20, 25, 31, 38, 47.
-  o.min_batch = ModelPolicyOptions{}.min_batch;
-  REQUIRE(o.min_batch == 4);
+  // Rounds of a quarter from 4: clamp(n / 4, 4, 32) after n = 16, 20, 25, 31, 38, 47.
+  o.min_batch = 4;
   sizes.clear();
   for (const auto& b : run(11)) sizes.push_back(static_cast<int>(b.size()));
   CHECK(sizes == std::vector<int>{16, 4, 5, 6, 7, 9, 11});
+  // The default, an eighth from 2: clamp(n / 8, 2, 32) after n = 16, 18, 20, 22, 24, 27.
+  o.min_batch = ModelPolicyOptions{}.min_batch;
+  o.round_fraction = ModelPolicyOptions{}.round_fraction;
+  REQUIRE(o.min_batch == 2);
+  REQUIRE(o.round_fraction == 0.125);
+  sizes.clear();
+  for (const auto& b : run(11)) sizes.push_back(static_cast<int>(b.size()));
+  CHECK(sizes == std::vector<int>{16, 2, 2, 2, 2, 3, 3});
 
   // The caller proposing again without observing still gets proposals (random ones).
   ModelPolicy p(task.space(), features, o);

@@ -63,6 +63,7 @@ TEST_CASE("the transfer model's scores enter the local model as its base margin"
   ModelPolicyOptions with;
   with.model.rounds = 20;
   with.plan_size = 16;
+  with.min_batch = 16;  // the first batch with the transfer model is 16 too, as without
   with.transfer = transfer;
   ModelPolicyOptions without = with;
   without.transfer = nullptr;
