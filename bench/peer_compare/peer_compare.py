@@ -305,6 +305,11 @@ def bootstrap_bar(mine, kt, draws=2000, seed=0):
             "best_kt_90": [quantile(theirs, 0.05), quantile(theirs, 0.95)]}
 
 
+def censor(trials, cap):
+    """Trials to 95% past `cap` count as never (inf)."""
+    return [t if t <= cap else float("inf") for t in trials]
+
+
 def cmd_report(args):
     runs = {}
     for name in ("kt_runs.jsonl", "cutune_runs.jsonl"):
@@ -324,7 +329,7 @@ def cmd_report(args):
     fmt_t = lambda t: "-" if t == float("inf") else (f"{t:.1f}" if t % 1 else f"{t:.0f}")
     for rel in caches:
         opt, rnd = optimum_and_random(args.data, rel)
-        rows = []
+        rows, per_seed = [], {}
         for (c, tuner), by_seed in sorted(runs.items()):
             if c != rel:
                 continue
@@ -333,9 +338,9 @@ def cmd_report(args):
             # censored at the smallest, so a median never mixes reached and unobserved trials.
             cap = min(r.get("budget", args.budget) for r in seeds)
             t95 = [trials_to(r["points"], opt) for r in seeds]
-            censored = [t if t <= cap else float("inf") for t in t95]
-            row = {"tuner": tuner, "seeds": len(seeds), "budget": cap, "t95": censored,
-                   "trials_to_95": median(censored),
+            per_seed[tuner] = t95
+            row = {"tuner": tuner, "seeds": len(seeds), "budget": cap,
+                   "trials_to_95": median(censor(t95, cap)),
                    "at": {b: median([ratio_at(r["points"], b, opt) for r in seeds])
                           if b <= cap else float("nan") for b in BUDGETS},
                    "short": sum(1 for r in seeds if r["trials"] < r.get("budget", args.budget))}
@@ -356,8 +361,8 @@ def cmd_report(args):
             best = min(kt, key=lambda r: (r["trials_to_95"], [-r["at"][b] for b in (200, 100, 50)]))
             # Both sides censored at the smaller budget, as the medians are compared.
             cap = min([mine[0]["budget"]] + [r["budget"] for r in kt])
-            cut = lambda v: [t if t <= cap else float("inf") for t in v]
-            boot = bootstrap_bar(cut(mine[0]["t95"]), [cut(r["t95"]) for r in kt])
+            boot = bootstrap_bar(censor(per_seed[mine[0]["tuner"]], cap),
+                                 [censor(per_seed[r["tuner"]], cap) for r in kt])
             summary.append({"cache": rel, "random_trials_to_95": rnd, "cutune": mine[0],
                             "bootstrap": boot,
                             "cutune_early": early[0] if early else None, "best_kt": best,
@@ -411,9 +416,7 @@ def cmd_report(args):
     with open(os.path.join(RESULTS, "summary.md"), "w") as f:
         f.write("\n".join(head + md) + "\n")
     with open(os.path.join(RESULTS, "summary.json"), "w") as f:
-        json.dump([{**s, "cutune": {k: v for k, v in s["cutune"].items() if k != "t95"},
-                    "best_kt": {k: v for k, v in s["best_kt"].items() if k != "t95"}}
-                   for s in summary], f, indent=1, default=str)
+        json.dump(summary, f, indent=1, default=str)
     print("\n".join(head))
 
 
