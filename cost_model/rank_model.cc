@@ -101,6 +101,7 @@ nlohmann::json options_to_json(const RankModelOptions& o) {
           {"subsample", o.subsample},
           {"colsample", o.colsample},
           {"lambda", o.lambda},
+          {"pairs_per_row", o.pairs_per_row},
           {"max_bin", o.max_bin},
           {"nthread", o.nthread},
           {"seed", o.seed},
@@ -120,6 +121,7 @@ RankModelOptions options_from_json(const nlohmann::json& j) {
   o.subsample = j.at("subsample").get<double>();
   o.colsample = j.at("colsample").get<double>();
   o.lambda = j.at("lambda").get<double>();
+  o.pairs_per_row = j.value("pairs_per_row", 1);  // older models: XGBoost's default
   o.max_bin = j.at("max_bin").get<int>();
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
@@ -133,6 +135,7 @@ void check_options(const RankModelOptions& o) {
   };
   if (o.rounds < 1) fail("rounds must be >= 1");
   if (o.max_depth < 1) fail("max_depth must be >= 1");
+  if (o.pairs_per_row < 1) fail("pairs_per_row must be >= 1");
   if (!(o.eta > 0)) fail("eta must be > 0");
   if (!(o.subsample > 0 && o.subsample <= 1)) fail("subsample must be in (0, 1]");
   if (!(o.colsample > 0 && o.colsample <= 1)) fail("colsample must be in (0, 1]");
@@ -411,6 +414,9 @@ void RankModel::train_booster(void* train, int cols) {
   set_param(booster, "subsample", fmt::format("{}", options_.subsample));
   set_param(booster, "colsample_bytree", fmt::format("{}", options_.colsample));
   set_param(booster, "lambda", fmt::format("{}", options_.lambda));
+  if (options_.objective == RankObjective::pairwise) {
+    set_param(booster, "num_pairsample", std::to_string(options_.pairs_per_row));
+  }
   set_param(booster, "nthread", std::to_string(options_.nthread));
   // XGBoost reads the seed as a signed 64-bit integer.
   set_param(booster, "seed", std::to_string(static_cast<int64_t>(options_.seed)));

@@ -68,6 +68,9 @@ struct RankModelOptions {
   double subsample = 1.0;         // share of rows sampled per tree, in (0, 1]
   double colsample = 1.0;         // share of columns sampled per tree, in (0, 1]
   double lambda = 1.0;            // L2 regularisation of leaf weights
+  // pairwise: partners drawn per row and tree, each from the rows of another label (XGBoost's
+  // num_pairsample). One pair a row gives a tree few comparisons when rows are few.
+  int pairs_per_row = 1;
   // Histogram bins per feature. Split search costs bins x features x nodes per tree and
   // dominates fitting; 64 keeps 1000x100 under a second single-threaded (256, XGBoost's
   // default, is 3-4x slower) and loses no held-out accuracy at a few thousand rows.

@@ -203,6 +203,37 @@ TEST_CASE("refitting under a seed is deterministic", "[rank_model]") {
   CHECK(other.predict(task.x) != first);
 }
 
+TEST_CASE("pairs per row reach the pairwise objective only", "[rank_model]") {
+  SyntheticTask task = make_task(40, kCols, 9);
+  RankModelOptions one;
+  one.rounds = 20;
+  RankModelOptions many = one;
+  many.pairs_per_row = 16;
+  RankModel a(kSchema, one), b(kSchema, many);
+  a.fit(task.x, task.labels);
+  b.fit(task.x, task.labels);
+  // More sampled pairs a row give other gradients, hence other trees.
+  CHECK(a.predict(task.x) != b.predict(task.x));
+  // Fitting the training rows' order from 16 pairs a row is at least as good as from one.
+  CHECK(pairwise_accuracy(b.predict(task.x), task.labels) >=
+        pairwise_accuracy(a.predict(task.x), task.labels) - 0.02);
+
+  one.objective = many.objective = RankObjective::regression;
+  RankModel c(kSchema, one), d(kSchema, many);
+  c.fit(task.x, task.labels);
+  d.fit(task.x, task.labels);
+  CHECK(c.predict(task.x) == d.predict(task.x));
+
+  std::filesystem::path path = temp_path("pairs.json");
+  b.save(path);
+  CHECK(RankModel::load(path, kSchema, kCols).options().pairs_per_row == 16);
+  std::filesystem::remove(path);
+
+  RankModelOptions bad;
+  bad.pairs_per_row = 0;
+  CHECK_THROWS_WITH(RankModel(kSchema, bad), Catch::Contains("pairs_per_row"));
+}
+
 TEST_CASE("misuse is reported", "[rank_model]") {
   CHECK_THROWS_AS(RankModel(""), std::invalid_argument);
   RankModelOptions bad;
