@@ -280,6 +280,20 @@ int main(int argc, char** argv) {
       args.model.annealing.chains = std::stoi(value());
     else if (a == "--temp")  // the annealing's starting temperature
       args.model.annealing.temp_start = std::stod(value());
+    else if (a == "--max-depth")  // the boosters' RankModelOptions
+      args.model.model.max_depth = std::stoi(value());
+    else if (a == "--model-rounds")
+      args.model.model.rounds = std::stoi(value());
+    else if (a == "--eta")
+      args.model.model.eta = std::stod(value());
+    else if (a == "--min-child-weight")
+      args.model.model.min_child_weight = std::stod(value());
+    else if (a == "--pairs-per-row")
+      args.model.model.pairs_per_row = std::stoi(value());
+    else if (a == "--restart")  // ModelPolicyOptions::restart_share
+      args.model.restart_share = std::stod(value());
+    else if (a == "--ensemble")
+      args.model.ensemble = std::stoi(value());
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;

@@ -498,6 +498,7 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
   // On a plateau (the best measured tied): both radii ranked together, by how many ties lie
   // within two knob changes, then by the acquisition. The model has one label for the whole
   // plateau and cannot rank next to it; a configuration surrounded by it is the better bet.
+  incumbent_ring_left_ = 1;  // a plateau is not a certified local optimum
   if (options_.incumbent_support && ties.size() > 1) {
     std::vector<Config> all = std::move(ring[0]);
     all.insert(all.end(), ring[1].begin(), ring[1].end());
@@ -523,6 +524,7 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
     for (size_t i = 0; i < keep; ++i) out.push_back(all[idx[i]]);
     return out;
   }
+  incumbent_ring_left_ = ring[0].size();
   // How many each radius gets: radius 1 first, radius 2 what is left; while the best stalls
   // (incumbent_widen), radius 2 at least half, as a trust region widens when it stops paying.
   size_t quota[2];
@@ -547,6 +549,63 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
     });
     for (size_t i = 0; i < keep; ++i) out.push_back(r[idx[i]]);
   }
+  return out;
+}
+
+std::vector<Config> ModelPolicy::restart_candidates(int count,
+                                                    const std::unordered_set<uint64_t>& exclude) {
+  // The chain's best measured member; unmeasured members are still on their way.
+  const Config* centre = nullptr;
+  double centre_t = -1;
+  bool pending = false;
+  for (uint64_t index : chain_) {
+    auto row = row_of_.find(index);
+    if (row == row_of_.end()) {
+      pending = true;
+      continue;
+    }
+    if (throughput_[row->second] > centre_t) {
+      centre_t = throughput_[row->second];
+      centre = &observed_[row->second];
+    }
+  }
+  std::vector<Config> ring;
+  if (centre != nullptr) {
+    const auto& knobs = space_.knobs();
+    std::vector<int32_t> e = centre->entities();
+    for (size_t i = 0; i < knobs.size(); ++i) {
+      const int32_t base = e[i];
+      for (int32_t a = 0; a < knobs[i].cardinality(); ++a) {
+        if (a == base) continue;
+        e[i] = a;
+        Config c(&space_, e);
+        if (!exclude.contains(c.index()) && space_.is_valid(c)) ring.push_back(std::move(c));
+      }
+      e[i] = base;
+    }
+  }
+  std::vector<Config> out;
+  if (ring.empty()) {
+    if (pending && centre == nullptr) return out;  // the start is being measured
+    if (!pending) {
+      // A new chain from a random valid unvisited configuration.
+      chain_.clear();
+      for (int tries = 0; tries < 64 && out.empty(); ++tries) {
+        std::optional<Config> c = space_.sample_valid(rng_, 1000);
+        if (c && !exclude.contains(c->index())) out.push_back(std::move(*c));
+      }
+    }
+  } else {
+    std::vector<float> s = predict(ring);
+    std::vector<size_t> idx(ring.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    const size_t keep = std::min<size_t>(count, ring.size());
+    std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+      return s[a] != s[b] ? s[a] > s[b] : ring[a].index() < ring[b].index();
+    });
+    for (size_t i = 0; i < keep; ++i) out.push_back(ring[idx[i]]);
+  }
+  for (const Config& c : out) chain_.insert(c.index());
   return out;
 }
 
@@ -889,7 +948,20 @@ void ModelPolicy::plan() {
       }
     }
     int count = static_cast<int>(std::lround(incumbent_share_ * size));
+    // The incumbent's ring as it stands (its proposals excluded next time).
     local = incumbent_candidates(std::max(count, 1), visited_);
+    if (options_.restart_share > 0 && incumbent_ring_left_ == 0) {
+      // A share of the slots climbs from the restart, the rest stays at radius 2.
+      const int slots = std::max(count, 1);
+      std::unordered_set<uint64_t> taken = visited_;
+      const int climb = static_cast<int>(std::lround(options_.restart_share * slots));
+      const int keep = slots - std::max(1, climb);
+      if (static_cast<int>(local.size()) > keep) local.resize(std::max(keep, 0));
+      for (const Config& c : local) taken.insert(c.index());
+      for (Config& c : restart_candidates(slots - static_cast<int>(local.size()), taken)) {
+        local.push_back(std::move(c));
+      }
+    }
   }
   std::unordered_set<uint64_t> exclude = visited_;
   for (const Config& c : local) exclude.insert(c.index());

@@ -105,6 +105,15 @@
 // the model's picks do better moves them back. The stall doubling and the plateau share act
 // on top.
 //
+// Restarts. With `restart_share` > 0 (off), once the incumbent (a single best, no ties) has no
+// untried valid one-knob neighbour left, it is a local optimum of the space, and that share of
+// the trust region's slots (at least one; the rest stay at radius 2 of the incumbent) goes to
+// a restart chain: a uniformly random valid configuration,
+// then the untried one-knob neighbours of the chain's best measured member, by the
+// acquisition; when that best has none left, the chain is a local optimum too and a new one
+// starts (basin hopping, Wales and Doye 1997, with the model ranking each step). A chain that
+// beats the incumbent makes its best the incumbent.
+//
 // Coverage. With `coverage_share` > 0 (off), after each fit that share of the round goes to
 // knob values no measured configuration holds yet: for each, the incumbent with that value
 // (or, where that is invalid or tried, with one more knob changed), best acquisition first.
@@ -184,6 +193,10 @@ struct ModelPolicyOptions {
   bool incumbent_support = true;  // on ties: rank by ties within two changes, then acquisition
   double plateau_share = 0.75;    // the trust region's least share while the best is tied
   double coverage_share = 0;      // of each round: knob values not yet measured ("Coverage")
+  // Restarts (0: off): once the incumbent is a certified local optimum (every valid one-knob
+  // neighbour measured, none better, no tie), this share of the trust region's slots climbs
+  // from a random restart instead of radius 2 ("Restarts" in the header comment).
+  double restart_share = 0;
   // Credit (off: 0): the trust region's base share weighted by how often its picks, against
   // the model's, landed in the best `credit_top` of the records ("Credit" in the header).
   double credit_top = 0;
@@ -374,6 +387,11 @@ class ModelPolicy : public SearchPolicy {
   std::unordered_map<uint64_t, int> origin_;
   double credit_picks_[2] = {0, 0}, credit_hits_[2] = {0, 0};
   std::vector<Config> survivors_;           // of the last plan
+  // Restarts: the untried valid neighbours the incumbent had at the last plan (radius 1),
+  // and the current restart chain (indices it proposed).
+  size_t incumbent_ring_left_ = 0;
+  std::unordered_set<uint64_t> chain_;
+  std::vector<Config> restart_candidates(int count, const std::unordered_set<uint64_t>& exclude);
 };
 
 std::unique_ptr<SearchPolicy> make_model_policy(const ConfigSpace& space,

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -174,5 +175,67 @@ TEST_CASE("coverage: part of each round holds knob values no measured configurat
       fresh |= held.insert({k, next[i].entities()[k]}).second;
     }
     CHECK(fresh);
+  }
+}
+
+namespace {
+
+// Every valid configuration one knob change from c.
+std::vector<Config> ring_of(const ConfigSpace& space, const Config& c) {
+  std::vector<Config> out;
+  for (const Config& o : all_valid(space)) {
+    if (knob_changes(o, c) == 1) out.push_back(o);
+  }
+  return out;
+}
+
+// The first `count` proposals of a round (the trust region's slots come first).
+std::vector<Config> head(const std::vector<Config>& round, double share) {
+  size_t count = std::max<size_t>(1, static_cast<size_t>(std::lround(share * round.size())));
+  return {round.begin(), round.begin() + std::min(count, round.size())};
+}
+
+}  // namespace
+
+TEST_CASE("restarts: a certified local optimum hands the trust region to a climb from elsewhere") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  const ConfigSpace& space = task.space();
+  test::ValueFeatures features{space};
+  for (bool restart : {false, true}) {
+    ModelPolicyOptions o = small_model();
+    o.restart_share = restart ? 1.0 : 0.0;
+    ModelPolicy p(space, features, o);
+    p.reset(3);
+    std::vector<Config> first = p.propose(32);
+    REQUIRE(first.size() == 32);
+    std::vector<MeasureResult> results;
+    for (size_t i = 0; i < first.size(); ++i) results.push_back(timed(i == 0 ? 1.0 : 3.0));
+    p.observe(first, results);
+    // Every neighbour of the best measured, and none better: a local optimum.
+    std::vector<Config> ring = ring_of(space, first[0]);
+    p.observe(ring, std::vector<MeasureResult>(ring.size(), timed(2.0)));
+    std::vector<Config> next = p.propose(32);
+    REQUIRE(!next.empty());
+    if (!restart) {
+      // The trust region moves on to two changes from the incumbent.
+      for (const Config& c : head(next, p.incumbent_share())) CHECK(knob_changes(c, first[0]) == 2);
+      continue;
+    }
+    // One restart: its start first, measured better than the rest (but not the best).
+    const Config start = next[0];
+    std::vector<MeasureResult> r2(next.size(), timed(3.0));
+    r2[0] = timed(1.5);
+    p.observe(next, r2);
+    std::vector<Config> climb = p.propose(32);
+    REQUIRE(!climb.empty());
+    std::vector<Config> steps = head(climb, p.incumbent_share());
+    for (const Config& c : steps) CHECK(knob_changes(c, start) == 1);
+    // The chain follows its best member: a step measured better than the start.
+    std::vector<MeasureResult> r3(climb.size(), timed(3.0));
+    r3[0] = timed(1.2);
+    p.observe(climb, r3);
+    std::vector<Config> on = p.propose(32);
+    REQUIRE(!on.empty());
+    for (const Config& c : head(on, p.incumbent_share())) CHECK(knob_changes(c, climb[0]) == 1);
   }
 }
