@@ -83,6 +83,8 @@ void ModelPolicy::reset(uint64_t seed) {
   credit_picks_[0] = credit_picks_[1] = credit_hits_[0] = credit_hits_[1] = 0;
   if (cascade_) cascade_->reset();
   survivors_.clear();
+  incumbent_ring_left_ = 1;
+  chain_.clear();
 }
 
 void ModelPolicy::observe(const std::vector<Config>& configs,
@@ -411,6 +413,7 @@ std::vector<Config> ModelPolicy::local_candidates(int count,
 
 std::vector<Config> ModelPolicy::incumbent_candidates(int count,
                                                       const std::unordered_set<uint64_t>& exclude) {
+  incumbent_ring_left_ = 1;  // not known to be a local optimum until its ring is counted
   if (count <= 0 || observed_.empty()) return {};
   const double best = *std::max_element(throughput_.begin(), throughput_.end());
   if (best <= 0) return {};
@@ -498,7 +501,6 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
   // On a plateau (the best measured tied): both radii ranked together, by how many ties lie
   // within two knob changes, then by the acquisition. The model has one label for the whole
   // plateau and cannot rank next to it; a configuration surrounded by it is the better bet.
-  incumbent_ring_left_ = 1;  // a plateau is not a certified local optimum
   if (options_.incumbent_support && ties.size() > 1) {
     std::vector<Config> all = std::move(ring[0]);
     all.insert(all.end(), ring[1].begin(), ring[1].end());
@@ -524,7 +526,7 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
     for (size_t i = 0; i < keep; ++i) out.push_back(all[idx[i]]);
     return out;
   }
-  incumbent_ring_left_ = ring[0].size();
+  if (ties.size() == 1) incumbent_ring_left_ = ring[0].size();  // a plateau is never certified
   // How many each radius gets: radius 1 first, radius 2 what is left; while the best stalls
   // (incumbent_widen), radius 2 at least half, as a trust region widens when it stops paying.
   size_t quota[2];
@@ -948,7 +950,6 @@ void ModelPolicy::plan() {
       }
     }
     int count = static_cast<int>(std::lround(incumbent_share_ * size));
-    // The incumbent's ring as it stands (its proposals excluded next time).
     local = incumbent_candidates(std::max(count, 1), visited_);
     if (options_.restart_share > 0 && incumbent_ring_left_ == 0) {
       // A share of the slots climbs from the restart, the rest stays at radius 2.
