@@ -290,6 +290,22 @@ int main(int argc, char** argv) {
       args.model.model.min_child_weight = std::stod(value());
     else if (a == "--pairs-per-row")
       args.model.model.pairs_per_row = std::stoi(value());
+    else if (a == "--objective") {  // pairwise (default), ndcg, regression
+      const std::string o = value();
+      if (o == "pairwise")
+        args.model.model.objective = cost_model::RankObjective::pairwise;
+      else if (o == "ndcg")
+        args.model.model.objective = cost_model::RankObjective::ndcg;
+      else if (o == "regression")
+        args.model.model.objective = cost_model::RankObjective::regression;
+      else {
+        fmt::print(stderr, "replay_efficiency: --objective is pairwise, ndcg or regression\n");
+        return 2;
+      }
+    } else if (a == "--grades")
+      args.model.model.grades = std::stoi(value());
+    else if (a == "--octaves")
+      args.model.model.octaves = std::stod(value());
     else if (a == "--restart")  // ModelPolicyOptions::restart_share
       args.model.restart_share = std::stod(value());
     else if (a == "--ensemble")

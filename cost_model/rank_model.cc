@@ -87,6 +87,8 @@ const char* objective_name(RankObjective objective) {
       return "rank:pairwise";
     case RankObjective::regression:
       return "reg:squarederror";
+    case RankObjective::ndcg:
+      return "rank:ndcg";
   }
   throw std::logic_error("objective_name: unknown RankObjective");
 }
@@ -102,6 +104,8 @@ nlohmann::json options_to_json(const RankModelOptions& o) {
           {"colsample", o.colsample},
           {"lambda", o.lambda},
           {"pairs_per_row", o.pairs_per_row},
+          {"grades", o.grades},
+          {"octaves", o.octaves},
           {"max_bin", o.max_bin},
           {"nthread", o.nthread},
           {"seed", o.seed},
@@ -110,9 +114,10 @@ nlohmann::json options_to_json(const RankModelOptions& o) {
 
 RankModelOptions options_from_json(const nlohmann::json& j) {
   RankModelOptions o;
-  o.objective = j.at("objective").get<std::string>() == objective_name(RankObjective::regression)
-                    ? RankObjective::regression
-                    : RankObjective::pairwise;
+  const std::string objective = j.at("objective").get<std::string>();
+  o.objective = objective == objective_name(RankObjective::regression) ? RankObjective::regression
+                : objective == objective_name(RankObjective::ndcg)     ? RankObjective::ndcg
+                                                                       : RankObjective::pairwise;
   o.rounds = j.at("rounds").get<int>();
   o.max_depth = j.at("max_depth").get<int>();
   o.eta = j.at("eta").get<double>();
@@ -122,11 +127,26 @@ RankModelOptions options_from_json(const nlohmann::json& j) {
   o.colsample = j.at("colsample").get<double>();
   o.lambda = j.at("lambda").get<double>();
   o.pairs_per_row = j.value("pairs_per_row", 1);  // older models: XGBoost's default
+  o.grades = j.value("grades", 8);
+  o.octaves = j.value("octaves", 4.0);
   o.max_bin = j.at("max_bin").get<int>();
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
   o.drop_redundant_columns = j.value("drop_redundant_columns", false);  // older models: all
   return o;
+}
+
+// What XGBoost is given as labels: the labels themselves, except for ndcg, whose gains are
+// 2^g - 1 of integer grades (XGBoost 1.7 truncates a float label to int).
+std::vector<float> training_labels(std::span<const float> labels, const RankModelOptions& o) {
+  std::vector<float> out(labels.begin(), labels.end());
+  if (o.objective == RankObjective::ndcg) {
+    for (float& v : out) {
+      const double g = v > 0 ? o.grades * (1.0 + std::log2(std::min(1.0, double(v))) / o.octaves) : 0;
+      v = float(std::round(std::max(0.0, g)));
+    }
+  }
+  return out;
 }
 
 void check_options(const RankModelOptions& o) {
@@ -136,6 +156,13 @@ void check_options(const RankModelOptions& o) {
   if (o.rounds < 1) fail("rounds must be >= 1");
   if (o.max_depth < 1) fail("max_depth must be >= 1");
   if (o.pairs_per_row < 1) fail("pairs_per_row must be >= 1");
+  if (o.grades < 1 || o.grades > 30) fail("grades must be in [1, 30]");
+  if (!(o.octaves > 0)) fail("octaves must be > 0");
+  // XGBoost 1.7 weights each pair's hessian by its |delta NDCG|, which is far below 1 with more
+  // than a few rows, so the default minimum of 1 stops every split and the model is constant.
+  if (o.objective == RankObjective::ndcg && o.min_child_weight != 0) {
+    fail("ndcg needs min_child_weight 0 (its hessians are |delta NDCG|-weighted, far below 1)");
+  }
   if (!(o.eta > 0)) fail("eta must be > 0");
   if (!(o.subsample > 0 && o.subsample <= 1)) fail("subsample must be in (0, 1]");
   if (!(o.colsample > 0 && o.colsample <= 1)) fail("colsample must be in (0, 1]");
@@ -338,7 +365,7 @@ void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
   const bool all = static_cast<int>(columns.size()) == x.cols;
   if (!all) kept = select_columns(x, columns);
   DMatrix train = DMatrix::dense(all ? x : kept, options_.nthread);
-  train.set_floats("label", labels);
+  train.set_floats("label", training_labels(labels, options_));
   if (!group_sizes.empty()) train.set_uints("group", group_sizes);
   if (!base_margin.empty()) train.set_floats("base_margin", base_margin);
 
@@ -371,7 +398,7 @@ void RankModel::boost(const FeatureMatrix& x, std::span<const float> labels, int
   FeatureMatrix kept;
   if (!all) kept = select_columns(x, columns_);
   DMatrix train = DMatrix::dense(all ? x : kept, options_.nthread);
-  train.set_floats("label", labels);
+  train.set_floats("label", training_labels(labels, options_));
   if (!group_sizes.empty()) train.set_uints("group", group_sizes);
   if (!base_margin.empty()) train.set_floats("base_margin", base_margin);
   try {
@@ -414,7 +441,7 @@ void RankModel::train_booster(void* train, int cols) {
   set_param(booster, "subsample", fmt::format("{}", options_.subsample));
   set_param(booster, "colsample_bytree", fmt::format("{}", options_.colsample));
   set_param(booster, "lambda", fmt::format("{}", options_.lambda));
-  if (options_.objective == RankObjective::pairwise) {
+  if (options_.objective != RankObjective::regression) {
     set_param(booster, "num_pairsample", std::to_string(options_.pairs_per_row));
   }
   set_param(booster, "nthread", std::to_string(options_.nthread));

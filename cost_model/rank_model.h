@@ -54,8 +54,11 @@ FeatureMatrix select_rows(const FeatureMatrix& x, std::span<const int> indices);
 // and uses the float labels only through their order (checked in tests/cost_model; the
 // NDCG and MAP objectives would need integer relevance grades instead). regression
 // (reg:squarederror) fits the labels themselves and ignores groups; it is kept as the
-// alternative to compare.
-enum class RankObjective { pairwise, regression };
+// alternative to compare. ndcg (rank:ndcg, LambdaMART) samples the same pairs but weights each
+// by how much swapping it would change the NDCG of the current order, with gains 2^g - 1 of
+// integer grades g = round(grades x label): pairs between two rows of grade 0 weigh nothing,
+// swaps near the top weigh most.
+enum class RankObjective { pairwise, regression, ndcg };
 
 // Boosting parameters. Defaults follow AutoTVM's XGBoost cost model.
 struct RankModelOptions {
@@ -71,6 +74,11 @@ struct RankModelOptions {
   // pairwise: partners drawn per row and tree, each from the rows of another label (XGBoost's
   // num_pairsample). One pair a row gives a tree few comparisons when rows are few.
   int pairs_per_row = 1;
+  // ndcg: relevance grades 0..grades (XGBoost 1.7 casts labels to int and takes 2^g - 1).
+  int grades = 8;
+  // ndcg: grade g = round(grades x (1 + log2(label) / octaves)), at least 0: a label 2^-octaves
+  // of the best or less is grade 0.
+  double octaves = 4;
   // Histogram bins per feature. Split search costs bins x features x nodes per tree and
   // dominates fitting; 64 keeps 1000x100 under a second single-threaded (256, XGBoost's
   // default, is 3-4x slower) and loses no held-out accuracy at a few thousand rows.
