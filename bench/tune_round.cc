@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -72,6 +73,23 @@ double now(clockid_t clock) {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 double cpu_now() { return now(CLOCK_THREAD_CPUTIME_ID); }
+
+// A flag's number, or a one-line error and exit code 2.
+template <typename T>
+T number_flag(const std::string& flag, const std::string& v) {
+  T out{};
+  const char* end = v.data() + v.size();
+  auto [p, ec] = std::from_chars(v.data(), end, out);
+  if (ec != std::errc() || p != end || v.empty()) {
+    fmt::print(stderr, "tune_round: {} needs a number, got '{}'\n", flag, v);
+    std::exit(2);
+  }
+  return out;
+}
+int int_flag(const std::string& flag, const std::string& v) { return number_flag<int>(flag, v); }
+double real_flag(const std::string& flag, const std::string& v) {
+  return number_flag<double>(flag, v);
+}
 double wall_now() { return now(CLOCK_MONOTONIC); }
 
 // The extractor under test, counting its calls and their thread CPU time.
@@ -175,7 +193,11 @@ int main(int argc, char** argv) {
   std::string acquisition = "ucb";
   int records = 1000;
   int repeats = 3;
-  int rounds = cost_model::RankModelOptions{}.rounds;
+  int rounds = 0;     // 0: the policy's default (for IR features ModelPolicyOptions::ir_rounds)
+  int max_depth = 0;  // 0: likewise (ir_max_depth)
+  int max_bin = cost_model::RankModelOptions{}.max_bin;
+  double colsample = cost_model::RankModelOptions{}.colsample;
+  double eta = cost_model::RankModelOptions{}.eta;
   int warm_trees = ModelPolicyOptions{}.warm_trees;
   int warm_rounds = 1;
   AnnealingOptions annealing;
@@ -183,8 +205,10 @@ int main(int argc, char** argv) {
   int cascade = CascadeOptions::kAuto;
   int cascade_ensemble = CascadeOptions{}.ensemble;
   int cascade_rounds = CascadeOptions{}.rounds, cascade_warm = CascadeOptions{}.warm_trees;
+  int cascade_depth = CascadeOptions{}.max_depth;
   int compare = 0;
   int loop = 0;
+  bool loop_full = true;  // --loop also runs the full search (IR features for every step)
   int seeds = 5;
   std::string objective = "knobs";
   for (int i = 1; i < argc; ++i) {
@@ -201,41 +225,53 @@ int main(int argc, char** argv) {
     else if (a == "--shape")
       shape = v;
     else if (a == "--records")
-      records = std::stoi(v);
+      records = int_flag(a, v);
     else if (a == "--repeats")
-      repeats = std::stoi(v);
+      repeats = int_flag(a, v);
     else if (a == "--acquisition")
       acquisition = v;
     else if (a == "--rounds")
-      rounds = std::stoi(v);
+      rounds = int_flag(a, v);
+    else if (a == "--max-depth")
+      max_depth = int_flag(a, v);
+    else if (a == "--max-bin")
+      max_bin = int_flag(a, v);
+    else if (a == "--colsample")
+      colsample = real_flag(a, v);
+    else if (a == "--eta")
+      eta = real_flag(a, v);
     else if (a == "--warm-trees")
-      warm_trees = std::stoi(v);
+      warm_trees = int_flag(a, v);
     else if (a == "--warm-rounds")
-      warm_rounds = std::stoi(v);
+      warm_rounds = int_flag(a, v);
     else if (a == "--chains")
-      annealing.chains = std::stoi(v);
+      annealing.chains = int_flag(a, v);
     else if (a == "--steps")
-      annealing.max_steps = std::stoi(v);
+      annealing.max_steps = int_flag(a, v);
     else if (a == "--early-stop")
-      annealing.early_stop = std::stoi(v);
+      annealing.early_stop = int_flag(a, v);
     else if (a == "--temp")
-      annealing.temp_start = std::stod(v);
+      annealing.temp_start = real_flag(a, v);
     else if (a == "--cascade")
-      cascade = std::stoi(v);
+      cascade = int_flag(a, v);
     else if (a == "--cascade-ensemble")
-      cascade_ensemble = std::stoi(v);
+      cascade_ensemble = int_flag(a, v);
     else if (a == "--cascade-rounds")
-      cascade_rounds = std::stoi(v);
+      cascade_rounds = int_flag(a, v);
+    else if (a == "--cascade-depth")
+      cascade_depth = int_flag(a, v);
     else if (a == "--cascade-warm")
-      cascade_warm = std::stoi(v);
+      cascade_warm = int_flag(a, v);
     else if (a == "--compare")
-      compare = std::stoi(v);
+      compare = int_flag(a, v);
     else if (a == "--loop")
-      loop = std::stoi(v);
+      loop = int_flag(a, v);
+    else if (a == "--loop-full")
+      loop_full = int_flag(a, v) != 0;
     else if (a == "--objective")
       objective = v;
     else if (a == "--seeds")
-      seeds = std::stoi(v);
+      seeds = int_flag(a, v);
     else {
       fmt::print(stderr, "tune_round: unknown option {}\n", a);
       return 2;
@@ -287,12 +323,17 @@ int main(int argc, char** argv) {
     o.annealing = annealing;
     o.warm_trees = warm_trees;
     o.model.nthread = 1;
-    o.model.rounds = rounds;
+    if (rounds > 0) o.model.rounds = o.ir_rounds = rounds;
+    if (max_depth > 0) o.model.max_depth = o.ir_max_depth = max_depth;
+    o.model.max_bin = max_bin;
+    o.model.colsample = colsample;
+    o.model.eta = eta;
     o.acquisition = parse_acquisition(acquisition);
     o.cascade.survivors = survivors;
     o.cascade.ensemble = cascade_ensemble;
     o.cascade.rounds = cascade_rounds;
     o.cascade.warm_trees = cascade_warm;
+    o.cascade.max_depth = cascade_depth;
     return o;
   };
   // True throughput (1/s; 0 for a failure) of each configuration.
@@ -309,6 +350,7 @@ int main(int argc, char** argv) {
         "against a cascade of {} ({} surrogate boosters); best true throughput (1/s)\n",
         kind, loop, seeds, acquisition, k, cascade_ensemble);
     for (int survivors : {0, k}) {
+      if (survivors == 0 && !loop_full) continue;
       std::vector<std::vector<double>> best_at;  // per seed, after each 64 trials
       double cpu = 0;
       for (int seed = 0; seed < seeds; ++seed) {
@@ -359,11 +401,14 @@ int main(int argc, char** argv) {
   }
   std::vector<MeasureResult> results = measure(configs);
 
+  const cost_model::RankModelOptions model_options =
+      ModelPolicy(*space, *features, options(cascade)).model_options();
   fmt::print(
-      "{} features ({} columns), {} records, acquisition {}, {} trees a booster, warm trees {}, "
-      "annealing {} chains x {} steps (early stop {}), cascade {}, one thread, CPU seconds "
-      "(wall)\n",
-      kind, features->size(), records, acquisition, rounds, warm_trees, annealing.chains,
+      "{} features ({} columns), {} records, acquisition {}, {} trees of depth {} a booster, "
+      "warm trees {}, annealing {} chains x {} steps (early stop {}), cascade {}, one thread, "
+      "CPU seconds (wall)\n",
+      kind, features->size(), records, acquisition, model_options.rounds,
+      model_options.max_depth, warm_trees, annealing.chains,
       annealing.max_steps, annealing.early_stop,
       options(cascade).cascade.survivors_for(features->schema()));
   auto best_half = [](std::vector<float> s) {
@@ -439,10 +484,13 @@ int main(int argc, char** argv) {
       fmt::print(
           "repeat {} {} ({} fit): fit + anneal ({} steps, last change at {}) + local search "
           "{:.3f} s, batch of {} {:.3f} s, round {:.3f} s ({:.3f} s wall); of it {} feature "
-          "vectors ({} unbuildable) {:.3f} s; batch's best half scores {:.3f}\n",
+          "vectors ({} unbuildable) {:.3f} s; batch's best half scores {:.3f}; phases: "
+          "records' features {:.3f} s, fit {:.3f} s, surrogate fit {:.3f} s, plan {:.3f} s\n",
           r, phase, policy.warm_fits() > warm0 ? "warm" : "full", policy.last_annealing_steps(),
           policy.last_annealing_change(), t1 - t0, batch.size(), t2 - t1, t2 - t0, w2 - w0,
-          features->calls_ - c0, features->unbuildable_ - u0, features->seconds_ - f0, quality);
+          features->calls_ - c0, features->unbuildable_ - u0, features->seconds_ - f0, quality,
+          policy.last_round_times().features, policy.last_round_times().fit,
+          policy.last_round_times().cascade, policy.last_round_times().plan);
       policy.observe(batch, measure(batch));
     }
   }

@@ -1,6 +1,7 @@
 #include "src/space/config_space.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -188,12 +189,23 @@ void ConfigSpace::define_bool(std::string name) {
   add_knob(std::move(knob));
 }
 
+namespace {
+
+uint64_t name_prefix(std::string_view name) {
+  uint64_t out = 0;
+  if (!name.empty()) std::memcpy(&out, name.data(), std::min<size_t>(name.size(), 8));
+  return out;
+}
+
+}  // namespace
+
 void ConfigSpace::add_knob(Knob knob) {
   for (const Knob& k : knobs_)
     if (k.name_ == knob.name_) throw ConfigError(fmt::format("knob '{}' defined twice", k.name_));
   if (knob.cardinality() > std::numeric_limits<int32_t>::max())
     throw ConfigError(fmt::format("knob '{}' has more than 2^31 entities", knob.name_));
   auto c = static_cast<uint64_t>(knob.cardinality());
+  name_keys_.emplace_back(knob.name_.size(), name_prefix(knob.name_));
   knobs_.push_back(std::move(knob));
   if (size_overflows_ || size_ > kMaxSize / c)
     size_overflows_ = true;
@@ -207,8 +219,12 @@ void ConfigSpace::add_constraint(std::string description, Predicate predicate) {
 }
 
 int ConfigSpace::knob_position(std::string_view name) const {
-  for (size_t i = 0; i < knobs_.size(); ++i)
-    if (knobs_[i].name_ == name) return static_cast<int>(i);
+  const uint64_t prefix = name_prefix(name);
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    if (name_keys_[i].first == name.size() && name_keys_[i].second == prefix &&
+        (name.size() <= 8 || knobs_[i].name_ == name))
+      return static_cast<int>(i);
+  }
   throw ConfigError(fmt::format("unknown knob '{}'", name));
 }
 

@@ -154,6 +154,9 @@ class ConfigSpace {
   void add_knob(Knob knob);  // checks the name is new; updates size_
 
   std::vector<Knob> knobs_;
+  // Per knob, its name's length and first 8 bytes (zero-padded): knob_position, called by
+  // every constraint of every validity check, compares these before the names.
+  std::vector<std::pair<size_t, uint64_t>> name_keys_;
   std::vector<std::pair<std::string, Predicate>> constraints_;
   uint64_t size_ = 1;            // product of the knobs' cardinalities, when it fits
   bool size_overflows_ = false;  // the product exceeds 2^63

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -30,18 +31,41 @@ Acquisition parse_acquisition(std::string_view name) {
                               "' (expected mean, ucb or thompson)");
 }
 
+namespace {
+
+// The main model's options: with IR features, at most ir_rounds trees of depth ir_max_depth.
+cost_model::RankModelOptions main_model_options(const ModelPolicyOptions& o,
+                                                std::string_view schema) {
+  cost_model::RankModelOptions mo = o.model;
+  if (schema.starts_with("ir/")) {
+    if (o.ir_rounds > 0) mo.rounds = std::min(mo.rounds, o.ir_rounds);
+    if (o.ir_max_depth > 0) mo.max_depth = std::min(mo.max_depth, o.ir_max_depth);
+  }
+  return mo;
+}
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+}  // namespace
+
 ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtractor& features,
                          ModelPolicyOptions options)
     : space_(space),
       options_(std::move(options)),
+      model_options_(main_model_options(options_, features.schema())),
       features_(features),
       annealer_(space, options_.annealing),
-      model_(features.schema(), options_.model),
+      model_(features.schema(), model_options_),
       budget_(options_.budget) {
   options_.cascade.survivors = options_.cascade.survivors_for(features.schema());
   if (options_.cascade.survivors > 0 && options_.acquisition != Acquisition::thompson) {
     cost_model::RankModelOptions mo = options_.model;
     if (options_.cascade.rounds > 0) mo.rounds = options_.cascade.rounds;
+    if (options_.cascade.max_depth > 0) mo.max_depth = options_.cascade.max_depth;
     cascade_ = std::make_unique<KnobSurrogate>(space, mo, options_.cascade.ensemble);
   }
   reset(0);
@@ -51,7 +75,7 @@ void ModelPolicy::reset(uint64_t seed) {
   rng_.seed(seed);
   seed_ = seed;
   annealer_.reset();
-  cost_model::RankModelOptions mo = options_.model;
+  cost_model::RankModelOptions mo = model_options_;
   mo.seed = seed;
   model_ = cost_model::RankModel(features_.extractor().schema(), mo);
   visited_.clear();
@@ -220,8 +244,16 @@ void ModelPolicy::refit_and_plan() {
   if (options_.transfer) {
     margin_weight_ = options_.transfer->weight(static_cast<int>(observed_.size()));
   }
+  round_times_ = {};
+  double t0 = thread_cpu_seconds();
+  auto lap = [&t0](double& into) {
+    const double t = thread_cpu_seconds();
+    into = t - t0;
+    t0 = t;
+  };
   if (any_ok) {
     cost_model::FeatureMatrix x = features_.matrix(observed_);
+    lap(round_times_.features);
     std::vector<float> margin;
     if (options_.transfer) margin = transfer_margin(observed_);
     const bool warm =
@@ -237,13 +269,16 @@ void ModelPolicy::refit_and_plan() {
     warm_fits_ += warm;
     ++fits_;
     measure_agreement();
+    lap(round_times_.fit);
     if (cascade_) {
       const int trees =
           options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees : options_.warm_trees;
       cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_);
     }
+    lap(round_times_.cascade);
   }
   plan();
+  lap(round_times_.plan);
 }
 
 void ModelPolicy::measure_agreement() {
@@ -855,7 +890,7 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
       mg.resize(n);
       for (int i = 0; i < n; ++i) mg[i] = margin[rows[i]];
     }
-    cost_model::RankModelOptions mo = options_.model;
+    cost_model::RankModelOptions mo = model_options_;
     mo.seed = rng();
     if (warm) {
       members_[k].model.boost(cost_model::select_rows(x, rows), l, options_.warm_trees, {}, mg);

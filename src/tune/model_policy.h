@@ -214,6 +214,14 @@ struct ModelPolicyOptions {
   // (mean and ucb; not thompson). bench/README.md section 7: the warm IR round 1.8 s -> 0.4 s,
   // no worse on two synthetic objectives.
   CascadeOptions cascade;
+  // IR features (a schema "ir/..."): this model's boosters get at most ir_rounds trees of
+  // depth at most ir_max_depth (0: no cap; the cascade's surrogate keeps `model`'s depth).
+  // bench/README.md section 7, "A lighter IR model": a fit from scratch of 5 x 150 trees of
+  // depth 6 on 1,000 records cost 1.7 s of the 2.2 s cold round; 50 of depth 4 cost 0.37 s
+  // and searched no worse on both synthetic objectives over 16 seeds (better on the IR
+  // roofline one).
+  int ir_rounds = 50;
+  int ir_max_depth = 4;
   std::shared_ptr<const TransferModel> transfer;
 
   // These options with every early-trial and local-search change of the first attempt on: a
@@ -304,6 +312,16 @@ class ModelPolicy : public SearchPolicy {
   int stalled_fits() const { return stalled_; }         // fits since the best last improved
   // The trust region's share of the current round (0 when off or before the first fit).
   double incumbent_share() const { return incumbent_share_; }
+  // Where the last refit_and_plan's time went (seconds of this thread's CPU): the records'
+  // feature rows, the fit (all members, and the agreement), the cascade's surrogate fit, the
+  // plan (trust region, annealing, survivors).
+  struct RoundTimes {
+    double features = 0, fit = 0, cascade = 0, plan = 0;
+  };
+  const RoundTimes& last_round_times() const { return round_times_; }
+  // The options this model's boosters are fitted with (options.model, with the IR overrides
+  // where the features are IR).
+  const cost_model::RankModelOptions& model_options() const { return model_options_; }
   int last_annealing_steps() const { return annealer_.last_steps(); }
   int last_annealing_change() const { return annealer_.last_change(); }
   // What the cascade's annealing handed to this model at the last plan, surrogate's best
@@ -348,6 +366,8 @@ class ModelPolicy : public SearchPolicy {
 
   const ConfigSpace& space_;
   ModelPolicyOptions options_;
+  cost_model::RankModelOptions model_options_;  // options_.model with the IR overrides
+  RoundTimes round_times_;
   FeatureCache features_;
   SimulatedAnnealing annealer_;
   cost_model::RankModel model_;

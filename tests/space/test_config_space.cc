@@ -89,6 +89,27 @@ TEST_CASE("choice and bool knobs") {
   CHECK_THROWS_AS(space.get(6), ConfigError);
 }
 
+TEST_CASE("knobs are found by name when names share length and their first 8 bytes") {
+  ConfigSpace space;
+  space.define_choice("tile_size_x", {1, 2});
+  space.define_choice("tile_size_y", {3, 4});
+  space.define_choice("tile_siz", {5, 6});  // exactly 8 bytes
+  space.define_choice("t", {7, 8});
+  space.define_choice("", {9});  // an empty name is a name too
+  Config c = space.get(0);
+  CHECK(space.knob_position("tile_size_x") == 0);
+  CHECK(space.knob_position("tile_size_y") == 1);
+  CHECK(space.knob_position("tile_siz") == 2);
+  CHECK(space.knob_position("t") == 3);
+  CHECK(space.knob_position("") == 4);
+  CHECK(c.get("tile_size_y") == 3);
+  CHECK(c.get("tile_siz") == 5);
+  CHECK_THROWS_AS(space.knob_position("tile_size_z"), ConfigError);
+  CHECK_THROWS_AS(space.knob_position("tile_si"), ConfigError);
+  CHECK_THROWS_AS(space.knob_position("tile_size_xx"), ConfigError);
+  CHECK_THROWS_AS(space.knob_position(std::string_view("tile_siz\0", 9)), ConfigError);
+}
+
 TEST_CASE("mixed-radix index round trips on a space of more than 10^9 points") {
   ConfigSpace space = make_large_space();
   REQUIRE(space.size() > 1'000'000'000ULL);

@@ -153,6 +153,40 @@ TEST_CASE("by default the cascade is on for IR features and off for knob feature
   }
 }
 
+TEST_CASE("IR features get the lighter boosters, knob features the model's own", "[cascade]") {
+  auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
+  auto ir = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  auto knobs = cost_model::make_knob_features(tmpl->space());
+  ModelPolicyOptions o;  // the defaults: 150 trees of depth 6, IR capped at 50 of depth 4
+  REQUIRE(o.model.rounds > o.ir_rounds);
+  REQUIRE(o.model.max_depth > o.ir_max_depth);
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().rounds == o.ir_rounds);
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().max_depth == o.ir_max_depth);
+  CHECK(ModelPolicy(tmpl->space(), *knobs, o).model_options().rounds == o.model.rounds);
+  CHECK(ModelPolicy(tmpl->space(), *knobs, o).model_options().max_depth == o.model.max_depth);
+  // A cap, not a setting: fewer trees asked for stay fewer; 0 lifts the cap.
+  o.model.rounds = 20;
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().rounds == 20);
+  o.ir_rounds = 0;
+  o.ir_max_depth = 0;
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().max_depth == o.model.max_depth);
+
+  // The round's phases are timed; a smaller cap is taken as given.
+  ModelPolicyOptions s = small(CascadeOptions::kAuto);
+  s.ir_max_depth = 2;
+  ModelPolicy p(tmpl->space(), *ir, s);
+  p.reset(3);
+  std::vector<Config> records = distinct_valid(tmpl->space(), 80, 5);
+  p.observe(records, synthetic(records));
+  p.refit_and_plan();
+  const ModelPolicy::RoundTimes& t = p.last_round_times();
+  CHECK(t.fit > 0);
+  CHECK(t.cascade > 0);
+  CHECK(t.plan > 0);
+  CHECK(t.features >= 0);
+  CHECK(p.model_options().max_depth == 2);
+}
+
 TEST_CASE("the cascade's batches repeat exactly under a seed", "[cascade]") {
   auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
   auto features = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
