@@ -215,7 +215,8 @@ struct ModelPolicyOptions {
   // no worse on two synthetic objectives.
   CascadeOptions cascade;
   // IR features (a schema "ir/..."): this model's boosters get at most ir_rounds trees of
-  // depth at most ir_max_depth (0: no cap; the cascade's surrogate keeps `model`'s depth).
+  // depth at most ir_max_depth (0: no cap; the cascade's surrogate has its own depth,
+  // CascadeOptions::max_depth).
   // bench/README.md section 7, "A lighter IR model": a fit from scratch of 5 x 150 trees of
   // depth 6 on 1,000 records cost 1.7 s of the 2.2 s cold round; 50 of depth 4 cost 0.37 s
   // and searched no worse on both synthetic objectives over 16 seeds (better on the IR

@@ -183,7 +183,6 @@ TEST_CASE("IR features get the lighter boosters, knob features the model's own",
   CHECK(t.fit > 0);
   CHECK(t.cascade > 0);
   CHECK(t.plan > 0);
-  CHECK(t.features >= 0);
   CHECK(p.model_options().max_depth == 2);
 }
 
