@@ -1,7 +1,7 @@
 // The cost of one round of the model-based tuner: fit the ranking model on 1,000 records,
-// anneal 128 chains x 500 steps (no early stop), take a batch of 64. One thread; times are the
-// thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that other processes on the core do not
-// count; the wall-clock time is printed beside it.
+// anneal 128 chains (64 with the cascade) x 500 steps (no early stop), take a batch of 64.
+// One thread; times are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that other
+// processes on the core do not count; the wall-clock time is printed beside it.
 //
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
 //              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
@@ -19,6 +19,8 @@
 // with IR features, off with knob features);
 // --cascade-ensemble, --cascade-rounds, --cascade-warm: the surrogate's boosters, trees at a
 // fit from scratch and trees a warm fit adds (0: the main model's).
+// --cascade-chains: at most this many annealing chains while the cascade is on (default the
+// tuner's, 64; 0: --chains).
 // --compare K: each repeat runs a policy without and one with a cascade of K from the same
 // records and seed, and prints the overlap of their batches, the main model's mean
 // acquisition of each batch's best half, and the batches' true throughput (best and mean:
@@ -205,6 +207,7 @@ int main(int argc, char** argv) {
   int cascade = CascadeOptions::kAuto;
   int cascade_ensemble = CascadeOptions{}.ensemble;
   int cascade_rounds = CascadeOptions{}.rounds, cascade_warm = CascadeOptions{}.warm_trees;
+  int cascade_chains = CascadeOptions{}.chains;
   int cascade_depth = CascadeOptions{}.max_depth;
   int compare = 0;
   int loop = 0;
@@ -256,6 +259,8 @@ int main(int argc, char** argv) {
       cascade = int_flag(a, v);
     else if (a == "--cascade-ensemble")
       cascade_ensemble = int_flag(a, v);
+    else if (a == "--cascade-chains")
+      cascade_chains = int_flag(a, v);
     else if (a == "--cascade-rounds")
       cascade_rounds = int_flag(a, v);
     else if (a == "--cascade-depth")
@@ -332,6 +337,7 @@ int main(int argc, char** argv) {
     o.cascade.survivors = survivors;
     o.cascade.ensemble = cascade_ensemble;
     o.cascade.rounds = cascade_rounds;
+    o.cascade.chains = cascade_chains;
     o.cascade.warm_trees = cascade_warm;
     o.cascade.max_depth = cascade_depth;
     return o;
@@ -401,15 +407,16 @@ int main(int argc, char** argv) {
   }
   std::vector<MeasureResult> results = measure(configs);
 
-  const cost_model::RankModelOptions model_options =
-      ModelPolicy(*space, *features, options(cascade)).model_options();
+  const ModelPolicy probe(*space, *features, options(cascade));
+  const cost_model::RankModelOptions model_options = probe.model_options();
+  const AnnealingOptions resolved = probe.annealing_options();
   fmt::print(
       "{} features ({} columns), {} records, acquisition {}, {} trees of depth {} a booster, "
       "warm trees {}, annealing {} chains x {} steps (early stop {}), cascade {}, one thread, "
       "CPU seconds (wall)\n",
       kind, features->size(), records, acquisition, model_options.rounds,
-      model_options.max_depth, warm_trees, annealing.chains,
-      annealing.max_steps, annealing.early_stop,
+      model_options.max_depth, warm_trees, resolved.chains, resolved.max_steps,
+      resolved.early_stop,
       options(cascade).cascade.survivors_for(features->schema()));
   auto best_half = [](std::vector<float> s) {
     std::sort(s.begin(), s.end(), std::greater<>());

@@ -2,8 +2,9 @@
 // A cascade for the model-based tuner's annealing: a cheap surrogate model over the knob
 // features scores every annealing step, and only the best `survivors` distinct configurations
 // it reaches get the expensive features (IR) and are ranked by the main model's acquisition.
-// Annealing 128 chains x 500 steps reaches ~40k configurations a round never seen before; IR
-// vectors for them cost ~1.1 s (bench/README.md section 7), knob vectors almost nothing.
+// Annealing 128 chains x 500 steps reaches ~40k configurations a round never seen before (with
+// the cascade, 64 chains by default: fewer); IR vectors for 40k cost ~1.1 s (bench/README.md
+// section 7), knob vectors almost nothing.
 //
 // The surrogate is an ensemble of boosters on the same records and labels as the main model
 // (each member on its own bootstrap resample, standardised by its mean and deviation over the
@@ -49,6 +50,11 @@ struct CascadeOptions {
   // than 6: scoring walks a third fewer levels (the warm IR round's median 0.51 -> 0.45 s),
   // and the tuning runs of bench/README.md section 7 ("A lighter IR model") were measured so.
   int max_depth = 4;
+  // Annealing chains while the cascade is on: at most this many (0: AnnealingOptions::chains).
+  // The chains persist from round to round, so half of them still reach new ground each round;
+  // 64 rather than 128 halves the plan's cost (the warm IR round 0.445 -> ~0.33 s) and was no
+  // worse on 48 seeds of both synthetic objectives (bench/README.md section 7).
+  int chains = 64;
 };
 
 // The surrogate half of the cascade. Not thread-safe; the space must outlive it.

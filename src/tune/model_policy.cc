@@ -44,6 +44,15 @@ cost_model::RankModelOptions main_model_options(const ModelPolicyOptions& o,
   return mo;
 }
 
+// The annealing's options: with a cascade, at most cascade.chains chains.
+AnnealingOptions resolve_annealing(const ModelPolicyOptions& o, std::string_view schema) {
+  AnnealingOptions a = o.annealing;
+  const bool cascade =
+      o.cascade.survivors_for(schema) > 0 && o.acquisition != Acquisition::thompson;
+  if (cascade && o.cascade.chains > 0) a.chains = std::min(a.chains, o.cascade.chains);
+  return a;
+}
+
 double thread_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -58,7 +67,7 @@ ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtr
       options_(std::move(options)),
       model_options_(main_model_options(options_, features.schema())),
       features_(features),
-      annealer_(space, options_.annealing),
+      annealer_(space, resolve_annealing(options_, features.schema())),
       model_(features.schema(), model_options_),
       budget_(options_.budget) {
   options_.cascade.survivors = options_.cascade.survivors_for(features.schema());

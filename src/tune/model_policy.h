@@ -323,6 +323,8 @@ class ModelPolicy : public SearchPolicy {
   // The options this model's boosters are fitted with (options.model, with the IR overrides
   // where the features are IR).
   const cost_model::RankModelOptions& model_options() const { return model_options_; }
+  // The annealing's options as resolved (with a cascade, at most cascade.chains chains).
+  const AnnealingOptions& annealing_options() const { return annealer_.options(); }
   int last_annealing_steps() const { return annealer_.last_steps(); }
   int last_annealing_change() const { return annealer_.last_change(); }
   // What the cascade's annealing handed to this model at the last plan, surrogate's best

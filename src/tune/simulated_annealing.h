@@ -39,6 +39,7 @@ class SimulatedAnnealing {
                                 const std::unordered_set<uint64_t>& exclude, std::mt19937_64& rng);
 
   void reset() { chains_.clear(); }
+  const AnnealingOptions& options() const { return options_; }
   int last_steps() const { return last_steps_; }  // steps the last run took
   // Steps into the last run when its best set last changed (0: only at the start points).
   int last_change() const { return last_change_; }

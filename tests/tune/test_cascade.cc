@@ -186,6 +186,31 @@ TEST_CASE("IR features get the lighter boosters, knob features the model's own",
   CHECK(p.model_options().max_depth == 2);
 }
 
+TEST_CASE("with the cascade on, the annealing runs at most the cascade's chains", "[cascade]") {
+  auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
+  auto ir = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  auto knobs = cost_model::make_knob_features(tmpl->space());
+  ModelPolicyOptions o;  // the defaults: 128 chains, the cascade capping them at 64
+  REQUIRE(o.annealing.chains > o.cascade.chains);
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).annealing_options().chains == o.cascade.chains);
+  CHECK(ModelPolicy(tmpl->space(), *knobs, o).annealing_options().chains == o.annealing.chains);
+  // Off with the cascade off (survivors 0, or Thompson sampling, which has no cascade).
+  ModelPolicyOptions off = o;
+  off.cascade.survivors = 0;
+  CHECK(ModelPolicy(tmpl->space(), *ir, off).annealing_options().chains == o.annealing.chains);
+  off = o;
+  off.acquisition = Acquisition::thompson;
+  CHECK(ModelPolicy(tmpl->space(), *ir, off).annealing_options().chains == o.annealing.chains);
+  // A cap: fewer chains asked for stay fewer; 0 lifts it.
+  o.annealing.chains = 16;
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).annealing_options().chains == 16);
+  o.annealing.chains = 128;
+  o.cascade.chains = 0;
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).annealing_options().chains == 128);
+  // The other annealing settings pass through.
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).annealing_options().max_steps == o.annealing.max_steps);
+}
+
 TEST_CASE("the cascade's batches repeat exactly under a seed", "[cascade]") {
   auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
   auto features = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
