@@ -38,7 +38,7 @@ struct TuningTask {
 
 struct SearchOptions {
   TunerKind tuner = TunerKind::xgb;
-  ModelPolicyOptions model;  // xgb only; its plan_size is set to `batch`
+  ModelPolicyOptions model{};  // xgb only; its plan_size is set to `batch`
   int trials = 200;          // configurations of the task to have measured, resumed included
   int batch = 64;            // configurations per measured batch (and per model refit)
   uint64_t seed = 0;
@@ -68,9 +68,9 @@ struct LogOptions {
 // caches at `paths`, plus `records` already in memory, placed in the task's feature schema by
 // `featurize` (records it cannot place are skipped).
 struct TransferSources {
-  std::vector<std::filesystem::path> paths;
-  std::vector<Record> records;
-  RecordFeaturizer featurize;
+  std::vector<std::filesystem::path> paths{};
+  std::vector<Record> records{};
+  RecordFeaturizer featurize{};
   bool required = true;  // false: nothing usable to learn from means no transfer, not an error
 };
 
