@@ -28,7 +28,11 @@ constexpr int kExitUsage = 2;
 
 int fail(const std::string& message, int code) {
   std::cout.flush();
-  std::cerr << "cutune: " << message << std::endl;
+  // One write for the whole line: under mpirun a rank's stderr is forwarded in the pieces it
+  // was written in, and the abort notice of MPI_Abort below could land between them.
+  const std::string line = "cutune: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
 #ifdef CUTUNE_WITH_MPI
   cutune::distributed::abort_job(code);  // the other ranks would wait for this one forever
 #endif
