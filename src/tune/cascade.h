@@ -51,7 +51,7 @@ struct CascadeOptions {
   // and the tuning runs of bench/README.md section 7 ("A lighter IR model") were measured so.
   int max_depth = 4;
   // Annealing chains while the cascade is on: at most this many (0: AnnealingOptions::chains).
-  // The chains persist from round to round, so half of them still reach new ground each round;
+  // The chains persist from round to round, so each round continues where the last stopped;
   // 64 rather than 128 halves the plan's cost (the warm IR round 0.445 -> ~0.33 s) and was no
   // worse on 48 seeds of both synthetic objectives (bench/README.md section 7).
   int chains = 64;

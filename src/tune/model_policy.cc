@@ -44,12 +44,18 @@ cost_model::RankModelOptions main_model_options(const ModelPolicyOptions& o,
   return mo;
 }
 
+// Whether the annealing runs on the cascade's surrogate: survivors for these features, and an
+// acquisition other than Thompson sampling (which anneals on each member instead).
+bool cascade_on(const ModelPolicyOptions& o, std::string_view schema) {
+  return o.cascade.survivors_for(schema) > 0 && o.acquisition != Acquisition::thompson;
+}
+
 // The annealing's options: with a cascade, at most cascade.chains chains.
 AnnealingOptions resolve_annealing(const ModelPolicyOptions& o, std::string_view schema) {
   AnnealingOptions a = o.annealing;
-  const bool cascade =
-      o.cascade.survivors_for(schema) > 0 && o.acquisition != Acquisition::thompson;
-  if (cascade && o.cascade.chains > 0) a.chains = std::min(a.chains, o.cascade.chains);
+  if (cascade_on(o, schema) && o.cascade.chains > 0) {
+    a.chains = std::min(a.chains, o.cascade.chains);
+  }
   return a;
 }
 
@@ -71,7 +77,7 @@ ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtr
       model_(features.schema(), model_options_),
       budget_(options_.budget) {
   options_.cascade.survivors = options_.cascade.survivors_for(features.schema());
-  if (options_.cascade.survivors > 0 && options_.acquisition != Acquisition::thompson) {
+  if (cascade_on(options_, features.schema())) {
     cost_model::RankModelOptions mo = options_.model;
     if (options_.cascade.rounds > 0) mo.rounds = options_.cascade.rounds;
     if (options_.cascade.max_depth > 0) mo.max_depth = options_.cascade.max_depth;
