@@ -2,7 +2,13 @@
 # The device check: runs a packed build (bench/pack_device_build.sh) on a machine with one NVIDIA
 # GPU, most valuable steps first, under one overall deadline, and brings back every figure.
 #
-#   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS]      (default deadline 420 s)
+#   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth] [--only REGEX]
+#
+# --deadline: default 420 s. --plan full (default): the steps below with the trials the bars need;
+# --plan breadth: every kind of step once with few trials and short caps, so that a first run on
+# a new machine reaches every part (GEMM fp32/fp16 mma.sync/wgmma, export, spec kernels, both
+# convolution suites, every gpu test) before the deadline. --only REGEX: only the steps whose
+# names match (extended regex), e.g. to rerun what failed.
 #
 # The pack is self-contained: this script, bin/ (programs, run bit set here) and lib/ (shared
 # libraries a plain CUDA image lacks). lib/ is put on LD_LIBRARY_PATH for the packed programs
@@ -28,14 +34,21 @@ set -uo pipefail
 pack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dry_run=0
 deadline=420
+plan=full
+only=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
     --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
-    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S)" >&2; exit 2 ;;
+    --plan) plan=${2:?--plan needs full or breadth}; shift ;;
+    --only) only=${2:?--only needs a regex}; shift ;;
+    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth, --only REGEX)" >&2; exit 2 ;;
   esac
   shift
 done
+if [[ $plan != full && $plan != breadth ]]; then
+  echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth)" >&2; exit 2
+fi
 if [[ ! -d "$pack/bin" ]]; then
   echo "device_check.sh: $pack has no bin/: run the copy inside a pack (bench/pack_device_build.sh)" >&2
   exit 2
@@ -162,8 +175,7 @@ figures_of() {  # kind file
   esac
 }
 
-device_ok=1   # cleared by preflight (no device) or --dry-run; smoke failure sets stop_reason
-stop_reason=""
+device_ok=1   # cleared by preflight (no device) or --dry-run
 
 # run_step NAME CAP KIND [FLOPS] -- COMMAND...: runs COMMAND under min(CAP, what is left).
 run_step() {
@@ -171,8 +183,8 @@ run_step() {
   shift 3
   if [[ "$1" != "--" ]]; then flops=$1; shift; fi
   shift
+  if [[ -n "$only" ]] && ! [[ $name =~ $only ]]; then return 1; fi
   if [[ $dry_run == 1 || $device_ok == 0 ]]; then record "$name" "skipped: no CUDA device" 0; return 1; fi
-  if [[ -n "$stop_reason" ]]; then record "$name" "skipped: $stop_reason" 0; return 1; fi
   if [[ ! -x "$1" ]]; then record "$name" "missing: $(basename "$1") not in the pack" 0; return 1; fi
   local left t
   left=$(( $(remaining) - 10 ))   # 10 s kept for the last summary
@@ -229,80 +241,119 @@ record preflight "$status" $(( $(date +%s) - t0 )) \
 export CUTUNE_TEST_WORKER="$bin/cutune_test_worker" CUTUNE_EXPORT_EXAMPLE="$bin/export_example"
 export CUTUNE_EXAMPLES_DIR="$pack/examples"
 
-run_step smoke_test_runtime_gpu 60 test -- "$bin/test_runtime_gpu" || { [[ -z "$stop_reason" && $device_ok == 1 && $dry_run == 0 ]] && stop_reason="smoke test failed"; }
+plan_full() {
+  # A failed smoke test does not stop the check: on a first run every step's own error is worth more
+  # than the time a broken step costs (each is capped).
+  run_step smoke_test_runtime_gpu 60 test -- "$bin/test_runtime_gpu"
 
-# TMA and mbarrier on the hardware: driver-encoded tensor maps, swizzled tiles, a TMA ring,
-# against the emulator's outputs (the wgmma templates' TMA loads rest on these).
-run_step test_tma_gpu 30 test -- "$bin/test_tma_gpu"
+  # TMA and mbarrier on the hardware: driver-encoded tensor maps, swizzled tiles, a TMA ring,
+  # against the emulator's outputs (the wgmma templates' TMA loads rest on these).
+  run_step test_tma_gpu 30 test -- "$bin/test_tma_gpu"
 
-run_step gemm_1024_tune 75 tune $((2 * 1024 * 1024 * 1024)) -- "$bin/cutune" tune gemm --shape 1024,1024,1024 \
-  --trials 200 --log "$logs/gemm_1024.log" --quiet --json
-run_step gemm_1024_bench 25 bench -- "$bin/cutune" bench gemm --shape 1024,1024,1024 --log "$logs/gemm_1024.log" --json
-run_step gemm_1024_export 20 other -- bash -c "'$bin/cutune' export '$logs/gemm_1024.log' --out '$logs/export' && '$bin/export_example' '$logs/export'"
+  run_step gemm_1024_tune 75 tune $((2 * 1024 * 1024 * 1024)) -- "$bin/cutune" tune gemm --shape 1024,1024,1024 \
+    --trials 200 --log "$logs/gemm_1024.log" --quiet --json
+  run_step gemm_1024_bench 25 bench -- "$bin/cutune" bench gemm --shape 1024,1024,1024 --log "$logs/gemm_1024.log" --json
+  run_step gemm_1024_export 20 other -- bash -c "'$bin/cutune' export '$logs/gemm_1024.log' --out '$logs/export' && '$bin/export_example' '$logs/export'"
 
-# Hopper warpgroup MMA (issue 12): fp16 GEMM 4096^3 on wgmma (B column-major, as cuBLAS's TN
-# GEMM) tuned and timed against cuBLAS with the same types.
-run_step gemm_fp16_wgmma_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 \
-  --shape 4096,4096,4096 --template gemm_fp16_wgmma_nt --trials 60 --log "$logs/gemm_fp16_wgmma_4096.log" --quiet --json
-run_step gemm_fp16_wgmma_4096_bench 25 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
-  --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --json
+  # Hopper warpgroup MMA (issue 12): fp16 GEMM 4096^3 on wgmma (B column-major, as cuBLAS's TN
+  # GEMM) tuned and timed against cuBLAS with the same types.
+  run_step gemm_fp16_wgmma_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 \
+    --shape 4096,4096,4096 --template gemm_fp16_wgmma_nt --trials 60 --log "$logs/gemm_fp16_wgmma_4096.log" --quiet --json
+  run_step gemm_fp16_wgmma_4096_bench 25 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+    --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --json
 
-# User kernels from T1 specs (examples/, packed beside bin/): the conv2d example tuned on the GPU
-# (constant memory, scalars, the reference configuration's output as the reference), then its
-# reference and best configurations timed by bench --spec, and the reduction example's reference
-# configuration (scalars, dynamic shared memory, atomics) checked and timed; then test_spec_gpu
-# (sampled configurations of both examples against their references, a planted wrong answer).
-run_step spec_conv2d_tune 60 tune $((2 * 4096 * 4096 * 49)) -- "$bin/cutune" tune \
-  --spec "$pack/examples/conv2d/conv2d.json" --trials 64 --log "$logs/spec_conv2d.log" --quiet --json
-run_step spec_conv2d_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/conv2d/conv2d.json" \
-  --log "$logs/spec_conv2d.log" --json
-run_step spec_reduce_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/reduction/reduce.json" \
-  --config 0 --json
-run_step test_spec_gpu 60 test -- "$bin/test_spec_gpu"
+  # User kernels from T1 specs (examples/, packed beside bin/): the conv2d example tuned on the GPU
+  # (constant memory, scalars, the reference configuration's output as the reference), then its
+  # reference and best configurations timed by bench --spec, and the reduction example's reference
+  # configuration (scalars, dynamic shared memory, atomics) checked and timed; then test_spec_gpu
+  # (sampled configurations of both examples against their references, a planted wrong answer).
+  run_step spec_conv2d_tune 60 tune $((2 * 4096 * 4096 * 49)) -- "$bin/cutune" tune \
+    --spec "$pack/examples/conv2d/conv2d.json" --trials 64 --log "$logs/spec_conv2d.log" --quiet --json
+  run_step spec_conv2d_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/conv2d/conv2d.json" \
+    --log "$logs/spec_conv2d.log" --json
+  run_step spec_reduce_bench 25 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/reduction/reduce.json" \
+    --config 0 --json
+  run_step test_spec_gpu 60 test -- "$bin/test_spec_gpu"
 
-run_step resnet18_suite 120 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 --trials 60 \
-  --log "$logs/resnet18.log" --quiet --json
-run_step resnet18_c2_bench 25 bench -- "$bin/cutune" bench conv2d --shape 1,64,56,56,64,3,3,1,1,1 \
-  --log "$logs/resnet18.log" --json
+  run_step resnet18_suite 120 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 --trials 60 \
+    --log "$logs/resnet18.log" --quiet --json
+  run_step resnet18_c2_bench 25 bench -- "$bin/cutune" bench conv2d --shape 1,64,56,56,64,3,3,1,1,1 \
+    --log "$logs/resnet18.log" --json
 
-# Issue 12's convolution bar: ResNet-18 layers in fp16 NHWC on the wgmma implicit GEMM against
-# cuDNN fp16 (the suite's geometric mean).
-run_step resnet18_fp16_wgmma_suite 90 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 \
-  --dtype fp16 --template conv2d_fp16_wgmma_nhwc --trials 40 --log "$logs/resnet18_fp16_wgmma.log" --quiet --json
+  # Issue 12's convolution bar: ResNet-18 layers in fp16 NHWC on the wgmma implicit GEMM against
+  # cuDNN fp16 (the suite's geometric mean).
+  run_step resnet18_fp16_wgmma_suite 90 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7,C8 \
+    --dtype fp16 --template conv2d_fp16_wgmma_nhwc --trials 40 --log "$logs/resnet18_fp16_wgmma.log" --quiet --json
 
-# The rest of issue 12's GEMM bars: bf16 at 4096^3, fp16 at 8192^3, and an odd shape.
-run_step gemm_bf16_wgmma_4096_tune 45 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_bf16 \
-  --shape 4096,4096,4096 --template gemm_bf16_wgmma_nt --trials 40 --log "$logs/gemm_bf16_wgmma_4096.log" --quiet --json
-run_step gemm_bf16_wgmma_4096_bench 25 bench -- "$bin/cutune" bench gemm_bf16 --shape 4096,4096,4096 \
-  --template gemm_bf16_wgmma_nt --log "$logs/gemm_bf16_wgmma_4096.log" --json
-run_step gemm_fp16_wgmma_8192_tune 45 tune $((2 * 8192 * 8192 * 8192)) -- "$bin/cutune" tune gemm_fp16 \
-  --shape 8192,8192,8192 --template gemm_fp16_wgmma_nt --trials 30 --log "$logs/gemm_fp16_wgmma_8192.log" --quiet --json
-run_step gemm_fp16_wgmma_8192_bench 30 bench -- "$bin/cutune" bench gemm_fp16 --shape 8192,8192,8192 \
-  --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_8192.log" --json
-run_step gemm_fp16_wgmma_127x4096x255_tune 30 tune $((2 * 127 * 4096 * 255)) -- "$bin/cutune" tune gemm_fp16 \
-  --shape 127,4096,255 --template gemm_fp16_wgmma_nt --trials 60 --log "$logs/gemm_fp16_wgmma_odd.log" --quiet --json
-run_step gemm_fp16_wgmma_127x4096x255_bench 20 bench -- "$bin/cutune" bench gemm_fp16 --shape 127,4096,255 \
-  --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_odd.log" --json
+  # The rest of issue 12's GEMM bars: bf16 at 4096^3, fp16 at 8192^3, and an odd shape.
+  run_step gemm_bf16_wgmma_4096_tune 45 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_bf16 \
+    --shape 4096,4096,4096 --template gemm_bf16_wgmma_nt --trials 40 --log "$logs/gemm_bf16_wgmma_4096.log" --quiet --json
+  run_step gemm_bf16_wgmma_4096_bench 25 bench -- "$bin/cutune" bench gemm_bf16 --shape 4096,4096,4096 \
+    --template gemm_bf16_wgmma_nt --log "$logs/gemm_bf16_wgmma_4096.log" --json
+  run_step gemm_fp16_wgmma_8192_tune 45 tune $((2 * 8192 * 8192 * 8192)) -- "$bin/cutune" tune gemm_fp16 \
+    --shape 8192,8192,8192 --template gemm_fp16_wgmma_nt --trials 30 --log "$logs/gemm_fp16_wgmma_8192.log" --quiet --json
+  run_step gemm_fp16_wgmma_8192_bench 30 bench -- "$bin/cutune" bench gemm_fp16 --shape 8192,8192,8192 \
+    --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_8192.log" --json
+  run_step gemm_fp16_wgmma_127x4096x255_tune 30 tune $((2 * 127 * 4096 * 255)) -- "$bin/cutune" tune gemm_fp16 \
+    --shape 127,4096,255 --template gemm_fp16_wgmma_nt --trials 60 --log "$logs/gemm_fp16_wgmma_odd.log" --quiet --json
+  run_step gemm_fp16_wgmma_127x4096x255_bench 20 bench -- "$bin/cutune" bench gemm_fp16 --shape 127,4096,255 \
+    --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_odd.log" --json
 
-run_step gemm_fp16_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
-  --trials 100 --log "$logs/gemm_fp16_4096.log" --quiet --json
-run_step gemm_fp16_4096_bench 25 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
-  --log "$logs/gemm_fp16_4096.log" --json
+  run_step gemm_fp16_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
+    --trials 100 --log "$logs/gemm_fp16_4096.log" --quiet --json
+  run_step gemm_fp16_4096_bench 25 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+    --log "$logs/gemm_fp16_4096.log" --json
 
-run_step gemm_4096_tune 90 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm --shape 4096,4096,4096 \
-  --trials 150 --log "$logs/gemm_4096.log" --quiet --json
-run_step gemm_4096_bench 25 bench -- "$bin/cutune" bench gemm --shape 4096,4096,4096 --log "$logs/gemm_4096.log" --json
-for shape in 2048,2048,64 127,4096,255; do
-  IFS=, read -r m n k <<<"$shape"
-  name=gemm_${m}x${n}x${k}
-  run_step "${name}_tune" 45 tune $((2 * m * n * k)) -- "$bin/cutune" tune gemm --shape "$shape" --trials 100 \
-    --log "$logs/$name.log" --quiet --json
-  run_step "${name}_bench" 20 bench -- "$bin/cutune" bench gemm --shape "$shape" --log "$logs/$name.log" --json
-done
+  run_step gemm_4096_tune 90 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm --shape 4096,4096,4096 \
+    --trials 150 --log "$logs/gemm_4096.log" --quiet --json
+  run_step gemm_4096_bench 25 bench -- "$bin/cutune" bench gemm --shape 4096,4096,4096 --log "$logs/gemm_4096.log" --json
+  for shape in 2048,2048,64 127,4096,255; do
+    IFS=, read -r m n k <<<"$shape"
+    name=gemm_${m}x${n}x${k}
+    run_step "${name}_tune" 45 tune $((2 * m * n * k)) -- "$bin/cutune" tune gemm --shape "$shape" --trials 100 \
+      --log "$logs/$name.log" --quiet --json
+    run_step "${name}_bench" 20 bench -- "$bin/cutune" bench gemm --shape "$shape" --log "$logs/$name.log" --json
+  done
 
-run_step test_gpu_measure 90 test -- "$bin/test_gpu_measure"
-run_step test_worker_protocol 30 test -- "$bin/test_worker_protocol"
-run_step test_gpu_conv 90 test -- "$bin/test_gpu_conv"
+  run_step test_gpu_measure 90 test -- "$bin/test_gpu_measure"
+  run_step test_worker_protocol 30 test -- "$bin/test_worker_protocol"
+  run_step test_gpu_conv 90 test -- "$bin/test_gpu_conv"
+}
+
+# Every kind of step once, few trials, short caps (about 6 minutes when everything works).
+plan_breadth() {
+  run_step smoke_test_runtime_gpu 45 test -- "$bin/test_runtime_gpu"
+  run_step gemm_1024_tune 40 tune $((2 * 1024 * 1024 * 1024)) -- "$bin/cutune" tune gemm --shape 1024,1024,1024 \
+    --trials 64 --log "$logs/gemm_1024.log" --quiet --json
+  run_step gemm_1024_bench 15 bench -- "$bin/cutune" bench gemm --shape 1024,1024,1024 --log "$logs/gemm_1024.log" \
+    --seconds 1 --json
+  run_step gemm_1024_export 15 other -- bash -c "'$bin/cutune' export '$logs/gemm_1024.log' --out '$logs/export' && '$bin/export_example' '$logs/export'"
+  run_step test_tma_gpu 20 test -- "$bin/test_tma_gpu"
+  run_step gemm_fp16_wgmma_4096_tune 40 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 \
+    --shape 4096,4096,4096 --template gemm_fp16_wgmma_nt --trials 24 --log "$logs/gemm_fp16_wgmma_4096.log" --quiet --json
+  run_step gemm_fp16_wgmma_4096_bench 15 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+    --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --seconds 1 --json
+  run_step gemm_fp16_4096_tune 30 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
+    --trials 24 --log "$logs/gemm_fp16_4096.log" --quiet --json
+  run_step gemm_fp16_4096_bench 15 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+    --log "$logs/gemm_fp16_4096.log" --seconds 1 --json
+  run_step test_gpu_measure 60 test -- "$bin/test_gpu_measure"
+  run_step spec_conv2d_tune 30 tune $((2 * 4096 * 4096 * 49)) -- "$bin/cutune" tune \
+    --spec "$pack/examples/conv2d/conv2d.json" --trials 24 --log "$logs/spec_conv2d.log" --quiet --json
+  run_step spec_conv2d_bench 15 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/conv2d/conv2d.json" \
+    --log "$logs/spec_conv2d.log" --seconds 1 --json
+  run_step spec_reduce_bench 15 spec_bench -- "$bin/cutune" bench --spec "$pack/examples/reduction/reduce.json" \
+    --config 0 --seconds 1 --json
+  run_step resnet18_suite 40 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7 --trials 24 \
+    --log "$logs/resnet18.log" --quiet --json
+  run_step resnet18_fp16_wgmma_suite 40 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7 \
+    --dtype fp16 --template conv2d_fp16_wgmma_nhwc --trials 24 --log "$logs/resnet18_fp16_wgmma.log" --quiet --json
+  run_step test_worker_protocol 25 test -- "$bin/test_worker_protocol"
+  run_step test_gpu_conv 50 test -- "$bin/test_gpu_conv"
+  run_step test_spec_gpu 40 test -- "$bin/test_spec_gpu"
+}
+
+if [[ $plan == breadth ]]; then plan_breadth; else plan_full; fi
 
 log "done in $(( $(date +%s) - start )) s"
 write_summary
