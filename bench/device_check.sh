@@ -185,7 +185,10 @@ run_step() {
   shift
   if [[ -n "$only" ]] && ! [[ $name =~ $only ]]; then return 1; fi
   if [[ $dry_run == 1 || $device_ok == 0 ]]; then record "$name" "skipped: no CUDA device" 0; return 1; fi
-  if [[ ! -x "$1" ]]; then record "$name" "missing: $(basename "$1") not in the pack" 0; return 1; fi
+  # A packed program by path; a system tool (bash) from the PATH.
+  if [[ "$1" == */* && ! -x "$1" ]] || [[ "$1" != */* ]] && ! command -v "$1" > /dev/null; then
+    record "$name" "missing: $(basename "$1") not in the pack" 0; return 1
+  fi
   local left t
   left=$(( $(remaining) - 10 ))   # 10 s kept for the last summary
   t=$(( cap < left ? cap : left ))

@@ -75,7 +75,7 @@ std::vector<float> rsck_to_krsc(const std::vector<float>& rsck, int64_t r, int64
 struct CudnnAlgoPerf {
   int algo = -1;
   std::string name;   // "IMPLICIT_PRECOMP_GEMM"
-  double time_s = 0;  // cuDNN's own timing (not ours: the worker times it again)
+  double time_s = 0;  // find(): mean of 10 warm runs, timed with CUDA events
   size_t workspace_bytes = 0;
   bool ok = false;  // status success with CUDNN_FMA_MATH
 };
@@ -98,8 +98,9 @@ class CudnnConv {
 
   // Runs cudnnFindConvolutionForwardAlgorithmEx on the given device buffers (it overwrites
   // y) with a workspace of up to `max_workspace_bytes` (halved while it cannot be allocated),
-  // fastest first. Chooses the fastest ok algorithm and keeps a workspace for it; throws
-  // CudaError when no algorithm works.
+  // then times every algorithm that ran again, warm (10 runs after 3, CUDA events), and returns
+  // them fastest first on those times. Chooses the fastest ok algorithm and keeps a workspace
+  // for it; throws CudaError when no algorithm works.
   std::vector<CudnnAlgoPerf> find(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
                                   size_t max_workspace_bytes = size_t(1) << 30);
   // Makes `algo` (one that find() reported ok) the one forward() runs.
@@ -111,6 +112,8 @@ class CudnnConv {
 
  private:
   void release() noexcept;
+  // Chooses `algo` and returns its mean time over 10 warm runs (seconds).
+  double time_warm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, const CudnnAlgoPerf& algo);
 
   CudnnConvDescriptors d_;
   bool fp32_ = true;  // fp32 tensors: FMA math only

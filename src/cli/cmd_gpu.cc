@@ -142,11 +142,10 @@ void run_bench(const BenchArgs& args) {
     request.kernel_name = lowered.source->kernel_name;
     request.launch = lowered.source->launch;
     request.cubin = compiled.cubin;
-    for (const KernelParam& p : lowered.source->params) {
-      const auto tensors = tmpl->tensors();
-      for (size_t i = 0; i < tensors.size(); ++i)
-        if (tensors[i].name == p.name) request.args.push_back(int(i));
-    }
+    // The measurer's own binding: tensor maps (TMA) are parameters too, encoded by the worker.
+    if (std::string error = bind_kernel_arguments(*lowered.source, tmpl->tensors(), request);
+        !error.empty())
+      throw UsageError(fmt::format("config {} of the log: {}", record->config_index, error));
     requests.push_back(std::move(request));
   }
   const std::vector<MeasureResult> timed = measure_interleaved(

@@ -1,6 +1,7 @@
 #include "src/measure/worker_gpu.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -174,7 +175,11 @@ class GpuBackend final : public WorkerBackend {
     MeasureResult& result = reply.result;
     if (!context_) throw std::runtime_error("measure before setup");
     context_->make_current();
+    const auto t0 = std::chrono::steady_clock::now();
     const GpuSample before = sample_cuda_device(task_.device);
+    phases_ = nlohmann::json::object();
+    phases_["sample_before"] = seconds_since(t0);
+    const auto t1 = std::chrono::steady_clock::now();
     try {
       run(request, result);
     } catch (const CandidateFailure& f) {
@@ -182,7 +187,13 @@ class GpuBackend final : public WorkerBackend {
       result.error = f.error;
       reply.context_poisoned = f.poisoned;
     }
+    phases_["run"] = seconds_since(t1);
+    const auto t2 = std::chrono::steady_clock::now();
     const GpuSample after = sample_cuda_device(task_.device);
+    phases_["sample_after"] = seconds_since(t2);
+    // Where the worker's time for this request went (seconds): the GPU samples, and inside
+    // "run", loading the module, the checked launch with its comparison, the timed runs.
+    result.extra["phase_s"] = phases_;
     result.extra["gpu_before"] = before.to_json();
     result.extra["gpu_after"] = after.to_json();
     result.extra["throttled"] = before.throttled || after.throttled;
@@ -287,6 +298,7 @@ class GpuBackend final : public WorkerBackend {
       // The baseline is timed like a candidate, after the clocks have come up.
       guarded([&] { keep_busy(launch, 0.3); }, true, "baseline warm-up");
     } else {
+      const auto load_start = std::chrono::steady_clock::now();
       guarded(
           [&] {
             Cubin cubin{request.cubin, request.kernel_name, device_.arch()};
@@ -294,6 +306,7 @@ class GpuBackend final : public WorkerBackend {
             function = module->function(request.kernel_name, request.launch.dynamic_smem_bytes);
           },
           true, "loading the kernel");
+      phases_["load"] = seconds_since(load_start);
       for (int index : request.args) {
         if (index < 0 || size_t(index) >= buffers_.size())
           throw CandidateFailure{
@@ -320,6 +333,7 @@ class GpuBackend final : public WorkerBackend {
       launch = [&] { launch_kernel(function, request.launch, args.data()); };
     }
 
+    const auto check_start = std::chrono::steady_clock::now();
     if (request.check && task_.reference != ReferenceKind::none) {
       // Outputs start as NaN bytes, so an element the kernel never writes fails; zero_init
       // outputs start at zero as the kernel expects.
@@ -342,12 +356,19 @@ class GpuBackend final : public WorkerBackend {
           failure = fmt::format("{}: {}", task_.tensors[i].name, c.describe(tolerances_[i]));
       }
       result.max_rel_error = std::isfinite(worst) ? worst : 1e300;
+      phases_["check"] = seconds_since(check_start);
       if (!failure.empty()) throw CandidateFailure{MeasureStatus::wrong_answer, false, failure};
     }
 
     // A candidate is one kernel a run: CUPTI must return exactly one record per run.
+    const auto timing_start = std::chrono::steady_clock::now();
     time_runs(launch, request.best_so_far_s, result,
               request.what == MeasureWhat::kernel ? 1 : 0);
+    phases_["timing"] = seconds_since(timing_start);
+  }
+
+  static double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   }
 
   // Warm-up, then timed rounds (each run after an L2 flush) until should_stop; fills
@@ -503,6 +524,7 @@ class GpuBackend final : public WorkerBackend {
   std::optional<DeviceBuffer> cudnn_filter_;  // the filter in KRSC for an RSCK task
   std::optional<DeviceBuffer> cudnn_output_;  // cuDNN's output when its type is not the task's
   std::optional<nlohmann::json> baseline_;
+  nlohmann::json phases_ = nlohmann::json::object();  // the current request's phase_s
   std::string cudnn_note_;
   std::string reference_name_ = "none";
 

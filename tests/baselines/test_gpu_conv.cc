@@ -134,13 +134,16 @@ TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][con
   CHECK(tmpl->flops() / t < 1.05 * peak);
   CHECK(r.extra["baseline_max_rel_error"].get<double>() < 1e-3);
 
-  // A task that is not a convolution has no cuDNN: the request fails as data, not a crash.
+  // A task without a baseline (a GEMM task whose reference is the host's: no cuBLAS, and not
+  // a convolution, so no cuDNN): the request fails as data, not a crash. (A GEMM task with its
+  // baseline would be served by cuBLAS.)
   WorkerOptions plain;
   plain.command = {test_worker()};
   WorkerSupervisor gemm_worker(plain);
   auto gemm = make_template("gemm", {64, 64, 64});
   std::vector<char> gemm_expected;
-  gemm_worker.set_task(worker_task(*gemm, {}, &gemm_expected), std::move(gemm_expected));
+  gemm_worker.set_task(worker_task(*gemm, {}, &gemm_expected, /*allow_baseline=*/false),
+                       std::move(gemm_expected));
   const MeasureReply none = gemm_worker.measure(request);
   CHECK(none.result.status == MeasureStatus::launch_error);
 }

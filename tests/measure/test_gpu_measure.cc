@@ -155,8 +155,16 @@ TEST_CASE("trap and out-of-bounds write and hang are each recorded while the run
       3, "oob", "  reinterpret_cast<float*>(0x100)[threadIdx.x] = 1.f; C[threadIdx.x] = 0.f;",
       {1, 1, 1}, {32, 1, 1})));
   replies.push_back(s.measure(good(4)));
+  // Spins on the global timer for 10 minutes (the worker's timeout is 5 s). A loop on a
+  // volatile local does not hang on the H200: the compiler may drop a loop without side effects.
   replies.push_back(s.measure(handwritten(
-      5, "hangs", "  volatile int x = 1; while (x) { } C[0] = 0.f;", {1, 1, 1}, {32, 1, 1})));
+      5, "hangs",
+      "  unsigned long long t0, t;\n"
+      "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+      "  do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < "
+      "600000000000ull);\n"
+      "  C[0] = float(t - t0);",
+      {1, 1, 1}, {32, 1, 1})));
   replies.push_back(s.measure(good(6)));
   REQUIRE(replies.size() == 7);
   for (size_t i = 0; i < replies.size(); ++i) CHECK(replies[i].id == i);
