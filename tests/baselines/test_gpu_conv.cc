@@ -142,8 +142,9 @@ TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][con
   WorkerSupervisor gemm_worker(plain);
   auto gemm = make_template("gemm", {64, 64, 64});
   std::vector<char> gemm_expected;
-  gemm_worker.set_task(worker_task(*gemm, {}, &gemm_expected, /*allow_baseline=*/false),
-                       std::move(gemm_expected));
+  // The task first: set_task's by-value vector may be moved from before worker_task fills it.
+  const WorkerTask gemm_task = worker_task(*gemm, {}, &gemm_expected, /*allow_baseline=*/false);
+  gemm_worker.set_task(gemm_task, std::move(gemm_expected));
   const MeasureReply none = gemm_worker.measure(request);
   CHECK(none.result.status == MeasureStatus::launch_error);
 }
