@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -148,14 +149,15 @@ std::vector<char> encode_values(const std::vector<float>& values, const std::str
 std::vector<float> decode_values(const char* bytes, int64_t elements, const std::string& dtype) {
   const int64_t width = dtype_bytes(dtype);
   std::vector<float> values(size_t(std::max<int64_t>(elements, 0)));
+  if (width == 4) {
+    if (!values.empty()) std::memcpy(values.data(), bytes, values.size() * 4);
+    return values;
+  }
+  const bool half = dtype == "float16";
   for (size_t i = 0; i < values.size(); ++i) {
-    if (width == 4) {
-      std::memcpy(&values[i], bytes + i * 4, 4);
-      continue;
-    }
     uint16_t b;
     std::memcpy(&b, bytes + i * 2, 2);
-    values[i] = dtype == "float16" ? from_f16(b) : bits_float(uint32_t(b) << 16);
+    values[i] = half ? from_f16(b) : bits_float(uint32_t(b) << 16);
   }
   return values;
 }
@@ -167,18 +169,22 @@ std::string CompareResult::describe(double tolerance) const {
                      max_rel_error, tolerance, worst_index, worst_actual, worst_expected);
 }
 
-CompareResult compare_outputs(const float* actual, const float* expected, int64_t elements) {
-  CompareResult r;
+double compare_scale(const float* expected, int64_t elements) {
   double sum_sq = 0;
   for (int64_t i = 0; i < elements; ++i)
     if (std::isfinite(expected[i])) sum_sq += double(expected[i]) * expected[i];
   const double rms = elements > 0 ? std::sqrt(sum_sq / double(elements)) : 0.0;
-  const double floor = rms > 0 ? rms : 1.0;
+  return rms > 0 ? rms : 1.0;
+}
+
+CompareResult compare_outputs(const float* actual, const float* expected, int64_t elements,
+                              double scale, int64_t first_index) {
+  CompareResult r;
   for (int64_t i = 0; i < elements; ++i) {
     const double a = actual[i], e = expected[i];
     if (!std::isfinite(a) && std::isfinite(e)) {
       if (r.nonfinite++ == 0) {
-        r.worst_index = i;
+        r.worst_index = first_index + i;
         r.worst_actual = actual[i];
         r.worst_expected = expected[i];
       }
@@ -186,12 +192,62 @@ CompareResult compare_outputs(const float* actual, const float* expected, int64_
       continue;
     }
     if (!std::isfinite(e)) continue;  // a reference that overflowed checks nothing here
-    const double err = std::abs(a - e) / std::max(std::abs(e), floor);
+    const double err = std::abs(a - e) / std::max(std::abs(e), scale);
     if (err > r.max_rel_error) {
       r.max_rel_error = err;
-      r.worst_index = i;
+      r.worst_index = first_index + i;
       r.worst_actual = actual[i];
       r.worst_expected = expected[i];
+    }
+  }
+  return r;
+}
+
+CompareResult compare_outputs(const float* actual, const float* expected, int64_t elements) {
+  return compare_outputs(actual, expected, elements, compare_scale(expected, elements));
+}
+
+CompareResult compare_stored(const char* actual_bytes, const std::string& dtype,
+                             const float* expected, int64_t elements, double scale, int threads) {
+  const int64_t width = dtype_bytes(dtype);
+  constexpr int64_t kMinChunk = int64_t(1) << 18;
+  const int64_t chunks =
+      std::clamp<int64_t>(std::min<int64_t>(threads, elements / kMinChunk), 1, 64);
+  const int64_t per = (elements + chunks - 1) / std::max<int64_t>(chunks, 1);
+  std::vector<CompareResult> parts(static_cast<size_t>(chunks));
+  auto part = [&](int64_t c) {
+    const int64_t begin = std::min(elements, c * per), count = std::min(elements, begin + per) - begin;
+    if (count <= 0) return;
+    const std::vector<float> actual = decode_values(actual_bytes + begin * width, count, dtype);
+    parts[size_t(c)] = compare_outputs(actual.data(), expected + begin, count, scale, begin);
+  };
+  if (chunks == 1) {
+    part(0);
+  } else {
+    std::vector<std::thread> pool;
+    pool.reserve(size_t(chunks - 1));
+    for (int64_t c = 1; c < chunks; ++c) pool.emplace_back(part, c);
+    part(0);
+    for (std::thread& t : pool) t.join();
+  }
+  // The serial loop's answer: the first non-finite element if there is one, else the first
+  // element of the largest error (chunks are in index order, so a later chunk wins only when
+  // strictly larger).
+  CompareResult r;
+  for (const CompareResult& p : parts) {
+    if (p.nonfinite > 0) {
+      if (r.nonfinite == 0) {
+        r.worst_index = p.worst_index;
+        r.worst_actual = p.worst_actual;
+        r.worst_expected = p.worst_expected;
+      }
+      r.nonfinite += p.nonfinite;
+      r.max_rel_error = std::numeric_limits<double>::infinity();
+    } else if (r.nonfinite == 0 && p.max_rel_error > r.max_rel_error) {
+      r.max_rel_error = p.max_rel_error;
+      r.worst_index = p.worst_index;
+      r.worst_actual = p.worst_actual;
+      r.worst_expected = p.worst_expected;
     }
   }
   return r;

@@ -71,4 +71,17 @@ struct CompareResult {
 // huge relative errors from ordinary rounding.
 CompareResult compare_outputs(const float* actual, const float* expected, int64_t elements);
 
+// The same rule in pieces, for a worker that checks many candidates against one reference:
+// compare_scale is the error's floor (the expected output's root mean square over its finite
+// elements, 1 when that is 0), computed once per reference; compare_outputs with a scale
+// compares elements [first_index, first_index + elements) of a larger output (the indices in
+// the result count from 0 of the whole output); compare_stored widens `actual_bytes` (stored as
+// `dtype`) and compares on up to `threads` threads, chunks of at least 256Ki elements. Each
+// returns exactly what compare_outputs(actual, expected, elements) returns on the whole output.
+double compare_scale(const float* expected, int64_t elements);
+CompareResult compare_outputs(const float* actual, const float* expected, int64_t elements,
+                              double scale, int64_t first_index = 0);
+CompareResult compare_stored(const char* actual_bytes, const std::string& dtype,
+                             const float* expected, int64_t elements, double scale, int threads);
+
 }  // namespace cutune

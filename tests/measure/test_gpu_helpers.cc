@@ -103,6 +103,52 @@ TEST_CASE("comparison catches wrong values and NaN or Inf but tolerates rounding
   CHECK_THAT(n.describe(tol), Catch::Contains("NaN/Inf"));
 }
 
+TEST_CASE("the threaded comparison of stored outputs gives exactly the serial answer", "[check]") {
+  // 1.5M elements: six chunks of 256Ki and a short one; errors planted across chunk borders.
+  const int64_t n = 1536 * 1024 + 77;
+  const std::vector<float> expected = fill_input(9, 0, n);
+  const double scale = compare_scale(expected.data(), n);
+  for (const std::string dtype : {"float32", "float16", "bfloat16"}) {
+    const std::vector<float> stored = input_values(9, 0, n, dtype);  // rounding errors only
+    auto check_all = [&](std::vector<float> actual, const char* what) {
+      const std::vector<char> bytes = encode_values(actual, dtype);
+      const std::vector<float> seen = decode_values(bytes.data(), n, dtype);
+      const CompareResult serial = compare_outputs(seen.data(), expected.data(), n);
+      for (int threads : {1, 2, 7, 16}) {
+        INFO(dtype << " " << what << " threads " << threads);
+        const CompareResult c =
+            compare_stored(bytes.data(), dtype, expected.data(), n, scale, threads);
+        CHECK(c.max_rel_error == serial.max_rel_error);
+        CHECK(c.nonfinite == serial.nonfinite);
+        CHECK(c.worst_index == serial.worst_index);
+        CHECK(c.worst_actual == serial.worst_actual);
+        CHECK(c.worst_expected == serial.worst_expected);
+      }
+      return serial;
+    };
+    check_all(stored, "rounding only");
+    // The same largest error at two places in different chunks: the first one is reported.
+    std::vector<float> tie = stored;
+    for (int64_t at : {int64_t(300000), int64_t(1200000)}) tie[size_t(at)] = expected[size_t(at)] + 0.5f;
+    const CompareResult t = check_all(tie, "tie");
+    if (dtype == "float32") CHECK(t.worst_index == 300000);
+    // A larger error later wins; a non-finite value anywhere wins over both, the first one.
+    std::vector<float> bad = tie;
+    bad[size_t(n - 5)] = expected[size_t(n - 5)] + 4.0f;
+    CHECK(check_all(bad, "larger later").worst_index == n - 5);
+    bad[size_t(1000000)] = std::nanf("");
+    bad[size_t(700000)] = INFINITY;
+    const CompareResult nf = check_all(bad, "non-finite");
+    CHECK(nf.nonfinite == 2);
+    CHECK(nf.worst_index == 700000);
+  }
+  // Small outputs take the serial path and agree too.
+  const std::vector<float> e = {1.0f, -2.0f, 3.0f, 0.0f}, a = {1.0f, -2.0f, 3.5f, 0.0f};
+  const std::vector<char> b = encode_values(a, "float32");
+  CHECK(compare_stored(b.data(), "float32", e.data(), 4, compare_scale(e.data(), 4), 16)
+            .worst_index == 2);
+}
+
 TEST_CASE("row-major GEMM maps onto column-major cublasSgemm", "[cublas]") {
   const SgemmCall nn = sgemm_call({127, 4096, 255, false});
   CHECK_FALSE(nn.trans_a);
