@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -43,21 +44,22 @@ int main(int argc, char** argv) {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> uni(-1.f, 1.f);
     std::vector<CUdeviceptr> buffers;
-    std::vector<void*> args;
+    std::map<std::string, CUdeviceptr> by_name;
     CUdeviceptr a = 0, b = 0, c = 0;
     for (const cutune_loader::Param& p : m.params) {
+      if (p.is_tensor_map) continue;  // encoded by launch_buffers over its buffer
       CUdeviceptr d;
       cutune_loader::check(cuMemAlloc(&d, size_t(p.bytes)), "cuMemAlloc");
       std::vector<float> host(size_t(p.elements));
       for (float& x : host) x = uni(rng);
       cutune_loader::check(cuMemcpyHtoD(d, host.data(), size_t(p.bytes)), "cuMemcpyHtoD");
       buffers.push_back(d);
+      by_name[p.name] = d;
       if (p.name == "A") a = d;
       if (p.name == "B") b = d;
       if (p.name == "C") c = d;
     }
-    for (CUdeviceptr& d : buffers) args.push_back(&d);
-    kernel.launch(args.data());
+    kernel.launch_buffers(by_name);
     cutune_loader::check(cuCtxSynchronize(), "the exported kernel");
     std::vector<float> got(size_t(M) * N), want(size_t(M) * N);
     cutune_loader::check(cuMemcpyDtoH(got.data(), c, got.size() * 4), "cuMemcpyDtoH");

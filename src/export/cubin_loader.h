@@ -10,7 +10,14 @@
 //   void* args[] = {&c, &a, &b};        // device pointers, in manifest "params" order
 //   gemm.launch(args);                  // on the default stream
 //
-// Errors throw std::runtime_error with the driver's error name.
+// Kernels that load through TMA (the wgmma templates) take tensor maps as well as pointers:
+// such a parameter has type "tensor_map" and a "tensor_map" description of the buffer it
+// addresses. launch_buffers encodes them itself from the buffers by name:
+//
+//   gemm.launch_buffers({{"C", c}, {"A", a}, {"B", b}});
+//
+// (encode_tensor_map does one by hand, for launch(args).) Errors throw std::runtime_error with
+// the driver's error name, or a line saying what is missing.
 
 #include <cuda.h>
 
@@ -18,6 +25,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,13 +35,27 @@
 
 namespace cutune_loader {
 
+// How to encode a tensor-map parameter (cuTensorMapEncodeTiled, rank 2, no interleave,
+// out-of-bounds elements read as zero).
+struct TensorMapParam {
+  std::string buffer;  // the parameter name of the buffer it addresses, e.g. "A"
+  std::string dtype;   // "float16", "bfloat16", "float32"
+  std::array<uint64_t, 2> dims{1, 1};  // elements, innermost first
+  uint64_t row_stride_bytes = 0;       // bytes from one dims[1] index to the next
+  std::array<uint32_t, 2> box{1, 1}, element_strides{1, 1};
+  int swizzle_bytes = 0;       // 0, 32, 64, 128
+  int l2_promotion_bytes = 0;  // 0, 64, 128, 256
+};
+
 struct Param {
   std::string name;
-  std::string type;  // "float32", ...
+  std::string type;  // "float32", ..., or "tensor_map"
   bool pointer = true;
   bool is_const = false;
   int64_t elements = 0;  // pointers: elements of the buffer
-  int64_t bytes = 0;     // pointers: bytes of the buffer; scalars: of the value
+  int64_t bytes = 0;     // pointers: bytes of the buffer; scalars: of the value; maps: 128
+  bool is_tensor_map = false;
+  TensorMapParam tensor_map;  // when is_tensor_map
 };
 
 struct KernelManifest {
@@ -63,10 +85,31 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
     }
     k.static_smem_bytes = e.at("shared_bytes").at("static").get<unsigned>();
     k.dynamic_smem_bytes = e.at("shared_bytes").at("dynamic").get<unsigned>();
-    for (const nlohmann::json& p : e.at("params"))
-      k.params.push_back({p.at("name").get<std::string>(), p.at("type").get<std::string>(),
-                          p.at("pointer").get<bool>(), p.at("const").get<bool>(),
-                          p.at("elements").get<int64_t>(), p.at("bytes").get<int64_t>()});
+    for (const nlohmann::json& p : e.at("params")) {
+      Param param;
+      param.name = p.at("name").get<std::string>();
+      param.type = p.at("type").get<std::string>();
+      param.pointer = p.at("pointer").get<bool>();
+      param.is_const = p.at("const").get<bool>();
+      param.elements = p.at("elements").get<int64_t>();
+      param.bytes = p.at("bytes").get<int64_t>();
+      if (p.contains("tensor_map")) {
+        const nlohmann::json& m = p.at("tensor_map");
+        TensorMapParam& t = param.tensor_map;
+        param.is_tensor_map = true;
+        t.buffer = m.at("buffer").get<std::string>();
+        t.dtype = m.at("dtype").get<std::string>();
+        for (int i = 0; i < 2; ++i) {
+          t.dims[i] = m.at("dims").at(i).get<uint64_t>();
+          t.box[i] = m.at("box").at(i).get<uint32_t>();
+          t.element_strides[i] = m.at("element_strides").at(i).get<uint32_t>();
+        }
+        t.row_stride_bytes = m.at("row_stride_bytes").get<uint64_t>();
+        t.swizzle_bytes = m.at("swizzle_bytes").get<int>();
+        t.l2_promotion_bytes = m.at("l2_promotion_bytes").get<int>();
+      }
+      k.params.push_back(std::move(param));
+    }
     k.flops = e.value("flops", 0.0);
     k.time_s = e.value("time_s", 0.0);
     k.raw = e;
@@ -80,6 +123,34 @@ inline void check(CUresult r, const char* what) {
   const char* name = nullptr;
   cuGetErrorName(r, &name);
   throw std::runtime_error(std::string(what) + " failed: " + (name ? name : "unknown CUDA error"));
+}
+
+// The tensor map `t` describes, over the buffer at `base` (cuTensorMapEncodeTiled).
+inline CUtensorMap encode_tensor_map(const TensorMapParam& t, CUdeviceptr base) {
+  const CUtensorMapDataType type = t.dtype == "float16"    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                   : t.dtype == "bfloat16" ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                   : t.dtype == "float32"  ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                           : throw std::runtime_error(
+                                                                 "tensor map of " + t.buffer +
+                                                                 ": unknown dtype " + t.dtype);
+  const CUtensorMapSwizzle swizzle = t.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                     : t.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                     : t.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                             : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUtensorMapL2promotion l2 = t.l2_promotion_bytes == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                                    : t.l2_promotion_bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                    : t.l2_promotion_bytes == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                                                 : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  cuuint64_t dims[2] = {t.dims[0], t.dims[1]};
+  cuuint64_t strides[1] = {t.row_stride_bytes};
+  cuuint32_t box[2] = {t.box[0], t.box[1]};
+  cuuint32_t element_strides[2] = {t.element_strides[0], t.element_strides[1]};
+  CUtensorMap map{};
+  check(cuTensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(base), dims, strides, box,
+                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled");
+  return map;
 }
 
 // A loaded kernel in the context current at construction. Move-only; unloads on destruction.
@@ -115,6 +186,36 @@ class LoadedKernel {
     check(cuLaunchKernel(function_, m.grid[0], m.grid[1], m.grid[2], m.block[0], m.block[1],
                          m.block[2], m.dynamic_smem_bytes, stream, args, nullptr),
           "cuLaunchKernel");
+  }
+
+  // Launches with the buffers named by parameter (a tensor map is encoded over the buffer its
+  // description names). Throws for a missing buffer or a scalar parameter (use launch(args)).
+  void launch_buffers(const std::map<std::string, CUdeviceptr>& buffers,
+                      CUstream stream = nullptr) const {
+    std::vector<CUdeviceptr> pointers(manifest_.params.size());
+    std::vector<CUtensorMap> maps(manifest_.params.size());
+    std::vector<void*> args;
+    auto buffer = [&](const std::string& name, const std::string& param) {
+      auto it = buffers.find(name);
+      if (it == buffers.end())
+        throw std::runtime_error(manifest_.name + ": no buffer named " + name + " for parameter " +
+                                 param);
+      return it->second;
+    };
+    for (size_t i = 0; i < manifest_.params.size(); ++i) {
+      const Param& p = manifest_.params[i];
+      if (p.is_tensor_map) {
+        maps[i] = encode_tensor_map(p.tensor_map, buffer(p.tensor_map.buffer, p.name));
+        args.push_back(&maps[i]);
+      } else if (p.pointer) {
+        pointers[i] = buffer(p.name, p.name);
+        args.push_back(&pointers[i]);
+      } else {
+        throw std::runtime_error(manifest_.name + ": parameter " + p.name +
+                                 " is a scalar: launch it with launch(args)");
+      }
+    }
+    launch(args.data(), stream);
   }
 
   const KernelManifest& manifest() const { return manifest_; }

@@ -39,6 +39,30 @@ std::string export_name(const std::string& template_name, const std::vector<int6
 nlohmann::json manifest_entry(const ExportedKernel& k) {
   nlohmann::json params = nlohmann::json::array();
   for (const KernelParam& p : k.source.params) {
+    if (p.tensor_map) {
+      // A TMA tensor map passed by value (`const __grid_constant__ CUtensorMap`, 128 bytes),
+      // encoded by the caller with cuTensorMapEncodeTiled over the buffer it names; the loader
+      // (cubin_loader.h) does it from this description.
+      const ir::TensorMapDesc& m = *p.tensor_map;
+      const int l2_bytes[] = {0, 64, 128, 256};
+      params.push_back(
+          {{"name", p.name},
+           {"type", "tensor_map"},
+           {"pointer", false},
+           {"const", true},
+           {"elements", 0},
+           {"bytes", 128},
+           {"tensor_map",
+            {{"buffer", m.buffer},
+             {"dtype", ir::dtype_name(m.dtype)},
+             {"dims", {m.dims[0], m.dims[1]}},
+             {"row_stride_bytes", m.row_stride_bytes},
+             {"box", {m.box[0], m.box[1]}},
+             {"element_strides", {m.element_strides[0], m.element_strides[1]}},
+             {"swizzle_bytes", ir::swizzle_span_bytes(m.swizzle)},
+             {"l2_promotion_bytes", l2_bytes[static_cast<int>(m.l2_promotion)]}}}});
+      continue;
+    }
     const int64_t bytes =
         p.is_pointer ? p.elements * p.type.element_bytes() : p.type.element_bytes();
     params.push_back({{"name", p.name},

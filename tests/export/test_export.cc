@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -92,6 +94,77 @@ TEST_CASE("export writes the best ok kernel of each task by compiling only", "[e
   CHECK(k.raw["baseline"] == "cudnn");
   CHECK(k.raw["gflops"].get<double>() == Approx(tmpl->flops() / 3e-5 * 1e-9));
   CHECK(k.raw["registers"].get<int>() > 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a kernel that loads through TMA is exported with its tensor maps described",
+          "[export]") {
+  // The wgmma GEMM's configurations with TMA loads take tensor maps as parameters: the
+  // manifest must say how to encode each (its buffer, box, swizzle), or the cubin is unusable.
+  const std::vector<int64_t> shape = {256, 256, 128};
+  auto tmpl = make_template("gemm_fp16", shape, "gemm_fp16_wgmma_nt");
+  ir::TargetLimits limits;
+  limits.arch = "sm_90";
+  std::mt19937_64 rng(3);
+  std::optional<Config> tma;
+  std::optional<Lowered> lowered;
+  for (int i = 0; i < 400 && !tma; ++i) {
+    const std::optional<Config> c = tmpl->space().sample_valid(rng);
+    if (!c) continue;
+    Lowered l = lower(*tmpl, *c, limits);
+    if (!l.ok()) continue;
+    const auto& params = l.source->params;
+    if (std::any_of(params.begin(), params.end(), [](const KernelParam& p) { return bool(p.tensor_map); })) {
+      tma = c;
+      lowered = std::move(l);
+    }
+  }
+  REQUIRE(tma);
+  const auto dir = fresh_dir("export_tma");
+  {
+    LogWriter w(dir / "log.jsonl");
+    Record r = gemm_record(tma->index(), 1e-5, MeasureStatus::ok);
+    r.task = {"gemm_fp16", shape, "float32", "sm_90", "NVIDIA H200", "gemm_fp16_wgmma_nt"};
+    w.append(r);
+  }
+  const ExportSummary s = export_log(dir / "log.jsonl", dir / "out");
+  REQUIRE(s.written.size() == 1);
+  const auto kernels = cutune_loader::read_manifest((dir / "out").string());
+  REQUIRE(kernels.size() == 1);
+  const auto& params = kernels[0].params;
+  REQUIRE(params.size() == lowered->source->params.size());
+  int maps = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const KernelParam& want = lowered->source->params[i];
+    const cutune_loader::Param& got = params[i];
+    INFO(got.name);
+    CHECK(got.name == want.name);
+    CHECK(got.is_tensor_map == bool(want.tensor_map));
+    if (!want.tensor_map) {
+      CHECK(got.type != "tensor_map");
+      continue;
+    }
+    ++maps;
+    const ir::TensorMapDesc& m = *want.tensor_map;
+    CHECK(got.type == "tensor_map");
+    CHECK_FALSE(got.pointer);
+    CHECK(got.bytes == 128);
+    CHECK(got.tensor_map.buffer == m.buffer);
+    // The buffer it names is a pointer parameter of the same kernel, so launch_buffers finds it.
+    CHECK(std::any_of(params.begin(), params.end(), [&](const cutune_loader::Param& p) {
+      return p.pointer && p.name == m.buffer;
+    }) == std::any_of(lowered->source->params.begin(), lowered->source->params.end(),
+                      [&](const KernelParam& p) { return p.is_pointer && p.name == m.buffer; }));
+    CHECK(got.tensor_map.dtype == "float16");
+    CHECK(got.tensor_map.dims[0] == uint64_t(m.dims[0]));
+    CHECK(got.tensor_map.dims[1] == uint64_t(m.dims[1]));
+    CHECK(got.tensor_map.row_stride_bytes == uint64_t(m.row_stride_bytes));
+    CHECK(got.tensor_map.box[0] == uint32_t(m.box[0]));
+    CHECK(got.tensor_map.box[1] == uint32_t(m.box[1]));
+    CHECK(got.tensor_map.element_strides[1] == uint32_t(m.element_strides[1]));
+    CHECK(got.tensor_map.swizzle_bytes == ir::swizzle_span_bytes(m.swizzle));
+  }
+  CHECK(maps >= 1);
   std::filesystem::remove_all(dir);
 }
 
