@@ -115,8 +115,16 @@ class GpuBackend final : public WorkerBackend {
       return;
     }
     task_ = task;
+    const auto setup_start = std::chrono::steady_clock::now();
+    auto lap_start = setup_start;
+    setup_phases_ = nlohmann::json::object();
+    const auto lap = [&](const char* phase) {  // seconds since the previous lap
+      setup_phases_[phase] = seconds_since(lap_start);
+      lap_start = std::chrono::steady_clock::now();
+    };
     context_.emplace(task.device);
     context_->make_current();
+    lap("context");
     const std::vector<DeviceInfo> devices = list_devices();
     if (task.device < 0 || size_t(task.device) >= devices.size())
       throw std::runtime_error(fmt::format("no CUDA device {}", task.device));
@@ -131,6 +139,7 @@ class GpuBackend final : public WorkerBackend {
       else
         buffers_.back().fill_bytes(0);
     }
+    lap("inputs");
     expected_.assign(task.tensors.size(), {});
     if (task.reference == ReferenceKind::host) {
       size_t offset = 0;
@@ -156,6 +165,7 @@ class GpuBackend final : public WorkerBackend {
         expected_[size_t(g.c)] = download_values(size_t(g.c));
       }
     }
+    lap("reference");
     tolerances_.assign(task.tensors.size(), 0.0);
     for (size_t i = 0; i < task.tensors.size(); ++i)
       if (task.tensors[i].is_output)
@@ -165,14 +175,17 @@ class GpuBackend final : public WorkerBackend {
     reference_name_ = task.reference == ReferenceKind::host       ? "cpu"
                       : task.reference == ReferenceKind::baseline ? "cublas"
                                                                   : "none";
+    lap("timer");
     conv_ = cudnn_conv_problem(task.baseline);
     if (conv_) setup_cudnn();
+    if (conv_) lap("cudnn");
     // The references are final now: each one's error floor once, not once a candidate.
     scales_.assign(task.tensors.size(), 1.0);
     for (size_t i = 0; i < expected_.size(); ++i)
       if (!expected_[i].empty())
         scales_[i] = compare_scale(expected_[i].data(), int64_t(expected_[i].size()));
     check_threads_ = int(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+    setup_phases_["total"] = seconds_since(setup_start);
   }
 
   MeasureReply measure(const MeasureRequest& request) override {
@@ -201,6 +214,13 @@ class GpuBackend final : public WorkerBackend {
     // Where the worker's time for this request went (seconds): the GPU samples, and inside
     // "run", loading the module, the checked launch with its comparison, the timed runs.
     result.extra["phase_s"] = phases_;
+    // The first reply of a task also says where the task's setup went (seconds): context, inputs
+    // (allocation and upload), reference (the CPU's copied in, or cuBLAS's with its handle),
+    // timer (L2 flush buffer, CUPTI), cudnn (algorithm search and warm re-timing), total.
+    if (!setup_phases_.empty()) {
+      result.extra["setup_s"] = std::move(setup_phases_);
+      setup_phases_ = nlohmann::json::object();
+    }
     result.extra["gpu_before"] = before.to_json();
     result.extra["gpu_after"] = after.to_json();
     result.extra["throttled"] = before.throttled || after.throttled;
@@ -534,6 +554,7 @@ class GpuBackend final : public WorkerBackend {
   std::optional<DeviceBuffer> cudnn_output_;  // cuDNN's output when its type is not the task's
   std::optional<nlohmann::json> baseline_;
   nlohmann::json phases_ = nlohmann::json::object();  // the current request's phase_s
+  nlohmann::json setup_phases_ = nlohmann::json::object();  // until the task's first reply
   std::string cudnn_note_;
   std::string reference_name_ = "none";
 
