@@ -500,6 +500,7 @@ void run_tune_operator_scaled(const TuneArgs& args) {
   o.tune.remeasure_top = search.remeasure_top;
   o.tune.remeasure_rounds = search.remeasure_rounds;
   o.tune.pipeline = search.pipeline;
+  o.tune.time_aware_rounds = search.pipeline;  // both for real measurements only
   o.tune.progress = !args.quiet;
   ModelPolicyOptions model = search.model;
   model.plan_size = search.batch;

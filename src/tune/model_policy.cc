@@ -109,6 +109,7 @@ void ModelPolicy::reset(uint64_t seed) {
   plan_.clear();
   plan_next_ = 0;
   round_size_ = 0;
+  min_round_ = 0;
   proposed_since_fit_ = 0;
   kappa_ = options_.acquisition == Acquisition::ucb ? options_.kappa : 0.0;
   agreement_ = 1;
@@ -252,7 +253,8 @@ void ModelPolicy::refit_and_plan() {
   proposed_since_fit_ = 0;
   const int n = static_cast<int>(observed_.size());
   round_size_ = std::clamp(static_cast<int>(options_.round_fraction * n),
-                           std::min(options_.min_batch, options_.plan_size), options_.plan_size);
+                           std::min(std::max(options_.min_batch, min_round_), options_.plan_size),
+                           options_.plan_size);
   score_.clear();
   std::vector<float> labels = normalised_labels(throughput_);
   bool any_ok = std::any_of(labels.begin(), labels.end(), [](float v) { return v > 0; });

@@ -294,6 +294,9 @@ class ModelPolicy : public SearchPolicy {
                const std::vector<MeasureResult>& results) override;
   std::string name() const override { return "xgb"; }
   void set_budget(int trials) override { budget_ = trials; }
+  // Raises the lower bound of the round size (clamp(round_fraction n, ..., plan_size)) from the
+  // next refit on; the first random batch is unchanged.
+  void set_min_round(int size) override { min_round_ = std::max(0, size); }
 
   // The current model's scores (with the transfer margin, if any); empty before the first fit
   // when there is no transfer model. With an ensemble: the acquisition (ucb: mean + kappa *
@@ -395,6 +398,7 @@ class ModelPolicy : public SearchPolicy {
   size_t plan_next_ = 0;
   int budget_ = 0;
   int round_size_ = 0;  // refit after this many new measurements
+  int min_round_ = 0;   // set_min_round
   int proposed_since_fit_ = 0;
   double kappa_ = 0;
   double agreement_ = 1;

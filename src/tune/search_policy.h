@@ -46,6 +46,10 @@ class SearchPolicy {
   // How many trials the whole run will take, when the caller knows (before the first
   // propose); policies may spend exploration accordingly. Ignored by default.
   virtual void set_budget(int /*trials*/) {}
+  // The smallest round of proposals between two refits that the caller wants (0: none). On a
+  // GPU the tuner asks for rounds that take at least as long to measure as a proposal takes
+  // (TuneOptions::time_aware_rounds), so the GPU does not wait on the model. Ignored by default.
+  virtual void set_min_round(int /*size*/) {}
 };
 
 // What search maximises: 1 / mean time (1/s) for an ok result, 0 for any failure.

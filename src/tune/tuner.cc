@@ -1,7 +1,7 @@
 #include "src/tune/tuner.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <future>
@@ -106,6 +106,15 @@ TuneSummary Tuner::run() {
     return r;
   };
 
+  // Wall seconds of the latest proposal (a refit and annealing when the model's round ended).
+  double last_propose_s = 0;
+  const auto timed_propose = [this, &last_propose_s](int n) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<Config> out = policy_.propose(n);
+    last_propose_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+
   records_.clear();
   std::vector<Config> ahead;  // with options_.pipeline: the next batch, already proposed
   bool have_ahead = false;
@@ -119,7 +128,7 @@ TuneSummary Tuner::run() {
       batch = std::move(ahead);
       have_ahead = false;
     } else {
-      batch = policy_.propose(std::min(options_.batch, options_.trials - s.total()));
+      batch = timed_propose(std::min(options_.batch, options_.trials - s.total()));
     }
     if (batch.empty()) {
       s.exhausted = true;
@@ -130,15 +139,16 @@ TuneSummary Tuner::run() {
       const int left = options_.trials - s.total() - int(batch.size());
       if (left > 0 && options_.background_propose) {
         const int n = std::min(options_.batch, left);
-        background = std::async(std::launch::async, [this, n] { return policy_.propose(n); });
+        background = std::async(std::launch::async, [&timed_propose, n] { return timed_propose(n); });
       } else if (left > 0) {
-        ahead = policy_.propose(std::min(options_.batch, left));
+        ahead = timed_propose(std::min(options_.batch, left));
         have_ahead = true;
         if (!ahead.empty()) measurer_.prefetch(ahead);
       }
     }
     const int64_t first_trial = next_trial;
     next_trial += int64_t(batch.size());
+    const auto measure_start = std::chrono::steady_clock::now();
     std::vector<std::optional<Record>> arrived(batch.size());
     std::exception_ptr log_error;
     // Each result is logged as it arrives (the sink is never called twice at once, but maybe
@@ -156,6 +166,8 @@ TuneSummary Tuner::run() {
           }
           arrived[i] = std::move(r);
         });
+    const double measure_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start).count();
     if (background.valid()) {
       ahead = background.get();
       have_ahead = true;
@@ -178,6 +190,11 @@ TuneSummary Tuner::run() {
     }
     s.measured += static_cast<int>(batch.size());
     policy_.observe(batch, results);
+    if (options_.time_aware_rounds && measure_s > 0) {
+      const double per_trial = measure_s / double(batch.size());
+      const double want = std::ceil(last_propose_s / per_trial);
+      policy_.set_min_round(int(std::min<double>(want, options_.batch)));
+    }
     progress.update(s.total(), s.valid, s.measured, best_s);
   }
 

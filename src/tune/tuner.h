@@ -61,6 +61,12 @@ struct TuneOptions {
   // b+1's compile then no longer overlaps b's measurement, so it pays where the refit costs
   // more than the compile (bench/README.md section 7).
   bool background_propose = false;
+  // Rounds at least as long to measure as to propose: after each batch, the policy's smallest
+  // round becomes ceil(seconds of the last proposal / measured seconds per trial), at most
+  // `batch` (SearchPolicy::set_min_round). Where a trial takes 30 ms and a refit 0.7 s, rounds
+  // of 2 would leave the GPU idle most of the time. Wall-clock dependent, so off for replays
+  // (their trial counts are the benchmark); on for GPU runs.
+  bool time_aware_rounds = false;
 };
 
 struct TuneSummary {

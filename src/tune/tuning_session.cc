@@ -119,6 +119,7 @@ TuningOutcome TuningSession::run(Measurer& measurer, const LogOptions& log,
   o.remeasure_top = search_.remeasure_top;
   o.remeasure_rounds = search_.remeasure_rounds;
   o.pipeline = search_.pipeline;
+  o.time_aware_rounds = search_.pipeline;  // both for real measurements only
   std::unique_ptr<SearchPolicy> policy = make_policy();
   Tuner tuner(task_.space, measurer, *policy, task_.key, o);
   TuningOutcome out;

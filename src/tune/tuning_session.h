@@ -46,7 +46,8 @@ struct SearchOptions {
   int remeasure_top = 0;
   int remeasure_rounds = 3;
   // Propose the next batch before the current one is measured, so that it compiles meanwhile
-  // (TuneOptions::pipeline; on for the GPU).
+  // (TuneOptions::pipeline; on for the GPU), and rounds at least as long to measure as to
+  // propose (TuneOptions::time_aware_rounds, which follows this).
   bool pipeline = false;
 
   // UserError naming the option (as its flag) when a value is out of range or NaN.
