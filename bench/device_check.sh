@@ -2,12 +2,14 @@
 # The device check: runs a packed build (bench/pack_device_build.sh) on a machine with one NVIDIA
 # GPU, most valuable steps first, under one overall deadline, and brings back every figure.
 #
-#   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth] [--only REGEX]
+#   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth|bars] [--only REGEX]
 #
 # --deadline: default 420 s. --plan full (default): the steps below with the trials the bars need;
 # --plan breadth: every kind of step once with few trials and short caps, so that a first run on
 # a new machine reaches every part (GEMM fp32/fp16 mma.sync/wgmma, export, spec kernels, both
-# convolution suites, every gpu test) before the deadline. --only REGEX: only the steps whose
+# convolution suites, every gpu test) before the deadline; --plan bars: the issues' bars with
+# the trials they need (1,000 trials of fp32 4096^3, all twelve ResNet-18 layers, ...).
+# --only REGEX: only the steps whose
 # names match (extended regex), e.g. to rerun what failed.
 #
 # The pack is self-contained: this script, bin/ (programs, run bit set here) and lib/ (shared
@@ -40,14 +42,14 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
     --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
-    --plan) plan=${2:?--plan needs full or breadth}; shift ;;
+    --plan) plan=${2:?--plan needs full, breadth or bars}; shift ;;
     --only) only=${2:?--only needs a regex}; shift ;;
-    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth, --only REGEX)" >&2; exit 2 ;;
+    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth|bars, --only REGEX)" >&2; exit 2 ;;
   esac
   shift
 done
-if [[ $plan != full && $plan != breadth ]]; then
-  echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth)" >&2; exit 2
+if [[ $plan != full && $plan != breadth && $plan != bars ]]; then
+  echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth, bars)" >&2; exit 2
 fi
 if [[ ! -d "$pack/bin" ]]; then
   echo "device_check.sh: $pack has no bin/: run the copy inside a pack (bench/pack_device_build.sh)" >&2
@@ -356,7 +358,38 @@ plan_breadth() {
   run_step test_spec_gpu 40 test -- "$bin/test_spec_gpu"
 }
 
-if [[ $plan == breadth ]]; then plan_breadth; else plan_full; fi
+# The bars of issues 4/9, 5 and 12 with the trials they need, most valuable first, for a session
+# whose breadth run has passed (about 10 minutes when everything runs to its cap: give it
+# --deadline 560 and a 600 s call). The gpu tests whose fixes were not yet run on a GPU first.
+plan_bars() {
+  run_step test_gpu_conv 50 test -- "$bin/test_gpu_conv"
+  run_step test_gpu_measure 45 test -- "$bin/test_gpu_measure"
+  # Issue 4's rate bar (1,000 trials of 4096^3 in under 2 minutes) and its 90%-of-cuBLAS bar.
+  run_step gemm_4096_1000_tune 150 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm \
+    --shape 4096,4096,4096 --trials 1000 --log "$logs/gemm_4096_1000.log" --quiet --json
+  run_step gemm_4096_1000_bench 20 bench -- "$bin/cutune" bench gemm --shape 4096,4096,4096 \
+    --log "$logs/gemm_4096_1000.log" --json
+  run_step gemm_127x4096x255_tune 40 tune $((2 * 127 * 4096 * 255)) -- "$bin/cutune" tune gemm \
+    --shape 127,4096,255 --trials 200 --log "$logs/gemm_127x4096x255.log" --quiet --json
+  run_step gemm_127x4096x255_bench 15 bench -- "$bin/cutune" bench gemm --shape 127,4096,255 \
+    --log "$logs/gemm_127x4096x255.log" --json
+  # Issue 5's bar: all twelve ResNet-18 layers, fp32, against cuDNN.
+  run_step resnet18_all_suite 200 suite -- "$bin/cutune" tune-suite resnet18 --trials 100 \
+    --log "$logs/resnet18_all.log" --quiet --json
+  # Issue 12: wgmma GEMM with more trials, and the fp16 convolutions on all twelve layers.
+  run_step gemm_fp16_wgmma_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 \
+    --shape 4096,4096,4096 --template gemm_fp16_wgmma_nt --trials 200 --log "$logs/gemm_fp16_wgmma_4096.log" --quiet --json
+  run_step gemm_fp16_wgmma_4096_bench 15 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+    --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --json
+  run_step resnet18_fp16_wgmma_all_suite 150 suite -- "$bin/cutune" tune-suite resnet18 --dtype fp16 \
+    --template conv2d_fp16_wgmma_nhwc --trials 60 --log "$logs/resnet18_fp16_wgmma_all.log" --quiet --json
+}
+
+case $plan in
+  breadth) plan_breadth ;;
+  bars) plan_bars ;;
+  *) plan_full ;;
+esac
 
 log "done in $(( $(date +%s) - start )) s"
 write_summary

@@ -44,4 +44,15 @@ grep -q '"libraries"' "$tmp/out/summary.json" && fail "summary.json should not i
 (( $(du -sm "$tmp/pack" | cut -f1) <= 40 )) || fail "the pack is over 40 MiB"
 grep -q 'missing_from_pack": ""' "$summary" || fail "programs missing from the pack: $(grep -o 'missing_from_pack[^,]*' "$summary")"
 ls -d "$tmp"/tmpdir/cutune_pack.* > /dev/null 2>&1 && fail "the unpacked payload was left in TMPDIR"
-echo "dry run ok: ${#steps[@]} steps, \$OUT = $files"
+# The other plans go through their steps too.
+for plan in breadth bars; do
+  rm -rf "$tmp/out_$plan"
+  (cd "$tmp/elsewhere" && TMPDIR="$tmp/tmpdir" OUT="$tmp/out_$plan" bash "$tmp/pack/device_check.sh" --dry-run \
+     --plan "$plan" > "$tmp/run_$plan.txt" 2>&1) || { cat "$tmp/run_$plan.txt"; fail "--plan $plan exited non-zero"; }
+  n=$(grep -c '"status": "skipped: no CUDA device"' "$tmp/out_$plan/summary.json")
+  (( n >= 10 )) || fail "--plan $plan lists $n steps"
+done
+rc=0
+(cd "$tmp/elsewhere" && bash "$tmp/pack/device_check.sh" --plan nonsense > /dev/null 2>&1) || rc=$?
+(( rc == 2 )) || fail "an unknown plan exits $rc, not 2"
+echo "dry run ok: ${#steps[@]} steps, \$OUT = $files; plans breadth and bars listed"
