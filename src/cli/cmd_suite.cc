@@ -79,6 +79,7 @@ struct LayerOutcome {
   std::optional<double> cudnn_s, tuned_s;
   std::string reference;  // which reference checked the candidates: cudnn, cpu
   int transfer_tasks = 0;
+  double setup_s = 0;  // GPU suite: the layer's measurer and session, before tuning starts
   std::shared_ptr<const Template> tmpl;  // keeps summary.best's space alive
 };
 
@@ -299,6 +300,7 @@ void run_tune_suite(const SuiteArgs& args) {
       if (interrupt.flag()->load()) break;
       const std::shared_ptr<const Template>& tmpl = templates[size_t(layer_index)];
       ++layer_index;
+      const double layer_start = monotonic_seconds();
       GpuMeasureOptions gpu;
       std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
       auto features = cost_model::make_ir_features(*tmpl, limits);
@@ -326,6 +328,9 @@ void run_tune_suite(const SuiteArgs& args) {
                  out.transfer_tasks > 0
                      ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
                      : "");
+      // The worker's start and task setup (its first reply says how that split: setup_s),
+      // the transfer model's fit.
+      out.setup_s = monotonic_seconds() - layer_start;
       out.summary = session
                         .run(*measurer, {args.log, LogMode::shared},
                              {.progress = !args.quiet, .stop = interrupt.flag()})
@@ -389,6 +394,8 @@ void run_tune_suite(const SuiteArgs& args) {
            {"trials", o.summary.total()},
            {"valid", o.summary.valid},
            {"transfer_tasks", o.transfer_tasks},
+           {"setup_s", o.setup_s},
+           {"time_split_s", time_split_json(o.summary)},
            {"best_config", o.summary.best ? o.summary.best->to_json() : nlohmann::json(nullptr)}});
     }
     print_json(j);

@@ -152,6 +152,7 @@ nlohmann::json summary_json(const TaskKey& task, const TuneSummary& s, const std
           {"best", best},
           {"remeasured", s.remeasured},
           {"seconds", s.seconds},
+          {"time_split_s", time_split_json(s)},
           {"log", log}};
 }
 

@@ -106,12 +106,19 @@ TuneSummary Tuner::run() {
     return r;
   };
 
-  // Wall seconds of the latest proposal (a refit and annealing when the model's round ended).
-  double last_propose_s = 0;
-  const auto timed_propose = [this, &last_propose_s](int n) {
+  // Proposals are timed (a refit and annealing when the model's round ended): the summary's
+  // time split, and time_aware_rounds.
+  double round_cost_s = 0;       // time_aware_rounds: what a round's proposal costs
+  double slowest_propose_s = 0;  // of the proposals since the last batch was measured
+  bool first_proposal = true;
+  const auto timed_propose = [this, &slowest_propose_s, &s, &first_proposal](int n) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Config> out = policy_.propose(n);
-    last_propose_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    slowest_propose_s = std::max(slowest_propose_s, t);
+    s.propose_s += t;
+    if (first_proposal) s.first_propose_s = t;
+    first_proposal = false;
     return out;
   };
 
@@ -168,6 +175,7 @@ TuneSummary Tuner::run() {
         });
     const double measure_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start).count();
+    s.measure_s += measure_s;
     if (background.valid()) {
       ahead = background.get();
       have_ahead = true;
@@ -191,8 +199,12 @@ TuneSummary Tuner::run() {
     s.measured += static_cast<int>(batch.size());
     policy_.observe(batch, results);
     if (options_.time_aware_rounds && measure_s > 0) {
+      // A proposal that only hands out the rest of a plan is quick; the round's cost is that of
+      // the refits, so the estimate is a decaying maximum of the proposals' times.
+      round_cost_s = std::max(slowest_propose_s, 0.5 * round_cost_s);
+      slowest_propose_s = 0;
       const double per_trial = measure_s / double(batch.size());
-      const double want = std::ceil(last_propose_s / per_trial);
+      const double want = std::ceil(round_cost_s / per_trial);
       policy_.set_min_round(int(std::min<double>(want, options_.batch)));
     }
     progress.update(s.total(), s.valid, s.measured, best_s);
@@ -211,7 +223,10 @@ TuneSummary Tuner::run() {
       if (int(top.size()) >= options_.remeasure_top) break;
       if (picked.insert(c.index()).second) top.push_back(c);
     }
+    const auto remeasure_start = std::chrono::steady_clock::now();
     std::vector<MeasureResult> again = measurer_.remeasure(top, options_.remeasure_rounds);
+    s.remeasure_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - remeasure_start).count();
     if (again.size() != top.size()) {
       throw std::logic_error(fmt::format("measurer re-measured {} results for {} configurations",
                                          again.size(), top.size()));
@@ -240,6 +255,16 @@ TuneSummary Tuner::run() {
   s.best_s = s.best ? best_s : 0.0;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
+}
+
+nlohmann::json time_split_json(const TuneSummary& s) {
+  const double other = s.seconds - s.measure_s - s.remeasure_s -
+                       (s.propose_s > s.seconds ? 0.0 : s.propose_s);
+  return {{"propose", s.propose_s},
+          {"first_propose", s.first_propose_s},
+          {"measure", s.measure_s},
+          {"remeasure", s.remeasure_s},
+          {"other", std::max(0.0, other)}};
 }
 
 }  // namespace cutune

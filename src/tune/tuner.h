@@ -23,6 +23,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "src/records/record.h"
 #include "src/space/config_space.h"
 #include "src/measure/measurer.h"
@@ -62,8 +64,10 @@ struct TuneOptions {
   // more than the compile (bench/README.md section 7).
   bool background_propose = false;
   // Rounds at least as long to measure as to propose: after each batch, the policy's smallest
-  // round becomes ceil(seconds of the last proposal / measured seconds per trial), at most
-  // `batch` (SearchPolicy::set_min_round). Where a trial takes 30 ms and a refit 0.7 s, rounds
+  // round becomes ceil(a round's proposal seconds / measured seconds per trial), at most
+  // `batch` (SearchPolicy::set_min_round); a round's proposal seconds are a decaying maximum
+  // (halved each batch) of the proposals' times, since one that only hands out the rest of a
+  // plan costs nothing. Where a trial takes 30 ms and a refit 0.7 s, rounds
   // of 2 would leave the GPU idle most of the time. Wall-clock dependent, so off for replays
   // (their trial counts are the benchmark); on for GPU runs.
   bool time_aware_rounds = false;
@@ -79,8 +83,16 @@ struct TuneSummary {
   std::optional<Config> best;
   double best_s = 0;   // median time of `best`, seconds (of its re-measurement, if any)
   double seconds = 0;  // wall time of run()
+  // Where run()'s wall time went (seconds): proposing (refits and annealing; with
+  // background_propose it overlaps measuring), of which the first proposal, measuring (compile,
+  // worker, logging), the end-of-run re-measurement.
+  double propose_s = 0, first_propose_s = 0, measure_s = 0, remeasure_s = 0;
   int total() const { return resumed + measured; }
 };
+
+// {"propose", "first_propose", "measure", "remeasure", "other"} of a summary, seconds ("other":
+// the rest of run(), e.g. reading a log to resume; never below 0).
+nlohmann::json time_split_json(const TuneSummary& s);
 
 class Tuner {
  public:
