@@ -65,16 +65,6 @@ class WatchedMeasurer : public Measurer {
   Events& events_;
 };
 
-TaskKey synthetic_key() {
-  TaskKey k;
-  k.op = "synthetic";
-  k.shape = {512};
-  k.target_arch = "replay";
-  k.device_name = "Synthetic GPU";
-  k.template_name = "synthetic";
-  return k;
-}
-
 std::vector<uint64_t> run(const replay::ReplayTask& task, bool background, Events& events) {
   test::ValueFeatures features{task.space()};
   ModelPolicyOptions po;
@@ -92,7 +82,7 @@ std::vector<uint64_t> run(const replay::ReplayTask& task, bool background, Event
   o.progress = false;
   o.pipeline = true;
   o.background_propose = background;
-  Tuner tuner(task.space(), measurer, policy, synthetic_key(), o);
+  Tuner tuner(task.space(), measurer, policy, test::synthetic_key(), o);
   TuneSummary s = tuner.run();
   CHECK(s.measured == 96);
   CHECK(model.fits() >= 3);

@@ -61,16 +61,6 @@ class QuickMeasurer : public Measurer {
   Measurer& inner_;
 };
 
-TaskKey synthetic_key() {
-  TaskKey k;
-  k.op = "synthetic";
-  k.shape = {512};
-  k.target_arch = "replay";
-  k.device_name = "Synthetic GPU";
-  k.template_name = "synthetic";
-  return k;
-}
-
 ModelPolicyOptions small_model() {
   ModelPolicyOptions po;
   po.model.rounds = 20;
@@ -116,7 +106,7 @@ TEST_CASE("the tuner asks for rounds as long to measure as to propose, only when
     o.progress = false;
     o.pipeline = true;
     o.time_aware_rounds = aware;
-    Tuner tuner(task.space(), measurer, policy, synthetic_key(), o);
+    Tuner tuner(task.space(), measurer, policy, test::synthetic_key(), o);
     const TuneSummary s = tuner.run();
     CHECK(s.measured == 64);
     INFO("aware " << aware << ", slow proposals: every " << every);

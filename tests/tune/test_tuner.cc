@@ -30,16 +30,6 @@ std::filesystem::path fresh_log(const std::string& name) {
   return path;
 }
 
-TaskKey synthetic_key() {
-  TaskKey k;
-  k.op = "synthetic";
-  k.shape = {512};
-  k.target_arch = "replay";
-  k.device_name = "Synthetic GPU";
-  k.template_name = "synthetic";
-  return k;
-}
-
 std::vector<std::string> lines_of(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::vector<std::string> out;
@@ -60,7 +50,7 @@ TEST_CASE("a tuning run logs every measurement and resumes without re-measuring"
   o.batch = 16;
   o.log = log;
   o.progress = false;
-  TuneSummary first = Tuner(task.space(), measurer, *policy, synthetic_key(), o).run();
+  TuneSummary first = Tuner(task.space(), measurer, *policy, test::synthetic_key(), o).run();
   CHECK(first.measured == 50);
   CHECK(first.resumed == 0);
   REQUIRE(first.best.has_value());
@@ -68,7 +58,7 @@ TEST_CASE("a tuning run logs every measurement and resumes without re-measuring"
 
   o.trials = 120;
   o.resume = true;
-  TuneSummary second = Tuner(task.space(), measurer, *policy, synthetic_key(), o).run();
+  TuneSummary second = Tuner(task.space(), measurer, *policy, test::synthetic_key(), o).run();
   CHECK(second.resumed == 50);
   CHECK(second.measured == 70);
   std::vector<Record> records = read_log(log).records;
@@ -88,7 +78,7 @@ TEST_CASE("a tuning run logs every measurement and resumes without re-measuring"
   std::set<uint64_t> distinct;
   for (const Record& r : records) distinct.insert(r.config_index);
   CHECK(distinct.size() == 120);
-  CHECK(records[0].task == synthetic_key());
+  CHECK(records[0].task == test::synthetic_key());
   CHECK(records[0].knobs.contains("x"));
 }
 
@@ -117,7 +107,7 @@ TEST_CASE("a tuning run killed mid-way loses no record and resumes to the target
     mo.plan_size = 16;
     mo.model.rounds = 20;
     auto policy = make_search_policy(TunerKind::xgb, task.space(), &features, mo);
-    Tuner(task.space(), slow, *policy, synthetic_key(), options()).run();
+    Tuner(task.space(), slow, *policy, test::synthetic_key(), options()).run();
     _exit(0);
   }
   // Wait until the child has logged some records, then kill it without warning.
@@ -136,7 +126,7 @@ TEST_CASE("a tuning run killed mid-way loses no record and resumes to the target
 
   ReplayMeasurerAdapter measurer(task);
   auto policy = make_search_policy(TunerKind::random, task.space(), nullptr);
-  TuneSummary s = Tuner(task.space(), measurer, *policy, synthetic_key(), options()).run();
+  TuneSummary s = Tuner(task.space(), measurer, *policy, test::synthetic_key(), options()).run();
   CHECK(s.resumed == static_cast<int>(before.size()));
   CHECK(s.total() == kTrials);
 
@@ -154,7 +144,7 @@ TEST_CASE("resuming refuses a log whose records lie outside the space") {
   {
     LogWriter w(log);
     Record r;
-    r.task = synthetic_key();
+    r.task = test::synthetic_key();
     r.config_index = task.space().size() + 5;
     r.result.status = MeasureStatus::invalid;
     r.result.error = "x";
@@ -167,7 +157,7 @@ TEST_CASE("resuming refuses a log whose records lie outside the space") {
   o.log = log;
   o.resume = true;
   o.progress = false;
-  CHECK_THROWS_AS(Tuner(task.space(), measurer, *policy, synthetic_key(), o).run(), RecordError);
+  CHECK_THROWS_AS(Tuner(task.space(), measurer, *policy, test::synthetic_key(), o).run(), RecordError);
 }
 
 namespace {
@@ -208,7 +198,7 @@ TEST_CASE("the tuning session returns the records it logged") {
   test::ValueFeatures features(task.space());
   ReplayMeasurerAdapter measurer(task);
   SearchOptions search{.tuner = TunerKind::random, .trials = 30, .batch = 8, .seed = 3};
-  TuningSession session({synthetic_key(), task.space(), features, std::nullopt}, search);
+  TuningSession session({test::synthetic_key(), task.space(), features, std::nullopt}, search);
   auto log = fresh_log("session");
   TuningOutcome out = session.run(measurer, {log, LogMode::fresh}, {.progress = false});
   CHECK(out.summary.measured == 30);
@@ -226,7 +216,7 @@ TEST_CASE("a stop request ends the run after the batch in flight, which is logge
   std::atomic<bool> stop{false};
   StoppingMeasurer measurer(inner, stop, 12);  // set during the second batch of 8
   SearchOptions search{.tuner = TunerKind::random, .trials = 100, .batch = 8};
-  TuningSession session({synthetic_key(), task.space(), features, std::nullopt}, search);
+  TuningSession session({test::synthetic_key(), task.space(), features, std::nullopt}, search);
   auto log = fresh_log("stop");
   TuningOutcome out =
       session.run(measurer, {log, LogMode::fresh}, {.progress = false, .stop = &stop});
@@ -248,7 +238,7 @@ TEST_CASE("the session refuses logs it must not write") {
   test::ValueFeatures features(task.space());
   ReplayMeasurerAdapter measurer(task);
   SearchOptions search{.tuner = TunerKind::random, .trials = 10, .batch = 5};
-  TuningSession session({synthetic_key(), task.space(), features, std::nullopt}, search);
+  TuningSession session({test::synthetic_key(), task.space(), features, std::nullopt}, search);
   auto log = fresh_log("refuse");
   session.run(measurer, {log, LogMode::fresh}, {.progress = false});
 
@@ -260,7 +250,7 @@ TEST_CASE("the session refuses logs it must not write") {
     CHECK(read_log(log).records.size() == 10);
   }
   SECTION("resuming a log of another device names what differs") {
-    TaskKey other = synthetic_key();
+    TaskKey other = test::synthetic_key();
     other.device_name = "Other GPU";
     TuningSession elsewhere({other, task.space(), features, std::nullopt}, search);
     CHECK(user_error_of([&] {
@@ -298,7 +288,7 @@ TEST_CASE("search options out of range, and transfer without xgb, are user error
   test::ValueFeatures features(task.space());
   const auto make = [&](SearchOptions o, TransferSources t = {}) {
     return user_error_of([&] {
-      TuningSession({synthetic_key(), task.space(), features, std::nullopt}, o, t);
+      TuningSession({test::synthetic_key(), task.space(), features, std::nullopt}, o, t);
     });
   };
   CHECK(make({.trials = 0}) == "--trials must be >= 1 (got 0)");

@@ -21,10 +21,22 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/replay_space.h"
 #include "src/measure/measurer.h"
+#include "src/records/record.h"
 #include "src/tune/model_policy.h"
 #include "tests/dataset_skip.h"
 
 namespace cutune::test {
+
+// The task key of the tuner tests' synthetic replays.
+inline TaskKey synthetic_key() {
+  TaskKey k;
+  k.op = "synthetic";
+  k.shape = {512};
+  k.target_arch = "replay";
+  k.device_name = "Synthetic GPU";
+  k.template_name = "synthetic";
+  return k;
+}
 
 // A model tuner small enough for a test: rounds of 32, 30 trees, 32 chains of 100 steps.
 inline ModelPolicyOptions small_model() {
