@@ -320,7 +320,9 @@ void run_tune_suite(const SuiteArgs& args) {
         transfer.featurize = template_featurizer(out.key, *features, limits);
         transfer.required = false;
       }
-      TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, search,
+      SearchOptions layer_search = search;  // the model starts from the template's references
+      if (search.tuner == TunerKind::xgb) layer_search.seed_configs = tmpl->reference_configs();
+      TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, layer_search,
                             std::move(transfer));
       out.transfer_tasks = session.transfer_tasks();
       fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,

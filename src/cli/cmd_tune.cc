@@ -344,6 +344,8 @@ void run_tune(const TuneArgs& args) {
   require_arch_supports(*tmpl, measurer->target_arch());
   if (args.remeasure_top < 0) search.remeasure_top = 8;
   search.pipeline = !args.no_pipeline;
+  // The model's search starts from what the template's author would try first.
+  if (search.tuner == TunerKind::xgb) search.seed_configs = tmpl->reference_configs();
   task_options.arch = measurer->target_arch();
   ir::TargetLimits limits = task_options.limits();
   auto features = cost_model::make_ir_features(*tmpl, limits);
@@ -455,6 +457,7 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     };
     search.remeasure_top = args.remeasure_top < 0 ? 8 : args.remeasure_top;
     search.pipeline = !args.no_pipeline;
+    if (search.tuner == TunerKind::xgb) search.seed_configs = tmpl->reference_configs();
   }
   distributed::SuiteTask task;
   task.key.op = tmpl->op();
@@ -502,6 +505,7 @@ void run_tune_operator_scaled(const TuneArgs& args) {
   o.tune.remeasure_rounds = search.remeasure_rounds;
   o.tune.pipeline = search.pipeline;
   o.tune.time_aware_rounds = search.pipeline;  // both for real measurements only
+  o.tune.seed_configs = search.seed_configs;
   o.tune.progress = !args.quiet;
   ModelPolicyOptions model = search.model;
   model.plan_size = search.batch;

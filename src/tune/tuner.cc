@@ -57,6 +57,7 @@ TuneSummary Tuner::run() {
 
   int64_t next_trial = 0;
   bool log_has_remeasure = false;
+  std::unordered_set<uint64_t> resumed_indices;  // configurations of the task in the log
   if (options_.resume && log) {
     LogReadResult old = read_log(options_.log);
     for (const std::string& w : old.warnings) fmt::print(stderr, "cutune: warning: {}\n", w);
@@ -82,7 +83,7 @@ TuneSummary Tuner::run() {
                        [](const Record* a, const Record* b) { return a->trial < b->trial; });
     std::vector<Config> configs;
     std::vector<MeasureResult> results;
-    std::unordered_set<uint64_t> seen;
+    std::unordered_set<uint64_t>& seen = resumed_indices;
     for (const Record* r : mine) {
       if (!seen.insert(r->config_index).second) continue;
       configs.push_back(space_.get(r->config_index));
@@ -125,13 +126,27 @@ TuneSummary Tuner::run() {
   records_.clear();
   std::vector<Config> ahead;  // with options_.pipeline: the next batch, already proposed
   bool have_ahead = false;
+  // The seed configurations not yet measured make the first batch.
+  std::vector<Config> seeds;
+  for (const Config& c : options_.seed_configs) {
+    if (static_cast<int>(seeds.size()) >= options_.trials - s.total()) break;
+    if (c.index() >= space_.size() || !space_.is_valid(c)) continue;
+    if (!resumed_indices.insert(c.index()).second) continue;  // resumed, or a repeat
+    seeds.push_back(space_.get(c.index()));
+  }
   while (s.total() < options_.trials) {
     if (options_.stop != nullptr && options_.stop->load()) {
       s.interrupted = true;
       break;
     }
     std::vector<Config> batch;
-    if (have_ahead) {
+    // The seeds are measured and observed before the policy's first proposal, so that it never
+    // proposes one of them again (no lookahead for their batch).
+    const bool seed_batch = !seeds.empty();
+    if (seed_batch) {
+      batch = std::move(seeds);
+      seeds.clear();
+    } else if (have_ahead) {
       batch = std::move(ahead);
       have_ahead = false;
     } else {
@@ -142,7 +157,7 @@ TuneSummary Tuner::run() {
       break;
     }
     std::future<std::vector<Config>> background;  // background_propose: b+1, meanwhile
-    if (options_.pipeline) {
+    if (options_.pipeline && !seed_batch) {
       const int left = options_.trials - s.total() - int(batch.size());
       if (left > 0 && options_.background_propose) {
         const int n = std::min(options_.batch, left);

@@ -71,6 +71,10 @@ struct TuneOptions {
   // of 2 would leave the GPU idle most of the time. Wall-clock dependent, so off for replays
   // (their trial counts are the benchmark); on for GPU runs.
   bool time_aware_rounds = false;
+  // Configurations measured first, before the policy proposes anything (the template's
+  // reference configurations on a GPU: what an expert would try first). Those already in a
+  // resumed log, invalid ones and repeats are skipped; the policy observes them like any batch.
+  std::vector<Config> seed_configs{};
 };
 
 struct TuneSummary {

@@ -49,6 +49,9 @@ struct SearchOptions {
   // (TuneOptions::pipeline; on for the GPU), and rounds at least as long to measure as to
   // propose (TuneOptions::time_aware_rounds, which follows this).
   bool pipeline = false;
+  // Measured first (TuneOptions::seed_configs): a GPU task's template's reference
+  // configurations, with the xgb tuner.
+  std::vector<Config> seed_configs{};
 
   // UserError naming the option (as its flag) when a value is out of range or NaN.
   void validate() const;

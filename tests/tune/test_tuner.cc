@@ -305,3 +305,63 @@ TEST_CASE("search options out of range, and transfer without xgb, are user error
                   .featurize = knob_featurizer(task.space(), features)}) ==
         "no such file: /nonexistent/x.jsonl");
 }
+
+TEST_CASE("seed configurations are measured first, once, and a resumed log's are not again",
+          "[seeds]") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  const ConfigSpace& space = task.space();
+  std::mt19937_64 rng(21);
+  const Config a = *space.sample_valid(rng), b = *space.sample_valid(rng);
+  REQUIRE(a.index() != b.index());
+  auto log = fresh_log("seeds");
+  for (bool pipeline : {false, true}) {
+    std::filesystem::remove(log);
+    ReplayMeasurerAdapter measurer(task);
+    test::ValueFeatures features{space};
+    ModelPolicy policy(space, features, test::small_model());
+    TuneOptions o;
+    o.trials = 40;
+    o.batch = 16;
+    o.log = log;
+    o.progress = false;
+    o.pipeline = pipeline;
+    o.seed_configs = {a, b, a};  // a repeat is measured once
+    Tuner tuner(space, measurer, policy, test::synthetic_key(), o);
+    const TuneSummary s = tuner.run();
+    INFO("pipeline " << pipeline);
+    CHECK(s.measured == 40);
+    const std::vector<Record>& records = tuner.records();
+    REQUIRE(records.size() >= 2);
+    CHECK(records[0].config_index == a.index());
+    CHECK(records[0].trial == 0);
+    CHECK(records[1].config_index == b.index());
+    CHECK(records[1].trial == 1);
+    std::set<uint64_t> distinct;
+    for (const Record& r : records) distinct.insert(r.config_index);
+    CHECK(distinct.size() == records.size());  // never proposed again by the policy
+  }
+  // Resumed: the seeds in the log are not measured again; a new one is, first.
+  std::mt19937_64 more(22);
+  Config c = *space.sample_valid(more);
+  while (c.index() == a.index() || c.index() == b.index()) c = *space.sample_valid(more);
+  ReplayMeasurerAdapter measurer(task);
+  test::ValueFeatures features{space};
+  ModelPolicy policy(space, features, test::small_model());
+  TuneOptions o;
+  o.trials = 48;
+  o.batch = 16;
+  o.log = log;
+  o.resume = true;
+  o.progress = false;
+  o.seed_configs = {a, c, b};
+  Tuner tuner(space, measurer, policy, test::synthetic_key(), o);
+  const TuneSummary s = tuner.run();
+  CHECK(s.resumed == 40);
+  CHECK(s.measured == 8);
+  REQUIRE_FALSE(tuner.records().empty());
+  CHECK(tuner.records()[0].config_index == c.index());
+  std::set<uint64_t> distinct;
+  for (const Record& r : read_log(log).records) distinct.insert(r.config_index);
+  CHECK(distinct.size() == 48);
+  std::filesystem::remove(log);
+}
