@@ -387,8 +387,14 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
   // loading, a kernel's first launch loads its module): on an H200 it ranked a plain
   // IMPLICIT_GEMM first for fp16 layers where tensor-core algorithms run many times faster.
   // Every algorithm that ran is timed again here, warm, and ranked on that.
-  for (CudnnAlgoPerf& r : out)
-    if (r.ok) r.time_s = time_warm(x, w, y, r);
+  for (CudnnAlgoPerf& r : out) {
+    if (!r.ok) continue;
+    try {
+      r.time_s = time_warm(x, w, y, r);
+    } catch (const CudaError&) {
+      r.ok = false;  // it ran once for FindEx but not again: not a baseline to trust
+    }
+  }
   std::stable_sort(out.begin(), out.end(), [](const CudnnAlgoPerf& l, const CudnnAlgoPerf& r) {
     return l.ok != r.ok ? l.ok : l.time_s < r.time_s;
   });
