@@ -280,6 +280,9 @@ void run_tune_spec(const TuneArgs& args, SearchOptions search) {
   }
   if (args.remeasure_top < 0) search.remeasure_top = 8;
   search.pipeline = !args.no_pipeline;
+  // The user's own reference configuration first (a template's reference ones, for a kernel
+  // of ours).
+  if (search.tuner == TunerKind::xgb) search.seed_configs = task.seed_configs();
   auto features = cost_model::make_knob_features(task.space());
   const TaskKey key = spec::spec_task_key(task, measurer->target_arch(), measurer->device_name());
   TuningSession session({key, task.space(), *features, std::nullopt}, search,

@@ -61,6 +61,16 @@ Config SpecTask::config_of(const std::vector<int64_t>& params) const {
   return Config(space_.get(), std::move(entities));
 }
 
+std::vector<Config> SpecTask::seed_configs() const {
+  try {
+    Config c = config_of(spec_.reference.configuration);
+    if (space_->is_valid(c)) return {c};
+  } catch (const SpecError&) {
+    // A reference outside the space (values not listed): nothing to start from.
+  }
+  return {};
+}
+
 SpecInstance SpecTask::instantiate(const std::vector<int64_t>& params) const {
   SpecInstance in;
   in.params = params;

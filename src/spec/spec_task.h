@@ -39,6 +39,10 @@ class SpecTask {
 
   std::vector<int64_t> params_of(const Config& config) const;
   Config config_of(const std::vector<int64_t>& params) const;  // SpecError if not in the space
+  // What the search measures first: the reference configuration (the spec's Reference
+  // Configuration, else every parameter's default) when it is a valid point of the space, the
+  // user's own starting point; empty otherwise.
+  std::vector<Config> seed_configs() const;
 
   // Evaluates the spec's expressions for `params`. SpecError (one line naming the field) when
   // an expression is not an integer or a size is negative.

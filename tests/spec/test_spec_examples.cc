@@ -52,6 +52,19 @@ TEST_CASE("reduction example: sampled configurations match the reference in the 
   verify_sample(load_example("reduction/reduce.json", {10003}), 20, 2);
 }
 
+TEST_CASE("the search starts from each example's reference configuration") {
+  for (const auto& [file, size] :
+       {std::pair<std::string, std::vector<int64_t>>{"conv2d/conv2d.json", {64, 48}},
+        std::pair<std::string, std::vector<int64_t>>{"reduction/reduce.json", {4096}}}) {
+    INFO(file);
+    const SpecTask task = load_example(file, size);
+    const std::vector<Config> seeds = task.seed_configs();
+    REQUIRE(seeds.size() == 1);
+    CHECK(task.params_of(seeds[0]) == task.spec().reference.configuration);
+    CHECK(task.space().is_valid(seeds[0]));
+  }
+}
+
 TEST_CASE("a planted indexing bug is a mismatch, an unknown intrinsic is 'not emulated'") {
   SpecTask good = load_example("reduction/reduce.json", {4099});
   const std::string src = good.source();
