@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
@@ -13,7 +14,6 @@
 #include <fmt/format.h>
 
 #include "src/runtime/cuda_check.h"
-#include "src/measure/cupti_timer.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/dynamic_library.h"
 
@@ -411,30 +411,20 @@ double CudnnConv::time_warm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, const C
   const DriverApi& driver = require_driver();
   choose(algo);
   for (int i = 0; i < 3; ++i) forward(x, w, y);  // loads the modules, warms the clocks
-  CUevent start = nullptr, stop = nullptr;
-  CUTUNE_CU_CHECK(driver.cuEventCreate(&start, 0));
-  if (driver.cuEventCreate(&stop, 0) != CUDA_SUCCESS) {
-    driver.cuEventDestroy_v2(start);
-    CUTUNE_CU_CHECK(driver.cuEventCreate(&stop, 0));
-  }
+  const auto event = [&driver] {  // destroyed on every path out
+    CUevent e = nullptr;
+    CUTUNE_CU_CHECK(driver.cuEventCreate(&e, 0));
+    return std::unique_ptr<CUevent_st, decltype(driver.cuEventDestroy_v2)>(
+        e, driver.cuEventDestroy_v2);
+  };
+  const auto start = event(), stop = event();
   constexpr int kRuns = 10;
+  CUTUNE_CU_CHECK(driver.cuEventRecord(start.get(), nullptr));
+  for (int i = 0; i < kRuns; ++i) forward(x, w, y);
+  CUTUNE_CU_CHECK(driver.cuEventRecord(stop.get(), nullptr));
+  CUTUNE_CU_CHECK(driver.cuEventSynchronize(stop.get()));
   float ms = 0;
-  CUresult status = driver.cuEventRecord(start, nullptr);
-  if (status == CUDA_SUCCESS) {
-    try {
-      for (int i = 0; i < kRuns; ++i) forward(x, w, y);
-    } catch (...) {
-      driver.cuEventDestroy_v2(start);
-      driver.cuEventDestroy_v2(stop);
-      throw;
-    }
-    status = driver.cuEventRecord(stop, nullptr);
-  }
-  if (status == CUDA_SUCCESS) status = driver.cuEventSynchronize(stop);
-  if (status == CUDA_SUCCESS) status = driver.cuEventElapsedTime(&ms, start, stop);
-  driver.cuEventDestroy_v2(start);
-  driver.cuEventDestroy_v2(stop);
-  CUTUNE_CU_CHECK(status);
+  CUTUNE_CU_CHECK(driver.cuEventElapsedTime(&ms, start.get(), stop.get()));
   return double(ms) * 1e-3 / kRuns;
 }
 

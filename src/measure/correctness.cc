@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <thread>
+#include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -213,10 +214,11 @@ CompareResult compare_stored(const char* actual_bytes, const std::string& dtype,
   constexpr int64_t kMinChunk = int64_t(1) << 18;
   const int64_t chunks =
       std::clamp<int64_t>(std::min<int64_t>(threads, elements / kMinChunk), 1, 64);
-  const int64_t per = (elements + chunks - 1) / std::max<int64_t>(chunks, 1);
+  const int64_t per = (elements + chunks - 1) / chunks;
   std::vector<CompareResult> parts(static_cast<size_t>(chunks));
   auto part = [&](int64_t c) {
-    const int64_t begin = std::min(elements, c * per), count = std::min(elements, begin + per) - begin;
+    const int64_t begin = std::min(elements, c * per);
+    const int64_t count = std::min(elements, begin + per) - begin;
     if (count <= 0) return;
     const std::vector<float> actual = decode_values(actual_bytes + begin * width, count, dtype);
     parts[size_t(c)] = compare_outputs(actual.data(), expected + begin, count, scale, begin);

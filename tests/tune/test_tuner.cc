@@ -314,23 +314,28 @@ TEST_CASE("seed configurations are measured first, once, and a resumed log's are
   const Config a = *space.sample_valid(rng), b = *space.sample_valid(rng);
   REQUIRE(a.index() != b.index());
   auto log = fresh_log("seeds");
-  for (bool pipeline : {false, true}) {
-    std::filesystem::remove(log);
+  test::ValueFeatures features{space};
+  // A model tuner run on the log with these seeds; its summary and this run's records.
+  const auto run = [&](int trials, bool resume, bool pipeline, std::vector<Config> seeds) {
     ReplayMeasurerAdapter measurer(task);
-    test::ValueFeatures features{space};
     ModelPolicy policy(space, features, test::small_model());
     TuneOptions o;
-    o.trials = 40;
+    o.trials = trials;
     o.batch = 16;
     o.log = log;
+    o.resume = resume;
     o.progress = false;
     o.pipeline = pipeline;
-    o.seed_configs = {a, b, a};  // a repeat is measured once
+    o.seed_configs = std::move(seeds);
     Tuner tuner(space, measurer, policy, test::synthetic_key(), o);
     const TuneSummary s = tuner.run();
+    return std::pair{s, tuner.records()};
+  };
+  for (bool pipeline : {false, true}) {
+    std::filesystem::remove(log);
+    const auto [s, records] = run(40, false, pipeline, {a, b, a});  // a repeat is measured once
     INFO("pipeline " << pipeline);
     CHECK(s.measured == 40);
-    const std::vector<Record>& records = tuner.records();
     REQUIRE(records.size() >= 2);
     CHECK(records[0].config_index == a.index());
     CHECK(records[0].trial == 0);
@@ -344,22 +349,11 @@ TEST_CASE("seed configurations are measured first, once, and a resumed log's are
   std::mt19937_64 more(22);
   Config c = *space.sample_valid(more);
   while (c.index() == a.index() || c.index() == b.index()) c = *space.sample_valid(more);
-  ReplayMeasurerAdapter measurer(task);
-  test::ValueFeatures features{space};
-  ModelPolicy policy(space, features, test::small_model());
-  TuneOptions o;
-  o.trials = 48;
-  o.batch = 16;
-  o.log = log;
-  o.resume = true;
-  o.progress = false;
-  o.seed_configs = {a, c, b};
-  Tuner tuner(space, measurer, policy, test::synthetic_key(), o);
-  const TuneSummary s = tuner.run();
+  const auto [s, records] = run(48, true, false, {a, c, b});
   CHECK(s.resumed == 40);
   CHECK(s.measured == 8);
-  REQUIRE_FALSE(tuner.records().empty());
-  CHECK(tuner.records()[0].config_index == c.index());
+  REQUIRE_FALSE(records.empty());
+  CHECK(records[0].config_index == c.index());
   std::set<uint64_t> distinct;
   for (const Record& r : read_log(log).records) distinct.insert(r.config_index);
   CHECK(distinct.size() == 48);
