@@ -31,6 +31,9 @@ TuneSummary Tuner::run() {
   if (options_.remeasure_top > 0 && options_.remeasure_rounds < 1)
     throw std::invalid_argument("--remeasure-rounds must be >= 1");
   auto start = std::chrono::steady_clock::now();
+  const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   policy_.reset(options_.seed);
   TuneSummary s;
   double best_s = std::numeric_limits<double>::infinity();
@@ -83,9 +86,8 @@ TuneSummary Tuner::run() {
                        [](const Record* a, const Record* b) { return a->trial < b->trial; });
     std::vector<Config> configs;
     std::vector<MeasureResult> results;
-    std::unordered_set<uint64_t>& seen = resumed_indices;
     for (const Record* r : mine) {
-      if (!seen.insert(r->config_index).second) continue;
+      if (!resumed_indices.insert(r->config_index).second) continue;
       configs.push_back(space_.get(r->config_index));
       results.push_back(r->result);
       account(configs.back(), r->result);
@@ -112,10 +114,11 @@ TuneSummary Tuner::run() {
   double round_cost_s = 0;       // time_aware_rounds: what a round's proposal costs
   double slowest_propose_s = 0;  // of the proposals since the last batch was measured
   bool first_proposal = true;
-  const auto timed_propose = [this, &slowest_propose_s, &s, &first_proposal](int n) {
+  const auto timed_propose = [this, &slowest_propose_s, &s, &first_proposal,
+                              &seconds_since](int n) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Config> out = policy_.propose(n);
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double t = seconds_since(t0);
     slowest_propose_s = std::max(slowest_propose_s, t);
     s.propose_s += t;
     if (first_proposal) s.first_propose_s = t;
@@ -161,7 +164,8 @@ TuneSummary Tuner::run() {
       const int left = options_.trials - s.total() - int(batch.size());
       if (left > 0 && options_.background_propose) {
         const int n = std::min(options_.batch, left);
-        background = std::async(std::launch::async, [&timed_propose, n] { return timed_propose(n); });
+        background =
+            std::async(std::launch::async, [&timed_propose, n] { return timed_propose(n); });
       } else if (left > 0) {
         ahead = timed_propose(std::min(options_.batch, left));
         have_ahead = true;
@@ -188,8 +192,7 @@ TuneSummary Tuner::run() {
           }
           arrived[i] = std::move(r);
         });
-    const double measure_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start).count();
+    const double measure_s = seconds_since(measure_start);
     s.measure_s += measure_s;
     if (background.valid()) {
       ahead = background.get();
@@ -240,8 +243,7 @@ TuneSummary Tuner::run() {
     }
     const auto remeasure_start = std::chrono::steady_clock::now();
     std::vector<MeasureResult> again = measurer_.remeasure(top, options_.remeasure_rounds);
-    s.remeasure_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - remeasure_start).count();
+    s.remeasure_s = seconds_since(remeasure_start);
     if (again.size() != top.size()) {
       throw std::logic_error(fmt::format("measurer re-measured {} results for {} configurations",
                                          again.size(), top.size()));
@@ -268,7 +270,7 @@ TuneSummary Tuner::run() {
   progress.update(s.total(), s.valid, s.measured, best_s);
   progress.finish();
   s.best_s = s.best ? best_s : 0.0;
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  s.seconds = seconds_since(start);
   return s;
 }
 
