@@ -4,6 +4,6 @@ target_link_libraries(replay_efficiency PRIVATE cutune_tune fmt::fmt)
 target_compile_definitions(replay_efficiency PRIVATE CUTUNE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 
 add_executable(tune_round ${CMAKE_CURRENT_LIST_DIR}/tune_round.cc)
-target_link_libraries(tune_round PRIVATE cutune_tune cutune_kernels fmt::fmt)
+target_link_libraries(tune_round PRIVATE cutune_tune cutune_kernels fmt::fmt Threads::Threads)
 target_compile_definitions(tune_round PRIVATE CUTUNE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 

@@ -7,6 +7,7 @@
 //              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
 //              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
 //              [--cascade K] [--cascade-ensemble 5] [--compare K] [--loop TRIALS --seeds N]
+//              [--pipeline TRIALS --seeds N --trial-ms 28 --compile-ms 7]
 //
 // --rounds: boosting rounds (trees) of each booster (the tuner's default: 150).
 // --warm-trees: ModelPolicyOptions::warm_trees (default 15: the warm round continues the
@@ -29,6 +30,12 @@
 // measured by the cache or the synthetic label), --seeds of them, full search against the
 // cascade of --cascade K (default 1000); prints the best true throughput after 64, 128, ...
 // trials.
+// --pipeline TRIALS: instead, GPU tuning runs of TRIALS trials (the Tuner, batches of 64,
+// --seeds of them) on a simulated GPU: --trial-ms in the worker a trial (default 28, the
+// H200's fp32 GEMM 1024^3 records), --compile-ms of NVRTC wall time a configuration unless
+// prefetched (default 7: 0.11 CPU-s a configuration on 16 cores); without the pipeline, with
+// it, and with its proposals in the background (TuneOptions::set_pipeline, the GPU default);
+// prints wall time, trials/s and where the time went.
 // --objective knobs|ir (IR features only): the synthetic label, a sum over knobs of a
 // log-distance from a preferred value (the default), or an emulated time from the IR
 // (roofline, occupancy, waves; see IrObjective).
@@ -45,16 +52,19 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <numeric>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -64,6 +74,7 @@
 #include "src/replay/kt_cache.h"
 #include "src/tune/model_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
+#include "src/tune/tuner.h"
 
 using namespace cutune;
 
@@ -186,6 +197,70 @@ class IrObjective {
   size_t flops_, bytes_, shared_, occupancy_, wave_efficiency_, waves_;
 };
 
+// A GPU run's clock without a GPU (--pipeline): each configuration costs `compile_s` of NVRTC
+// wall time unless a prefetch compiled it already, and `trial_s` in the worker; a batch's
+// compile streams into its measurement (as GpuMeasurer's pipeline does), so it takes
+// max(compile, run) plus the first compile. prefetch() compiles on a thread of its own and may
+// be called during a measurement; the results are `truth`'s, at once.
+class SimulatedGpu final : public Measurer {
+ public:
+  SimulatedGpu(std::function<MeasureResult(const Config&)> truth, double trial_s, double compile_s)
+      : truth_(std::move(truth)), trial_s_(trial_s), compile_s_(compile_s) {}
+  ~SimulatedGpu() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (prefetch_.joinable()) prefetch_.join();
+  }
+
+  std::vector<MeasureResult> measure(const std::vector<Config>& batch) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (prefetch_.joinable() &&
+          std::any_of(batch.begin(), batch.end(),
+                      [&](const Config& c) { return prefetching_.contains(c.index()); }))
+        prefetch_.join();
+    }
+    size_t cold = 0;
+    {
+      std::lock_guard<std::mutex> lock(compiled_mutex_);
+      for (const Config& c : batch) cold += !compiled_.contains(c.index());
+    }
+    const double run_s = double(batch.size()) * trial_s_;
+    const double compile_s = double(cold) * compile_s_;
+    sleep(std::max(run_s, compile_s) + (cold > 0 ? compile_s_ : 0.0));
+    std::vector<MeasureResult> out;
+    for (const Config& c : batch) out.push_back(truth_(c));
+    return out;
+  }
+
+  void prefetch(const std::vector<Config>& next) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (prefetch_.joinable()) prefetch_.join();
+    prefetching_.clear();
+    for (const Config& c : next) prefetching_.insert(c.index());
+    prefetch_ = std::thread([this, next] {
+      sleep(double(next.size()) * compile_s_);
+      std::lock_guard<std::mutex> done(compiled_mutex_);
+      for (const Config& c : next) compiled_.insert(c.index());
+    });
+  }
+
+  std::string device_name() const override { return "simulated GPU"; }
+  std::string target_arch() const override { return "sm_90"; }
+
+ private:
+  static void sleep(double seconds) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
+
+  std::function<MeasureResult(const Config&)> truth_;
+  double trial_s_, compile_s_;
+  std::mutex mutex_;  // prefetch_ and prefetching_
+  std::thread prefetch_;
+  std::unordered_set<uint64_t> prefetching_;
+  std::mutex compiled_mutex_;
+  std::unordered_set<uint64_t> compiled_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +288,8 @@ int main(int argc, char** argv) {
   int loop = 0;
   bool loop_full = true;  // --loop also runs the full search (IR features for every step)
   int seeds = 5;
+  int pipeline = 0;
+  double trial_ms = 28, compile_ms = 7;
   std::string objective = "knobs";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -273,6 +350,12 @@ int main(int argc, char** argv) {
       loop = int_flag(a, v);
     else if (a == "--loop-full")
       loop_full = int_flag(a, v) != 0;
+    else if (a == "--pipeline")
+      pipeline = int_flag(a, v);
+    else if (a == "--trial-ms")
+      trial_ms = real_flag(a, v);
+    else if (a == "--compile-ms")
+      compile_ms = real_flag(a, v);
     else if (a == "--objective")
       objective = v;
     else if (a == "--seeds")
@@ -348,6 +431,54 @@ int main(int argc, char** argv) {
     for (const MeasureResult& r : measure(cs)) out.push_back(throughput_of(r));
     return out;
   };
+
+  if (pipeline > 0) {
+    fmt::print(
+        "{} features, GPU runs of {} trials simulated ({} ms a trial in the worker, {} ms of "
+        "compile wall time a configuration unless prefetched), batches of 64, {} seeds; wall "
+        "seconds\n",
+        kind, pipeline, trial_ms, compile_ms, seeds);
+    struct Mode {
+      const char* name;
+      bool pipeline, background;
+    };
+    for (const Mode mode : {Mode{"no pipeline", false, false}, Mode{"pipeline", true, false},
+                            Mode{"pipeline, background proposals", true, true}}) {
+      for (int seed = 0; seed < seeds; ++seed) {
+        ModelPolicy policy(*space, *features, options(cascade));
+        SimulatedGpu gpu(
+            [&](const Config& c) {
+              if (measurer) return measurer->measure({c})[0];
+              return ir_objective ? (*ir_objective)(c) : synthetic_result(c);
+            },
+            trial_ms * 1e-3, compile_ms * 1e-3);
+        TuneOptions o;
+        o.trials = pipeline;
+        o.batch = 64;
+        o.seed = static_cast<uint64_t>(seed);
+        o.progress = false;
+        o.set_pipeline(mode.pipeline);
+        o.background_propose = mode.background;
+        TaskKey key{.op = "gemm", .shape = {}, .dtype = "float32", .target_arch = "sm_90",
+                    .device_name = "simulated GPU", .template_name = "gemm_nn"};
+        Tuner tuner(*space, gpu, policy, key, o);
+        const double w0 = wall_now();
+        const TuneSummary s = tuner.run();
+        const double wall = wall_now() - w0;
+        double best = 0;
+        for (const Record& r : tuner.records()) {
+          best = std::max(best, throughput_of(r.result));
+        }
+        fmt::print(
+            "{}, seed {}: {:.1f} s, {:.1f} trials/s; proposing {:.1f} s{}, measuring {:.1f} s "
+            "(of which the run itself {:.1f} s); best {:.1f}/s\n",
+            mode.name, seed, wall, s.measured / wall, s.propose_s,
+            mode.background ? " (beside the measurement)" : "", s.measure_s,
+            s.measured * trial_ms * 1e-3, best);
+      }
+    }
+    return 0;
+  }
 
   if (loop > 0) {
     const int k = cascade > 0 ? cascade : CascadeOptions::kAutoSurvivors;

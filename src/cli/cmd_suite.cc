@@ -191,8 +191,7 @@ std::vector<LayerOutcome> tune_layers_scaled(
   o.tune.resume = args.resume;
   o.tune.remeasure_top = emulated ? 0 : search.remeasure_top;
   o.tune.remeasure_rounds = search.remeasure_rounds;
-  o.tune.pipeline = !emulated && search.pipeline;
-  o.tune.time_aware_rounds = o.tune.pipeline;
+  o.tune.set_pipeline(!emulated && search.pipeline);
   o.tune.progress = !args.quiet;  // the live line, when there is one layer
   ModelPolicyOptions model = search.model;
   model.plan_size = search.batch;

@@ -506,8 +506,7 @@ void run_tune_operator_scaled(const TuneArgs& args) {
   o.tune.exclusive_log = true;
   o.tune.remeasure_top = search.remeasure_top;
   o.tune.remeasure_rounds = search.remeasure_rounds;
-  o.tune.pipeline = search.pipeline;
-  o.tune.time_aware_rounds = search.pipeline;  // both for real measurements only
+  o.tune.set_pipeline(search.pipeline);
   o.tune.seed_configs = search.seed_configs;
   o.tune.progress = !args.quiet;
   ModelPolicyOptions model = search.model;

@@ -93,12 +93,16 @@ class GpuMeasurer final : public Measurer {
   }
 
   ~GpuMeasurer() override {
+    std::lock_guard<std::mutex> lock(prefetch_mutex_);
     if (prefetch_.joinable()) prefetch_.join();
   }
 
   // Lowers and compiles the next batch on a thread of its own while this one is measured; the
   // builder's cache then hands measure() the cubins, and the real compile times are kept.
+  // Called during a measurement too (from the tuner's background proposal): the lock keeps it
+  // apart from measure_streaming's look at the running prefetch.
   void prefetch(const std::vector<Config>& next) override {
+    std::lock_guard<std::mutex> lock(prefetch_mutex_);
     if (prefetch_.joinable()) prefetch_.join();
     prefetching_.clear();
     for (const Config& c : next) prefetching_.insert(c.index());
@@ -126,11 +130,14 @@ class GpuMeasurer final : public Measurer {
   std::vector<MeasureResult> measure_streaming(const std::vector<Config>& batch,
                                                const ResultSink& on_result) override {
     // A prefetch of this batch finishes first (compiling it twice at once would gain nothing);
-    // the prefetch of the next batch, started just before this one, goes on meanwhile.
-    if (prefetch_.joinable() &&
-        std::any_of(batch.begin(), batch.end(),
-                    [&](const Config& c) { return prefetching_.count(c.index()) > 0; }))
-      prefetch_.join();
+    // the prefetch of the next batch, started before or during this one, goes on meanwhile.
+    {
+      std::lock_guard<std::mutex> lock(prefetch_mutex_);
+      if (prefetch_.joinable() &&
+          std::any_of(batch.begin(), batch.end(),
+                      [&](const Config& c) { return prefetching_.count(c.index()) > 0; }))
+        prefetch_.join();
+    }
     std::vector<MeasureResult> results(batch.size());
     std::vector<CudaSource> sources;
     std::vector<size_t> slot;  // sources[j] belongs to batch[slot[j]]
@@ -256,6 +263,7 @@ class GpuMeasurer final : public Measurer {
   ir::TargetLimits limits_;
   NvrtcBuilder builder_;
   WorkerPool worker_;  // one worker per GPU; it keeps the best time for early stopping
+  std::mutex prefetch_mutex_;  // guards prefetch_ and prefetching_
   std::thread prefetch_;
   std::unordered_set<uint64_t> prefetching_;  // the batch prefetch_ compiles
   std::mutex prefetched_mutex_;

@@ -32,7 +32,9 @@ class Measurer {
 
   // A hint that `next` will be measured after the batch about to be measured: a measurer that
   // compiles (the GPU's) starts compiling it in the background, so that NVRTC works on batch
-  // b+1 while batch b runs. Returns at once; never changes any result. Default: nothing.
+  // b+1 while batch b runs. Returns at once; never changes any result. May be called from
+  // another thread while measure_streaming runs (the tuner's background proposal hands over
+  // b+1 as soon as it is chosen), never twice at once. Default: nothing.
   virtual void prefetch(const std::vector<Config>& /*next*/) {}
 
   // Measures `configs` again `rounds` times, interleaved (all of them, then all of them again,

@@ -164,8 +164,12 @@ TuneSummary Tuner::run() {
       const int left = options_.trials - s.total() - int(batch.size());
       if (left > 0 && options_.background_propose) {
         const int n = std::min(options_.batch, left);
-        background =
-            std::async(std::launch::async, [&timed_propose, n] { return timed_propose(n); });
+        // b+1 goes to prefetch as soon as it is chosen, so that it compiles while b still runs.
+        background = std::async(std::launch::async, [this, &timed_propose, n] {
+          std::vector<Config> next = timed_propose(n);
+          if (!next.empty()) measurer_.prefetch(next);
+          return next;
+        });
       } else if (left > 0) {
         ahead = timed_propose(std::min(options_.batch, left));
         have_ahead = true;
@@ -197,7 +201,6 @@ TuneSummary Tuner::run() {
     if (background.valid()) {
       ahead = background.get();
       have_ahead = true;
-      if (!ahead.empty()) measurer_.prefetch(ahead);
     }
     if (log_error) std::rethrow_exception(log_error);
     if (results.size() != batch.size()) {

@@ -58,10 +58,9 @@ struct TuneOptions {
   // b0]; [propose b2, prefetch b2, measure b1, observe b1]; ...
   bool pipeline = false;
   // With pipeline: propose b+1 (the policy's refit and annealing) on a thread of its own while
-  // b is measured, and prefetch it once b's measurement has ended (Measurer::prefetch is never
-  // called during a measurement). The same records as the synchronous pipeline for a seed;
-  // b+1's compile then no longer overlaps b's measurement, so it pays where the refit costs
-  // more than the compile (bench/README.md section 7).
+  // b is measured, and hand it to Measurer::prefetch from that thread as soon as it is chosen,
+  // so that both the refit and b+1's compile overlap b's measurement. The same records as the
+  // synchronous pipeline for a seed. On for GPU runs (the CLI sets it with the pipeline).
   bool background_propose = false;
   // Rounds at least as long to measure as to propose: after each batch, the policy's smallest
   // round becomes ceil(a round's proposal seconds / measured seconds per trial), at most
@@ -75,6 +74,11 @@ struct TuneOptions {
   // reference configurations on a GPU: what an expert would try first). Those already in a
   // resumed log, invalid ones and repeats are skipped; the policy observes them like any batch.
   std::vector<Config> seed_configs{};
+
+  // Real measurements (a GPU): the pipeline, its proposals in the background and time-aware
+  // rounds together, or none of them (replays and the emulator: their trial counts are the
+  // benchmark, and nothing there is worth overlapping).
+  void set_pipeline(bool on) { pipeline = background_propose = time_aware_rounds = on; }
 };
 
 struct TuneSummary {

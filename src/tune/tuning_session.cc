@@ -118,8 +118,7 @@ TuningOutcome TuningSession::run(Measurer& measurer, const LogOptions& log,
   o.stop = controls.stop;
   o.remeasure_top = search_.remeasure_top;
   o.remeasure_rounds = search_.remeasure_rounds;
-  o.pipeline = search_.pipeline;
-  o.time_aware_rounds = search_.pipeline;  // both for real measurements only
+  o.set_pipeline(search_.pipeline);
   o.seed_configs = search_.seed_configs;
   std::unique_ptr<SearchPolicy> policy = make_policy();
   Tuner tuner(task_.space, measurer, *policy, task_.key, o);

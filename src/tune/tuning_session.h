@@ -45,9 +45,9 @@ struct SearchOptions {
   // End-of-run re-measurement of the fastest few (TuneOptions::remeasure_top); 0: off.
   int remeasure_top = 0;
   int remeasure_rounds = 3;
-  // Propose the next batch before the current one is measured, so that it compiles meanwhile
-  // (TuneOptions::pipeline; on for the GPU), and rounds at least as long to measure as to
-  // propose (TuneOptions::time_aware_rounds, which follows this).
+  // Propose the next batch on a thread of its own while the current one is measured, so that
+  // both the proposal and its compile overlap the measurement, with rounds at least as long to
+  // measure as to propose (TuneOptions::set_pipeline; on for the GPU).
   bool pipeline = false;
   // Measured first (TuneOptions::seed_configs): a GPU task's template's reference
   // configurations, with the xgb tuner.
