@@ -676,7 +676,8 @@ void add_tune_commands(CLI::App& app) {
                    "rounds) and choose the best on that (default: 8 on a GPU, 0 otherwise)");
   tune->add_flag("--no-pipeline", targs->no_pipeline,
                  "GPU: propose each batch only after the previous one is measured (default: the "
-                 "next batch is proposed and compiled while the current one is measured)");
+                 "next batch is proposed, on a thread of its own, and compiled while the current "
+                 "one is measured)");
   tune->add_option("--remeasure-rounds", targs->remeasure_rounds,
                    "rounds of the end-of-run re-measurement")
       ->capture_default_str();
