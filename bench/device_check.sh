@@ -149,8 +149,14 @@ figures_of() {  # kind file
       flops=${3:-}
       local gflops=null
       [[ -n "$ms" && -n "$flops" ]] && gflops=$(awk -v f="$flops" -v t="$ms" 'BEGIN { printf "%.1f", f / (t * 1e-3) / 1e9 }')
-      printf '{"best_ms": %s, "gflops": %s, "trials": %s, "valid": %s}' \
-        "${ms:-null}" "$gflops" "${trials:-null}" "${valid:-null}" ;;
+      # Where the run's wall time went (time_split_s): trials/s, and what the GPU waited for.
+      local seconds measure propose rate=null
+      seconds=$(json_number "$file" seconds)
+      measure=$(json_number "$file" measure)
+      propose=$(json_number "$file" propose)
+      [[ -n "$seconds" && -n "$trials" ]] && rate=$(awk -v n="$trials" -v s="$seconds" 'BEGIN { if (s > 0) printf "%.2f", n / s; else print "null" }')
+      printf '{"best_ms": %s, "gflops": %s, "trials": %s, "valid": %s, "seconds": %s, "trials_per_s": %s, "measure_s": %s, "propose_s": %s}' \
+        "${ms:-null}" "$gflops" "${trials:-null}" "${valid:-null}" "${seconds:-null}" "$rate" "${measure:-null}" "${propose:-null}" ;;
     bench)
       local ratio baseline tuned
       ratio=$(json_number "$file" ratio_to_baseline)

@@ -82,7 +82,6 @@ struct Args {
   double needle_plateau = 0.89, needle_neighbour = 0.8;
   ModelPolicyOptions model;  // --early, --design, ...: the xgb tuner's options
   std::string label;         // --label: the xgb tuner's name in --curves (default "xgb")
-  bool knob_pairs = false;   // --knob-pairs: knob features with pair products
 };
 
 // One JSON line per seed: the trials at which the best found improved, with its true time.
@@ -277,8 +276,6 @@ int main(int argc, char** argv) {
       args.seed_offset = std::stoi(value());
     else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees
       args.model.warm_trees = std::stoi(value());
-    else if (a == "--knob-pairs")  // make_knob_features(space, true)
-      args.knob_pairs = std::stoi(value()) != 0;
     else if (a == "--chains")  // the annealing's chains
       args.model.annealing.chains = std::stoi(value());
     else if (a == "--temp")  // the annealing's starting temperature
@@ -391,7 +388,7 @@ int main(int argc, char** argv) {
     }
     replay::ReplayTask& task =
         tasks.emplace(name, replay::ReplayTask::from_cache(std::move(cache))).first->second;
-    auto features = cost_model::make_knob_features(task.space(), args.knob_pairs);
+    auto features = cost_model::make_knob_features(task.space());
     double random200 = expected_random_ratio(task, 200);
     std::vector<std::string> row_random = {name, "random (exact)"};
     std::string random_cells;

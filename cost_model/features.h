@@ -34,10 +34,6 @@ class FeatureExtractor {
 // The raw knob values (split factors each as a feature, log2-scaled where positive), for
 // spaces with no IR, such as replayed caches.
 std::unique_ptr<FeatureExtractor> make_knob_features(const ConfigSpace& space);
-// With pair products: after the per-value columns, log2(1 + a * b) for every pair of values a,
-// b (threads a block, a tile's work: what kernels depend on is often a product of knobs, which
-// a tree otherwise learns one threshold pair at a time). Schema "knobs/v2+pairs:...".
-std::unique_ptr<FeatureExtractor> make_knob_features(const ConfigSpace& space, bool pair_products);
 
 // Features of the configuration's loop-nest IR (loops, buffer accesses, kernel totals), for
 // templates. The schema names the template, so models transfer between shapes of one

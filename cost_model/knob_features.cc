@@ -35,8 +35,8 @@ float odd_part(int64_t v) {
 
 class KnobFeatures final : public FeatureExtractor {
  public:
-  KnobFeatures(const ConfigSpace& space, bool pairs) : space_(space), pairs_(pairs) {
-    schema_ = pairs ? "knobs/v2+pairs:" : "knobs/v2:";
+  explicit KnobFeatures(const ConfigSpace& space) : space_(space) {
+    schema_ = "knobs/v2:";
     for (const Knob& knob : space.knobs()) {
       if (&knob != &space.knobs().front()) schema_ += ',';
       schema_ += knob.name();
@@ -46,11 +46,6 @@ class KnobFeatures final : public FeatureExtractor {
       } else {
         add_names(knob.name());
       }
-    }
-    values_ = names_.size() / 2;
-    if (pairs_) {
-      for (size_t i = 0; i < values_; ++i)
-        for (size_t j = i + 1; j < values_; ++j) names_.push_back(names_[2 * i] + '*' + names_[2 * j]);
     }
   }
 
@@ -73,17 +68,6 @@ class KnobFeatures final : public FeatureExtractor {
         put(knobs[k].value(entities[k]));
       }
     }
-    if (!pairs_) return;
-    const size_t base = at;
-    for (size_t i = 0; i < values_; ++i) {
-      for (size_t j = i + 1; j < values_; ++j) {
-        // From the magnitudes: 2^m - 1 is the value again (negative sentinels stay as they are).
-        const double a = out[2 * i] >= 0 ? std::exp2(double(out[2 * i])) - 1 : 0;
-        const double b = out[2 * j] >= 0 ? std::exp2(double(out[2 * j])) - 1 : 0;
-        out[at++] = float(std::log2(1.0 + a * b));
-      }
-    }
-    (void)base;
   }
 
  private:
@@ -93,8 +77,6 @@ class KnobFeatures final : public FeatureExtractor {
   }
 
   const ConfigSpace& space_;
-  bool pairs_ = false;
-  size_t values_ = 0;  // per-value column pairs
   std::string schema_;
   std::vector<std::string> names_;
 };
@@ -102,11 +84,7 @@ class KnobFeatures final : public FeatureExtractor {
 }  // namespace
 
 std::unique_ptr<FeatureExtractor> make_knob_features(const ConfigSpace& space) {
-  return std::make_unique<KnobFeatures>(space, false);
-}
-
-std::unique_ptr<FeatureExtractor> make_knob_features(const ConfigSpace& space, bool pair_products) {
-  return std::make_unique<KnobFeatures>(space, pair_products);
+  return std::make_unique<KnobFeatures>(space);
 }
 
 }  // namespace cutune::cost_model
