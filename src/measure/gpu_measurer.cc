@@ -395,4 +395,9 @@ std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
   return std::make_unique<GpuMeasurer>(tmpl, options, measuring_device(options));
 }
 
+std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options,
+                                            DeviceInfo device) {
+  return std::make_unique<GpuMeasurer>(tmpl, options, std::move(device));
+}
+
 }  // namespace cutune

@@ -77,5 +77,10 @@ DeviceInfo measuring_device(const GpuMeasureOptions& options);
 
 // Throws NoDeviceError as measuring_device does.
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options);
+// The same on a device the caller describes (no driver query): with a fake worker command
+// (tests/measure's `--fake` worker) and target_limits(arch), the measurer's own threads
+// (lowering, NVRTC, prefetch) run on a machine without a GPU.
+std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options,
+                                            DeviceInfo device);
 
 }  // namespace cutune

@@ -8,9 +8,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <map>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "kernels/template.h"
 #include "src/measure/emulator_measurer.h"
@@ -18,6 +22,7 @@
 #include "src/measure/gpu_timer.h"
 #include "src/measure/worker_process.h"
 #include "src/records/tuning_log.h"
+#include "src/target/device_info.h"
 #include "src/tune/search_policy.h"
 #include "src/tune/tuner.h"
 
@@ -239,6 +244,60 @@ TEST_CASE("bench's requests are measured in turn through a fake worker", "[measu
   CHECK(r[0].extra["round_medians_s"].size() == 3);
   CHECK(!r[0].extra.contains("mixed_timers"));
   CHECK(r[2].status == MeasureStatus::wrong_answer);
+}
+
+TEST_CASE("the GPU measurer's prefetch may run while a batch is measured", "[measure]") {
+  // The measurer's own threads without a GPU: NVRTC compiles for sm_90, a fake worker answers
+  // (it knows no GEMM kernel: each candidate comes back failed, with the worker's message).
+  const char* env = std::getenv("CUTUNE_TEST_WORKER");
+  auto tmpl = make_template("gemm", {64, 64, 32});
+  GpuMeasureOptions o;
+  o.check = false;
+  o.compile_jobs = 2;
+  o.worker_command = {env != nullptr ? env : CUTUNE_TEST_WORKER, "--fake"};
+  std::unique_ptr<Measurer> m = make_gpu_measurer(*tmpl, o, target_limits("sm_90"));
+  std::mt19937_64 rng(11);
+  std::set<uint64_t> seen;
+  auto batch_of = [&](size_t n) {
+    std::vector<Config> out;
+    while (out.size() < n) {
+      std::optional<Config> c = tmpl->space().sample_valid(rng);
+      if (c && seen.insert(c->index()).second) out.push_back(*c);
+    }
+    return out;
+  };
+  std::vector<Config> a = batch_of(4);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Config> b = batch_of(4);
+    // b is handed over from another thread once a's first result is in (the tuner's
+    // background proposal does the same).
+    std::promise<void> started;
+    std::future<void> go = started.get_future();
+    std::thread proposer([&] {
+      go.wait();
+      m->prefetch(b);
+    });
+    bool first = true;
+    std::vector<size_t> arrived;
+    std::vector<MeasureResult> ra = m->measure_streaming(a, [&](size_t i, const MeasureResult&) {
+      arrived.push_back(i);
+      if (first) started.set_value();
+      first = false;
+    });
+    proposer.join();
+    CHECK(arrived.size() == a.size());
+    REQUIRE(ra.size() == a.size());
+    std::vector<MeasureResult> rb = m->measure(b);
+    REQUIRE(rb.size() == b.size());
+    for (const MeasureResult& r : rb) {
+      INFO(r.error);
+      // Compiled by the prefetch, then run by the (fake) worker.
+      CHECK(r.error.find("fake backend") != std::string::npos);
+      CHECK(r.extra.value("compiled_ahead", false));
+      CHECK(r.compile_s > 0);
+    }
+    a = batch_of(4);
+  }
 }
 
 TEST_CASE("bench --log takes records of this GPU kind only, unless any device", "[measure]") {
