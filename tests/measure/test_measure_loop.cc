@@ -300,6 +300,37 @@ TEST_CASE("the GPU measurer's prefetch may run while a batch is measured", "[mea
   }
 }
 
+TEST_CASE("a GPU run's loop: proposals in the background, each batch compiled ahead",
+          "[measure]") {
+  // The tuner as on a GPU (TuneOptions::set_pipeline) over the GPU measurer with NVRTC and a
+  // fake worker: batch b+1 is proposed on its own thread and prefetched from there while b is
+  // measured, so every batch after the first arrives compiled.
+  const char* env = std::getenv("CUTUNE_TEST_WORKER");
+  auto tmpl = make_template("gemm", {64, 64, 32});
+  GpuMeasureOptions o;
+  o.check = false;
+  o.worker_command = {env != nullptr ? env : CUTUNE_TEST_WORKER, "--fake"};
+  std::unique_ptr<Measurer> m = make_gpu_measurer(*tmpl, o, target_limits("sm_90"));
+  std::unique_ptr<SearchPolicy> policy = make_random_policy(tmpl->space());
+  TuneOptions t;
+  t.trials = 12;
+  t.batch = 4;
+  t.seed = 3;
+  t.progress = false;
+  t.set_pipeline(true);
+  REQUIRE(t.background_propose);
+  Tuner tuner(tmpl->space(), *m, *policy, test_key(), t);
+  const TuneSummary s = tuner.run();
+  CHECK(s.measured == 12);
+  REQUIRE(tuner.records().size() == 12);
+  for (size_t i = 0; i < tuner.records().size(); ++i) {
+    const MeasureResult& r = tuner.records()[i].result;
+    INFO("trial " << i << ": " << r.error);
+    CHECK(r.error.find("fake backend") != std::string::npos);
+    CHECK(r.extra.value("compiled_ahead", false) == (i >= 4));
+  }
+}
+
 TEST_CASE("bench --log takes records of this GPU kind only, unless any device", "[measure]") {
   auto rec = [](const std::string& device, uint64_t index, double t) {
     Record r;
