@@ -3,7 +3,7 @@
 # from an unrelated folder, and checks the $OUT rules: at most four files, exactly the names
 # summary.md, summary.json, device_check.log, device_check.tgz; every step listed in
 # summary.json, each but preflight "skipped: no CUDA device"; the pack under 40 MiB; nothing of
-# the unpacked payload left behind.
+# the unpacked payload left behind; a tune step's figures read from a real tune --json.
 set -euo pipefail
 root=$1 build=$2
 tmp=$(mktemp -d)
@@ -51,6 +51,15 @@ for plan in breadth bars; do
      --plan "$plan" > "$tmp/run_$plan.txt" 2>&1) || { cat "$tmp/run_$plan.txt"; fail "--plan $plan exited non-zero"; }
   n=$(grep -c '"status": "skipped: no CUDA device"' "$tmp/out_$plan/summary.json")
   (( n >= 10 )) || fail "--plan $plan lists $n steps"
+done
+# A tune step's figures from a real `tune --json` (the emulator's): the best time, the rate and
+# where the wall time went (time_split_s), which the next GPU run's summary reports.
+"$build/src/cli/cutune" tune gemm --shape 32,32,16 --device emulator --trials 4 --batch 4 \
+  --log "$tmp/emulated.log" --json > "$tmp/tune.json" 2> /dev/null || fail "the emulator's tune failed"
+figures=$(bash -c "$(sed -n '/^json_number()/,/^}/p;/^figures_of()/,/^}/p' "$root/bench/device_check.sh")
+  figures_of tune '$tmp/tune.json' 16384")
+for key in best_ms trials seconds trials_per_s measure_s propose_s; do
+  grep -q "\"$key\": [0-9]" <<<"$figures" || fail "a tune step's figures lack $key: $figures"
 done
 rc=0
 (cd "$tmp/elsewhere" && bash "$tmp/pack/device_check.sh" --plan nonsense > /dev/null 2>&1) || rc=$?
