@@ -170,7 +170,11 @@ figures_of() {  # kind file
       geo=$(json_number "$file" geomean_speedup)
       local layers
       layers=$(grep -o '"speedup": *[0-9.eE+-]*' "$file" | sed 's/.*: *//' | paste -sd, -)
-      printf '{"geomean_speedup_over_cudnn": %s, "layer_speedups": [%s]}' "${geo:-null}" "$layers" ;;
+      # Each layer's set-up before its tuning starts (worker, task, transfer model).
+      local setups
+      setups=$(grep -o '"setup_s": *[0-9.eE+-]*' "$file" | sed 's/.*: *//' | paste -sd, -)
+      printf '{"geomean_speedup_over_cudnn": %s, "layer_speedups": [%s], "layer_setup_s": [%s]}' \
+        "${geo:-null}" "$layers" "$setups" ;;
     spec_bench)
       # results[0] is the spec's reference configuration, results[1] the log's best.
       local reference best speedup

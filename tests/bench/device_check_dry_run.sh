@@ -61,6 +61,12 @@ figures=$(bash -c "$(sed -n '/^json_number()/,/^}/p;/^figures_of()/,/^}/p' "$roo
 for key in best_ms trials seconds trials_per_s measure_s propose_s; do
   grep -q "\"$key\": [0-9]" <<<"$figures" || fail "a tune step's figures lack $key: $figures"
 done
+# A suite step's figures: every layer's set-up seconds listed.
+"$build/src/cli/cutune" tune-suite resnet18 --layers C8 --trials 2 --batch 2 --device emulator \
+  --log "$tmp/suite.log" --quiet --json > "$tmp/suite.json" 2> /dev/null || fail "the emulator's suite failed"
+figures=$(bash -c "$(sed -n '/^json_number()/,/^}/p;/^figures_of()/,/^}/p' "$root/bench/device_check.sh")
+  figures_of suite '$tmp/suite.json'")
+grep -q '"layer_setup_s": \[[0-9]' <<<"$figures" || fail "a suite step's figures lack layer_setup_s: $figures"
 rc=0
 (cd "$tmp/elsewhere" && bash "$tmp/pack/device_check.sh" --plan nonsense > /dev/null 2>&1) || rc=$?
 (( rc == 2 )) || fail "an unknown plan exits $rc, not 2"
