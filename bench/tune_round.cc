@@ -446,12 +446,8 @@ int main(int argc, char** argv) {
                             Mode{"pipeline, background proposals", true, true}}) {
       for (int seed = 0; seed < seeds; ++seed) {
         ModelPolicy policy(*space, *features, options(cascade));
-        SimulatedGpu gpu(
-            [&](const Config& c) {
-              if (measurer) return measurer->measure({c})[0];
-              return ir_objective ? (*ir_objective)(c) : synthetic_result(c);
-            },
-            trial_ms * 1e-3, compile_ms * 1e-3);
+        SimulatedGpu gpu([&](const Config& c) { return measure({c})[0]; }, trial_ms * 1e-3,
+                         compile_ms * 1e-3);
         TuneOptions o;
         o.trials = pipeline;
         o.batch = 64;
