@@ -181,15 +181,28 @@ std::string get_attr(BoosterHandle booster, const char* key) {
   return found ? std::string(out) : std::string();
 }
 
-// Columns a tree can split on, each once. Dropped: columns constant over the rows; columns
-// equal (bit for bit) to an earlier kept one; and columns that order the rows as an earlier
-// kept one does (the same ranks, ties included) where both have at most max_bin / 2
-// distinct values and no NaN. Such a pair gives XGBoost's hist method the same bins (every
-// distinct value its own bin), so every node's histograms of the two are the same sums in
-// the same order and their best splits the same gains; XGBoost keeps the lower feature index
-// on a tie, so the first of the pair is the one its trees would use, and trees trained
+FeatureMatrix select_columns(const FeatureMatrix& x, const std::vector<int>& columns) {
+  FeatureMatrix out = FeatureMatrix::zeros(x.rows, static_cast<int>(columns.size()));
+  for (int r = 0; r < x.rows; ++r) {
+    const float* in = x.data.data() + static_cast<size_t>(r) * x.cols;
+    float* o = out.data.data() + static_cast<size_t>(r) * out.cols;
+    for (size_t k = 0; k < columns.size(); ++k) o[k] = in[columns[k]];
+  }
+  return out;
+}
+
+}  // namespace
+
+// Why a dropped column changes nothing: a pair of columns that order the rows alike, each with
+// at most max_bin / 2 distinct values and no NaN, gets the same bins from XGBoost's hist method
+// (every distinct value its own bin), so every node's histograms of the two are the same sums
+// in the same order and their best splits the same gains; XGBoost keeps the lower feature
+// index on a tie, so the first of the pair is the one its trees would use, and trees trained
 // without the other are the same trees (tests/cost_model/test_tree_ensemble.cc compares).
-std::vector<int> splittable_columns(const FeatureMatrix& x, int max_bin) {
+// With `among`, only those columns are looked at: a column outside it that is splittable on a
+// superset of the rows would also be one of those, so the result is the same (see the header).
+std::vector<int> splittable_columns(const FeatureMatrix& x, int max_bin,
+                                    std::span<const int> among) {
   std::vector<int> out;
   std::unordered_map<uint64_t, std::vector<int>> by_bits, by_ranks;  // of kept columns
   std::vector<float> col(x.rows), other(x.rows), sorted;
@@ -218,7 +231,9 @@ std::vector<int> splittable_columns(const FeatureMatrix& x, int max_bin) {
     for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
     return h;
   };
-  for (int c = 0; c < x.cols; ++c) {
+  const int count = among.empty() ? x.cols : static_cast<int>(among.size());
+  for (int i = 0; i < count; ++i) {
+    const int c = among.empty() ? i : among[i];
     column(c, col);
     if (std::all_of(col.begin(), col.end(),
                     [&](float v) { return std::memcmp(&v, &col[0], sizeof(float)) == 0; })) {
@@ -252,18 +267,6 @@ std::vector<int> splittable_columns(const FeatureMatrix& x, int max_bin) {
   if (out.empty()) out.push_back(0);
   return out;
 }
-
-FeatureMatrix select_columns(const FeatureMatrix& x, const std::vector<int>& columns) {
-  FeatureMatrix out = FeatureMatrix::zeros(x.rows, static_cast<int>(columns.size()));
-  for (int r = 0; r < x.rows; ++r) {
-    const float* in = x.data.data() + static_cast<size_t>(r) * x.cols;
-    float* o = out.data.data() + static_cast<size_t>(r) * out.cols;
-    for (size_t k = 0; k < columns.size(); ++k) o[k] = in[columns[k]];
-  }
-  return out;
-}
-
-}  // namespace
 
 FeatureMatrix FeatureMatrix::zeros(int rows, int cols) {
   if (rows < 0 || cols < 0) {
@@ -351,12 +354,24 @@ void RankModel::check_fit_args(const FeatureMatrix& x, std::span<const float> la
 
 void RankModel::fit(const FeatureMatrix& x, std::span<const float> labels,
                     std::span<const unsigned> group_sizes, std::span<const float> base_margin) {
+  fit_among(x, {}, labels, group_sizes, base_margin);
+}
+
+void RankModel::fit_among(const FeatureMatrix& x, std::span<const int> candidates,
+                          std::span<const float> labels, std::span<const unsigned> group_sizes,
+                          std::span<const float> base_margin) {
   free_booster();
   check_fit_args(x, labels, group_sizes, base_margin, "RankModel::fit");
+  for (int c : candidates) {
+    if (c < 0 || c >= x.cols) {
+      throw std::invalid_argument(
+          fmt::format("RankModel::fit_among: candidate column {} outside [0, {})", c, x.cols));
+    }
+  }
 
   std::vector<int> columns;
   if (options_.drop_redundant_columns) {
-    columns = splittable_columns(x, options_.max_bin);
+    columns = splittable_columns(x, options_.max_bin, candidates);
   } else {
     columns.resize(x.cols);
     std::iota(columns.begin(), columns.end(), 0);

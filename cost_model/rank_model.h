@@ -49,6 +49,17 @@ struct FeatureMatrix {
 // The rows of x at the given indices, in that order.
 FeatureMatrix select_rows(const FeatureMatrix& x, std::span<const int> indices);
 
+// The columns of x a tree can split on, in order, each once: dropped are columns constant
+// over the rows, columns equal bit for bit to an earlier kept one, and columns that order the
+// rows exactly as an earlier kept one does (the same ranks, ties included) where both have
+// at most max_bin / 2 distinct values and no NaN. Trees fitted on the kept columns are the
+// trees fitted on all (rank_model.cc says why). With `among` not empty only those columns
+// are examined; when `among` is this function's result for a matrix holding every row of x
+// (x a subset or a bootstrap resample of its rows), the result is the same as examining all
+// columns, since a column constant or a copy over more rows is one over fewer.
+std::vector<int> splittable_columns(const FeatureMatrix& x, int max_bin,
+                                    std::span<const int> among = {});
+
 // rank:pairwise minimises the pairwise logistic loss within each group,
 //   L = sum over pairs (i, j) with c_i != c_j of log(1 + exp(-sign(c_i - c_j) (f(x_i) - f(x_j)))),
 // and uses the float labels only through their order (checked in tests/cost_model; the
@@ -116,6 +127,15 @@ class RankModel {
   // Throws std::invalid_argument on inconsistent sizes, std::runtime_error if XGBoost fails.
   void fit(const FeatureMatrix& x, std::span<const float> labels,
            std::span<const unsigned> group_sizes = {}, std::span<const float> base_margin = {});
+
+  // fit() when the rows of x are drawn from a larger matrix whose splittable_columns (at this
+  // model's max_bin) are `candidates`: only those columns are examined for the ones to keep,
+  // which gives the same columns, hence the same model, at a fraction of the cost when x is
+  // wide (a bootstrap member of an ensemble). Empty candidates: fit(). Throws
+  // std::invalid_argument, in addition, on a candidate outside [0, x.cols).
+  void fit_among(const FeatureMatrix& x, std::span<const int> candidates,
+                 std::span<const float> labels, std::span<const unsigned> group_sizes = {},
+                 std::span<const float> base_margin = {});
 
   // Warm start: adds `rounds` trees to the trained booster, each fitted (as in fit) to the
   // loss's gradient at the current predictions of all its trees on these rows, which may be

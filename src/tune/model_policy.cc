@@ -893,6 +893,12 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
   // Its own stream, so that the bootstrap draws depend only on the seed and the fit.
   std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(fits_));
   std::uniform_int_distribution<int> pick(0, n - 1);
+  // Every member's rows are drawn from x, so the columns worth splitting on are looked for
+  // among x's once, instead of among all of them for each member (the same columns).
+  std::vector<int> candidates;
+  if (!warm && model_options_.drop_redundant_columns) {
+    candidates = cost_model::splittable_columns(x, model_options_.max_bin);
+  }
   for (int k = 0; k < count; ++k) {
     std::vector<int> rows(n);
     bool any_ok = false;
@@ -913,7 +919,7 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
       members_[k].model.boost(cost_model::select_rows(x, rows), l, options_.warm_trees, {}, mg);
     } else {
       members_.push_back(Member{cost_model::RankModel(features_.extractor().schema(), mo)});
-      members_.back().model.fit(cost_model::select_rows(x, rows), l, {}, mg);
+      members_.back().model.fit_among(cost_model::select_rows(x, rows), candidates, l, {}, mg);
     }
     Member& member = members_[k];
     std::vector<float> s = member.model.predict(x, margin);

@@ -162,3 +162,51 @@ TEST_CASE("a column ordering the rows as an earlier one is dropped, trees unchan
   require_same_floats(a.predict(t.x), b.predict(t.x));
   require_same_floats(b.predict(test), b.predict_with_xgboost(test));
 }
+
+TEST_CASE("columns looked for among a larger matrix's are the columns looked for among all",
+          "[tree_ensemble]") {
+  // redundant_task's columns, plus columns that become constant or copies on rows that miss a
+  // few: 16 differs from 3 on rows 0-2 only, 17 is constant but on row 5, 18 orders the rows as
+  // 7 does but on rows 10-11 (quantised, so that ranks are compared).
+  SyntheticTask base = redundant_task(300, 31);
+  const int rows = base.x.rows;
+  FeatureMatrix x = FeatureMatrix::zeros(rows, 20);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < 16; ++c) x.at(r, c) = base.x.at(r, c);
+    x.at(r, 16) = r < 3 ? -1.0f : x.at(r, 3);
+    x.at(r, 17) = r == 5 ? 2.0f : 1.0f;
+    x.at(r, 18) = std::floor(x.at(r, 7) * 8.0f);
+    x.at(r, 19) = r == 10 || r == 11 ? 9.0f - x.at(r, 18) : 2.0f * x.at(r, 18) + 1.0f;
+  }
+  const std::vector<int> full = splittable_columns(x, 64);
+  CHECK(full == std::vector<int>{1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 15, 16, 17, 18, 19});
+  std::mt19937_64 rng(32);
+  std::uniform_int_distribution<int> pick(0, rows - 1);
+  int narrower = 0;
+  for (int draw = 0; draw < 40; ++draw) {
+    std::vector<int> resample(draw < 20 ? rows : rows / 10);
+    for (int& r : resample) r = pick(rng);
+    FeatureMatrix sub = select_rows(x, resample);
+    std::vector<int> among_all = splittable_columns(sub, 64);
+    CHECK(splittable_columns(sub, 64, full) == among_all);
+    narrower += among_all.size() < full.size();
+  }
+  // Some resamples miss rows 0-2, 5 or 10-11, which drops a column the full matrix keeps.
+  CHECK(narrower > 0);
+
+  // fit_among on a resample is fit on it: the same columns and the same floats.
+  std::vector<int> resample(rows / 2);
+  for (int& r : resample) r = 3 + pick(rng) % (rows - 12);  // never rows 0-2
+  FeatureMatrix sub = select_rows(x, resample);
+  std::vector<float> labels(resample.size());
+  for (size_t i = 0; i < resample.size(); ++i) labels[i] = base.labels[resample[i]];
+  RankModelOptions o;
+  o.rounds = 30;
+  RankModel a(kSchema, o), b(kSchema, o);
+  a.fit(sub, labels);
+  b.fit_among(sub, full, labels);
+  CHECK(a.columns() == b.columns());
+  CHECK(b.columns().size() < full.size());
+  require_same_floats(a.predict(x), b.predict(x));
+  CHECK_THROWS_AS(b.fit_among(sub, std::vector<int>{0, 20}, labels), std::invalid_argument);
+}
