@@ -6,13 +6,15 @@
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
 //              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
 //              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
-//              [--cascade K] [--cascade-ensemble 5] [--compare K] [--loop TRIALS --seeds N]
+//              [--ensemble 5] [--cascade K] [--cascade-ensemble 5] [--compare K]
+//              [--loop TRIALS --seeds N]
 //              [--pipeline TRIALS --seeds N --trial-ms 28 --compile-ms 7]
 //
 // --rounds: boosting rounds (trees) of each booster (the tuner's default: 150).
 // --warm-trees: ModelPolicyOptions::warm_trees (default 15: the warm round continues the
 // boosters; 0: every round fits them from scratch).
 // --warm-rounds: rounds after the cold one, each 64 records later.
+// --ensemble: the main model's boosters (ModelPolicyOptions::ensemble, default 5).
 // --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
 // stop 0: off, as by default here).
 // --cascade K: the annealing scores its steps with a knob-feature surrogate and hands its K
@@ -277,6 +279,7 @@ int main(int argc, char** argv) {
   double eta = cost_model::RankModelOptions{}.eta;
   int warm_trees = ModelPolicyOptions{}.warm_trees;
   int warm_rounds = 1;
+  int ensemble = ModelPolicyOptions{}.ensemble;
   AnnealingOptions annealing;
   annealing.early_stop = 0;
   int cascade = CascadeOptions::kAuto;
@@ -334,6 +337,8 @@ int main(int argc, char** argv) {
       annealing.temp_start = real_flag(a, v);
     else if (a == "--cascade")
       cascade = int_flag(a, v);
+    else if (a == "--ensemble")
+      ensemble = int_flag(a, v);
     else if (a == "--cascade-ensemble")
       cascade_ensemble = int_flag(a, v);
     else if (a == "--cascade-chains")
@@ -410,6 +415,7 @@ int main(int argc, char** argv) {
     o.plan_size = 64;
     o.annealing = annealing;
     o.warm_trees = warm_trees;
+    o.ensemble = ensemble;
     o.model.nthread = 1;
     if (rounds > 0) o.model.rounds = o.ir_rounds = rounds;
     if (max_depth > 0) o.model.max_depth = o.ir_max_depth = max_depth;

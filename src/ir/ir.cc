@@ -144,6 +144,10 @@ std::shared_ptr<const T> make_node(Args&&... args) {
 void check(bool ok, const char* what, std::string_view detail = {}) {
   if (!ok) throw IRError(detail.empty() ? std::string(what) : fmt::format("{}: {}", what, detail));
 }
+// A C string's length is taken only for a failure (node kind names, on every binary node).
+void check(bool ok, const char* what, const char* detail) {
+  if (!ok) check(false, what, std::string_view(detail));
+}
 
 constexpr bool is_comparison(NodeKind k) {
   return k == NodeKind::EQ || k == NodeKind::NE || k == NodeKind::LT || k == NodeKind::LE ||
