@@ -22,7 +22,8 @@ void KnobSurrogate::reset() {
 }
 
 void KnobSurrogate::fit(std::span<const Config> records, std::span<const float> labels, bool warm,
-                        int warm_trees, uint64_t seed, int fit_number, double kappa) {
+                        int warm_trees, uint64_t seed, int fit_number, double kappa,
+                        int fit_trees) {
   score_.clear();
   kappa_ = ensemble_ > 1 ? kappa : 0.0;
   if (warm && members_.size() != static_cast<size_t>(ensemble_)) warm = false;
@@ -49,6 +50,7 @@ void KnobSurrogate::fit(std::span<const Config> records, std::span<const float> 
     for (int i = 0; i < n; ++i) l[i] = labels[rows[i]];
     cost_model::RankModelOptions mo = model_options_;
     mo.seed = rng();
+    if (fit_trees > 0) mo.rounds = fit_trees;
     if (warm) {
       members_[k].model.boost(cost_model::select_rows(x, rows), l, warm_trees);
     } else {

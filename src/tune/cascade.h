@@ -64,9 +64,18 @@ class KnobSurrogate {
 
   // Fits (warm: boosts each member by warm_trees) on the records; labels as the main model's.
   // seed and fit number choose the bootstrap resamples and the boosters' seeds. Clears the
-  // memoised scores. kappa: the spread's weight in score().
+  // memoised scores. kappa: the spread's weight in score(). fit_trees: the trees of a member
+  // fitted from scratch (0: rounds(); less when the caller splits the fit over two rounds).
   void fit(std::span<const Config> records, std::span<const float> labels, bool warm,
-           int warm_trees, uint64_t seed, int fit_number, double kappa);
+           int warm_trees, uint64_t seed, int fit_number, double kappa, int fit_trees = 0);
+  // Trees of a member at a whole fit from scratch.
+  int rounds() const { return model_options_.rounds; }
+  // Trees of each member now (empty before the first fit).
+  std::vector<int> member_trees() const {
+    std::vector<int> out;
+    for (const Member& m : members_) out.push_back(m.model.trees());
+    return out;
+  }
   bool trained() const { return !members_.empty(); }
   void reset();
 

@@ -101,6 +101,8 @@ void ModelPolicy::reset(uint64_t seed) {
   fits_ = 0;
   warm_fits_ = 0;
   full_fit_rows_ = 0;
+  pending_trees_ = 0;
+  cascade_pending_ = 0;
   margin_weight_ = 0;
   score_.clear();
   members_.clear();
@@ -214,6 +216,16 @@ std::vector<std::vector<float>> ModelPolicy::member_scores(const std::vector<Con
   return out;
 }
 
+std::vector<int> ModelPolicy::member_trees() const {
+  std::vector<int> out;
+  for (const Member& m : members_) out.push_back(m.model.trees());
+  return out;
+}
+
+std::vector<int> ModelPolicy::surrogate_trees() const {
+  return cascade_ ? cascade_->member_trees() : std::vector<int>{};
+}
+
 std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
   std::vector<float> out(configs.size());
   if (ensemble() && !members_.empty()) {
@@ -288,9 +300,17 @@ void ModelPolicy::refit_and_plan() {
     measure_agreement();
     lap(round_times_.fit);
     if (cascade_) {
-      const int trees =
+      int trees =
           options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees : options_.warm_trees;
-      cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_);
+      // Split as the main model's fit was (split_refit_from).
+      int fit_trees = 0;
+      if (warm) {
+        if (cascade_pending_ > 0) trees = cascade_pending_;
+      } else if (pending_trees_ > 0 && cascade_->rounds() > 1) {
+        fit_trees = (cascade_->rounds() + 1) / 2;
+      }
+      cascade_pending_ = fit_trees > 0 ? cascade_->rounds() - fit_trees : 0;
+      cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_, fit_trees);
     }
     lap(round_times_.cascade);
   }
@@ -890,6 +910,19 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
   member_z_.clear();
   const int n = x.rows;
   const int count = std::max(1, options_.ensemble);
+  // Trees a member grows now: a split fit from scratch half of them, the refit after it the
+  // other half (instead of its warm trees: the fit from scratch spans two rounds).
+  int fit_trees = model_options_.rounds;
+  const int warm_grow = warm && pending_trees_ > 0 ? pending_trees_ : options_.warm_trees;
+  pending_trees_ = 0;
+  // Only where the next refit is sure to be a warm one: a round adds at most plan_size
+  // records, under refit_growth times these.
+  if (!warm && options_.split_refit_from > 0 && n >= options_.split_refit_from &&
+      options_.warm_trees > 0 && model_options_.rounds > 1 &&
+      options_.refit_growth * n > options_.plan_size) {
+    fit_trees = (model_options_.rounds + 1) / 2;
+    pending_trees_ = model_options_.rounds - fit_trees;
+  }
   // Its own stream, so that the bootstrap draws depend only on the seed and the fit.
   std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(fits_));
   std::uniform_int_distribution<int> pick(0, n - 1);
@@ -915,8 +948,9 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
     }
     cost_model::RankModelOptions mo = model_options_;
     mo.seed = rng();
+    mo.rounds = fit_trees;
     if (warm) {
-      members_[k].model.boost(cost_model::select_rows(x, rows), l, options_.warm_trees, {}, mg);
+      members_[k].model.boost(cost_model::select_rows(x, rows), l, warm_grow, {}, mg);
     } else {
       members_.push_back(Member{cost_model::RankModel(features_.extractor().schema(), mo)});
       members_.back().model.fit_among(cost_model::select_rows(x, rows), candidates, l, {}, mg);

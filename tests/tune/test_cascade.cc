@@ -268,3 +268,30 @@ TEST_CASE("with the cascade off the proposals are the former ones", "[cascade]")
   CHECK(got.size() == kFormerCount);
   CHECK(hash == kFormerHash);
 }
+
+TEST_CASE("a split fit from scratch splits the surrogate's fit too", "[cascade]") {
+  auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
+  auto ir = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  ModelPolicyOptions o = small(CascadeOptions::kAuto);
+  o.split_refit_from = 50;
+  o.cascade.rounds = 12;
+  o.cascade.warm_trees = 3;
+  ModelPolicy p(tmpl->space(), *ir, o);
+  p.reset(3);
+  std::vector<Config> records = distinct_valid(tmpl->space(), 144, 5);
+  using V = std::vector<int>;
+  auto round = [&](int from, int to) {
+    std::vector<Config> b(records.begin() + from, records.begin() + to);
+    p.observe(b, synthetic(b));
+    p.refit_and_plan();
+  };
+  round(0, 80);  // from scratch on 80 (40 > a round of 32): split
+  CHECK(p.member_trees() == V{10, 10, 10});
+  CHECK(p.surrogate_trees() == V{6, 6, 6});
+  round(80, 112);  // warm: the other halves
+  CHECK(p.member_trees() == V{20, 20, 20});
+  CHECK(p.surrogate_trees() == V{12, 12, 12});
+  round(112, 144);  // from scratch again (144 >= 1.5 x 80), split again
+  CHECK(p.member_trees() == V{10, 10, 10});
+  CHECK(p.surrogate_trees() == V{6, 6, 6});
+}

@@ -115,3 +115,48 @@ TEST_CASE("a warm refit moves the scores, and the warm-started tuner finds the o
     CHECK(std::find(r.proposed.begin(), r.proposed.end(), best) != r.proposed.end());
   }
 }
+
+TEST_CASE("a fit from scratch on many records is split over two rounds", "[warm_start]") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  // Rounds of 32, growth 0.5: fits from scratch at 32, 64, 96 and 160 records, warm at 128.
+  // From 60 records a fit from scratch is split where half its records exceed a round: at 96
+  // and 160 (at 64, 32 more records could reach the next fit from scratch first).
+  auto trees_each_round = [&](ModelPolicyOptions o, uint64_t seed) {
+    ModelPolicy p(task.space(), features, o);
+    ReplayMeasurerAdapter m(task);
+    p.reset(seed);
+    std::vector<std::vector<int>> trees;
+    std::vector<int> pending;
+    std::vector<uint64_t> proposed;
+    for (int r = 0; r < 6; ++r) {
+      std::vector<Config> b = p.propose(32);
+      REQUIRE(b.size() == 32);
+      trees.push_back(p.member_trees());
+      pending.push_back(p.pending_trees());
+      for (const Config& c : b) proposed.push_back(c.index());
+      p.observe(b, m.measure(b));
+    }
+    return std::make_tuple(trees, pending, proposed);
+  };
+  ModelPolicyOptions o = warm_model(5, 0.5);
+  o.first_batch = 0;  // a first batch of 32 too
+  o.split_refit_from = 60;
+  auto [trees, pending, proposed] = trees_each_round(o, 4);
+  using V = std::vector<int>;
+  // At 128 the split fit is finished: its other 15 trees instead of the 5 warm ones.
+  CHECK(trees == std::vector<V>{{}, {30, 30, 30}, {30, 30, 30}, {15, 15, 15}, {30, 30, 30},
+                                {15, 15, 15}});
+  CHECK(pending == V{0, 0, 0, 15, 0, 15});
+  // The same under the same seed.
+  CHECK(std::get<2>(trees_each_round(o, 4)) == proposed);
+
+  // Off (0), or without warm fits to finish the split: every fit from scratch is whole.
+  o.split_refit_from = 0;
+  CHECK(std::get<0>(trees_each_round(o, 4))[3] == V{30, 30, 30});
+  o = warm_model(0, 0.5);
+  o.first_batch = 0;
+  o.split_refit_from = 60;
+  CHECK(std::get<0>(trees_each_round(o, 4))[3] == V{30, 30, 30});
+  CHECK(std::get<1>(trees_each_round(o, 4))[3] == 0);
+}
