@@ -1,5 +1,8 @@
 // The cost of one round of the model-based tuner: fit the ranking model on 1,000 records,
 // anneal 128 chains (64 with the cascade) x 500 steps (no early stop), take a batch of 64.
+// By default a fit from scratch on 512 records or more is split over two rounds (half of each
+// booster's trees in the cold round, the rest in the next: --warm-rounds 1 shows both;
+// --split-refit 0 fits whole).
 // One thread; times are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that other
 // processes on the core do not count; the wall-clock time is printed beside it.
 //
