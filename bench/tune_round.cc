@@ -9,7 +9,7 @@
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
 //              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
 //              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
-//              [--ensemble 5] [--split-refit 512] [--cascade K] [--cascade-ensemble 5] [--compare K]
+//              [--ensemble 5] [--split-refit 512] [--max-tree-growth 4] [--cascade K] [--cascade-ensemble 5] [--compare K]
 //              [--loop TRIALS --seeds N]
 //              [--pipeline TRIALS --seeds N --trial-ms 28 --compile-ms 7]
 //
@@ -20,6 +20,8 @@
 // --ensemble: the main model's boosters (ModelPolicyOptions::ensemble, default 5).
 // --split-refit N: a fit from scratch on N records or more grows half of each booster's trees,
 // the next refit the rest (ModelPolicyOptions::split_refit_from, default 512; 0: off).
+// --max-tree-growth G: a refit that would take a booster past G times its trees at a fit from
+// scratch fits from scratch (ModelPolicyOptions::max_tree_growth, default 4; 0: no cap).
 // --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
 // stop 0: off, as by default here).
 // --cascade K: the annealing scores its steps with a knob-feature surrogate and hands its K
@@ -286,6 +288,7 @@ int main(int argc, char** argv) {
   int warm_rounds = 1;
   int ensemble = ModelPolicyOptions{}.ensemble;
   int split_refit = ModelPolicyOptions{}.split_refit_from;
+  double max_tree_growth = ModelPolicyOptions{}.max_tree_growth;
   AnnealingOptions annealing;
   annealing.early_stop = 0;
   int cascade = CascadeOptions::kAuto;
@@ -343,6 +346,8 @@ int main(int argc, char** argv) {
       annealing.temp_start = real_flag(a, v);
     else if (a == "--cascade")
       cascade = int_flag(a, v);
+    else if (a == "--max-tree-growth")
+      max_tree_growth = real_flag(a, v);
     else if (a == "--split-refit")
       split_refit = int_flag(a, v);
     else if (a == "--ensemble")
@@ -425,6 +430,7 @@ int main(int argc, char** argv) {
     o.warm_trees = warm_trees;
     o.ensemble = ensemble;
     o.split_refit_from = split_refit;
+    o.max_tree_growth = max_tree_growth;
     o.model.nthread = 1;
     if (rounds > 0) o.model.rounds = o.ir_rounds = rounds;
     if (max_depth > 0) o.model.max_depth = o.ir_max_depth = max_depth;

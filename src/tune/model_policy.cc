@@ -285,8 +285,16 @@ void ModelPolicy::refit_and_plan() {
     lap(round_times_.features);
     std::vector<float> margin;
     if (options_.transfer) margin = transfer_margin(observed_);
-    const bool warm =
-        options_.warm_trees > 0 && trained() && n < (1.0 + options_.refit_growth) * full_fit_rows_;
+    // A warm fit continues the boosters unless the records have grown by refit_growth since
+    // the last fit from scratch, or the boosters would pass max_tree_growth times their trees
+    // at a fit from scratch.
+    int trees = model_.trees();
+    for (const Member& m : members_) trees = std::max(trees, m.model.trees());
+    const bool under_cap = options_.max_tree_growth <= 0 ||
+                           trees + options_.warm_trees <=
+                               options_.max_tree_growth * model_options_.rounds;
+    const bool warm = options_.warm_trees > 0 && trained() &&
+                      n < (1.0 + options_.refit_growth) * full_fit_rows_ && under_cap;
     if (ensemble()) {
       fit_ensemble(x, labels, margin, warm);
     } else if (warm) {

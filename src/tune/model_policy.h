@@ -217,6 +217,12 @@ struct ModelPolicyOptions {
   // acquisition always fits whole. bench/README.md section 7: splitting every fit from
   // scratch from 64 records on searched no worse on both synthetic objectives over 48 seeds.
   int split_refit_from = 512;
+  // A refit that would take a booster past this many times its trees at a fit from scratch
+  // fits from scratch instead (0: no cap; IR features: 200 trees, knob features 600): a warm
+  // fit costs in proportion to the records times the trees, so without a cap the rounds of a
+  // long run grow until the records have grown by refit_growth (IR features, 2,300 -> 3,400
+  // records: 0.44 -> 0.78 s a round).
+  double max_tree_growth = 4.0;
   // Cascade (src/tune/cascade.h; survivors 0: off; by default on, K = 1000, for IR features
   // only): the annealing scores its steps with a knob-feature surrogate fitted on the same
   // records, and the plan is the best of its `survivors` best by this model's acquisition

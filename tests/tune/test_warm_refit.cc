@@ -160,3 +160,26 @@ TEST_CASE("a fit from scratch on many records is split over two rounds", "[warm_
   CHECK(std::get<0>(trees_each_round(o, 4))[3] == V{30, 30, 30});
   CHECK(std::get<1>(trees_each_round(o, 4))[3] == 0);
 }
+
+TEST_CASE("a refit that would pass the tree cap fits from scratch", "[warm_start]") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  auto member_trees = [&](double cap) {
+    ModelPolicyOptions o = warm_model(5, 100);  // the records never grow enough to refit
+    o.first_batch = 0;
+    o.max_tree_growth = cap;
+    ModelPolicy p(task.space(), features, o);
+    ReplayMeasurerAdapter m(task);
+    p.reset(2);
+    std::vector<int> out;
+    for (int r = 0; r < 7; ++r) {
+      std::vector<Config> b = p.propose(32);
+      out.push_back(p.member_trees().empty() ? 0 : p.member_trees()[0]);
+      p.observe(b, m.measure(b));
+    }
+    return std::make_pair(out, p.warm_fits());
+  };
+  // 30 trees from scratch, 5 a warm fit; a cap of 1.5 x 30 = 45 trees.
+  CHECK(member_trees(1.5) == std::make_pair(std::vector<int>{0, 30, 35, 40, 45, 30, 35}, 4));
+  CHECK(member_trees(0) == std::make_pair(std::vector<int>{0, 30, 35, 40, 45, 50, 55}, 5));
+}
