@@ -113,6 +113,7 @@ WgmmaParams wgmma_params(const Config& c) {
   p.epilogue = int(c.get("epilogue"));
   p.loads = knob_or(c, "loads", 0);
   p.producer = knob_or(c, "producer", 0);
+  p.mma_pipe = knob_or(c, "mma_pipe", 0);
   return p;
 }
 
@@ -123,6 +124,7 @@ bool register_budget_holds(int warpgroups) {
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
   space.define_choice("loads", {0, 1}, 0);
   space.define_choice("producer", {0, 1}, 0);
+  space.define_choice("mma_pipe", {0, 1}, 0);
   const bool any = a_tma || b_tma, both = a_tma && b_tma;
   space.add_constraint("TMA loads need an operand a 2-D box can load",
                        [any](const Config& c) { return any || c.get("loads") == 0; });
@@ -134,6 +136,9 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
   space.add_constraint(
       "a producer warpgroup needs TMA loads of both operands",
       [both](const Config& c) { return c.get("producer") == 0 || (both && c.get("loads") == 1); });
+  space.add_constraint(
+      "wgmmas stay in flight across slices only with a producer",
+      [](const Config& c) { return c.get("mma_pipe") == 0 || c.get("producer") == 1; });
   space.add_constraint("the setmaxnreg counts fit the block's registers", [](const Config& c) {
     return c.get("producer") == 0 || register_budget_holds(int(c.get("warpgroups")));
   });
@@ -355,8 +360,9 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   Expr ii = int_var("i");
   Stmt fence_acc = For::make("i", 0, strips * per_strip, ForKind::unrolled,
                              wgmma_fence_operand(address_of(acc, ii)));
-  // One block_k slice of the warpgroup's products from ring slot `slot`, one commit group.
-  auto compute = [&](const Expr& slot) {
+  // One block_k slice of the warpgroup's products from ring slot `slot`, one commit group;
+  // then waits until at most `pending` groups are unfinished.
+  auto compute = [&](const Expr& slot, int pending = 0) {
     Expr kk = int_var("kk"), j = int_var("j");
     const int rows0 = p.bm / p.warpgroups;
     // Strip j of warpgroup wg: tile rows wg·rows0 + 64·j, a multiple of 8 rows, so the
@@ -369,7 +375,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     return Block::make({fence_acc, wgmma_fence(),
                         For::make("kk", 0, p.bk / 16, ForKind::unrolled,
                                   For::make("j", 0, strips, ForKind::unrolled, mma)),
-                        wgmma_commit_group(), wgmma_wait_group(0), fence_acc});
+                        wgmma_commit_group(), wgmma_wait_group(pending), fence_acc});
   };
 
   const int s = p.stages;
@@ -419,9 +425,23 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     Expr kl = int_var("k_load");
     produce = For::make("k_load", 0, n_tiles, ForKind::serial,
                         load_slice(first_tile + kl, kl % s, true, wait_empty(kl)));
-    Stmt consume =
-        For::make("k_outer", 0, n_tiles, ForKind::serial,
-                  Block::make({wait_full(ko), compute(ko % s), mbarrier_arrive(empty(ko % s))}));
+    Stmt consume;
+    if (p.mma_pipe == 1) {
+      // A slice's wgmmas stay in flight while the next slice's are issued: after the wait
+      // for all but the latest group, the slice before it is done with its slot, which is
+      // released then; the last slot after the loop's final wait.
+      Stmt loop = For::make(
+          "k_outer", 0, n_tiles, ForKind::serial,
+          Block::make({wait_full(ko), compute(ko % s, 1),
+                       IfThenElse::make(ko > i32(0), mbarrier_arrive(empty((ko + (s - 1)) % s)))}));
+      consume = Block::make(
+          {loop, wgmma_wait_group(0), fence_acc,
+           IfThenElse::make(n_tiles > i32(0), mbarrier_arrive(empty((n_tiles + (s - 1)) % s)))});
+    } else {
+      consume =
+          For::make("k_outer", 0, n_tiles, ForKind::serial,
+                    Block::make({wait_full(ko), compute(ko % s), mbarrier_arrive(empty(ko % s))}));
+    }
     mainloop = Block::make({setmaxnreg(true, kConsumerRegisters), init, consume});
     produce = Block::make(
         {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});

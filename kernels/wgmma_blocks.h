@@ -19,6 +19,9 @@ struct WgmmaParams {
   int bm, bn, bk, stages, warpgroups, swizzle, copy_bytes, raster, split_k, epilogue;
   int loads = 0;     // 0: cp.async by every thread; 1: TMA (for the operands that have a view)
   int producer = 0;  // 1: one more warpgroup issues the TMA copies (warp specialisation)
+  // 1 (with a producer only): a slice's wgmmas stay in flight while the next slice's are
+  // issued (wgmma.wait_group 1), and a ring slot is released one slice later.
+  int mma_pipe = 0;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
   int threads() const { return 128 * (warpgroups + producer); }
@@ -44,11 +47,12 @@ inline constexpr int kProducerRegisters = 40;
 inline constexpr int kConsumerRegisters = 232;
 bool register_budget_holds(int warpgroups);
 
-// Defines `loads` (0 cp_async, 1 tma; if omitted 0) and `producer` (0, 1; if omitted 0) for a
-// kernel whose A (a_tma) and B (b_tma) slices a 2-D TMA box can load, with their constraints:
-// tma only where some operand can take it; copy_bytes left at 16 when TMA loads both operands
-// (nothing else copies); a producer only when TMA loads both, within the register budget; the
-// shared memory with the ring's mbarriers within the opt-in limit. The shape's own TMA rule
+// Defines `loads` (0 cp_async, 1 tma; if omitted 0), `producer` (0, 1; if omitted 0) and
+// `mma_pipe` (0, 1; if omitted 0) for a kernel whose A (a_tma) and B (b_tma) slices a 2-D TMA
+// box can load, with their constraints: tma only where some operand can take it; copy_bytes
+// left at 16 when TMA loads both operands (nothing else copies); a producer only when TMA
+// loads both, within the register budget; mma_pipe only with a producer; the shared memory
+// with the ring's mbarriers within the opt-in limit. The shape's own TMA rule
 // (16-byte global row strides) is the template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
 

@@ -212,9 +212,12 @@ void BlockRunner::wgmma_wait(cutune_emu_abi::Thread* self, int pending) {
   uint64_t keep = static_cast<uint64_t>(pending);
   uint64_t complete_below = s->wgmma_commits > keep ? s->wgmma_commits - keep : 0;
   size_t kept = 0;
-  for (PendingAccumulators& p : s->wgmma) {
+  for (size_t i = 0; i < s->wgmma.size(); ++i) {
+    PendingAccumulators& p = s->wgmma[i];
     if (p.group >= complete_below) {
-      s->wgmma[kept++] = std::move(p);
+      // Not onto itself: a vector moved onto itself is left empty.
+      if (kept != i) s->wgmma[kept] = std::move(p);
+      ++kept;
       continue;
     }
     if (p.superseded) continue;

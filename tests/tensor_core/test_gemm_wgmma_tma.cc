@@ -228,3 +228,39 @@ TEST_CASE("the verifier takes warpgroup-uniform branches around wgmma, not aroun
   REQUIRE(sync.errors.size() == 1);
   CHECK_THAT(sync.errors[0], Catch::Contains("barrier (sync) is under a thread-dependent"));
 }
+
+TEST_CASE("wgmmas kept in flight across slices (mma_pipe) match, with a producer only",
+          "[wgmma][tma][emulator]") {
+  // K = 200 in slices of 32: 7 slices through rings of 2 to 4 slots, so that slots are
+  // released one slice late many times over; K = 24: a single (partial) slice.
+  emu::Emulator emulator;
+  for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_fp16_wgmma_nt"}) {
+    for (int64_t k : {200, 24}) {
+      auto tmpl = make_template("gemm_fp16", {72, 136, k}, name);
+      for (int stages : {2, 3, 4}) {
+        nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, stages, 1, 64, 1, 1));
+        j["knobs"]["mma_pipe"] = 1;
+        Config c = tmpl->space().from_json(j);
+        INFO(name << " K " << k << " stages " << stages);
+        REQUIRE(tmpl->space().is_valid(c));
+        Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+        REQUIRE(l.ok());
+        const std::string& code = l.source->code;
+        // In the loop all but the latest group is waited for; after it, every group.
+        CHECK(code.find("cutune_wgmma_wait_group_1()") != std::string::npos);
+        CHECK(code.find("cutune_wgmma_wait_group_0()") != std::string::npos);
+        check_config(*tmpl, c, emulator);
+        j["knobs"]["mma_pipe"] = 0;
+        const std::string whole = lower(*tmpl, tmpl->space().from_json(j), ir::TargetLimits{})
+                                      .source->code;
+        CHECK(whole.find("cutune_wgmma_wait_group_1()") == std::string::npos);
+      }
+    }
+  }
+  // Without a producer the ring's refill would wait on a slot its own thread releases later.
+  auto tmpl = make_template("gemm_fp16", {72, 136, 200}, "gemm_fp16_wgmma_nn");
+  nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 3, 1, 64, 1, 0));
+  j["knobs"]["mma_pipe"] = 1;
+  CHECK(tmpl->space().violation(tmpl->space().from_json(j)).value_or("") ==
+        "wgmmas stay in flight across slices only with a producer");
+}
