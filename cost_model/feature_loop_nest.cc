@@ -576,6 +576,10 @@ class Analyzer {
           }
         } else if (op->name.starts_with("cutune_setmaxnreg_")) {
           out_->kernel.warp_specialized = true;
+        } else if (op->name.starts_with("cutune_wgmma_wait_group_")) {
+          out_->kernel.mma_in_flight =
+              std::max(out_->kernel.mma_in_flight, double(std::stoi(op->name.substr(24))));
+          ops.int_ops += 1;  // as any other call
         } else if (op->name.starts_with("cutune_cp_async_wait_")) {
           ops.wait_pending = std::max(ops.wait_pending, std::stoi(op->name.substr(21)));
         } else if (op->name == "cutune_cp_async_commit") {

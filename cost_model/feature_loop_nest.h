@@ -85,6 +85,7 @@ struct KernelStats {
   double tma_stages = 0;          // mbarriers the copies complete on (the ring's slots)
   double tma_stage_bytes = 0;     // the largest constant expect_tx: bytes one slot brings
   bool warp_specialized = false;  // setmaxnreg (a producer warpgroup)
+  double mma_in_flight = 0;       // the largest N of a wgmma.wait_group N
 };
 
 struct LoopNestSummary {

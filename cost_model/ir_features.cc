@@ -178,6 +178,7 @@ class IrFeatures final : public FeatureExtractor {
     *at++ = log_scaled(k.tma_stages);
     *at++ = log_scaled(k.tma_stage_bytes * std::max(0.0, k.tma_stages - 1));
     *at++ = float(k.warp_specialized);
+    *at++ = log_scaled(k.mma_in_flight);
   }
 
   const Template& tmpl_;

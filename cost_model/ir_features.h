@@ -67,7 +67,7 @@ inline constexpr std::array<std::string_view, 20> kBufferFeatures = {
     "bytes_per_flop",  // touched_total over the kernel's float operations
 };
 
-inline constexpr std::array<std::string_view, 28> kKernelFeatures = {
+inline constexpr std::array<std::string_view, 29> kKernelFeatures = {
     "threads_per_block", "blocks",
     "shared_bytes",     // per block
     "local_bytes",      // per thread
@@ -98,6 +98,7 @@ inline constexpr std::array<std::string_view, 28> kKernelFeatures = {
     "tma_stages",           // ring slots the copies complete on (their mbarriers)
     "tma_bytes_in_flight",  // per block: one slot's expect_tx bytes times (stages - 1)
     "warp_specialized",     // 1 with a producer warpgroup (setmaxnreg), else 0
+    "mma_in_flight",        // wgmma groups left unfinished at a wait (wait_group N: the most N)
 };
 
 // The loop and buffer names a template's vector has slots for: the ones it declares

@@ -251,8 +251,8 @@ TEST_CASE("wgmmas kept in flight across slices (mma_pipe) match, with a producer
         CHECK(code.find("cutune_wgmma_wait_group_0()") != std::string::npos);
         check_config(*tmpl, c, emulator);
         j["knobs"]["mma_pipe"] = 0;
-        const std::string whole = lower(*tmpl, tmpl->space().from_json(j), ir::TargetLimits{})
-                                      .source->code;
+        const std::string whole =
+            lower(*tmpl, tmpl->space().from_json(j), ir::TargetLimits{}).source->code;
         CHECK(whole.find("cutune_wgmma_wait_group_1()") == std::string::npos);
       }
     }

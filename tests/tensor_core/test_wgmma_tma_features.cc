@@ -74,3 +74,17 @@ TEST_CASE("TMA loads are visible to the IR features", "[wgmma][tma][features]") 
     CHECK(unscaled(*f, tma, "kernel.threads_per_block") == Approx(128 + 128 * producer));
   }
 }
+
+TEST_CASE("wgmmas kept in flight (mma_pipe) are visible to the IR features", "[wgmma][features]") {
+  auto tmpl = make_template("gemm_fp16", {128, 128, 384}, "gemm_fp16_wgmma_nt");
+  auto f = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  Config whole = config(*tmpl, 1, 1);
+  nlohmann::json j = {{"knobs", whole.to_json()["knobs"]}};
+  j["knobs"]["mma_pipe"] = 1;
+  Config pipelined = tmpl->space().from_json(j);
+  REQUIRE(tmpl->space().is_valid(pipelined));
+  CHECK(unscaled(*f, features(*f, whole), "kernel.mma_in_flight") == 0);
+  CHECK(unscaled(*f, features(*f, pipelined), "kernel.mma_in_flight") == Approx(1).epsilon(1e-3));
+  // The cp.async kernel waits for every group too.
+  CHECK(unscaled(*f, features(*f, config(*tmpl, 0, 0)), "kernel.mma_in_flight") == 0);
+}
