@@ -9,8 +9,8 @@
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
 //              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
 //              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
-//              [--ensemble 5] [--split-refit 512] [--max-tree-growth 4] [--cascade K] [--cascade-ensemble 5] [--compare K]
-//              [--loop TRIALS --seeds N]
+//              [--ensemble 5] [--split-refit 512] [--max-tree-growth 4] [--cascade K]
+//              [--cascade-ensemble 5] [--compare K] [--loop TRIALS --seeds N]
 //              [--pipeline TRIALS --seeds N --trial-ms 28 --compile-ms 7]
 //
 // --rounds: boosting rounds (trees) of each booster (the tuner's default: 150).

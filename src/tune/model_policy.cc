@@ -59,6 +59,10 @@ AnnealingOptions resolve_annealing(const ModelPolicyOptions& o, std::string_view
   return a;
 }
 
+// Of a booster's `rounds` trees, those a split fit from scratch grows at once; the rest
+// come with the next refit (ModelPolicyOptions::split_refit_from).
+int split_first_half(int rounds) { return (rounds + 1) / 2; }
+
 double thread_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -310,13 +314,9 @@ void ModelPolicy::refit_and_plan() {
     if (cascade_) {
       int trees =
           options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees : options_.warm_trees;
-      // Split as the main model's fit was (split_refit_from).
-      int fit_trees = 0;
-      if (warm) {
-        if (cascade_pending_ > 0) trees = cascade_pending_;
-      } else if (pending_trees_ > 0 && cascade_->rounds() > 1) {
-        fit_trees = (cascade_->rounds() + 1) / 2;
-      }
+      if (warm && cascade_pending_ > 0) trees = cascade_pending_;
+      // Split as the main model's fit was (split_refit_from); 0: a whole fit.
+      const int fit_trees = !warm && pending_trees_ > 0 ? split_first_half(cascade_->rounds()) : 0;
       cascade_pending_ = fit_trees > 0 ? cascade_->rounds() - fit_trees : 0;
       cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_, fit_trees);
     }
@@ -926,9 +926,8 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
   // Only where the next refit is sure to be a warm one: a round adds at most plan_size
   // records, under refit_growth times these.
   if (!warm && options_.split_refit_from > 0 && n >= options_.split_refit_from &&
-      options_.warm_trees > 0 && model_options_.rounds > 1 &&
-      options_.refit_growth * n > options_.plan_size) {
-    fit_trees = (model_options_.rounds + 1) / 2;
+      options_.warm_trees > 0 && options_.refit_growth * n > options_.plan_size) {
+    fit_trees = split_first_half(model_options_.rounds);
     pending_trees_ = model_options_.rounds - fit_trees;
   }
   // Its own stream, so that the bootstrap draws depend only on the seed and the fit.
