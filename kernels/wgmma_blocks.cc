@@ -137,8 +137,10 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
       "a producer warpgroup needs TMA loads of both operands",
       [both](const Config& c) { return c.get("producer") == 0 || (both && c.get("loads") == 1); });
   space.add_constraint(
-      "wgmmas stay in flight across slices only with a producer",
-      [](const Config& c) { return c.get("mma_pipe") == 0 || c.get("producer") == 1; });
+      "wgmmas stay in flight across slices only with a producer or a ring of 3 or more slots",
+      [](const Config& c) {
+        return c.get("mma_pipe") == 0 || c.get("producer") == 1 || c.get("stages") >= 3;
+      });
   space.add_constraint("the setmaxnreg counts fit the block's registers", [](const Config& c) {
     return c.get("producer") == 0 || register_budget_holds(int(c.get("warpgroups")));
   });
@@ -393,31 +395,54 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     return mbarrier_wait_parity(empty(kt % s), (kt / s + 1) % 2);
   };
   if (!producer) {
-    // The ring: slices 0..stages-2 in flight before the loop; each iteration waits for its
-    // slice (its cp.async group, or its full barrier's phase), refills the slot the previous
-    // iteration read once it is released, and computes.
+    // The ring: `lead` slices in flight before the loop; each iteration waits for its slice
+    // (its cp.async group, or its full barrier's phase), refills the slot whose wgmmas are
+    // done once it is released, and computes. Without mma_pipe that is the slot the previous
+    // iteration read (lead = stages - 1); with it, a slice's wgmmas stay in flight until the
+    // next slice's wait_group 1, so the refill takes the slot read two iterations before
+    // (lead = stages - 2) and the loop ends with a wait for all.
+    const bool pipe = p.mma_pipe == 1;
+    // The planted bug: the lead and releases of a ring whose wgmmas are done at each slice's end.
+    const bool early = pipe && spec.hooks.release_in_flight;
+    const int lead = pipe && !early ? s - 2 : s - 1;
     std::vector<Stmt> prologue;
-    for (int st = 0; st < s - 1; ++st) {
+    for (int st = 0; st < lead; ++st) {
       prologue.push_back(IfThenElse::make(i32(st) < n_tiles, load_slice(first_tile + st, st)));
       prologue.push_back(commit());
     }
-    Expr next = ko + (s - 1);
-    Stmt loop;
+    Expr next = ko + lead;
+    Stmt loop, drain;
     if (release_by_barrier) {
+      // The barrier also tells that every warpgroup passed the previous iteration's wait.
       loop = For::make(
           "k_outer", 0, n_tiles, ForKind::serial,
-          Block::make({async ? cp_async_wait(s - 2) : Stmt(), wait_full(ko), fence_proxy_async(),
-                       Sync::make(),
+          Block::make({async ? cp_async_wait(lead - 1) : Stmt(), wait_full(ko),
+                       fence_proxy_async(), Sync::make(),
                        IfThenElse::make(next < n_tiles, load_slice(first_tile + next, next % s)),
-                       commit(), compute(ko % s)}));
+                       commit(), compute(ko % s, pipe ? 1 : 0)}));
+      if (pipe) drain = Block::make({wgmma_wait_group(0), fence_acc});
     } else {
       Stmt refill = IfThenElse::make(
           next < n_tiles, load_slice(first_tile + next, next % s, false, wait_empty(next)));
-      loop = For::make(
-          "k_outer", 0, n_tiles, ForKind::serial,
-          Block::make({wait_full(ko), refill, compute(ko % s), mbarrier_arrive(empty(ko % s))}));
+      if (pipe) {
+        // Each iteration releases the previous slice's slot after its own wait_group 1.
+        Stmt release =
+            early ? mbarrier_arrive(empty(ko % s))
+                  : IfThenElse::make(ko > i32(0), mbarrier_arrive(empty((ko + (s - 1)) % s)));
+        loop = For::make("k_outer", 0, n_tiles, ForKind::serial,
+                         Block::make({wait_full(ko), refill, compute(ko % s, 1), release}));
+        drain = Block::make(
+            {wgmma_wait_group(0), fence_acc,
+             early ? Stmt()
+                   : IfThenElse::make(n_tiles > i32(0),
+                                      mbarrier_arrive(empty((n_tiles + (s - 1)) % s)))});
+      } else {
+        loop = For::make(
+            "k_outer", 0, n_tiles, ForKind::serial,
+            Block::make({wait_full(ko), refill, compute(ko % s), mbarrier_arrive(empty(ko % s))}));
+      }
     }
-    mainloop = Block::make({init, Block::make(prologue), loop});
+    mainloop = Block::make({init, Block::make(prologue), loop, drain});
   } else {
     // Warp specialisation: the producer's elected thread fills slot k % stages once the
     // consumers have released its previous fill, the consumers wait on the full barrier,
@@ -437,6 +462,13 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
       consume = Block::make(
           {loop, wgmma_wait_group(0), fence_acc,
            IfThenElse::make(n_tiles > i32(0), mbarrier_arrive(empty((n_tiles + (s - 1)) % s)))});
+      if (spec.hooks.release_in_flight) {
+        consume = Block::make(
+            {For::make("k_outer", 0, n_tiles, ForKind::serial,
+                       Block::make({wait_full(ko), compute(ko % s, 1),
+                                    mbarrier_arrive(empty(ko % s))})),
+             wgmma_wait_group(0), fence_acc});
+      }
     } else {
       consume =
           For::make("k_outer", 0, n_tiles, ForKind::serial,

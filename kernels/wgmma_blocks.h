@@ -19,8 +19,9 @@ struct WgmmaParams {
   int bm, bn, bk, stages, warpgroups, swizzle, copy_bytes, raster, split_k, epilogue;
   int loads = 0;     // 0: cp.async by every thread; 1: TMA (for the operands that have a view)
   int producer = 0;  // 1: one more warpgroup issues the TMA copies (warp specialisation)
-  // 1 (with a producer only): a slice's wgmmas stay in flight while the next slice's are
-  // issued (wgmma.wait_group 1), and a ring slot is released one slice later.
+  // 1: a slice's wgmmas stay in flight while the next slice's are issued (wgmma.wait_group
+  // 1), and a ring slot is released one slice later; without a producer the ring then keeps
+  // stages - 2 slices loading ahead instead of stages - 1 (3 slots at least).
   int mma_pipe = 0;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
@@ -51,7 +52,8 @@ bool register_budget_holds(int warpgroups);
 // `mma_pipe` (0, 1; if omitted 0) for a kernel whose A (a_tma) and B (b_tma) slices a 2-D TMA
 // box can load, with their constraints: tma only where some operand can take it; copy_bytes
 // left at 16 when TMA loads both operands (nothing else copies); a producer only when TMA
-// loads both, within the register budget; mma_pipe only with a producer; the shared memory
+// loads both, within the register budget; mma_pipe with a producer or a ring of 3 or more
+// slots (without a producer the refill then lags one slot more); the shared memory
 // with the ring's mbarriers within the opt-in limit. The shape's own TMA rule
 // (16-byte global row strides) is the template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
@@ -90,11 +92,14 @@ struct WgmmaGemmSpec {
   // every template. `wrong_map_swizzle`: the tensor maps do not swizzle while the descriptors
   // read the configuration's swizzle (a no-swizzle configuration is unchanged);
   // `expect_tx_delta`: bytes added to each slot's expect_tx; `skip_full_wait`: consumers read
-  // a slot without waiting on its full barrier.
+  // a slot without waiting on its full barrier; `release_in_flight`: with mma_pipe, each
+  // slice's slot is released right after its wgmmas' wait_group 1, which leaves them in flight,
+  // instead of the previous slice's (without a producer: refilled stages - 1 slices ahead).
   struct TestHooks {
     bool wrong_map_swizzle = false;
     int expect_tx_delta = 0;
     bool skip_full_wait = false;
+    bool release_in_flight = false;
   };
   TestHooks hooks;
 };

@@ -96,6 +96,7 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.thread.wgmma_fence = &BlockRunner::wgmma_fence;
     s.thread.wgmma_commit = &BlockRunner::wgmma_commit;
     s.thread.wgmma_wait = &BlockRunner::wgmma_wait;
+    s.thread.wgmma_reads = &BlockRunner::wgmma_reads;
     s.thread.cp_async = &BlockRunner::cp_async;
     s.thread.cp_async_commit = &BlockRunner::cp_async_commit;
     s.thread.cp_async_wait = &BlockRunner::cp_async_wait;
@@ -124,6 +125,7 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
   if (sanitize) {
     sanitizer_ = std::make_unique<BlockSanitizer>(tls_block_, tls_bytes_,
                                                   static_cast<unsigned>(slots_.size()));
+    sanitizer_->watch_wgmma_reads(&wgmma_reads_);
   }
 }
 
@@ -233,6 +235,58 @@ void BlockRunner::wgmma_wait(cutune_emu_abi::Thread* self, int pending) {
   }
   s->wgmma.resize(kept);
   s->wgmma_fenced = false;
+  s->runner->wgmma_reads_.retire(s->linear / 128, complete_below);
+}
+
+const char* BlockRunner::wgmma_reads(cutune_emu_abi::Thread* self, const unsigned* offsets,
+                                     int count) {
+  Slot* s = static_cast<Slot*>(self->host);
+  BlockRunner* r = s->runner;
+  const WgmmaReads::Pending& p = r->wgmma_reads_.add(s->linear / 128, s->wgmma_commits, s->line,
+                                                     offsets, static_cast<size_t>(count), 2);
+  auto offset_of = [&](const void* dst) {
+    return static_cast<size_t>(static_cast<const std::byte*>(dst) - r->tls_block_);
+  };
+  auto in_window = [&](const void* dst) {
+    const auto* d = static_cast<const std::byte*>(dst);
+    return r->tls_block_ != nullptr && d >= r->tls_block_ && d < r->tls_block_ + r->tls_bytes_;
+  };
+  // The copies in flight land at some time before their completion: a wgmma issued onto
+  // their bytes reads them before they are written.
+  for (const TmaCopy& c : r->tma_copies_) {
+    if (in_window(c.dst) && WgmmaReads::reads(p, offset_of(c.dst), c.data.size())) {
+      r->collective_failure_ = fmt::format(
+          "the wgmma reads shared memory {} that the TMA load on line {} (thread {}) has not "
+          "written yet: the load is in flight (a read before its full barrier's phase completes)",
+          r->shared_address(c.dst), c.line, dim(r->slots_[c.thread].thread.thread_idx));
+      return r->collective_failure_.c_str();
+    }
+  }
+  for (const Slot& other : r->slots_) {
+    for (const PendingCopy& c : other.copies) {
+      if (in_window(c.dst) && WgmmaReads::reads(p, offset_of(c.dst), static_cast<size_t>(c.bytes))) {
+        r->collective_failure_ = fmt::format(
+            "the wgmma reads shared memory {} that the cp.async on line {} (thread {}) has not "
+            "written yet (a read before the wait that completes its group)",
+            r->shared_address(c.dst), c.line, dim(other.thread.thread_idx));
+        return r->collective_failure_.c_str();
+      }
+    }
+  }
+  return nullptr;
+}
+
+void BlockRunner::check_write_under_wgmma(cutune_emu_abi::Thread* self, const void* dst,
+                                          size_t bytes, const char* what, int line) {
+  const auto* d = static_cast<const std::byte*>(dst);
+  if (tls_block_ == nullptr || d < tls_block_ || d >= tls_block_ + tls_bytes_) return;
+  const WgmmaReads::Pending* p = wgmma_reads_.find(static_cast<size_t>(d - tls_block_), bytes);
+  if (p == nullptr) return;
+  fail_at(self,
+          fmt::format("{}: writes shared memory {} that the wgmma on line {} (warpgroup {}) still "
+                      "reads: no wgmma.wait_group has completed it yet (a slot released too early)",
+                      what, shared_address(dst), p->line, p->warpgroup),
+          line);
 }
 
 void BlockRunner::fail(cutune_emu_abi::Thread* self, const char* what) {
@@ -256,6 +310,7 @@ void BlockRunner::cp_async(cutune_emu_abi::Thread* self, void* dst, const void* 
   if (src_bytes > 0 && misaligned(src)) {
     fail(self, "cp.async: global source not aligned to the copy size");
   }
+  s->runner->check_write_under_wgmma(self, dst, static_cast<size_t>(bytes), "cp.async", line);
   PendingCopy& c = s->copies.emplace_back();
   c.dst = dst;
   c.group = s->commits;
@@ -382,6 +437,7 @@ void BlockRunner::tma_load_2d(cutune_emu_abi::Thread* self, void* dst, const voi
   if (r->tls_block_ != nullptr && (d < base || d + image.size() > base + r->tls_bytes_)) {
     fail_at(self, "TMA load: the destination box is not in shared memory", line);
   }
+  r->check_write_under_wgmma(self, dst, image.size(), "TMA load", line);
   uint32_t interval = 0;
   if (r->sanitizer_ != nullptr) {
     interval = r->sanitizer_->async_issue(dst, nullptr, static_cast<int>(image.size()), 0, line);
@@ -484,6 +540,7 @@ BlockRunner::Failure BlockRunner::release_warp(size_t first, bool& released) {
                             lead.collective_name, lead.line, mask, lanes)};
       }
       const Slot& other = slots_[first + j];
+      if (other.state == State::at_mbarrier) return {};  // as in release_warpgroup
       if (other.state != State::at_warp || other.collective != lead.collective ||
           other.line != lead.line || other.mask != mask || other.group_lanes != 32) {
         return {EmuStatus::barrier_divergence, divergence(lead, other)};
@@ -524,8 +581,11 @@ BlockRunner::Failure BlockRunner::release_warpgroup(size_t index, bool& released
   void* args[kGroup] = {};
   for (size_t j = 0; j < kGroup; ++j) {
     const Slot& other = slots_[first + j];
-    // A warp of the group still at a warp collective is released first, in this round.
+    // A warp of the group still at a warp collective is released first, in this round; a
+    // thread at an mbarrier is woken first once its phase completes (an elected thread that
+    // waits for a slot's release while the others reach the wgmma), else it is a deadlock.
     if (other.state == State::at_warp && other.group_lanes == 32) return {};
+    if (other.state == State::at_mbarrier) return {};
     if (other.state != State::at_warp || other.collective != lead.collective ||
         other.line != lead.line) {
       return {EmuStatus::barrier_divergence, divergence(lead, other)};
@@ -574,6 +634,7 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
   if (sanitizer_ != nullptr) sanitizer_->begin_block(block_idx);
   barriers_.clear();
   tma_copies_.clear();
+  wgmma_reads_.clear();
 
   for (;;) {
     for (Slot& s : slots_) {

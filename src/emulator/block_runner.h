@@ -14,7 +14,13 @@
 // Each thread also keeps its cp.async copies: recorded at issue with the source bytes, and
 // written to their destination only when a wait completes their commit group; and likewise its
 // wgmma accumulators, computed at issue and delivered at the wgmma wait that completes them.
+// The shared bytes a wgmma reads count as read until that wait (WgmmaReads): a TMA or cp.async
+// copy issued onto them before it, or a store (with the sanitizer), is reported, and so is a
+// wgmma issued onto bytes a copy in flight still has to write.
 // A warpgroup collective (wgmma) is released once the 128 threads of its warpgroup wait at it.
+// A lane of the warp (or warpgroup) that waits at an mbarrier is waited for, as a GPU's
+// diverged warp reconverges once the waiter's phase completes (an elected thread that waits
+// for a ring slot's release before refilling it, while the others go on to the wgmma).
 //
 // mbarriers and TMA (async_barriers.h, device_prelude_tma.h): a thread that waits for a phase
 // not yet complete is suspended at the mbarrier. When no thread is ready and no warp can be
@@ -37,6 +43,7 @@
 #include "src/emulator/device_abi.h"
 #include "src/emulator/emulator.h"
 #include "src/emulator/sanitizer.h"
+#include "src/emulator/wgmma_reads.h"
 
 namespace cutune::emu {
 
@@ -120,6 +127,12 @@ class BlockRunner {
   static void wgmma_fence(cutune_emu_abi::Thread* self);
   static void wgmma_commit(cutune_emu_abi::Thread* self);
   static void wgmma_wait(cutune_emu_abi::Thread* self, int pending);
+  static const char* wgmma_reads(cutune_emu_abi::Thread* self, const unsigned* offsets,
+                                 int count);
+  // Fails `self` when a write of [dst, dst + bytes) that `what` (TMA load, cp.async) issues
+  // would change shared memory a wgmma in flight reads.
+  void check_write_under_wgmma(cutune_emu_abi::Thread* self, const void* dst, size_t bytes,
+                               const char* what, int line);
   static void cp_async(cutune_emu_abi::Thread* self, void* dst, const void* src, int bytes,
                        int src_bytes, int line);
   static void cp_async_commit(cutune_emu_abi::Thread* self);
@@ -172,6 +185,8 @@ class BlockRunner {
     uint32_t interval;  // the sanitizer's, at issue
   };
   std::vector<TmaCopy> tma_copies_;  // issued, not yet delivered, in issue order
+  WgmmaReads wgmma_reads_;           // the shared bytes wgmmas in flight read
+  std::string collective_failure_;   // a collective's composed failure text
 };
 
 // The emulated thread that the calling host thread is running, or null between threads.

@@ -55,6 +55,12 @@ struct Thread {
   // Delivers, in issue order, the results of all committed groups but the `pending` most
   // recent; fails when the thread wrote pending accumulator registers meanwhile.
   void (*wgmma_wait)(Thread* self, int pending);
+  // The shared operands of the wgmma being issued (called by the wgmma collective once, for
+  // the warpgroup's first lane, before its wgmma_issue calls): `count` 2-byte elements at these
+  // offsets of the shared window. They count as read until the wait that completes the current
+  // group: a write to them before that is reported, and so is this wgmma when a TMA or
+  // cp.async copy in flight writes them. Returns null, or a description of such a read.
+  const char* (*wgmma_reads)(Thread* self, const unsigned* offsets, int count);
   // This block's shared memory as wgmma descriptors address it: the emulated shared window.
   unsigned char* shared_window;
   unsigned long shared_window_bytes;

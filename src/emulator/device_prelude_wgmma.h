@@ -14,7 +14,10 @@
 // the wgmma_wait that completes their group, so reading the accumulators early shows up, and
 // writing them early is reported at the wait. A wgmma with no wgmma.fence since the thread's
 // last wait is reported too (the ISA requires the fence before the first wgmma and after any
-// register access; this checks the common case). fence, commit and wait are per thread.
+// register access; this checks the common case). fence, commit and wait are per thread. The
+// offsets of the shared operands go to the host (Thread::wgmma_reads), which counts them as read
+// until the wait that completes the group: writing them before that (a slot released early) is
+// reported, and so is a wgmma that reads bytes a copy in flight has yet to write.
 
 static inline void cutune_emu_warpgroup_collective(cutune_emu_abi::WarpCollective run,
                                                    const char* name, void* args, int line) {
@@ -55,11 +58,13 @@ template <bool kBf16>
 static CUTUNE_EMU_UNCHECKED const char* cutune_emu_wgmma_element(const cutune_emu_abi::Thread* t,
                                                                  unsigned long long desc,
                                                                  bool mn_major, unsigned mn,
-                                                                 unsigned k, float* out) {
+                                                                 unsigned k, float* out,
+                                                                 unsigned* at) {
   unsigned address = cutune_wgmma_element_address(desc, mn_major, mn, k);
   if ((unsigned long)address + 2 > t->shared_window_bytes) {
     return "a wgmma descriptor addresses past the block's shared memory";
   }
+  *at = address;
   unsigned short bits;
   __builtin_memcpy(&bits, t->shared_window + address, 2);
   *out = kBf16 ? cutune_bf16_to_f32(bits) : cutune_f16_to_f32(bits);
@@ -78,7 +83,9 @@ static CUTUNE_EMU_UNCHECKED const char* cutune_emu_wgmma_run(void* const* lane_a
   }
   float a[64][16];
   float b[16][N];
-  const cutune_emu_abi::Thread* t = first->self;
+  unsigned reads[64 * 16 + 16 * N];  // the shared offsets read, for the host's hazard checks
+  int n_reads = 0;
+  cutune_emu_abi::Thread* t = first->self;
   if (kRegA) {
     for (unsigned lane = 0; lane < 128; ++lane) {
       const cutune_emu_wgmma_lane* l = (const cutune_emu_wgmma_lane*)lane_args[lane];
@@ -92,17 +99,21 @@ static CUTUNE_EMU_UNCHECKED const char* cutune_emu_wgmma_run(void* const* lane_a
   } else {
     for (unsigned m = 0; m < 64; ++m) {
       for (unsigned k = 0; k < 16; ++k) {
-        const char* e = cutune_emu_wgmma_element<kBf16>(t, first->desc_a, kTransA, m, k, &a[m][k]);
+        const char* e = cutune_emu_wgmma_element<kBf16>(t, first->desc_a, kTransA, m, k, &a[m][k],
+                                                        &reads[n_reads++]);
         if (e != nullptr) return e;
       }
     }
   }
   for (unsigned n = 0; n < N; ++n) {
     for (unsigned k = 0; k < 16; ++k) {
-      const char* e = cutune_emu_wgmma_element<kBf16>(t, first->desc_b, kTransB, n, k, &b[k][n]);
+      const char* e = cutune_emu_wgmma_element<kBf16>(t, first->desc_b, kTransB, n, k, &b[k][n],
+                                                      &reads[n_reads++]);
       if (e != nullptr) return e;
     }
   }
+  const char* hazard = t->wgmma_reads(t, reads, n_reads);
+  if (hazard != nullptr) return hazard;
   for (unsigned lane = 0; lane < 128; ++lane) {
     const cutune_emu_wgmma_lane* l = (const cutune_emu_wgmma_lane*)lane_args[lane];
     float* acc = nullptr;

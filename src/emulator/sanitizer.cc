@@ -351,6 +351,11 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
   const uint32_t epoch = warp_epoch_[warp];
   const uint32_t now = interval_;
   const bool race = g_run.racecheck && !atomic;
+  if (write && g_run.racecheck && wgmma_reads_ != nullptr && !wgmma_reads_->empty()) {
+    if (const WgmmaReads::Pending* p = wgmma_reads_->find(offset, bytes)) {
+      report_wgmma_write(offset, where, *p);
+    }
+  }
   auto conflicts = [&](uint32_t interval, uint16_t thread, uint32_t their_epoch) {
     return interval == now && thread != t && !(thread / 32 == warp && their_epoch != epoch);
   };
@@ -610,6 +615,18 @@ void BlockSanitizer::report_race(size_t offset, bool write, uint32_t where, uint
                   async ? " (completed at its wait)" : "", other_write ? "written" : "read", them,
                   where_text(other_where))
           .c_str());
+}
+
+void BlockSanitizer::report_wgmma_write(size_t offset, uint32_t where,
+                                        const WgmmaReads::Pending& wgmma) const {
+  g_run.report(EmuStatus::race,
+               fmt::format("{}: data race on shared {} in block {}: written by thread {} at {} "
+                           "while the wgmma on line {} (warpgroup {}) still reads it: no "
+                           "wgmma.wait_group has completed that wgmma yet",
+                           g_run.kernel_name, shared_element(offset), block_text(),
+                           thread_text(static_cast<unsigned>(current_)), where_text(where),
+                           wgmma.line, wgmma.warpgroup)
+                   .c_str());
 }
 
 void BlockSanitizer::report_uninitialised() const {

@@ -18,7 +18,9 @@
 //    thread, or "several" with the warp when they share one). A write and another access of
 //    the same byte by a different thread in the same interval, not ordered by a __syncwarp of
 //    their warp, is a race. cp.async copies write at the wait that completes them, and race
-//    with any access by another thread since their issue. Atomics never race.
+//    with any access by another thread since their issue. Atomics never race. A store to
+//    shared bytes that a wgmma in flight reads (before the wgmma.wait_group that completes it)
+//    races with that wgmma.
 //  - Races between blocks (racecheck): per element of each writable global buffer, the last
 //    writing block and the reading block(s); two blocks writing the same element, or one
 //    reading what another writes, without atomics, is a race.
@@ -45,6 +47,7 @@
 #include "src/emulator/device_abi.h"
 #include "src/emulator/emulator.h"
 #include "src/emulator/guarded_buffers.h"
+#include "src/emulator/wgmma_reads.h"
 
 namespace cutune::emu {
 
@@ -120,6 +123,9 @@ class BlockSanitizer {
   void async_write(unsigned thread, const void* dst, int bytes, uint32_t issued, int line);
 
   void access(uintptr_t address, unsigned bytes, unsigned flags, uintptr_t where);
+  // The block runner's record of the shared bytes wgmmas in flight read: a store to them is a
+  // race with the wgmma (racecheck).
+  void watch_wgmma_reads(const WgmmaReads* reads) { wgmma_reads_ = reads; }
 
  private:
   struct ByteShadow {
@@ -141,6 +147,8 @@ class BlockSanitizer {
                                 bool other_write, bool several, uint32_t other_where,
                                 bool async) const;
   [[noreturn]] void report_uninitialised() const;
+  [[noreturn]] void report_wgmma_write(size_t offset, uint32_t where,
+                                       const WgmmaReads::Pending& wgmma) const;
   std::string thread_text(unsigned linear) const;
   std::string block_text() const;
   std::string shared_element(size_t offset) const;
@@ -166,6 +174,7 @@ class BlockSanitizer {
   uint64_t block_linear_ = 0;
   cutune_emu_abi::Dim3 block_idx_{};
   int current_ = -1;
+  const WgmmaReads* wgmma_reads_ = nullptr;
   // The first read of a byte no thread of the block had written, this interval.
   bool suspect_ = false;
   size_t suspect_offset_ = 0;

@@ -201,6 +201,9 @@ TEST_CASE("planted bugs in the TMA path are caught", "[wgmma][tma][emulator][pla
     r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, no_wait), emulator);
     INFO(r.status << ": " << r.message);
     CHECK_FALSE(r.passed);
+    CHECK_THAT(r.message, Catch::Contains("the wgmma reads shared memory") &&
+                              Catch::Contains("that the TMA load on line") &&
+                              Catch::Contains("has not written yet"));
   }
 }
 
@@ -257,10 +260,78 @@ TEST_CASE("wgmmas kept in flight across slices (mma_pipe) match, with a producer
       }
     }
   }
-  // Without a producer the ring's refill would wait on a slot its own thread releases later.
+  // Releasing each slice's slot right after its wait_group 1 lets the producer refill it while
+  // the slice's wgmmas may still read it; the emulator reads their operands at issue, so the
+  // products would still match, but it reports the refill.
+  {
+    auto tmpl = make_template("gemm_fp16", {72, 136, 200}, "gemm_fp16_wgmma_nn");
+    nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 2, 1, 64, 1, 1));
+    j["knobs"]["mma_pipe"] = 1;
+    Config c = tmpl->space().from_json(j);
+    wg::WgmmaGemmSpec::TestHooks early;
+    early.release_in_flight = true;
+    EmulatedCheck r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, early), emulator);
+    INFO(r.status << ": " << r.message);
+    CHECK(r.status == "crashed");
+    CHECK_THAT(r.message, Catch::Contains("TMA load: writes shared memory") &&
+                              Catch::Contains("no wgmma.wait_group has completed it yet"));
+    // The same configuration without the hook passes (the loop above checks it too).
+    check_config(*tmpl, c, emulator);
+  }
+  // Without a producer a ring of 2 slots would have no slot to load ahead into.
   auto tmpl = make_template("gemm_fp16", {72, 136, 200}, "gemm_fp16_wgmma_nn");
-  nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 3, 1, 64, 1, 0));
+  nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 2, 1, 64, 1, 0));
   j["knobs"]["mma_pipe"] = 1;
   CHECK(tmpl->space().violation(tmpl->space().from_json(j)).value_or("") ==
-        "wgmmas stay in flight across slices only with a producer");
+        "wgmmas stay in flight across slices only with a producer or a ring of 3 or more slots");
+}
+
+TEST_CASE("rings without a producer refill their slots; with mma_pipe one slice less ahead",
+          "[wgmma][tma][emulator]") {
+  // cp.async rings (released by the block's barrier) and TMA rings without a producer
+  // (released through their empty barriers: the elected thread waits for a slot's release
+  // while the other threads go on to the wgmma), 3 and 5 slots, 7 slices and 2, wgmmas kept
+  // in flight or not.
+  emu::Emulator emulator;
+  for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_fp16_wgmma_nt"}) {
+    for (int64_t k : {200, 40}) {
+      auto tmpl = make_template("gemm_fp16", {72, 136, k}, name);
+      for (int loads : {0, 1}) {
+        for (int stages : {3, 5}) {
+          for (int pipe : {0, 1}) {
+            nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, stages, 1, 64, 1, 0));
+            j["knobs"]["loads"] = loads;
+            j["knobs"]["mma_pipe"] = pipe;
+            Config c = tmpl->space().from_json(j);
+            INFO(name << " K " << k << " loads " << loads << " stages " << stages << " mma_pipe "
+                      << pipe);
+            REQUIRE(tmpl->space().is_valid(c));
+            Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+            REQUIRE(l.ok());
+            CHECK((l.source->code.find("cutune_wgmma_wait_group_1()") != std::string::npos) ==
+                  (pipe == 1));
+            check_config(*tmpl, c, emulator);
+          }
+        }
+      }
+    }
+  }
+  // Loading stages - 1 slices ahead, as without mma_pipe, refills a slot whose wgmmas may
+  // still read it: reported for the cp.async ring and the TMA ring alike.
+  auto tmpl = make_template("gemm_fp16", {72, 136, 200}, "gemm_fp16_wgmma_nt");
+  wg::WgmmaGemmSpec::TestHooks early;
+  early.release_in_flight = true;
+  for (int loads : {0, 1}) {
+    nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 3, 1, 64, 1, 0));
+    j["knobs"]["loads"] = loads;
+    j["knobs"]["mma_pipe"] = 1;
+    Config c = tmpl->space().from_json(j);
+    EmulatedCheck r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, early), emulator);
+    INFO("loads " << loads << ": " << r.status << ": " << r.message);
+    CHECK(r.status == "crashed");
+    CHECK_THAT(r.message, Catch::Contains(loads == 0 ? "cp.async: writes shared memory"
+                                                     : "TMA load: writes shared memory") &&
+                              Catch::Contains("no wgmma.wait_group has completed it yet"));
+    check_config(*tmpl, c, emulator);
+  }
 }

@@ -354,6 +354,63 @@ TEST_CASE("wgmma misuses are reported", "[wgmma][emulator]") {
   CHECK(r.d[1] == Approx(r.expect[1]).epsilon(1e-5));
 }
 
+TEST_CASE("shared memory a wgmma in flight reads is written only after its wait",
+          "[wgmma][emulator]") {
+  // One wgmma reads s[0..] (A and B alike); `before` runs between the fence and the wgmma,
+  // `between` between its commit and the wait_group that completes it, `after` after that.
+  auto run = [](const char* before, const char* between, const char* after) {
+    const std::string code = fmt::format(R"(
+extern "C" __global__ void __launch_bounds__(128) inflight(float* __restrict__ D,
+                                                         const float* __restrict__ G) {{
+  __shared__ __align__(1024) unsigned short s[8192];
+  for (int i = threadIdx.x; i < 8192; i += 128) s[i] = 0;
+  __syncthreads();
+  float acc[4] = {{0, 0, 0, 0}};
+  cutune_wgmma_fence();
+  {}
+  long long d = cutune_wgmma_desc(s, 16, 1024, 1);
+  cutune_wgmma_m64n8k16_f32_f16_ss_nn(acc, d, d, 0);
+  cutune_wgmma_commit_group();
+  {}
+  cutune_wgmma_wait_group_0();
+  {}
+  D[threadIdx.x] = acc[0];
+}}
+)",
+                                         before, between, after);
+    CudaSource src = make_source("inflight", code, {buffer_param("D", 128), buffer_param("G", 512, true)},
+                                 Dim3{1, 1, 1}, Dim3{128, 1, 1});
+    std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 128),
+                                    HostBuffer::zeros(ir::Type::f32(), 512)};
+    static Emulator emu;
+    return emu.run(src, bufs, {});
+  };
+  const char* store = "s[threadIdx.x] = 1;";
+  const char* copy = "cutune_cp_async_16(&s[8 * threadIdx.x], G + 4 * threadIdx.x, 16); "
+                     "cutune_cp_async_commit();";
+  // After the wait, both are fine.
+  EmuResult r = run("", "", store);
+  INFO(r.message);
+  CHECK(r.status == EmuStatus::ok);
+  r = run("", "", (std::string(copy) + " cutune_cp_async_wait_0();").c_str());
+  INFO(r.message);
+  CHECK(r.status == EmuStatus::ok);
+  // A store while the wgmma is in flight races with it (the sanitizer sees stores).
+  r = run("", store, "");
+  REQUIRE(r.status == EmuStatus::race);
+  CHECK_THAT(r.message, Contains("while the wgmma on line") && Contains("still reads it"));
+  // A copy issued onto its operands then: the emulator checks copies with or without the
+  // sanitizer.
+  r = run("", copy, "cutune_cp_async_wait_0();");
+  REQUIRE(r.status == EmuStatus::crashed);
+  CHECK_THAT(r.message, Contains("cp.async: writes shared memory") &&
+                            Contains("no wgmma.wait_group has completed it yet"));
+  // A wgmma issued onto a copy still in flight reads the bytes before they land.
+  r = run(copy, "", "cutune_cp_async_wait_0();");
+  REQUIRE(r.status == EmuStatus::crashed);
+  CHECK_THAT(r.message, Contains("that the cp.async on line") && Contains("has not written yet"));
+}
+
 TEST_CASE("a wgmma needs its whole warpgroup", "[wgmma][emulator]") {
   const std::string code = R"(
 extern "C" __global__ void __launch_bounds__(64) partial(float* __restrict__ D) {
