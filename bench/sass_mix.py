@@ -34,7 +34,7 @@ for task in TASKS:
     d = json.loads(out.stdout)
     m = d["main_loop"]
     kinds = " ".join(f"{k}:{v}" for k, v in sorted(m["kinds"].items())
-                     if k.startswith(("LDS", "LDG", "STS")))
+                     if k.startswith(("LDS", "LDG", "STS")) and k != "LDGDEPBAR")
     first = m["first"]
     print(f"{d['template']:<17} {d['config_index']:>8} regs {d['registers']:>3} "
           f"spill {d['spill_store_bytes']}/{d['spill_load_bytes']} loop {m['instructions']:>4} "

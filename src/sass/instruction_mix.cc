@@ -53,6 +53,7 @@ int width_bits(const Instruction& ins) {
 
 InstructionClass classify(const Instruction& ins) {
   const std::string& op = ins.opcode;
+  if (never_executed(ins)) return InstructionClass::control;
   if (is_math(ins)) return InstructionClass::math;
   if (is_memory(op)) return InstructionClass::memory;
   if (is_barrier(op)) return InstructionClass::barrier;
@@ -62,8 +63,11 @@ InstructionClass classify(const Instruction& ins) {
   return InstructionClass::integer;
 }
 
+bool never_executed(const Instruction& ins) { return ins.predicate == "!PT"; }
+
 std::string kind_of(const Instruction& ins) {
   const std::string& op = ins.opcode;
+  if (never_executed(ins)) return "@!PT";
   if (op == "LDSM" || op == "STSM") {
     // "LDSM.16.M88.4": the last modifier is the number of 8x8 matrices.
     return op + ".x" + (ins.modifiers.empty() ? std::string("1") : ins.modifiers.back());
@@ -146,7 +150,8 @@ InstructionMix mix_of(const Function& function, size_t first, size_t last) {
     const std::string kind = kind_of(ins);
     ++mix.by_kind[kind];
     mix.kind_class[kind] = classify(ins);
-    mix.first_offset.try_emplace(ins.opcode, static_cast<long>(i - first));
+    mix.first_offset.try_emplace(never_executed(ins) ? kind : ins.opcode,
+                                 static_cast<long>(i - first));
   }
   return mix;
 }

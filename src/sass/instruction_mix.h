@@ -19,15 +19,21 @@ enum class InstructionClass {
   memory,   // loads and stores of any space, cp.async, TMA, ldmatrix
   integer,  // integer and address arithmetic, compares, moves, uniform-datapath ALU (U*)
   barrier,  // BAR, and the async-copy and mbarrier waits (DEPBAR, LDGDEPBAR, SYNCS, WARPSYNC)
-  control,  // branches, EXIT, NOP, convergence (BSSY/BSYNC), and anything else
+  control,  // branches, EXIT, NOP, convergence (BSSY/BSYNC), and anything else; also any
+            // instruction guarded by @!PT (never executed: ptxas's padding, as
+            // "@!PT LDS RZ, [RZ]" after a DEPBAR), whatever its opcode
 };
+
+// Whether `ins` is guarded by the constant-false predicate (@!PT), so it never executes.
+bool never_executed(const Instruction& ins);
 
 // The class of one instruction.
 InstructionClass classify(const Instruction& ins);
 
 // The key an instruction is counted under in InstructionMix::by_kind: the opcode, and for
 // memory instructions the access width in bits ("LDS.128", "LDG.32", "STS.64", "LDGSTS.128",
-// "LDSM.x4", "UTMALDG.2D"); math and integer instructions by opcode ("FFMA", "HMMA", "IMAD").
+// "LDSM.x4", "UTMALDG.2D"); math and integer instructions by opcode ("FFMA", "HMMA", "IMAD");
+// a never-executed instruction as "@!PT" (and its first position under that name too).
 std::string kind_of(const Instruction& ins);
 
 struct InstructionMix {

@@ -147,6 +147,32 @@ TEST_CASE("the mix counts classes, memory widths and first positions") {
   CHECK(mix_of(f, 16, 16).count("STG.32") == 1);
 }
 
+TEST_CASE("instructions guarded by @!PT never execute: padding, not loads") {
+  // ptxas pads after an async-copy wait with predicated-off shared loads.
+  const Function f = parse_nvdisasm(R"(
+	.section	.text.pad,"ax",@progbits
+        .global         pad
+pad:
+.text.pad:
+        /*0000*/                   DEPBAR.LE SB0, 0x1 ;
+        /*0010*/              @!PT LDS RZ, [RZ] ;
+        /*0020*/              @!PT LDS RZ, [RZ] ;
+        /*0030*/               @P0 LDS R4, [R2] ;
+        /*0040*/              @!P1 LDS.128 R8, [R2] ;
+        /*0050*/                   EXIT ;
+)")
+                         .at(0);
+  InstructionMix mix = mix_of(f, 0, 5);
+  CHECK(mix.total == 6);
+  CHECK(mix.count("@!PT") == 2);
+  CHECK(mix.count_opcode("LDS") == 2);  // the guarded ones that may run
+  CHECK(mix.count("LDS.32") == 1);
+  CHECK(mix.count(InstructionClass::memory) == 2);
+  CHECK(mix.count(InstructionClass::control) == 3);  // two @!PT and EXIT
+  CHECK(mix.first("LDS") == 3);
+  CHECK(mix.first("@!PT") == 1);
+}
+
 TEST_CASE("kinds of tensor-core, ldmatrix, cp.async and TMA instructions") {
   auto ins = [](std::string op, std::vector<std::string> mods) {
     return Instruction{0, "", std::move(op), std::move(mods), "", {}};
