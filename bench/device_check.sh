@@ -348,6 +348,7 @@ plan_breadth() {
     --shape 4096,4096,4096 --template gemm_fp16_wgmma_nt --trials 24 --log "$logs/gemm_fp16_wgmma_4096.log" --quiet --json
   run_step gemm_fp16_wgmma_4096_bench 15 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
     --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --seconds 1 --json
+  run_step gemm_fp16_wgmma_4096_export 15 other -- bash -c "'$bin/cutune' export '$logs/gemm_fp16_wgmma_4096.log' --out '$logs/export_wgmma' && '$bin/export_example' '$logs/export_wgmma'"
   run_step gemm_fp16_4096_tune 30 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
     --trials 24 --log "$logs/gemm_fp16_4096.log" --quiet --json
   run_step gemm_fp16_4096_bench 15 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
@@ -391,6 +392,8 @@ plan_bars() {
     --shape 4096,4096,4096 --template gemm_fp16_wgmma_nt --trials 200 --log "$logs/gemm_fp16_wgmma_4096.log" --quiet --json
   run_step gemm_fp16_wgmma_4096_bench 15 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
     --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --json
+  # The tuned wgmma kernel (TMA loads: tensor maps; split-K: a zeroed C) outside cutune.
+  run_step gemm_fp16_wgmma_4096_export 15 other -- bash -c "'$bin/cutune' export '$logs/gemm_fp16_wgmma_4096.log' --out '$logs/export_wgmma' && '$bin/export_example' '$logs/export_wgmma'"
   run_step resnet18_fp16_wgmma_all_suite 150 suite -- "$bin/cutune" tune-suite resnet18 --dtype fp16 \
     --template conv2d_fp16_wgmma_nhwc --trials 60 --log "$logs/resnet18_fp16_wgmma_all.log" --quiet --json
 }

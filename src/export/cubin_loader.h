@@ -16,8 +16,10 @@
 //
 //   gemm.launch_buffers({{"C", c}, {"A", a}, {"B", b}});
 //
-// (encode_tensor_map does one by hand, for launch(args).) Errors throw std::runtime_error with
-// the driver's error name, or a line saying what is missing.
+// (encode_tensor_map does one by hand, for launch(args).) An output parameter with "zero_init"
+// (the GEMMs whose split-K configurations add into C) must hold zeros at every launch:
+// launch_buffers zeroes it first; a caller of launch(args) does it itself. Errors throw
+// std::runtime_error with the driver's error name, or a line saying what is missing.
 
 #include <cuda.h>
 
@@ -56,6 +58,7 @@ struct Param {
   int64_t bytes = 0;     // pointers: bytes of the buffer; scalars: of the value; maps: 128
   bool is_tensor_map = false;
   TensorMapParam tensor_map;  // when is_tensor_map
+  bool zero_init = false;     // an output to zero before every launch (absent: false)
 };
 
 struct KernelManifest {
@@ -93,6 +96,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
       param.is_const = p.at("const").get<bool>();
       param.elements = p.at("elements").get<int64_t>();
       param.bytes = p.at("bytes").get<int64_t>();
+      param.zero_init = p.value("zero_init", false);
       if (p.contains("tensor_map")) {
         const nlohmann::json& m = p.at("tensor_map");
         TensorMapParam& t = param.tensor_map;
@@ -189,7 +193,8 @@ class LoadedKernel {
   }
 
   // Launches with the buffers named by parameter (a tensor map is encoded over the buffer its
-  // description names). Throws for a missing buffer or a scalar parameter (use launch(args)).
+  // description names), after zeroing the zero_init ones on `stream`. Throws for a missing
+  // buffer or a scalar parameter (use launch(args)).
   void launch_buffers(const std::map<std::string, CUdeviceptr>& buffers,
                       CUstream stream = nullptr) const {
     std::vector<CUdeviceptr> pointers(manifest_.params.size());
@@ -214,6 +219,12 @@ class LoadedKernel {
         throw std::runtime_error(manifest_.name + ": parameter " + p.name +
                                  " is a scalar: launch it with launch(args)");
       }
+    }
+    for (size_t i = 0; i < manifest_.params.size(); ++i) {
+      const Param& p = manifest_.params[i];
+      if (p.pointer && p.zero_init)
+        check(cuMemsetD8Async(pointers[i], 0, static_cast<size_t>(p.bytes), stream),
+              "cuMemsetD8Async");
     }
     launch(args.data(), stream);
   }

@@ -79,6 +79,8 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
       k.time_s = r.result.median_s();
       k.baseline_s = baseline_time(r);
       k.baseline = baseline_name(r);
+      for (const TensorSpec& t : tmpl->tensors())
+        if (t.is_output && t.zero_init) k.zero_init.push_back(t.name);
       summary.written.push_back(k.name);
       kernels.emplace_back(std::move(k), compiled.to_cubin());
     } catch (const TaskError& e) {

@@ -1,5 +1,7 @@
 #include "src/export/export_manifest.h"
 
+#include <algorithm>
+
 #include <cctype>
 #include <fstream>
 #include <stdexcept>
@@ -65,12 +67,15 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
     }
     const int64_t bytes =
         p.is_pointer ? p.elements * p.type.element_bytes() : p.type.element_bytes();
+    const bool zero = p.is_pointer && std::find(k.zero_init.begin(), k.zero_init.end(),
+                                                p.name) != k.zero_init.end();
     params.push_back({{"name", p.name},
                       {"type", dtype_name(p.type)},
                       {"pointer", p.is_pointer},
                       {"const", p.is_const},
                       {"elements", p.elements},
-                      {"bytes", bytes}});
+                      {"bytes", bytes},
+                      {"zero_init", zero}});
   }
   const LaunchSpec& l = k.source.launch;
   return {{"name", k.name},

@@ -42,6 +42,9 @@ struct ExportedKernel {
   double time_s = 0;                    // measured median
   std::optional<std::string> baseline;  // "cudnn", "cublas", ...
   std::optional<double> baseline_s;     // its median, seconds
+  // Output buffers to zero before every launch: the template's configurations with split-K
+  // add into them (TensorSpec::zero_init); "zero_init": true on those parameters.
+  std::vector<std::string> zero_init;
 };
 
 // "gemm_nn_1024x1024x1024_sm_90": letters, digits and '_' only.

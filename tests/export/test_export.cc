@@ -87,6 +87,8 @@ TEST_CASE("export writes the best ok kernel of each task by compiling only", "[e
   CHECK(k.params[0].name == "C");
   CHECK(k.params[0].bytes == 128 * 256 * 4);
   CHECK(k.params[1].is_const);
+  // The fp32 GEMM never adds into C: nothing to zero before a launch.
+  for (const cutune_loader::Param& p : k.params) CHECK_FALSE(p.zero_init);
   CHECK(k.time_s == 3e-5);
   CHECK(k.raw["config"]["index"] == best);
   CHECK(k.raw["task"]["arch"] == "sm_90");
@@ -140,6 +142,9 @@ TEST_CASE("a kernel that loads through TMA is exported with its tensor maps desc
     INFO(got.name);
     CHECK(got.name == want.name);
     CHECK(got.is_tensor_map == bool(want.tensor_map));
+    // Its fp32 C takes split-K's atomic adds in some configurations: zeroed before a launch
+    // (launch_buffers does it), as the measuring worker does.
+    CHECK(got.zero_init == (got.pointer && got.name == "C"));
     if (!want.tensor_map) {
       CHECK(got.type != "tensor_map");
       continue;
