@@ -26,6 +26,7 @@
 //                     [--no-plateaus] (the trust region before its handling of tied bests:
 //                                     ModelPolicyOptions::without_plateaus())
 //                     [--incumbent-centres N] [--incumbent-support] [--plateau-share X]
+//                     [--tie-tolerance X] (ties within X of the best, relative)
 //                     [--coverage-share X]  (knob values not yet measured; off)
 //                     [--credit-top X] [--credit-decay X] [--credit-max X]  (the trust
 //                                     region's share by its picks' hits; off)
@@ -272,6 +273,8 @@ int main(int argc, char** argv) {
       args.model.coverage_share = std::stod(value());
     else if (a == "--plateau-share")
       args.model.plateau_share = std::stod(value());
+    else if (a == "--tie-tolerance")  // ModelPolicyOptions::tie_tolerance
+      args.model.tie_tolerance = std::stod(value());
     else if (a == "--first-seed")  // the same as --seed-offset
       args.seed_offset = std::stoi(value());
     else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees

@@ -192,6 +192,9 @@ struct ModelPolicyOptions {
   int incumbent_centres = 64;     // most tied incumbents the trust region is centred on
   bool incumbent_support = true;  // on ties: rank by ties within two changes, then acquisition
   double plateau_share = 0.75;    // the trust region's least share while the best is tied
+  // Ties within this share of the best throughput (relative; 0: exact ties only). Measured
+  // times carry noise, so configurations within it of the best are a plateau as well.
+  double tie_tolerance = 0;
   double coverage_share = 0;      // of each round: knob values not yet measured ("Coverage")
   // Restarts (0: off): once the incumbent is a certified local optimum (every valid one-knob
   // neighbour measured, none better, no tie), this share of the trust region's slots climbs
