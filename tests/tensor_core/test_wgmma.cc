@@ -24,6 +24,32 @@ using testing::buffer_param;
 using testing::make_source;
 using testing::random_floats;
 
+// A kernel of `threads` threads (one warpgroup when 128) whose one m64n8k16 wgmma reads
+// s[0..] (A and B alike) into acc and stores acc[0] to D: `before` runs between the fence
+// and the wgmma, `between` between its commit and its wait_group 0, `after` after that.
+std::string one_wgmma_kernel(const char* name, int threads, int shared_elements,
+                             const char* params, const char* before, const char* between,
+                             const char* after) {
+  return fmt::format(R"(
+extern "C" __global__ void __launch_bounds__({1}) {0}({2}) {{
+  __shared__ __align__(1024) unsigned short s[{3}];
+  for (int i = threadIdx.x; i < {3}; i += {1}) s[i] = 0;
+  __syncthreads();
+  float acc[4] = {{0, 0, 0, 0}};
+  cutune_wgmma_fence();
+  {4}
+  long long d = cutune_wgmma_desc(s, 16, 1024, 1);
+  cutune_wgmma_m64n8k16_f32_f16_ss_nn(acc, d, d, 0);
+  cutune_wgmma_commit_group();
+  {5}
+  cutune_wgmma_wait_group_0();
+  {6}
+  D[threadIdx.x] = acc[0];
+}}
+)",
+                     name, threads, params, shared_elements, before, between, after);
+}
+
 TEST_CASE("wgmma descriptors encode the ISA's bit fields", "[wgmma][descriptor]") {
   const unsigned long long d = cutune_wgmma_desc_encode(0x12340, 0x1230, 0x4560, 5, 1);
   CHECK((d & 0x3fff) == (0x12340 >> 4));
@@ -356,28 +382,11 @@ TEST_CASE("wgmma misuses are reported", "[wgmma][emulator]") {
 
 TEST_CASE("shared memory a wgmma in flight reads is written only after its wait",
           "[wgmma][emulator]") {
-  // One wgmma reads s[0..] (A and B alike); `before` runs between the fence and the wgmma,
-  // `between` between its commit and the wait_group that completes it, `after` after that.
   auto run = [](const char* before, const char* between, const char* after) {
-    const std::string code = fmt::format(R"(
-extern "C" __global__ void __launch_bounds__(128) inflight(float* __restrict__ D,
-                                                         const float* __restrict__ G) {{
-  __shared__ __align__(1024) unsigned short s[8192];
-  for (int i = threadIdx.x; i < 8192; i += 128) s[i] = 0;
-  __syncthreads();
-  float acc[4] = {{0, 0, 0, 0}};
-  cutune_wgmma_fence();
-  {}
-  long long d = cutune_wgmma_desc(s, 16, 1024, 1);
-  cutune_wgmma_m64n8k16_f32_f16_ss_nn(acc, d, d, 0);
-  cutune_wgmma_commit_group();
-  {}
-  cutune_wgmma_wait_group_0();
-  {}
-  D[threadIdx.x] = acc[0];
-}}
-)",
-                                         before, between, after);
+    const std::string code =
+        one_wgmma_kernel("inflight", 128, 8192,
+                         "float* __restrict__ D, const float* __restrict__ G", before, between,
+                         after);
     CudaSource src = make_source("inflight", code, {buffer_param("D", 128), buffer_param("G", 512, true)},
                                  Dim3{1, 1, 1}, Dim3{128, 1, 1});
     std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 128),
@@ -412,20 +421,8 @@ extern "C" __global__ void __launch_bounds__(128) inflight(float* __restrict__ D
 }
 
 TEST_CASE("a wgmma needs its whole warpgroup", "[wgmma][emulator]") {
-  const std::string code = R"(
-extern "C" __global__ void __launch_bounds__(64) partial(float* __restrict__ D) {
-  __shared__ __align__(1024) unsigned short s[1024];
-  for (int i = threadIdx.x; i < 1024; i += 64) s[i] = 0;
-  __syncthreads();
-  float acc[4] = {0, 0, 0, 0};
-  cutune_wgmma_fence();
-  long long d = cutune_wgmma_desc(s, 16, 1024, 1);
-  cutune_wgmma_m64n8k16_f32_f16_ss_nn(acc, d, d, 0);
-  cutune_wgmma_commit_group();
-  cutune_wgmma_wait_group_0();
-  D[threadIdx.x] = acc[0];
-}
-)";
+  const std::string code =
+      one_wgmma_kernel("partial", 64, 1024, "float* __restrict__ D", "", "", "");
   CudaSource src =
       make_source("partial", code, {buffer_param("D", 64)}, Dim3{1, 1, 1}, Dim3{64, 1, 1});
   std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::f32(), 64)};
