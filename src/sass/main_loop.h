@@ -4,6 +4,8 @@
 // A loop is a backward branch: the branch at address b jumping to t <= b makes the
 // instructions [t, b] a loop body (its latch is the branch). nvdisasm lists code in address
 // order and compilers lay out loop bodies contiguously, so address ranges stand for loops.
+// Except where the range holds an unguarded EXIT: that branch ends a block placed after the
+// kernel's exit that jumps back into it (ptxas puts an mbarrier wait's retry there), not a loop.
 //
 // The main loop is the innermost loop with the most instructions: among the loops whose
 // range contains no other loop's range, the one spanning the most instructions (ties: the
@@ -12,6 +14,10 @@
 // its prologue and epilogue code; the largest, because small innermost loops (a remainder
 // loop, a zero-fill, a spin-wait on a barrier) run rarely. A kernel whose hot loop keeps a
 // rolled inner loop has that inner loop reported; the listing says so by its size.
+// Where some loop holds a math instruction (FFMA, HMMA, HGMMA...: InstructionClass::math), the
+// loops without one are set aside first: a TMA kernel's k-tile loop contains ptxas's elect-one
+// loop around its UTMALDG (ELECT and a branch back), which is innermost but not where the
+// time goes.
 
 #include <cstddef>
 #include <optional>
@@ -30,7 +36,7 @@ struct Loop {
   friend bool operator==(const Loop&, const Loop&) = default;
 };
 
-// Every backward branch's loop, in latch order. Two latches jumping to the same target (a
+// Every backward branch's loop (but those spanning an unguarded EXIT), in latch order. Two latches jumping to the same target (a
 // `continue`) give two loops; the inner one is the shorter.
 std::vector<Loop> find_loops(const Function& function);
 

@@ -115,6 +115,57 @@ TEST_CASE("loops are backward branches; the main loop is the largest innermost o
   CHECK(*hot == Loop{5, 10});
 }
 
+TEST_CASE("a loop without math inside the k loop (TMA's elect loop) is not the main loop") {
+  const Function f = parse_nvdisasm(R"(
+	.section	.text.tma,"ax",@progbits
+        .global         tma
+tma:
+.text.tma:
+        /*0000*/                   S2R R0, SR_TID.X ;
+.L_x_1:
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
+.L_x_2:
+        /*0020*/                   ELECT P1, URZ, PT ;
+        /*0030*/                   UTMALDG.2D [UR8], [UR10] ;
+        /*0040*/              @!P1 BRA `(.L_x_2) ;
+        /*0050*/                   WARPGROUP.ARRIVE ;
+        /*0060*/                   HGMMA.64x128x16.F32 R24, gdesc[UR8], R24 ;
+        /*0070*/                   HGMMA.64x128x16.F32 R24, gdesc[UR12], R24, gsb0 ;
+        /*0080*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+.L_x_5:
+        /*0090*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*00a0*/               @P2 BRA `(.L_x_1) ;
+.L_x_3:
+        /*00b0*/                   NOP ;
+        /*00c0*/                   NOP ;
+        /*00d0*/                   NOP ;
+        /*00e0*/                   NOP ;
+        /*00f0*/                   NOP ;
+        /*0100*/                   NOP ;
+        /*0110*/                   NOP ;
+        /*0120*/                   NOP ;
+        /*0130*/                   NOP ;
+        /*0140*/                   NOP ;
+        /*0150*/               @P3 BRA `(.L_x_3) ;
+        /*0160*/                   EXIT ;
+.L_x_4:
+        /*0170*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
+        /*0180*/              @!P0 BRA `(.L_x_4) ;
+        /*0190*/                   BRA `(.L_x_5) ;
+)")
+                         .at(0);
+  // The retry block after EXIT spins on itself (a loop) and jumps back into the k loop (not
+  // one: its range would hold the EXIT).
+  REQUIRE(find_loops(f).size() == 4);
+  // The k loop (with the HGMMAs) although the elect loop is nested in it, and not the larger
+  // loop without math after it.
+  const std::optional<Loop> m = main_loop(f);
+  REQUIRE(m);
+  CHECK(m->first == 1);
+  CHECK(m->last == 10);
+  CHECK(mix_of(f, m->first, m->last).count("HGMMA") == 2);
+}
+
 TEST_CASE("straight-line code has no main loop") {
   Function f;
   f.instructions = {Instruction{0x0, "", "FFMA", {}, "R1, R2, R3, R4", {}},
