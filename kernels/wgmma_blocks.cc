@@ -89,11 +89,19 @@ struct WgmmaTile {
     Expr phase = row / (128 / w) % (1 << bits);
     return at + xor_bits(chunk, phase, bits) * 8;
   }
-  // Element offset of the start of a descriptor for rows row0.. of a K-major tile at k-step kk.
-  Expr k_major_start(const Expr& slot, const Expr& row0, const Expr& kk) const {
+  // Element offset of the start of a descriptor for rows row0.. of a K-major tile at k-step kk,
+  // from slot 0's start: affine in slot and row0 (kk is unrolled).
+  Expr k_major_step(const Expr& slot, const Expr& row0, const Expr& kk) const {
     const int w = p->row_bytes(), e = p->column_elems();
-    return i32(base) + slot * i32(stage_elements()) + kk * 16 / e * i32(int64_t{rows} * w / 2) +
+    return slot * i32(stage_elements()) + kk * 16 / e * i32(int64_t{rows} * w / 2) +
            row0 * (w / 2) + kk * 16 % e;
+  }
+  Expr k_major_start(const Expr& slot, const Expr& row0, const Expr& kk) const {
+    return i32(base) + k_major_step(slot, row0, kk);
+  }
+  // The same for an MN-major tile (B of nn) at k-step kk.
+  Expr mn_major_step(const Expr& slot, const Expr& kk) const {
+    return slot * i32(stage_elements()) + kk * 16 * (p->row_bytes() / 2);
   }
 };
 
@@ -355,8 +363,24 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   };
   auto mn_major_desc = [&](const WgmmaTile& t, const Expr& slot, const Expr& kk) {
     const int lbo = p.swizzle == 0 ? 128 : p.bk * w, sbo = p.swizzle == 0 ? p.bk * 16 : 8 * w;
-    Expr start = i32(t.base) + slot * i32(t.stage_elements()) + kk * 16 * (w / 2);
+    Expr start = i32(t.base) + t.mn_major_step(slot, kk);
     return wgmma_descriptor(address_of(smem, start), lbo, sbo, sw);
+  };
+  // Each warpgroup makes its first A and B descriptors (slot 0, k-step 0, strip 0) once, before
+  // its loop; every other one is that plus the start's distance in 16-byte units, which is
+  // where a descriptor's start address field sits (bits 0-13; shared memory stays below 256
+  // KiB, so the sum never carries out of it). The descriptors are the same as made afresh, with
+  // one 64-bit add each instead of the conversion, shifts and masks.
+  const int rows0 = p.bm / p.warpgroups;
+  Expr desc_a0 = Var::make(Type::i64(), "desc_a0"), desc_b0 = Var::make(Type::i64(), "desc_b0");
+  auto with_first_descriptors = [&](const Stmt& body) {
+    Expr b0 = nn ? mn_major_desc(b_tile, i32(0), i32(0))
+                 : k_major_desc(b_tile, i32(0), i32(0), i32(0));
+    return LetStmt::make("desc_a0", k_major_desc(a_tile, i32(0), wg * rows0, i32(0)),
+                         LetStmt::make("desc_b0", b0, body));
+  };
+  auto step = [](const Expr& first, const Expr& elements) {
+    return first + cast(Type::i64(), elements / 8);  // 8 elements: 16 bytes
   };
 
   Expr ii = int_var("i");
@@ -366,12 +390,11 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // then waits until at most `pending` groups are unfinished.
   auto compute = [&](const Expr& slot, int pending = 0) {
     Expr kk = int_var("kk"), j = int_var("j");
-    const int rows0 = p.bm / p.warpgroups;
     // Strip j of warpgroup wg: tile rows wg·rows0 + 64·j, a multiple of 8 rows, so the
     // descriptor starts on a row group of the layout.
-    Expr strip_rows = wg * rows0 + j * 64;
-    Expr desc_a = k_major_desc(a_tile, slot, strip_rows, kk);
-    Expr desc_b = nn ? mn_major_desc(b_tile, slot, kk) : k_major_desc(b_tile, slot, i32(0), kk);
+    Expr desc_a = step(desc_a0, a_tile.k_major_step(slot, j * 64, kk));
+    Expr desc_b = step(desc_b0, nn ? b_tile.mn_major_step(slot, kk)
+                                   : b_tile.k_major_step(slot, i32(0), kk));
     Stmt mma = wgmma_ss(WgmmaShape{p.bn, input, false, nn}, address_of(acc, j * per_strip), desc_a,
                         desc_b, i32(1));
     return Block::make({fence_acc, wgmma_fence(),
@@ -442,7 +465,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
             Block::make({wait_full(ko), refill, compute(ko % s), mbarrier_arrive(empty(ko % s))}));
       }
     }
-    mainloop = Block::make({init, Block::make(prologue), loop, drain});
+    mainloop = Block::make({init, Block::make(prologue), with_first_descriptors(Block::make({loop, drain}))});
   } else {
     // Warp specialisation: the producer's elected thread fills slot k % stages once the
     // consumers have released its previous fill, the consumers wait on the full barrier,
@@ -474,7 +497,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
           For::make("k_outer", 0, n_tiles, ForKind::serial,
                     Block::make({wait_full(ko), compute(ko % s), mbarrier_arrive(empty(ko % s))}));
     }
-    mainloop = Block::make({setmaxnreg(true, kConsumerRegisters), init, consume});
+    mainloop = Block::make({setmaxnreg(true, kConsumerRegisters), init, with_first_descriptors(consume)});
     produce = Block::make(
         {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
   }
