@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "src/sass/instruction_mix.h"
 #include "src/sass/main_loop.h"
 #include "src/sass/sass_listing.h"
@@ -52,6 +54,14 @@ toy:
 //--------------------- .nv.shared.toy              --------------------------
 	.section	.nv.shared.toy,"aw",@nobits
 )";
+
+
+// A listing of one kernel `name` whose code section holds `code` (labels and instructions).
+Function one_kernel(const std::string& name, const std::string& code) {
+  return parse_nvdisasm("\t.section\t.text." + name + ",\"ax\",@progbits\n        .global         " +
+                        name + "\n" + name + ":\n.text." + name + ":\n" + code)
+      .at(0);
+}
 
 }  // namespace
 
@@ -116,11 +126,7 @@ TEST_CASE("loops are backward branches; the main loop is the largest innermost o
 }
 
 TEST_CASE("a loop without math inside the k loop (TMA's elect loop) is not the main loop") {
-  const Function f = parse_nvdisasm(R"(
-	.section	.text.tma,"ax",@progbits
-        .global         tma
-tma:
-.text.tma:
+  const Function f = one_kernel("tma", R"(
         /*0000*/                   S2R R0, SR_TID.X ;
 .L_x_1:
         /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
@@ -152,8 +158,7 @@ tma:
         /*0170*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
         /*0180*/              @!P0 BRA `(.L_x_4) ;
         /*0190*/                   BRA `(.L_x_5) ;
-)")
-                         .at(0);
+)");
   // The retry block after EXIT spins on itself (a loop) and jumps back into the k loop (not
   // one: its range would hold the EXIT).
   REQUIRE(find_loops(f).size() == 4);
@@ -200,19 +205,14 @@ TEST_CASE("the mix counts classes, memory widths and first positions") {
 
 TEST_CASE("instructions guarded by @!PT never execute: padding, not loads") {
   // ptxas pads after an async-copy wait with predicated-off shared loads.
-  const Function f = parse_nvdisasm(R"(
-	.section	.text.pad,"ax",@progbits
-        .global         pad
-pad:
-.text.pad:
+  const Function f = one_kernel("pad", R"(
         /*0000*/                   DEPBAR.LE SB0, 0x1 ;
         /*0010*/              @!PT LDS RZ, [RZ] ;
         /*0020*/              @!PT LDS RZ, [RZ] ;
         /*0030*/               @P0 LDS R4, [R2] ;
         /*0040*/              @!P1 LDS.128 R8, [R2] ;
         /*0050*/                   EXIT ;
-)")
-                         .at(0);
+)");
   InstructionMix mix = mix_of(f, 0, 5);
   CHECK(mix.total == 6);
   CHECK(mix.count("@!PT") == 2);
