@@ -417,6 +417,29 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     // (the empty barrier's phase of that number); a fresh barrier passes parity 1 at once.
     return mbarrier_wait_parity(empty(kt % s), (kt / s + 1) % 2);
   };
+  const bool pipe = p.mma_pipe == 1;
+  // The planted bug: the lead and releases of a ring whose wgmmas are done at each slice's end.
+  const bool early = pipe && spec.hooks.release_in_flight;
+  // A loop iteration's slice `ko` through empty barriers: `prefix` (its wait, a refill), the
+  // slice's wgmmas, and the release of the slot whose wgmmas are done: its own, or with
+  // mma_pipe the previous slice's after this one's wait_group 1, the last slot after the
+  // loop's final wait.
+  auto released_loop = [&](std::vector<Stmt> prefix) {
+    if (!pipe) {
+      prefix.push_back(compute(ko % s));
+      prefix.push_back(mbarrier_arrive(empty(ko % s)));
+      return For::make("k_outer", 0, n_tiles, ForKind::serial, Block::make(prefix));
+    }
+    prefix.push_back(compute(ko % s, 1));
+    prefix.push_back(early ? mbarrier_arrive(empty(ko % s))
+                         : IfThenElse::make(ko > i32(0),
+                                            mbarrier_arrive(empty((ko + (s - 1)) % s))));
+    Stmt last = early ? Stmt()
+                      : IfThenElse::make(n_tiles > i32(0),
+                                         mbarrier_arrive(empty((n_tiles + (s - 1)) % s)));
+    return Block::make({For::make("k_outer", 0, n_tiles, ForKind::serial, Block::make(prefix)),
+                        wgmma_wait_group(0), fence_acc, last});
+  };
   if (!producer) {
     // The ring: `lead` slices in flight before the loop; each iteration waits for its slice
     // (its cp.async group, or its full barrier's phase), refills the slot whose wgmmas are
@@ -424,9 +447,6 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     // iteration read (lead = stages - 1); with it, a slice's wgmmas stay in flight until the
     // next slice's wait_group 1, so the refill takes the slot read two iterations before
     // (lead = stages - 2) and the loop ends with a wait for all.
-    const bool pipe = p.mma_pipe == 1;
-    // The planted bug: the lead and releases of a ring whose wgmmas are done at each slice's end.
-    const bool early = pipe && spec.hooks.release_in_flight;
     const int lead = pipe && !early ? s - 2 : s - 1;
     std::vector<Stmt> prologue;
     for (int st = 0; st < lead; ++st) {
@@ -447,25 +467,10 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     } else {
       Stmt refill = IfThenElse::make(
           next < n_tiles, load_slice(first_tile + next, next % s, false, wait_empty(next)));
-      if (pipe) {
-        // Each iteration releases the previous slice's slot after its own wait_group 1.
-        Stmt release =
-            early ? mbarrier_arrive(empty(ko % s))
-                  : IfThenElse::make(ko > i32(0), mbarrier_arrive(empty((ko + (s - 1)) % s)));
-        loop = For::make("k_outer", 0, n_tiles, ForKind::serial,
-                         Block::make({wait_full(ko), refill, compute(ko % s, 1), release}));
-        drain = Block::make(
-            {wgmma_wait_group(0), fence_acc,
-             early ? Stmt()
-                   : IfThenElse::make(n_tiles > i32(0),
-                                      mbarrier_arrive(empty((n_tiles + (s - 1)) % s)))});
-      } else {
-        loop = For::make(
-            "k_outer", 0, n_tiles, ForKind::serial,
-            Block::make({wait_full(ko), refill, compute(ko % s), mbarrier_arrive(empty(ko % s))}));
-      }
+      loop = released_loop({wait_full(ko), refill});
     }
-    mainloop = Block::make({init, Block::make(prologue), with_first_descriptors(Block::make({loop, drain}))});
+    mainloop = Block::make(
+        {init, Block::make(prologue), with_first_descriptors(Block::make({loop, drain}))});
   } else {
     // Warp specialisation: the producer's elected thread fills slot k % stages once the
     // consumers have released its previous fill, the consumers wait on the full barrier,
@@ -473,31 +478,9 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     Expr kl = int_var("k_load");
     produce = For::make("k_load", 0, n_tiles, ForKind::serial,
                         load_slice(first_tile + kl, kl % s, true, wait_empty(kl)));
-    Stmt consume;
-    if (p.mma_pipe == 1) {
-      // A slice's wgmmas stay in flight while the next slice's are issued: after the wait
-      // for all but the latest group, the slice before it is done with its slot, which is
-      // released then; the last slot after the loop's final wait.
-      Stmt loop = For::make(
-          "k_outer", 0, n_tiles, ForKind::serial,
-          Block::make({wait_full(ko), compute(ko % s, 1),
-                       IfThenElse::make(ko > i32(0), mbarrier_arrive(empty((ko + (s - 1)) % s)))}));
-      consume = Block::make(
-          {loop, wgmma_wait_group(0), fence_acc,
-           IfThenElse::make(n_tiles > i32(0), mbarrier_arrive(empty((n_tiles + (s - 1)) % s)))});
-      if (spec.hooks.release_in_flight) {
-        consume = Block::make(
-            {For::make("k_outer", 0, n_tiles, ForKind::serial,
-                       Block::make({wait_full(ko), compute(ko % s, 1),
-                                    mbarrier_arrive(empty(ko % s))})),
-             wgmma_wait_group(0), fence_acc});
-      }
-    } else {
-      consume =
-          For::make("k_outer", 0, n_tiles, ForKind::serial,
-                    Block::make({wait_full(ko), compute(ko % s), mbarrier_arrive(empty(ko % s))}));
-    }
-    mainloop = Block::make({setmaxnreg(true, kConsumerRegisters), init, with_first_descriptors(consume)});
+    Stmt consume = released_loop({wait_full(ko)});
+    mainloop = Block::make(
+        {setmaxnreg(true, kConsumerRegisters), init, with_first_descriptors(consume)});
     produce = Block::make(
         {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
   }

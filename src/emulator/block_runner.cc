@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <new>
 
 #include <fmt/format.h>
@@ -244,17 +245,14 @@ const char* BlockRunner::wgmma_reads(cutune_emu_abi::Thread* self, const unsigne
   BlockRunner* r = s->runner;
   const WgmmaReads::Pending& p = r->wgmma_reads_.add(s->linear / 128, s->wgmma_commits, s->line,
                                                      offsets, static_cast<size_t>(count), 2);
-  auto offset_of = [&](const void* dst) {
-    return static_cast<size_t>(static_cast<const std::byte*>(dst) - r->tls_block_);
-  };
-  auto in_window = [&](const void* dst) {
-    const auto* d = static_cast<const std::byte*>(dst);
-    return r->tls_block_ != nullptr && d >= r->tls_block_ && d < r->tls_block_ + r->tls_bytes_;
+  auto overlaps = [&](const void* dst, size_t bytes) {
+    const std::optional<size_t> at = r->shared_offset(dst);
+    return at && WgmmaReads::reads(p, *at, bytes);
   };
   // The copies in flight land at some time before their completion: a wgmma issued onto
   // their bytes reads them before they are written.
   for (const TmaCopy& c : r->tma_copies_) {
-    if (in_window(c.dst) && WgmmaReads::reads(p, offset_of(c.dst), c.data.size())) {
+    if (overlaps(c.dst, c.data.size())) {
       r->collective_failure_ = fmt::format(
           "the wgmma reads shared memory {} that the TMA load on line {} (thread {}) has not "
           "written yet: the load is in flight (a read before its full barrier's phase completes)",
@@ -264,7 +262,7 @@ const char* BlockRunner::wgmma_reads(cutune_emu_abi::Thread* self, const unsigne
   }
   for (const Slot& other : r->slots_) {
     for (const PendingCopy& c : other.copies) {
-      if (in_window(c.dst) && WgmmaReads::reads(p, offset_of(c.dst), static_cast<size_t>(c.bytes))) {
+      if (overlaps(c.dst, static_cast<size_t>(c.bytes))) {
         r->collective_failure_ = fmt::format(
             "the wgmma reads shared memory {} that the cp.async on line {} (thread {}) has not "
             "written yet (a read before the wait that completes its group)",
@@ -278,9 +276,8 @@ const char* BlockRunner::wgmma_reads(cutune_emu_abi::Thread* self, const unsigne
 
 void BlockRunner::check_write_under_wgmma(cutune_emu_abi::Thread* self, const void* dst,
                                           size_t bytes, const char* what, int line) {
-  const auto* d = static_cast<const std::byte*>(dst);
-  if (tls_block_ == nullptr || d < tls_block_ || d >= tls_block_ + tls_bytes_) return;
-  const WgmmaReads::Pending* p = wgmma_reads_.find(static_cast<size_t>(d - tls_block_), bytes);
+  const std::optional<size_t> at = shared_offset(dst);
+  const WgmmaReads::Pending* p = at ? wgmma_reads_.find(*at, bytes) : nullptr;
   if (p == nullptr) return;
   fail_at(self,
           fmt::format("{}: writes shared memory {} that the wgmma on line {} (warpgroup {}) still "
@@ -352,13 +349,18 @@ void BlockRunner::fail_at(cutune_emu_abi::Thread* self, const std::string& what,
   std::abort();
 }
 
-std::string BlockRunner::shared_address(const void* p) const {
+std::optional<size_t> BlockRunner::shared_offset(const void* p) const {
   auto a = reinterpret_cast<uintptr_t>(p);
   auto base = reinterpret_cast<uintptr_t>(tls_block_);
-  if (tls_block_ != nullptr && a >= base && a < base + tls_bytes_) {
-    return fmt::format("shared byte {:#x}", a - base);
+  if (tls_block_ == nullptr || a < base || a >= base + tls_bytes_) return std::nullopt;
+  return a - base;
+}
+
+std::string BlockRunner::shared_address(const void* p) const {
+  if (const std::optional<size_t> at = shared_offset(p)) {
+    return fmt::format("shared byte {:#x}", *at);
   }
-  return fmt::format("{:#x}", a);
+  return fmt::format("{:#x}", reinterpret_cast<uintptr_t>(p));
 }
 
 void BlockRunner::check_barrier(cutune_emu_abi::Thread* self, const void* bar, int line) {

@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,8 @@ class BlockRunner {
   // Delivers every TMA copy in flight, in issue order.
   Failure deliver_tma_copies();
   std::string mbarrier_deadlock(const Slot& waiter) const;
+  // The offset of `p` in this block's shared memory, or nullopt when it lies elsewhere.
+  std::optional<size_t> shared_offset(const void* p) const;
   std::string shared_address(const void* p) const;
 
   // Releases the lanes of the warp starting at slot `first` that wait at collectives, each
