@@ -36,8 +36,9 @@ struct Loop {
   friend bool operator==(const Loop&, const Loop&) = default;
 };
 
-// Every backward branch's loop (but those spanning an unguarded EXIT), in latch order. Two latches jumping to the same target (a
-// `continue`) give two loops; the inner one is the shorter.
+// Every backward branch's loop (but those spanning an unguarded EXIT), in latch order. Two
+// latches jumping to the same target (a `continue`) give two loops; the inner one is the
+// shorter.
 std::vector<Loop> find_loops(const Function& function);
 
 // The main loop by the rule above; nullopt for straight-line code.

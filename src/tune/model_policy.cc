@@ -501,13 +501,14 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
   // for the support below, at most incumbent_centres are centres.
   const size_t max_centres = std::max(1, options_.incumbent_centres);
   std::vector<size_t> ties;
-  const double tied = best * (1 - std::max(1e-9, options_.tie_tolerance));
+  const double floor = tie_floor(best);
   for (size_t i = 0; i < observed_.size(); ++i) {
-    if (throughput_[i] >= tied) ties.push_back(i);
+    if (throughput_[i] >= floor) ties.push_back(i);
   }
   // Near-ties: the best first, then in the order measured.
-  std::stable_sort(ties.begin(), ties.end(),
-                   [&](size_t a, size_t b) { return (throughput_[a] >= best) > (throughput_[b] >= best); });
+  std::stable_sort(ties.begin(), ties.end(), [&](size_t a, size_t b) {
+    return (throughput_[a] >= best) > (throughput_[b] >= best);
+  });
   std::vector<size_t> centres = ties;
   if (centres.size() > max_centres) centres.resize(max_centres);
   const auto& knobs = space_.knobs();
@@ -1047,7 +1048,7 @@ void ModelPolicy::plan() {
     incumbent_share_ = std::min(most, base * std::ldexp(1.0, std::min(stalled_, 30)));
     if (options_.plateau_share > 0) {
       int tied = 0;
-      for (double t : throughput_) tied += t >= best * (1 - std::max(1e-9, options_.tie_tolerance));
+      for (double t : throughput_) tied += t >= tie_floor(best);
       if (best > 0 && tied > 1) {
         incumbent_share_ = std::max(incumbent_share_, options_.plateau_share);
       }

@@ -118,6 +118,7 @@
 // knob values no measured configuration holds yet: for each, the incumbent with that value
 // (or, where that is invalid or tried, with one more knob changed), best acquisition first.
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string_view>
@@ -381,6 +382,10 @@ class ModelPolicy : public SearchPolicy {
   // Untried valid configurations one, then two knob changes from the incumbent(s), at most
   // `count`, each radius best acquisition first.
   std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
+  // The least throughput tied with `best` (options_.tie_tolerance; exact ties by default).
+  double tie_floor(double best) const {
+    return best * (1 - std::max(1e-9, options_.tie_tolerance));
+  }
   // Up to `count` configurations, each holding a knob value no measured configuration holds:
   // the incumbent with that value, or, where that is invalid or tried, the incumbent with
   // that value and one more knob changed, best acquisition first.

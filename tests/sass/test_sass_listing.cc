@@ -58,9 +58,10 @@ toy:
 
 // A listing of one kernel `name` whose code section holds `code` (labels and instructions).
 Function one_kernel(const std::string& name, const std::string& code) {
-  return parse_nvdisasm("\t.section\t.text." + name + ",\"ax\",@progbits\n        .global         " +
-                        name + "\n" + name + ":\n.text." + name + ":\n" + code)
-      .at(0);
+  const std::string header = "\t.section\t.text." + name + ",\"ax\",@progbits\n" +
+                             "        .global         " + name + "\n" + name + ":\n.text." +
+                             name + ":\n";
+  return parse_nvdisasm(header + code).at(0);
 }
 
 }  // namespace

@@ -270,7 +270,8 @@ TEST_CASE("wgmmas kept in flight across slices (mma_pipe) match, with a producer
     Config c = tmpl->space().from_json(j);
     wg::WgmmaGemmSpec::TestHooks early;
     early.release_in_flight = true;
-    EmulatedCheck r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, early), emulator);
+    EmulatedCheck r =
+        check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, early), emulator);
     INFO(r.status << ": " << r.message);
     CHECK(r.status == "crashed");
     CHECK_THAT(r.message, Catch::Contains("TMA load: writes shared memory") &&
@@ -326,7 +327,8 @@ TEST_CASE("rings without a producer refill their slots; with mma_pipe one slice 
     j["knobs"]["loads"] = loads;
     j["knobs"]["mma_pipe"] = 1;
     Config c = tmpl->space().from_json(j);
-    EmulatedCheck r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, early), emulator);
+    EmulatedCheck r =
+        check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, early), emulator);
     INFO("loads " << loads << ": " << r.status << ": " << r.message);
     CHECK(r.status == "crashed");
     CHECK_THAT(r.message, Catch::Contains(loads == 0 ? "cp.async: writes shared memory"
