@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 
+#include "src/ir/intrinsics.h"
+
 namespace cutune::cost_model {
 
 namespace {
@@ -792,11 +794,13 @@ class Analyzer {
       }
       case NodeKind::LetStmt: {
         const auto* op = s.as<LetStmt>();
+        // A broadcast (warp_uniform) stands for its operand: the same value, known in every
+        // lane, at the cost of the operand.
+        const Expr& value = ir::warp_uniform_operand(op->value);
         OpCount ops;
-        count(op->value, weight, ops);
+        count(value, weight, ops);
         charge(ops, weight);
-        scope_.lets.push_back(
-            {&op->var, &op->value, deps_of(op->value, scope_), range_of(op->value, scope_)});
+        scope_.lets.push_back({&op->var, &value, deps_of(value, scope_), range_of(value, scope_)});
         double inner = walk(op->body, weight);
         scope_.lets.pop_back();
         return inner;

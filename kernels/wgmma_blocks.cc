@@ -574,7 +574,9 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   body = LetStmt::make("thread_in_group", lane % 4, body);
   body = LetStmt::make("group", lane / 4, body);
   body = LetStmt::make("warp", tx % 128 / 32, body);
-  body = LetStmt::make("warpgroup", tx / 128, body);
+  // Broadcast, so that the compiler keeps the warpgroup index and the descriptors made from it
+  // in uniform registers (as it cannot tell threadIdx.x / 128 is the same in every lane).
+  body = LetStmt::make("warpgroup", warp_uniform(tx / 128), body);
   body = tc::bind_tile_grid(body, {tiles_m, tiles_n, k_tiles, p.split_k, p.raster, threads});
 
   Kernel kernel;

@@ -125,6 +125,11 @@ const std::vector<std::pair<std::string, std::string>>& ptx_definitions() {
                    "__device__ __forceinline__ float cutune_bf16_to_f32(cutune_bf16 x) {\n"
                    "  return __uint_as_float(static_cast<unsigned>(x) << 16);\n"
                    "}\n");
+    // Broadcast from lane 0: afterwards the compiler knows the value is the same in every lane.
+    d.emplace_back("cutune_warp_uniform",
+                   "__device__ __forceinline__ int cutune_warp_uniform(int v) {\n"
+                   "  return __shfl_sync(0xffffffffu, v, 0);\n"
+                   "}\n");
     return d;
   }();
   return defs;

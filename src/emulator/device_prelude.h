@@ -548,6 +548,23 @@ CUTUNE_EMU_SHUFFLES(unsigned)
 CUTUNE_EMU_SHUFFLES(float)
 // Kept defined: device_prelude_ext.h (concatenated after this text) adds the 64-bit types.
 
+// cutune_warp_uniform: on the GPU a broadcast from lane 0 that tells the compiler the value is
+// the same in every lane. The contract is that it already is, so the emulator checks that
+// rather than broadcasting: a kernel that relies on a value that is not uniform fails here.
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_warp_uniform_run(void* const* lane_args,
+                                                                  unsigned) {
+  for (unsigned lane = 1; lane < 32; ++lane) {
+    if (*(const int*)lane_args[lane] != *(const int*)lane_args[0]) {
+      return "the lanes of the warp hold different values: the value is not uniform";
+    }
+  }
+  return nullptr;
+}
+static inline int cutune_warp_uniform(int v, int line = __builtin_LINE()) {
+  cutune_emu_warp_collective(&cutune_emu_warp_uniform_run, "cutune_warp_uniform", &v, ~0u, line);
+  return v;
+}
+
 // Calls a kernel with its arguments taken from the host's argument array: a pointer
 // parameter gets the array entry itself, a scalar one the value the entry points at.
 template <class T>

@@ -80,6 +80,17 @@ Expr pack_b16x2(const Expr& lo, const Expr& hi) {
   return Call::make(Type::u32(), "cutune_pack_b16x2", {lo, hi});
 }
 
+Expr warp_uniform(const Expr& value) {
+  require(value.type() == Type::i32(), "warp_uniform broadcasts an Int32");
+  return Call::make(Type::i32(), kWarpUniform, {value});
+}
+
+const Expr& warp_uniform_operand(const Expr& e) {
+  if (e.kind() != NodeKind::Call) return e;
+  const auto* call = static_cast<const Call*>(e.get());
+  return call->name == kWarpUniform && call->args.size() == 1 ? call->args[0] : e;
+}
+
 Stmt atomic_add(const Buffer& buf, const Expr& index, const Expr& value) {
   require(buf->type == Type::f32() && value.type() == Type::f32(), "atomic_add is Float32");
   return call("atomicAdd", {address_of(buf, index), value});
@@ -94,7 +105,8 @@ const std::vector<std::string>& intrinsic_names() {
       "cutune_cp_async_wait_0",   "cutune_cp_async_wait_1",   "cutune_cp_async_wait_2",
       "cutune_cp_async_wait_3",   "cutune_cp_async_wait_4",   "cutune_pack_f16x2",
       "cutune_pack_bf16x2",       "cutune_f32_to_f16",        "cutune_f32_to_bf16",
-      "cutune_f16_to_f32",        "cutune_bf16_to_f32",       "cutune_pack_b16x2"};
+      "cutune_f16_to_f32",        "cutune_bf16_to_f32",       "cutune_pack_b16x2",
+      kWarpUniform};
   return names;
 }
 

@@ -50,6 +50,17 @@ Expr pack_x2(DType storage, const Expr& lo, const Expr& hi);  // two Float32 -> 
 // a PTX intrinsic: the code generator defines it for both CUDA and the emulator).
 Expr pack_b16x2(const Expr& lo, const Expr& hi);
 
+// `value` (Int32), broadcast from lane 0 of the warp: `__shfl_sync(~0u, value, 0)` on the GPU.
+// For a value that is the same in every lane (a warp or warpgroup index) but that the compiler
+// cannot prove so (`threadIdx.x / 128`): after the broadcast it can keep the value, and what is
+// computed from it (wgmma descriptors), in uniform registers. Warp-collective like mma (all 32
+// lanes together); the emulator reports lanes that disagree, so a wrong use fails verification.
+inline constexpr const char* kWarpUniform = "cutune_warp_uniform";
+Expr warp_uniform(const Expr& value);
+// The broadcast value of a warp_uniform() call; any other expression itself. Analyses that
+// reason about thread indices (the verifier's bounds, the features' ranges) look through it.
+const Expr& warp_uniform_operand(const Expr& e);
+
 // atomicAdd(&buf[index], value) for Float32 (split-K reductions).
 Stmt atomic_add(const Buffer& buf, const Expr& index, const Expr& value);
 

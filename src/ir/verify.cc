@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "src/ir/hopper_intrinsics.h"
+#include "src/ir/intrinsics.h"
 #include "src/ir/ir_visitor.h"
 #include "src/ir/simplify.h"
 #include "src/ir/tma_intrinsics.h"
@@ -137,9 +138,11 @@ class Verifier : public IRVisitor {
     visit(op->value);
     bool thread_dependent = mentions(op->value, thread_vars_);
     if (thread_dependent) thread_vars_.insert(op->var);
-    bool warpgroup_index = thread_dependent && is_warpgroup_index(op->value);
+    // A broadcast (warp_uniform) has the bounds, and is the warpgroup index, of its operand.
+    const Expr& value = warp_uniform_operand(op->value);
+    bool warpgroup_index = thread_dependent && is_warpgroup_index(value);
     if (warpgroup_index) warpgroup_vars_.insert(op->var);
-    if (op->value.type().is_int()) env_[op->var] = bounds_of(op->value, env_);
+    if (value.type().is_int()) env_[op->var] = bounds_of(value, env_);
     visit(op->body);
     env_.erase(op->var);
     if (thread_dependent) thread_vars_.erase(op->var);
@@ -152,11 +155,11 @@ class Verifier : public IRVisitor {
     }
   }
 
-  // mma and ldmatrix are warp-collective: every lane must reach them together.
+  // mma, ldmatrix and warp_uniform are warp-collective: every lane must reach them together.
   void visit_node(const Call* op) override {
     IRVisitor::visit_node(op);
-    bool collective =
-        op->name.rfind("cutune_mma_", 0) == 0 || op->name.rfind("cutune_ldmatrix_", 0) == 0;
+    bool collective = op->name.rfind("cutune_mma_", 0) == 0 ||
+                      op->name.rfind("cutune_ldmatrix_", 0) == 0 || op->name == kWarpUniform;
     if (collective && divergent_depth_ > 0) {
       error("warp-collective {} is under a thread-dependent condition", op->name);
     }

@@ -666,6 +666,31 @@ TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads; shuffles m
   }
 }
 
+TEST_CASE("cutune_warp_uniform passes a uniform value and reports one that is not",
+          "[emulator][tensor_core]") {
+  CudaSource src = make_source(
+      "uniform", R"(extern "C" __global__ void uniform(int* ints, int divisor) {
+  const int t = threadIdx.x;
+  ints[t] = cutune_warp_uniform(t / divisor);
+}
+)",
+      {word_param("ints", 256), int_param("divisor")}, Dim3{1, 1, 1}, Dim3{256, 1, 1});
+  for (int divisor : {32, 128}) {
+    std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 256)};
+    EmuResult r = run(src, bufs, {ScalarArg::i32(divisor)});
+    REQUIRE(r.status == EmuStatus::ok);
+    std::vector<int32_t> out = bufs[0].to_ints();
+    for (int t = 0; t < 256; ++t) REQUIRE(out[t] == t / divisor);
+  }
+  // Half a warp's index differs from the other half's: on a GPU the broadcast would hand
+  // lanes 16-31 lane 0's value, so the emulator fails the run instead of agreeing with it.
+  std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 256)};
+  EmuResult r = run(src, bufs, {ScalarArg::i32(16)});
+  REQUIRE(r.status == EmuStatus::crashed);
+  CHECK_THAT(r.message, Contains("warp 0: cutune_warp_uniform on line 3") &&
+                            Contains("the value is not uniform"));
+}
+
 // ---- a whole tile: cp.async -> shared -> ldmatrix -> mma -> global ----
 
 TEST_CASE("a 16x8x16 tile GEMM via cp.async, ldmatrix and mma matches the CPU",

@@ -138,6 +138,10 @@ TEST_CASE(
   CHECK(r.mix.count_opcode("LDGSTS") == 0);
   CHECK(r.mix.count_opcode("LDSM") == 0);
   CHECK(r.mix.count_opcode("BAR") == 0);
+  // The descriptors live in uniform registers: the warpgroup index is broadcast from lane 0,
+  // so nothing in the loop is moved from a per-thread register into a uniform one (8 R2UR
+  // per iteration before the broadcast).
+  CHECK(r.mix.count_opcode("R2UR") == 0);
   CHECK_FALSE(r.spills());
   // 65536 registers over 384 threads at entry, which setmaxnreg needs to be known.
   CHECK(r.registers == 168);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "src/ir/hopper_intrinsics.h"
+#include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
 #include "src/lower/lower.h"
 #include "src/measure/emulated_check.h"
@@ -230,6 +231,13 @@ TEST_CASE("the verifier takes warpgroup-uniform branches around wgmma, not aroun
   VerifyResult sync = kernel_with(tx / 128, Sync::make());
   REQUIRE(sync.errors.size() == 1);
   CHECK_THAT(sync.errors[0], Catch::Contains("barrier (sync) is under a thread-dependent"));
+  // Broadcast from lane 0 (as the templates make it), the index is still a warpgroup's.
+  CHECK(kernel_with(warp_uniform(tx / 128), mma).ok());
+  CHECK_FALSE(kernel_with(warp_uniform(tx / 64), mma).ok());
+  // The broadcast itself is warp-collective: not under a branch that splits a warp.
+  VerifyResult split = kernel_with(tx / 16, Evaluate::make(warp_uniform(tx / 128)));
+  REQUIRE(split.errors.size() == 1);
+  CHECK_THAT(split.errors[0], Catch::Contains("warp-collective cutune_warp_uniform is under"));
 }
 
 TEST_CASE("wgmmas kept in flight across slices (mma_pipe) match, with a producer only",
