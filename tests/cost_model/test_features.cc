@@ -9,9 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost_model/feature_loop_nest.h"
 #include "cost_model/features.h"
 #include "cost_model/ir_features.h"
 #include "kernels/template.h"
+#include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
 
 using namespace cutune;
@@ -329,4 +331,31 @@ TEST_CASE("knob features of a replay-like space of choice knobs", "[features]") 
   for (uint64_t i = 0; i < space.size(); ++i) all.push_back(extract(*fx, space.get(i)));
   std::sort(all.begin(), all.end());
   CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+}
+
+TEST_CASE("a warpgroup index broadcast from lane 0 has the features of the plain index",
+          "[features]") {
+  using namespace ir;
+  Buffer out = Buffer::make("Out", Type::f32(), MemoryScope::global, 512);
+  Expr tx = int_var("tx"), wg = int_var("warpgroup");
+  auto summary_with = [&](const Expr& index) {
+    // Half the warpgroups store, each to its own 128 elements.
+    Stmt body = IfThenElse::make(wg < 1, Store::make(out, wg * 128 + tx % 128, f32(1.0)));
+    Kernel k;
+    k.name = "k";
+    k.buffers = {out};
+    k.body = For::make("tx", 0, 256, ForKind::thread_x, LetStmt::make("warpgroup", index, body));
+    std::vector<std::string> loops = {"tx"}, buffers = {"Out"};
+    LoopNestSummary s;
+    summarize_loop_nest(k, loops, buffers, s);
+    return s;
+  };
+  LoopNestSummary plain = summary_with(tx / 128), broadcast = summary_with(warp_uniform(tx / 128));
+  REQUIRE(plain.buffers[0].seen);
+  CHECK(plain.buffers[0].stores == 128);  // the branch is taken by one warpgroup of two
+  CHECK(broadcast.buffers[0].stores == plain.buffers[0].stores);
+  CHECK(broadcast.buffers[0].touched_total == plain.buffers[0].touched_total);
+  CHECK(broadcast.buffers[0].stride_thread_x == plain.buffers[0].stride_thread_x);
+  CHECK(broadcast.buffers[0].warp_transactions == plain.buffers[0].warp_transactions);
+  CHECK(broadcast.kernel.int_ops == plain.kernel.int_ops);
 }
