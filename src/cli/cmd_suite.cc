@@ -178,7 +178,7 @@ std::vector<LayerOutcome> tune_layers_scaled(
       require_arch_supports(*tmpl, arch);
       features.push_back(cost_model::make_ir_features(*tmpl, limits));
       task.features = features.back().get();
-      task.featurize = template_featurizer(task.key, *task.features, limits);
+      task.featurize = template_featurizer(*task.features, limits);
     }
     task.flops = tmpl->flops();
     tasks.push_back(std::move(task));
@@ -316,7 +316,7 @@ void run_tune_suite(const SuiteArgs& args) {
       TransferSources transfer;
       if (!args.no_transfer && search.tuner == TunerKind::xgb) {
         transfer.records = log_records(args.log);
-        transfer.featurize = template_featurizer(out.key, *features, limits);
+        transfer.featurize = template_featurizer(*features, limits);
         transfer.required = false;
       }
       SearchOptions layer_search = search;  // the model starts from the template's references

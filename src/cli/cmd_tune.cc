@@ -247,7 +247,7 @@ void run_tune_emulated(const TuneArgs& args, SearchOptions search, TaskOptions t
   key.template_name = tmpl.name();
   TuningSession session({key, tmpl.space(), *features, std::nullopt}, search,
                         {.paths = as_paths(args.transfer_from),
-                         .featurize = template_featurizer(key, *features, emulated.limits)});
+                         .featurize = template_featurizer(*features, emulated.limits)});
   fmt::print(stderr, "measuring in the CPU emulator: correctness only; its times are emulator "
                      "wall times, not GPU times\n");
   tune_and_report(session, *measurer, args, {});
@@ -360,7 +360,7 @@ void run_tune(const TuneArgs& args) {
   key.template_name = tmpl->name();
   TuningSession session({key, tmpl->space(), *features, tmpl->flops()}, search,
                         {.paths = as_paths(args.transfer_from),
-                         .featurize = template_featurizer(key, *features, limits)});
+                         .featurize = template_featurizer(*features, limits)});
   tune_and_report(session, *measurer, args, {});
 }
 
@@ -480,7 +480,7 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     task_options.arch = first->target_arch();
     const ir::TargetLimits limits = task_options.limits();
     features = cost_model::make_ir_features(*tmpl, limits);
-    task.featurize = template_featurizer(task.key, *features, limits);
+    task.featurize = template_featurizer(*features, limits);
     if (args.coordinator_only) first.reset();  // its GPU workers would sit idle
   }
   task.space = &tmpl->space();
@@ -645,8 +645,9 @@ void add_tune_commands(CLI::App& app) {
                    ".jsonl in the working folder); must be new unless --resume");
   tune->add_flag("--resume", targs->resume, "continue the log without re-measuring");
   tune->add_option("--transfer-from", targs->transfer_from,
-                   "logs of other tasks of the same template (with --replay, also Kernel "
-                   "Tuner caches of the same space), for transfer learning")
+                   "logs of other tasks of the same template, or of one with the same IR "
+                   "features (its variant for another element type); with --replay, also "
+                   "Kernel Tuner caches of the same space; for transfer learning")
       ->expected(1, -1);
   tune->add_option("--replay", targs->replays,
                    "measure from a Kernel Tuner cache instead; several caches tune a replay "

@@ -10,30 +10,31 @@
 
 namespace cutune {
 
-RecordFeaturizer template_featurizer(const TaskKey& own,
-                                     const cost_model::FeatureExtractor& features,
+RecordFeaturizer template_featurizer(const cost_model::FeatureExtractor& features,
                                      const ir::TargetLimits& limits) {
-  using Others =
-      std::map<TaskKey,
-               std::pair<std::unique_ptr<Template>, std::unique_ptr<cost_model::FeatureExtractor>>>;
-  auto others = std::make_shared<Others>();
-  return [others, template_name = own.template_name, &features, limits](const Record& r,
-                                                                        std::span<float> out) {
-    if (r.task.template_name != template_name) return false;
+  struct Other {
+    std::unique_ptr<Template> tmpl;
+    std::unique_ptr<cost_model::FeatureExtractor> features;  // null: the names differ
+  };
+  auto others = std::make_shared<std::map<TaskKey, Other>>();
+  return [others, names = features.names(), limits](const Record& r, std::span<float> out) {
     auto it = others->find(r.task);
     if (it == others->end()) {
-      std::unique_ptr<Template> t;
+      Other o;
       try {
-        t = make_template(r.task.op, r.task.shape, r.task.template_name);
+        o.tmpl = make_template(r.task.op, r.task.shape, r.task.template_name);
       } catch (const TaskError&) {
         return false;
       }
-      auto f = cost_model::make_ir_features(*t, limits);
-      it = others->emplace(r.task, std::make_pair(std::move(t), std::move(f))).first;
+      // The features' names, not the schema, which names the template too: a template with
+      // the same features (the same kernel for another element type) places its records too.
+      o.features = cost_model::make_ir_features(*o.tmpl, limits);
+      if (o.features->names() != names) o.features.reset();
+      it = others->emplace(r.task, std::move(o)).first;
     }
-    const auto& [t, f] = it->second;
-    if (f->schema() != features.schema() || r.config_index >= t->space().size()) return false;
-    f->extract(t->space().get(r.config_index), out);
+    const Other& o = it->second;
+    if (!o.features || r.config_index >= o.tmpl->space().size()) return false;
+    o.features->extract(o.tmpl->space().get(r.config_index), out);
     return true;
   };
 }
@@ -74,7 +75,8 @@ TransferModel TransferModel::train(const std::vector<Record>& records, const Tas
   }
   if (groups.empty()) {
     throw std::invalid_argument(
-        "--transfer-from: no usable records of another task with this feature schema");
+        "no usable records of another task with this task's features (of its template, or of "
+        "one with the same features)");
   }
   cost_model::FeatureMatrix x;
   x.rows = static_cast<int>(labels.size());

@@ -33,13 +33,13 @@ std::vector<float> normalised_labels(std::span<const double> throughput);
 // space lacks): such records are skipped.
 using RecordFeaturizer = std::function<bool(const Record& record, std::span<float> out)>;
 
-// Featurizes records of other tasks of `own`'s template by the IR features of their own
-// configurations (each task's template built once, on first sight, with `limits`). Records of
-// other templates, of tasks no template accepts, of configurations outside their space, or of
-// templates whose feature schema differs from `features`' are skipped. `features` must outlive
-// the featurizer.
-RecordFeaturizer template_featurizer(const TaskKey& own,
-                                     const cost_model::FeatureExtractor& features,
+// Featurizes records of other tasks by the IR features of their own configurations (each
+// task's template built once, on first sight, with `limits`): tasks of any template whose IR
+// features have the same names as `features`, i.e. the same template at other shapes, and its
+// variants for other element types (gemm_fp16_wgmma_nt's records serve gemm_bf16_wgmma_nt).
+// Records of tasks no template accepts, of templates with other features, or of
+// configurations outside their space are skipped. Only the names of `features` are kept.
+RecordFeaturizer template_featurizer(const cost_model::FeatureExtractor& features,
                                      const ir::TargetLimits& limits);
 
 class TransferModel {

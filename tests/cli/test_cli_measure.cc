@@ -108,3 +108,30 @@ TEST_CASE("the measuring flags refuse bad values with one line", "[cli]") {
   INFO_RUN(bench_rounds);
   CHECK(bench_rounds.status == 2);
 }
+
+TEST_CASE("tune --transfer-from learns from the fp16 variant of a bf16 template", "[cli]") {
+  const fs::path fp16 = scratch_dir() / "fp16_wgmma.jsonl", bf16 = scratch_dir() / "bf16.jsonl";
+  fs::remove(fp16);
+  fs::remove(bf16);
+  const std::string common = " --device emulator --trials 6 --batch 3 --quiet --log ";
+  auto source = run_cutune("tune gemm_fp16 --shape 64,64,64 --template gemm_fp16_wgmma_nt" +
+                           common + fp16.string());
+  INFO_RUN(source);
+  REQUIRE(source.status == 0);
+  auto target = run_cutune("tune gemm_bf16 --shape 64,64,128 --template gemm_bf16_wgmma_nt" +
+                           common + bf16.string() + " --transfer-from " + fp16.string());
+  INFO_RUN(target);
+  REQUIRE(target.status == 0);
+  // Every fp16 record places in the bf16 template's features.
+  CHECK(target.err.find("transfer: global model on 6 records of 1 other task(s)") !=
+        std::string::npos);
+  // The fp32 SGEMM's features are other ones: nothing to learn from, which is a user error.
+  auto other = run_cutune("tune gemm --shape 24,20,8 --device emulator --trials 2 --quiet --log " +
+                          (scratch_dir() / "fp32.jsonl").string() + " --transfer-from " +
+                          fp16.string());
+  INFO_RUN(other);
+  CHECK(other.status == 2);
+  CHECK(other.err ==
+        "cutune: --transfer-from: no usable records of another task with this task's features "
+        "(of its template, or of one with the same features)\n");
+}

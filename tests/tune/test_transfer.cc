@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cost_model/ir_features.h"
+#include "kernels/template.h"
 #include "src/tune/model_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/transfer_model.h"
@@ -135,4 +137,44 @@ TEST_CASE("a Kernel Tuner cache becomes the records of its task, failures includ
   }
   CHECK(failed > 0);
   CHECK(replay_task_key(task).device_name == "Synthetic GPU");
+}
+
+TEST_CASE("the GPU tasks' featurizer places records of templates with the same IR features") {
+  // gemm_bf16_wgmma_nt is gemm_fp16_wgmma_nt for another element type: the same knobs, loops
+  // and buffers. gemm_fp16_nt (mma.sync) and gemm_nn (fp32) have features of their own.
+  ir::TargetLimits limits;
+  auto bf16 = make_template("gemm_bf16", {512, 512, 512}, "gemm_bf16_wgmma_nt");
+  auto features = cost_model::make_ir_features(*bf16, limits);
+  RecordFeaturizer featurize = template_featurizer(*features, limits);
+  auto fp16 = make_template("gemm_fp16", {1024, 512, 256}, "gemm_fp16_wgmma_nt");
+  REQUIRE(fp16->space().size() == bf16->space().size());
+  auto record_of = [](const std::string& op, std::vector<int64_t> shape, const std::string& name,
+                      uint64_t index) {
+    Record r;
+    r.task.op = op;
+    r.task.shape = std::move(shape);
+    r.task.template_name = name;
+    r.config_index = index;
+    return r;
+  };
+  std::vector<float> row(features->size()), expected(features->size());
+  const Config c = bf16->reference_configs().front();
+  REQUIRE(featurize(record_of("gemm_fp16", {1024, 512, 256}, "gemm_fp16_wgmma_nt", c.index()),
+                    row));
+  // The fp16 configuration's own features: the same as the bf16 one's at that shape.
+  auto fp16_features = cost_model::make_ir_features(*fp16, limits);
+  fp16_features->extract(fp16->space().get(c.index()), expected);
+  CHECK(row == expected);
+  auto bf16_there = make_template("gemm_bf16", {1024, 512, 256}, "gemm_bf16_wgmma_nt");
+  cost_model::make_ir_features(*bf16_there, limits)->extract(bf16_there->space().get(c.index()),
+                                                             expected);
+  CHECK(row == expected);
+  // Own template at another shape: placed, as before.
+  CHECK(featurize(record_of("gemm_bf16", {256, 256, 256}, "gemm_bf16_wgmma_nt", c.index()), row));
+  // Other features, an unknown template, an index outside the space: skipped.
+  CHECK_FALSE(featurize(record_of("gemm_fp16", {512, 512, 512}, "gemm_fp16_nt", 0), row));
+  CHECK_FALSE(featurize(record_of("gemm", {512, 512, 512}, "gemm_nn", 0), row));
+  CHECK_FALSE(featurize(record_of("gemm_fp16", {512, 512, 512}, "no_such_template", 0), row));
+  CHECK_FALSE(featurize(
+      record_of("gemm_fp16", {1024, 512, 256}, "gemm_fp16_wgmma_nt", fp16->space().size()), row));
 }
