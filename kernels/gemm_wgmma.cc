@@ -88,6 +88,24 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
        {"epilogue", 2},
        {"loads", 1},
        {"producer", 1}});
+  // The large Hopper tile: 128x256x64, each consumer warpgroup 64x256 (m64n256k16, 128
+  // accumulators a thread), TMA with a producer, wgmmas kept in flight across slices, paired
+  // stores (a staged 128x256 fp32 tile would not fit beside the 192 KiB ring). Per K slice it
+  // moves 48 KiB for 4.2 MFLOP, a third more work per byte than 128x128, which is what keeps
+  // a large GEMM off the L2's bandwidth.
+  add({{"block_m", 128},
+       {"block_n", 256},
+       {"block_k", 64},
+       {"stages", 4},
+       {"warpgroups", 2},
+       {"swizzle", 128},
+       {"copy_bytes", 16},
+       {"raster_group", 8},
+       {"split_k", 1},
+       {"epilogue", 1},
+       {"loads", 1},
+       {"producer", 1},
+       {"mma_pipe", 1}});
   // A smaller one for small or skinny problems.
   add({{"block_m", 64},
        {"block_n", 64},

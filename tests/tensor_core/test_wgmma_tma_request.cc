@@ -14,7 +14,7 @@ TEST_CASE("a TMA template kernel's tensor maps reach the worker's request",
           "[wgmma][tma][measure]") {
   auto tmpl = make_template("gemm_fp16", {300, 256, 136}, "gemm_fp16_wgmma_nt");
   std::vector<Config> refs = tmpl->reference_configs();
-  REQUIRE(refs.size() == 3);
+  REQUIRE(refs.size() >= 2);
   const Config& c = refs[1];  // 128x128x64, TMA, producer
   REQUIRE(c.get("loads") == 1);
   Lowered l = lower(*tmpl, c, ir::TargetLimits{});
