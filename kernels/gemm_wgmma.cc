@@ -57,6 +57,7 @@ void GemmWgmmaTemplate::define_space() {
     return c.get("loads") == 0 || (k % 8 == 0 && (!nn || n % 8 == 0));
   });
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
+  wg::add_tiles_per_block_constraint(space_, m_, n);
 }
 
 std::vector<Config> GemmWgmmaTemplate::reference_configs() const {

@@ -384,20 +384,23 @@ Stmt bind_tile_grid(Stmt body, const TileGrid& g) {
     body = LetStmt::make("first_k_tile", 0, body);
   }
   Expr bx = int_var("bx");
-  if (g.raster == 1) {
-    body = LetStmt::make("tile_n", bx % i32(g.tiles_n), body);
-    body = LetStmt::make("tile_m", bx / i32(g.tiles_n), body);
-  } else {
-    const int64_t group_tiles = g.raster * g.tiles_n;
-    Expr first_m = bx / i32(group_tiles) * g.raster;
-    Expr rows = int_var("group_rows");
-    body = LetStmt::make("tile_n", bx % i32(group_tiles) / rows, body);
-    body = LetStmt::make("tile_m", first_m + bx % i32(group_tiles) % rows, body);
-    body = LetStmt::make("group_rows", min(i32(g.tiles_m) - first_m, i32(g.raster)), body);
-  }
+  if (g.tiles_per_block == 1) body = bind_tile(body, g, bx);
   body = For::make("tx", 0, g.threads, ForKind::thread_x, body);
   if (g.split_k > 1) body = For::make("kz", 0, g.split_k, ForKind::block_y, body);
-  return For::make("bx", 0, i32(g.tiles_m * g.tiles_n), ForKind::block_x, body);
+  return For::make("bx", 0, i32(g.blocks()), ForKind::block_x, body);
+}
+
+Stmt bind_tile(Stmt body, const TileGrid& g, const Expr& tile) {
+  if (g.raster == 1) {
+    body = LetStmt::make("tile_n", tile % i32(g.tiles_n), body);
+    return LetStmt::make("tile_m", tile / i32(g.tiles_n), body);
+  }
+  const int64_t group_tiles = g.raster * g.tiles_n;
+  Expr first_m = tile / i32(group_tiles) * g.raster;
+  Expr rows = int_var("group_rows");
+  body = LetStmt::make("tile_n", tile % i32(group_tiles) / rows, body);
+  body = LetStmt::make("tile_m", first_m + tile % i32(group_tiles) % rows, body);
+  return LetStmt::make("group_rows", min(i32(g.tiles_m) - first_m, i32(g.raster)), body);
 }
 
 }  // namespace cutune::tc

@@ -121,11 +121,18 @@ ir::Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p);
 // tiles_per_split of them, the last split fewer) and `tile_m` / `tile_n` (from bx, with grouped
 // rasterisation: `raster` rows of tiles at a time, column-major inside a group); then the loops
 // tx (threads), kz (when split_k > 1) and bx.
+// With tiles_per_block T > 1 the grid has ceil(tiles / T) blocks and `body` binds tile_m and
+// tile_n itself, for each of its tiles, by bind_tile.
 struct TileGrid {
   int64_t tiles_m, tiles_n, k_tiles;
   int split_k, raster, threads;
+  int tiles_per_block = 1;
+  int64_t blocks() const { return (tiles_m * tiles_n + tiles_per_block - 1) / tiles_per_block; }
 };
 ir::Stmt bind_tile_grid(ir::Stmt body, const TileGrid& g);
+// `body` under `tile_m` and `tile_n` of output tile `tile` (0 .. tiles_m·tiles_n - 1), in the
+// grid's rasterisation.
+ir::Stmt bind_tile(ir::Stmt body, const TileGrid& g, const ir::Expr& tile);
 
 // The loop and buffer names build_tc_gemm can produce besides the globals (feature slots).
 std::vector<std::string> tc_loop_names();

@@ -9,6 +9,7 @@
 #include "src/base/errors.h"
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/intrinsics.h"
+#include "src/ir/ir_mutator.h"
 #include "src/ir/ir_operators.h"
 #include "src/ir/tma_intrinsics.h"
 
@@ -122,6 +123,7 @@ WgmmaParams wgmma_params(const Config& c) {
   p.loads = knob_or(c, "loads", 0);
   p.producer = knob_or(c, "producer", 0);
   p.mma_pipe = knob_or(c, "mma_pipe", 0);
+  p.tiles_per_block = knob_or(c, "tiles_per_block", 1);
   return p;
 }
 
@@ -157,6 +159,18 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
         return c.get("loads") == 0 ||
                ring_and_stage_bytes(c) + 16 * c.get("stages") <= tc::kMaxSharedBytes;
       });
+  space.define_choice("tiles_per_block", {1, 2, 4, 8}, 1);
+  space.add_constraint(
+      "several tiles a block need a producer and an unstaged epilogue", [](const Config& c) {
+        return c.get("tiles_per_block") == 1 || (c.get("producer") == 1 && c.get("epilogue") != 2);
+      });
+}
+
+void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n) {
+  space.add_constraint("no more tiles a block than output tiles", [m, n](const Config& c) {
+    return c.get("tiles_per_block") <=
+           ceil_div(m, c.get("block_m")) * ceil_div(n, c.get("block_n"));
+  });
 }
 
 void define_wgmma_knobs(ConfigSpace& space, bool b_mn_major) {
@@ -406,7 +420,19 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   const int s = p.stages;
   Stmt init =
       For::make("i", 0, strips * per_strip, ForKind::unrolled, Store::make(acc, ii, f32(0.0)));
-  Stmt mainloop, produce;
+  Stmt mainloop, produce, consume;
+  // Several tiles a block (with a producer): `body` for each of the block's tiles, under its
+  // tile_m and tile_n; the last blocks may have fewer.
+  const tc::TileGrid grid{tiles_m, tiles_n, k_tiles, p.split_k, p.raster, threads,
+                          producer ? p.tiles_per_block : 1};
+  const bool several_tiles = grid.tiles_per_block > 1;
+  auto each_tile = [&](const Stmt& body) {
+    Expr tile = int_var("tile");
+    return For::make(
+        "tile_t", 0, grid.tiles_per_block, ForKind::serial,
+        LetStmt::make("tile", int_var("bx") + int_var("tile_t") * i32(grid.blocks()),
+                      IfThenElse::make(tile < i32(tiles_m * tiles_n), tc::bind_tile(body, grid, tile))));
+  };
   // All-TMA rings release slots through their empty barriers (every consumer thread arrives
   // after its slice's wgmmas; the issuing thread waits for the phase before refilling), so the
   // loop has no block-wide barrier; a ring with cp.async copies needs the barrier, which also
@@ -424,19 +450,23 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // slice's wgmmas, and the release of the slot whose wgmmas are done: its own, or with
   // mma_pipe the previous slice's after this one's wait_group 1, the last slot after the
   // loop's final wait.
-  auto released_loop = [&](std::vector<Stmt> prefix) {
+  // `ring`: the slice's number in the ring's sequence, ko, or base + ko for a block's later
+  // tiles (slots and phases run on across a block's tiles).
+  auto released_loop = [&](std::vector<Stmt> prefix, const Expr& ring) {
     if (!pipe) {
-      prefix.push_back(compute(ko % s));
-      prefix.push_back(mbarrier_arrive(empty(ko % s)));
+      prefix.push_back(compute(ring % s));
+      prefix.push_back(mbarrier_arrive(empty(ring % s)));
       return For::make("k_outer", 0, n_tiles, ForKind::serial, Block::make(prefix));
     }
-    prefix.push_back(compute(ko % s, 1));
-    prefix.push_back(early ? mbarrier_arrive(empty(ko % s))
+    prefix.push_back(compute(ring % s, 1));
+    prefix.push_back(early ? mbarrier_arrive(empty(ring % s))
                          : IfThenElse::make(ko > i32(0),
-                                            mbarrier_arrive(empty((ko + (s - 1)) % s))));
+                                            mbarrier_arrive(empty((ring + (s - 1)) % s))));
+    // The last slice's slot: `ring` at ko = n_tiles - 1.
+    Expr last_ring = substitute(ring, "k_outer", n_tiles);
     Stmt last = early ? Stmt()
                       : IfThenElse::make(n_tiles > i32(0),
-                                         mbarrier_arrive(empty((n_tiles + (s - 1)) % s)));
+                                         mbarrier_arrive(empty((last_ring + (s - 1)) % s)));
     return Block::make({For::make("k_outer", 0, n_tiles, ForKind::serial, Block::make(prefix)),
                         wgmma_wait_group(0), fence_acc, last});
   };
@@ -467,7 +497,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     } else {
       Stmt refill = IfThenElse::make(
           next < n_tiles, load_slice(first_tile + next, next % s, false, wait_empty(next)));
-      loop = released_loop({wait_full(ko), refill});
+      loop = released_loop({wait_full(ko), refill}, ko);
     }
     mainloop = Block::make(
         {init, Block::make(prologue), with_first_descriptors(Block::make({loop, drain}))});
@@ -475,14 +505,20 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     // Warp specialisation: the producer's elected thread fills slot k % stages once the
     // consumers have released its previous fill, the consumers wait on the full barrier,
     // compute and release.
+    // With several tiles a block, both sides run the same sequence of tiles, and slice ko of
+    // the block's tile t is number t·k_tiles + ko of the ring.
     Expr kl = int_var("k_load");
+    Expr base = several_tiles ? int_var("tile_t") * n_tiles : Expr();
+    auto ring = [&](const Expr& k) { return base.defined() ? base + k : k; };
     produce = For::make("k_load", 0, n_tiles, ForKind::serial,
-                        load_slice(first_tile + kl, kl % s, true, wait_empty(kl)));
-    Stmt consume = released_loop({wait_full(ko)});
-    mainloop = Block::make(
-        {setmaxnreg(true, kConsumerRegisters), init, with_first_descriptors(consume)});
-    produce = Block::make(
-        {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
+                        load_slice(first_tile + kl, ring(kl) % s, true, wait_empty(ring(kl))));
+    consume = released_loop({wait_full(ring(ko))}, ring(ko));
+    if (!several_tiles) {  // else assembled below, around the epilogue too
+      mainloop = Block::make(
+          {setmaxnreg(true, kConsumerRegisters), init, with_first_descriptors(consume)});
+      produce = Block::make(
+          {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
+    }
   }
 
   // Epilogue. Register 2·pp (+1) of strip j holds row 16·warp + group + 8·(pp % 2) of the strip
@@ -535,6 +571,15 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     copy_out = For::make("c_cp", 0, int(ceil_div(copies, consumers)), ForKind::unrolled, guarded);
   }
 
+  if (several_tiles) {
+    CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
+    mainloop = Block::make({setmaxnreg(true, kConsumerRegisters),
+                            with_first_descriptors(each_tile(Block::make({init, consume, write})))});
+    write = Stmt();
+    produce = Block::make({setmaxnreg(false, kProducerRegisters),
+                           IfThenElse::make(producer_elected, each_tile(produce))});
+  }
+
   std::vector<Stmt> parts;
   if (any_tma) {
     // Barriers are initialised, and made visible to the TMA unit, before anyone uses them.
@@ -577,7 +622,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // Broadcast, so that the compiler keeps the warpgroup index and the descriptors made from it
   // in uniform registers (as it cannot tell threadIdx.x / 128 is the same in every lane).
   body = LetStmt::make("warpgroup", warp_uniform(tx / 128), body);
-  body = tc::bind_tile_grid(body, {tiles_m, tiles_n, k_tiles, p.split_k, p.raster, threads});
+  body = tc::bind_tile_grid(body, grid);
 
   Kernel kernel;
   kernel.name = spec.name;
@@ -590,8 +635,8 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
 }
 
 std::vector<std::string> wgmma_loop_names() {
-  return {"bx", "kz", "tx", "k_outer", "kk",     "j",     "a_cp", "b_cp",
-          "i",  "p",  "e",  "c_cp",    "k_load", "a_tma", "b_tma"};
+  return {"bx", "kz", "tx", "k_outer", "kk",     "j",     "a_cp",  "b_cp",
+          "i",  "p",  "e",  "c_cp",    "k_load", "a_tma", "b_tma", "tile_t"};
 }
 
 std::vector<std::string> wgmma_local_buffer_names() {

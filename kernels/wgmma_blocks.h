@@ -23,6 +23,11 @@ struct WgmmaParams {
   // 1), and a ring slot is released one slice later; without a producer the ring then keeps
   // stages - 2 slices loading ahead instead of stages - 1 (3 slots at least).
   int mma_pipe = 0;
+  // Output tiles each block computes one after another (with a producer): the producer loads
+  // the next tile's slices while the consumers store the last one's, and a block's launch and
+  // ring fill are paid once for all of them. Block b takes tiles b, b + G, b + 2G, ... of the
+  // G = ceil(tiles / tiles_per_block) blocks.
+  int tiles_per_block = 1;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
   int threads() const { return 128 * (warpgroups + producer); }
@@ -54,9 +59,14 @@ bool register_budget_holds(int warpgroups);
 // left at 16 when TMA loads both operands (nothing else copies); a producer only when TMA
 // loads both, within the register budget; mma_pipe with a producer or a ring of 3 or more
 // slots (without a producer the refill then lags one slot more); the shared memory
-// with the ring's mbarriers within the opt-in limit. The shape's own TMA rule
-// (16-byte global row strides) is the template's.
+// with the ring's mbarriers within the opt-in limit. And `tiles_per_block` (1, 2, 4, 8; if
+// omitted 1, defined last so that configurations written before it keep their indices): more
+// than 1 with a producer and an unstaged epilogue (the consumers store their own registers;
+// a staged one would need a barrier of the consumers alone). The shape's own rules (16-byte
+// global row strides for TMA, no more tiles a block than tiles) are the template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
+// tiles_per_block at most the M x N tiles of the shape.
+void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n);
 
 // The constraints that follow N, K and the output type: shared memory within the opt-in
 // limit, split-K only into fp32 C with scalar atomics and with a K slice for every split,

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "kernels/template.h"
 #include "src/lower/lower.h"
@@ -165,4 +166,34 @@ TEST_CASE(
     if (m.count_opcode("UTMALDG") >= 2 && m.count_opcode("HGMMA") == 0) tma_in_loop = true;
   }
   CHECK(tma_in_loop);
+}
+
+TEST_CASE("the large Hopper tile with several tiles a block: HGMMA main loop, no spills",
+          "[sass][tma]") {
+  require_nvdisasm();
+  auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nt");
+  nlohmann::json j = {{"knobs",
+                       {{"block_m", 128},
+                        {"block_n", 256},
+                        {"block_k", 64},
+                        {"stages", 4},
+                        {"warpgroups", 2},
+                        {"swizzle", 128},
+                        {"copy_bytes", 16},
+                        {"raster_group", 8},
+                        {"split_k", 1},
+                        {"epilogue", 1},
+                        {"loads", 1},
+                        {"producer", 1},
+                        {"mma_pipe", 1},
+                        {"tiles_per_block", 8}}}};
+  const Config c = tmpl->space().from_json(j);
+  REQUIRE(tmpl->space().is_valid(c));
+  SassReport r = report_of(*tmpl, c, "sm_90a");
+  INFO(r.to_text());
+  REQUIRE(r.main_loop);
+  CHECK(r.mix.count_opcode("HGMMA") == 4);  // m64n256k16, 4 k-steps of 16
+  CHECK(r.mix.count_opcode("R2UR") == 0);
+  CHECK_FALSE(r.spills());
+  CHECK(r.local_loads == 0);
 }

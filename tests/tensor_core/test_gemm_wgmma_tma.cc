@@ -345,3 +345,53 @@ TEST_CASE("rings without a producer refill their slots; with mma_pipe one slice 
     check_config(*tmpl, c, emulator);
   }
 }
+
+TEST_CASE("several tiles a block run the ring on across their tiles and match",
+          "[wgmma][tma][emulator]") {
+  // 200 x 136 in 64 x 64 tiles: 4 x 3 = 12 tiles. Two tiles a block: 6 blocks; eight: 2 blocks
+  // of 8 tile slots, the second ending 4 short. K = 200: 7 slices a tile, so that a ring of 2
+  // to 4 slots wraps within tiles and across them (slot and phase run on from tile to tile).
+  emu::Emulator emulator;
+  for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_fp16_wgmma_nt"}) {
+    auto tmpl = make_template("gemm_fp16", {200, 136, 200}, name);
+    for (int tiles : {2, 8}) {
+      for (int stages : {2, 4}) {
+        for (int pipe : {0, 1}) {
+          nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, stages, 1, 64, 1, 1));
+          j["knobs"]["mma_pipe"] = pipe;
+          j["knobs"]["raster_group"] = 4;
+          j["knobs"]["tiles_per_block"] = tiles;
+          Config c = tmpl->space().from_json(j);
+          INFO(name << " tiles a block " << tiles << " stages " << stages << " mma_pipe " << pipe);
+          REQUIRE(tmpl->space().is_valid(c));
+          Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+          REQUIRE(l.ok());
+          CHECK(l.verify.launch.grid[0] == (12 + tiles - 1) / tiles);
+          check_config(*tmpl, c, emulator);
+        }
+      }
+    }
+    // A staged epilogue, or no producer, keeps one tile a block; so does a grid of fewer tiles.
+    nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 4, 1, 64, 2, 1));
+    j["knobs"]["tiles_per_block"] = 2;
+    CHECK_FALSE(tmpl->space().is_valid(tmpl->space().from_json(j)));
+    j = nlohmann::json::parse(knobs(64, 64, 32, 4, 1, 64, 1, 0));
+    j["knobs"]["tiles_per_block"] = 2;
+    CHECK_FALSE(tmpl->space().is_valid(tmpl->space().from_json(j)));
+    auto small = make_template("gemm_fp16", {64, 128, 200}, name);
+    j = nlohmann::json::parse(knobs(64, 64, 32, 4, 1, 64, 1, 1));
+    j["knobs"]["tiles_per_block"] = 4;
+    CHECK_FALSE(small->space().is_valid(small->space().from_json(j)));
+  }
+  // Releasing slots early is reported across tiles too.
+  auto tmpl = make_template("gemm_fp16", {200, 136, 200}, "gemm_fp16_wgmma_nt");
+  nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 2, 1, 64, 1, 1));
+  j["knobs"]["mma_pipe"] = 1;
+  j["knobs"]["tiles_per_block"] = 4;
+  wg::WgmmaGemmSpec::TestHooks early;
+  early.release_in_flight = true;
+  EmulatedCheck r = check_source_in_emulator(
+      *tmpl, test::hooked_source(*tmpl, tmpl->space().from_json(j), early), emulator);
+  INFO(r.status << ": " << r.message);
+  CHECK_FALSE(r.passed);
+}
