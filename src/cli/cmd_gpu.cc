@@ -58,6 +58,7 @@ struct BenchArgs {
   double seconds = 2.0;
   int rounds = 5;
   bool any_device = false;
+  std::vector<std::string> configs;  // --config: more configurations timed beside the others
 };
 
 // fp32 FMA peak: SMs x clock x 128 FMA lanes per SM per clock x 2 flops.
@@ -73,6 +74,14 @@ void run_bench(const BenchArgs& args) {
     throw UsageError(
         fmt::format("bench: {} ({}) declares no cuBLAS or cuDNN baseline to compare with",
                     tmpl->op(), tmpl->name()));
+  // Configurations named on the command line are checked before anything needs a GPU.
+  std::vector<Config> configs;
+  for (const std::string& text : args.configs) {
+    Config c = parse_config(tmpl->space(), text);
+    if (std::optional<std::string> why = tmpl->space().violation(c))
+      throw UsageError(fmt::format("--config {}: {}", text, *why));
+    configs.push_back(std::move(c));
+  }
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
   if (args.device < 0 || size_t(args.device) >= devices.size())
@@ -122,32 +131,36 @@ void run_bench(const BenchArgs& args) {
                                     : declared.gemm.input == ir::DType::Float32 ? "cublas_sgemm"
                                                                                 : "cublas_gemm_ex";
   std::vector<MeasureRequest> requests = {baseline_request};
-  if (record) {
-    ir::TargetLimits limits;
-    limits.arch = device.arch();
-    limits.max_threads_per_block = device.max_threads_per_block;
-    limits.max_static_shared_bytes = std::min(device.max_shared_per_block, 48 * 1024);
-    limits.max_shared_bytes_optin = device.max_shared_per_block_optin;
-    const Lowered lowered = lower(*tmpl, tmpl->space().get(record->config_index), limits);
+  ir::TargetLimits limits;
+  limits.arch = device.arch();
+  limits.max_threads_per_block = device.max_threads_per_block;
+  limits.max_static_shared_bytes = std::min(device.max_shared_per_block, 48 * 1024);
+  limits.max_shared_bytes_optin = device.max_shared_per_block_optin;
+  NvrtcBuilder builder(BuildOptions{.arch = device.arch(), .extra_flags = {}});
+  // A kernel's request: `what` names the configuration in errors ("config N of the log").
+  auto kernel_request = [&](const Config& config, const std::string& what) {
+    const Lowered lowered = lower(*tmpl, config, limits);
     if (!lowered.ok())
-      throw UsageError(fmt::format("config {} of the log does not lower for {}",
-                                   record->config_index, device.arch()));
-    NvrtcBuilder builder(BuildOptions{.arch = device.arch(), .extra_flags = {}});
+      throw UsageError(fmt::format("{} does not lower for {}", what, device.arch()));
     const CompileResult compiled = builder.compile(*lowered.source);
     if (!compiled.ok())
-      throw UsageError(fmt::format("config {} of the log does not compile: {}",
-                                   record->config_index, compiled.log));
+      throw UsageError(fmt::format("{} does not compile: {}", what, compiled.log));
     MeasureRequest request;
-    request.id = 1;
+    request.id = int(requests.size());
     request.kernel_name = lowered.source->kernel_name;
     request.launch = lowered.source->launch;
     request.cubin = compiled.cubin;
     // The measurer's own binding: tensor maps (TMA) are parameters too, encoded by the worker.
     if (std::string error = bind_kernel_arguments(*lowered.source, tmpl->tensors(), request);
         !error.empty())
-      throw UsageError(fmt::format("config {} of the log: {}", record->config_index, error));
+      throw UsageError(fmt::format("{}: {}", what, error));
     requests.push_back(std::move(request));
+  };
+  if (record) {
+    kernel_request(tmpl->space().get(record->config_index),
+                   fmt::format("config {} of the log", record->config_index));
   }
+  for (const Config& c : configs) kernel_request(c, fmt::format("--config {}", c.index()));
   const std::vector<MeasureResult> timed = measure_interleaved(
       [&](const MeasureRequest& r) { return worker.measure(r); }, requests, args.rounds);
   const MeasureResult& baseline_result = timed[0];
@@ -189,23 +202,36 @@ void run_bench(const BenchArgs& args) {
     if (e.contains("baseline_algo")) out["results"][0]["algo"] = e["baseline_algo"];
     if (e.contains("cudnn_note")) out["cudnn_note"] = e["cudnn_note"];
   }
+  const auto mixed = [](const MeasureResult& r) {
+    return r.extra.is_object() && r.extra.value("mixed_timers", false);
+  };
+  // The baseline's time over a kernel's, where both were timed the same way.
+  const auto ratio_of = [&](const MeasureResult& tuned) -> std::optional<double> {
+    if (!tuned.ok() || !baseline_result.ok() || tuned.timer != baseline_result.timer ||
+        mixed(tuned) || mixed(baseline_result))
+      return std::nullopt;
+    return baseline_result.median_s() / tuned.median_s();
+  };
   if (record) {
     const MeasureResult& tuned = timed[1];
     out["results"].push_back(row(fmt::format("cutune config {}", record->config_index), tuned));
     out["record_device"] = record->task.device_name;
-    const auto mixed = [](const MeasureResult& r) {
-      return r.extra.is_object() && r.extra.value("mixed_timers", false);
-    };
     if (tuned.ok() && baseline_result.ok()) {
-      if (tuned.timer != baseline_result.timer || mixed(tuned) || mixed(baseline_result)) {
+      if (std::optional<double> ratio = ratio_of(tuned)) {
+        out["ratio_to_baseline"] = *ratio;
+        out[gemm ? "ratio_to_cublas" : "ratio_to_cudnn"] = *ratio;
+      } else {
         out["ratio_note"] = fmt::format("no ratio: the baseline was timed by {} and cutune by {}",
                                         to_string(baseline_result.timer), to_string(tuned.timer));
-      } else {
-        const double ratio = baseline_result.median_s() / tuned.median_s();
-        out["ratio_to_baseline"] = ratio;
-        out[gemm ? "ratio_to_cublas" : "ratio_to_cudnn"] = ratio;
       }
     }
+  }
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const MeasureResult& r = timed[(record ? 2 : 1) + i];
+    nlohmann::json j = row(fmt::format("--config {}", configs[i].index()), r);
+    j["config"] = configs[i].to_json()["knobs"];
+    if (std::optional<double> ratio = ratio_of(r)) j["ratio_to_baseline"] = *ratio;
+    out["results"].push_back(std::move(j));
   }
   if (args.task.json) {
     print_json(out);
@@ -231,6 +257,11 @@ void run_bench(const BenchArgs& args) {
   if (out.contains("ratio_to_baseline"))
     fmt::print("  cutune / {} speed: {:.3f}\n", gemm ? "cuBLAS" : "cuDNN",
                out["ratio_to_baseline"].get<double>());
+  for (const nlohmann::json& r : out["results"]) {
+    if (r.contains("ratio_to_baseline"))
+      fmt::print("  {} / {} speed: {:.3f}\n", r["name"].get<std::string>(),
+                 gemm ? "cuBLAS" : "cuDNN", r["ratio_to_baseline"].get<double>());
+  }
 }
 
 }  // namespace
@@ -257,6 +288,10 @@ void add_gpu_commands(CLI::App& app) {
   bench->add_option("--rounds", bench_args->rounds,
                     "baseline and tuned kernel measured in turn this many times")
       ->capture_default_str();
+  bench->add_option("--config", bench_args->configs,
+                    "configurations (index or JSON) timed beside the baseline and the log's best, "
+                    "each with its ratio")
+      ->expected(1, -1);
   bench->add_flag("--any-device", bench_args->any_device,
                   "take the log's best record even when another GPU kind measured it");
   bench->callback([bench_args] {

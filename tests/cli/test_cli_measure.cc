@@ -107,6 +107,22 @@ TEST_CASE("the measuring flags refuse bad values with one line", "[cli]") {
   auto bench_rounds = run_cutune("bench gemm --shape 64,64,64 --rounds 0");
   INFO_RUN(bench_rounds);
   CHECK(bench_rounds.status == 2);
+
+  // bench --config: each configuration is checked before the GPU is looked for.
+  auto malformed = run_cutune("bench gemm --shape 64,64,64 --config '{bad'");
+  INFO_RUN(malformed);
+  CHECK(malformed.status == 2);
+  CHECK(malformed.err_lines() == 1);
+  CHECK(malformed.err.find("bad --config '{bad'") != std::string::npos);
+  auto violating = run_cutune(
+      "bench gemm_fp16 --shape 256,256,256 --template gemm_fp16_wgmma_nt --config "
+      "'{\"knobs\":{\"block_m\":128,\"block_n\":128,\"block_k\":64,\"stages\":4,"
+      "\"warpgroups\":2,\"swizzle\":128,\"copy_bytes\":16,\"raster_group\":1,"
+      "\"split_k\":1,\"epilogue\":1,\"loads\":1,\"producer\":0,\"tiles_per_block\":2}}'");
+  INFO_RUN(violating);
+  CHECK(violating.status == 2);
+  CHECK(violating.err_lines() == 1);
+  CHECK(violating.err.find("several tiles a block need a producer") != std::string::npos);
 }
 
 TEST_CASE("tune --transfer-from learns from the fp16 variant of a bf16 template", "[cli]") {
