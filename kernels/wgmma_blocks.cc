@@ -423,15 +423,15 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   Stmt mainloop, produce, consume;
   // Several tiles a block (with a producer): `body` for each of the block's tiles, under its
   // tile_m and tile_n; the last blocks may have fewer.
-  const tc::TileGrid grid{tiles_m, tiles_n, k_tiles, p.split_k, p.raster, threads,
-                          producer ? p.tiles_per_block : 1};
+  const tc::TileGrid grid{
+      tiles_m, tiles_n, k_tiles, p.split_k, p.raster, threads, producer ? p.tiles_per_block : 1};
   const bool several_tiles = grid.tiles_per_block > 1;
   auto each_tile = [&](const Stmt& body) {
     Expr tile = int_var("tile");
-    return For::make(
-        "tile_t", 0, grid.tiles_per_block, ForKind::serial,
-        LetStmt::make("tile", int_var("bx") + int_var("tile_t") * i32(grid.blocks()),
-                      IfThenElse::make(tile < i32(tiles_m * tiles_n), tc::bind_tile(body, grid, tile))));
+    return For::make("tile_t", 0, grid.tiles_per_block, ForKind::serial,
+                     LetStmt::make("tile", int_var("bx") + int_var("tile_t") * i32(grid.blocks()),
+                                   IfThenElse::make(tile < i32(tiles_m * tiles_n),
+                                                    tc::bind_tile(body, grid, tile))));
   };
   // All-TMA rings release slots through their empty barriers (every consumer thread arrives
   // after its slice's wgmmas; the issuing thread waits for the phase before refilling), so the
@@ -459,9 +459,9 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
       return For::make("k_outer", 0, n_tiles, ForKind::serial, Block::make(prefix));
     }
     prefix.push_back(compute(ring % s, 1));
-    prefix.push_back(early ? mbarrier_arrive(empty(ring % s))
-                         : IfThenElse::make(ko > i32(0),
-                                            mbarrier_arrive(empty((ring + (s - 1)) % s))));
+    prefix.push_back(
+        early ? mbarrier_arrive(empty(ring % s))
+              : IfThenElse::make(ko > i32(0), mbarrier_arrive(empty((ring + (s - 1)) % s))));
     // The last slice's slot: `ring` at ko = n_tiles - 1.
     Expr last_ring = substitute(ring, "k_outer", n_tiles);
     Stmt last = early ? Stmt()
@@ -573,8 +573,9 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
 
   if (several_tiles) {
     CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
-    mainloop = Block::make({setmaxnreg(true, kConsumerRegisters),
-                            with_first_descriptors(each_tile(Block::make({init, consume, write})))});
+    mainloop =
+        Block::make({setmaxnreg(true, kConsumerRegisters),
+                     with_first_descriptors(each_tile(Block::make({init, consume, write})))});
     write = Stmt();
     produce = Block::make({setmaxnreg(false, kProducerRegisters),
                            IfThenElse::make(producer_elected, each_tile(produce))});

@@ -288,9 +288,10 @@ void add_gpu_commands(CLI::App& app) {
   bench->add_option("--rounds", bench_args->rounds,
                     "baseline and tuned kernel measured in turn this many times")
       ->capture_default_str();
-  bench->add_option("--config", bench_args->configs,
-                    "configurations (index or JSON) timed beside the baseline and the log's best, "
-                    "each with its ratio")
+  bench
+      ->add_option("--config", bench_args->configs,
+                   "configurations (index or JSON) timed beside the baseline and the log's best, "
+                   "each with its ratio")
       ->expected(1, -1);
   bench->add_flag("--any-device", bench_args->any_device,
                   "take the log's best record even when another GPU kind measured it");

@@ -358,9 +358,9 @@ void run_tune(const TuneArgs& args) {
   key.target_arch = measurer->target_arch();
   key.device_name = measurer->device_name();
   key.template_name = tmpl->name();
-  TuningSession session({key, tmpl->space(), *features, tmpl->flops()}, search,
-                        {.paths = as_paths(args.transfer_from),
-                         .featurize = template_featurizer(*features, limits)});
+  TuningSession session(
+      {key, tmpl->space(), *features, tmpl->flops()}, search,
+      {.paths = as_paths(args.transfer_from), .featurize = template_featurizer(*features, limits)});
   tune_and_report(session, *measurer, args, {});
 }
 

@@ -552,7 +552,7 @@ CUTUNE_EMU_SHUFFLES(float)
 // the same in every lane. The contract is that it already is, so the emulator checks that
 // rather than broadcasting: a kernel that relies on a value that is not uniform fails here.
 static CUTUNE_EMU_UNCHECKED const char* cutune_emu_warp_uniform_run(void* const* lane_args,
-                                                                  unsigned) {
+                                                                    unsigned) {
   for (unsigned lane = 1; lane < 32; ++lane) {
     if (*(const int*)lane_args[lane] != *(const int*)lane_args[0]) {
       return "the lanes of the warp hold different values: the value is not uniform";

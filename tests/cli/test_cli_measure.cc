@@ -142,9 +142,9 @@ TEST_CASE("tune --transfer-from learns from the fp16 variant of a bf16 template"
   CHECK(target.err.find("transfer: global model on 6 records of 1 other task(s)") !=
         std::string::npos);
   // The fp32 SGEMM's features are other ones: nothing to learn from, which is a user error.
-  auto other = run_cutune("tune gemm --shape 24,20,8 --device emulator --trials 2 --quiet --log " +
-                          (scratch_dir() / "fp32.jsonl").string() + " --transfer-from " +
-                          fp16.string());
+  auto other =
+      run_cutune("tune gemm --shape 24,20,8 --device emulator --trials 2 --quiet --log " +
+                 (scratch_dir() / "fp32.jsonl").string() + " --transfer-from " + fp16.string());
   INFO_RUN(other);
   CHECK(other.status == 2);
   CHECK(other.err ==

@@ -668,13 +668,13 @@ TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads; shuffles m
 
 TEST_CASE("cutune_warp_uniform passes a uniform value and reports one that is not",
           "[emulator][tensor_core]") {
-  CudaSource src = make_source(
-      "uniform", R"(extern "C" __global__ void uniform(int* ints, int divisor) {
+  CudaSource src =
+      make_source("uniform", R"(extern "C" __global__ void uniform(int* ints, int divisor) {
   const int t = threadIdx.x;
   ints[t] = cutune_warp_uniform(t / divisor);
 }
 )",
-      {word_param("ints", 256), int_param("divisor")}, Dim3{1, 1, 1}, Dim3{256, 1, 1});
+                  {word_param("ints", 256), int_param("divisor")}, Dim3{1, 1, 1}, Dim3{256, 1, 1});
   for (int divisor : {32, 128}) {
     std::vector<HostBuffer> bufs = {HostBuffer::zeros(ir::Type::i32(), 256)};
     EmuResult r = run(src, bufs, {ScalarArg::i32(divisor)});

@@ -159,15 +159,15 @@ TEST_CASE("the GPU tasks' featurizer places records of templates with the same I
   };
   std::vector<float> row(features->size()), expected(features->size());
   const Config c = bf16->reference_configs().front();
-  REQUIRE(featurize(record_of("gemm_fp16", {1024, 512, 256}, "gemm_fp16_wgmma_nt", c.index()),
-                    row));
+  REQUIRE(
+      featurize(record_of("gemm_fp16", {1024, 512, 256}, "gemm_fp16_wgmma_nt", c.index()), row));
   // The fp16 configuration's own features: the same as the bf16 one's at that shape.
   auto fp16_features = cost_model::make_ir_features(*fp16, limits);
   fp16_features->extract(fp16->space().get(c.index()), expected);
   CHECK(row == expected);
   auto bf16_there = make_template("gemm_bf16", {1024, 512, 256}, "gemm_bf16_wgmma_nt");
-  cost_model::make_ir_features(*bf16_there, limits)->extract(bf16_there->space().get(c.index()),
-                                                             expected);
+  cost_model::make_ir_features(*bf16_there, limits)
+      ->extract(bf16_there->space().get(c.index()), expected);
   CHECK(row == expected);
   // Own template at another shape: placed, as before.
   CHECK(featurize(record_of("gemm_bf16", {256, 256, 256}, "gemm_bf16_wgmma_nt", c.index()), row));
