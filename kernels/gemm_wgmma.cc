@@ -65,48 +65,26 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The usual Hopper shape: 128x128x64 tiles of two consumer warpgroups (64x128 each), a
   // 4-stage ring of 128-byte-swizzled tiles, grouped blocks, a staged epilogue.
-  add({{"block_m", 128},
-       {"block_n", 128},
-       {"block_k", 64},
-       {"stages", 4},
-       {"warpgroups", 2},
-       {"swizzle", 128},
-       {"copy_bytes", 16},
-       {"raster_group", 8},
-       {"split_k", 1},
-       {"epilogue", 2}});
+  nlohmann::json usual = {
+      {"block_m", 128}, {"block_n", 128},   {"block_k", 64},     {"stages", 4},  {"warpgroups", 2},
+      {"swizzle", 128}, {"copy_bytes", 16}, {"raster_group", 8}, {"split_k", 1}, {"epilogue", 2}};
+  add(usual);
   // The same tiles loaded by TMA, with a producer warpgroup (warp specialisation, setmaxnreg
   // 40 / 232): where the shape allows TMA (16-byte row strides).
-  add({{"block_m", 128},
-       {"block_n", 128},
-       {"block_k", 64},
-       {"stages", 4},
-       {"warpgroups", 2},
-       {"swizzle", 128},
-       {"copy_bytes", 16},
-       {"raster_group", 8},
-       {"split_k", 1},
-       {"epilogue", 2},
-       {"loads", 1},
-       {"producer", 1}});
+  nlohmann::json tma = usual;
+  tma["loads"] = 1;
+  tma["producer"] = 1;
+  add(tma);
   // The large Hopper tile: 128x256x64, each consumer warpgroup 64x256 (m64n256k16, 128
   // accumulators a thread), TMA with a producer, wgmmas kept in flight across slices, paired
   // stores (a staged 128x256 fp32 tile would not fit beside the 192 KiB ring). Per K slice it
   // moves 48 KiB for 4.2 MFLOP, a third more work per byte than 128x128, which is what keeps
   // a large GEMM off the L2's bandwidth.
-  add({{"block_m", 128},
-       {"block_n", 256},
-       {"block_k", 64},
-       {"stages", 4},
-       {"warpgroups", 2},
-       {"swizzle", 128},
-       {"copy_bytes", 16},
-       {"raster_group", 8},
-       {"split_k", 1},
-       {"epilogue", 1},
-       {"loads", 1},
-       {"producer", 1},
-       {"mma_pipe", 1}});
+  nlohmann::json large = tma;
+  large["block_n"] = 256;
+  large["epilogue"] = 1;
+  large["mma_pipe"] = 1;
+  add(large);
   // A smaller one for small or skinny problems.
   add({{"block_m", 64},
        {"block_n", 64},

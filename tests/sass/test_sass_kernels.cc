@@ -172,21 +172,11 @@ TEST_CASE("the large Hopper tile with several tiles a block: HGMMA main loop, no
           "[sass][tma]") {
   require_nvdisasm();
   auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nt");
-  nlohmann::json j = {{"knobs",
-                       {{"block_m", 128},
-                        {"block_n", 256},
-                        {"block_k", 64},
-                        {"stages", 4},
-                        {"warpgroups", 2},
-                        {"swizzle", 128},
-                        {"copy_bytes", 16},
-                        {"raster_group", 8},
-                        {"split_k", 1},
-                        {"epilogue", 1},
-                        {"loads", 1},
-                        {"producer", 1},
-                        {"mma_pipe", 1},
-                        {"tiles_per_block", 8}}}};
+  std::vector<Config> refs = tmpl->reference_configs();
+  REQUIRE(refs.size() >= 3);
+  nlohmann::json j = {{"knobs", refs[2].to_json()["knobs"]}};  // 128x256x64, TMA, mma_pipe
+  REQUIRE(j["knobs"]["block_n"] == 256);
+  j["knobs"]["tiles_per_block"] = 8;
   const Config c = tmpl->space().from_json(j);
   REQUIRE(tmpl->space().is_valid(c));
   SassReport r = report_of(*tmpl, c, "sm_90a");
