@@ -88,3 +88,28 @@ TEST_CASE("wgmmas kept in flight (mma_pipe) are visible to the IR features", "[w
   // The cp.async kernel waits for every group too.
   CHECK(unscaled(*f, features(*f, config(*tmpl, 0, 0)), "kernel.mma_in_flight") == 0);
 }
+
+TEST_CASE("several tiles a block are visible to the IR features, the work unchanged",
+          "[wgmma][features]") {
+  // 128x128x384 in 64x64 tiles: 4 tiles, in 4, 2 or 1 blocks.
+  auto tmpl = make_template("gemm_fp16", {128, 128, 384}, "gemm_fp16_wgmma_nt");
+  auto f = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  const std::vector<float> one = features(*f, config(*tmpl, 1, 1));
+  CHECK(unscaled(*f, one, "kernel.blocks") == Approx(4).epsilon(1e-3));
+  CHECK(unscaled(*f, one, "loop.tile_t.trips") == 0);  // no such loop
+  for (int tiles : {2, 4}) {
+    INFO("tiles a block " << tiles);
+    nlohmann::json j = {{"knobs", config(*tmpl, 1, 1).to_json()["knobs"]}};
+    j["knobs"]["tiles_per_block"] = tiles;
+    const Config c = tmpl->space().from_json(j);
+    REQUIRE(tmpl->space().is_valid(c));
+    const std::vector<float> v = features(*f, c);
+    CHECK(unscaled(*f, v, "kernel.blocks") == Approx(4.0 / tiles).epsilon(1e-3));
+    CHECK(unscaled(*f, v, "loop.tile_t.extent") == Approx(tiles).epsilon(1e-3));
+    CHECK(unscaled(*f, v, "loop.tile_t.trips") > 0);
+    // The same products and the same bytes over the launch.
+    CHECK(unscaled(*f, v, "kernel.mma_ops") == Approx(unscaled(*f, one, "kernel.mma_ops")));
+    CHECK(unscaled(*f, v, "kernel.tma_copy_bytes") ==
+          Approx(unscaled(*f, one, "kernel.tma_copy_bytes")));
+  }
+}
