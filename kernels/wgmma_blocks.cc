@@ -513,12 +513,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     produce = For::make("k_load", 0, n_tiles, ForKind::serial,
                         load_slice(first_tile + kl, ring(kl) % s, true, wait_empty(ring(kl))));
     consume = released_loop({wait_full(ring(ko))}, ring(ko));
-    if (!several_tiles) {  // else assembled below, around the epilogue too
-      mainloop = Block::make(
-          {setmaxnreg(true, kConsumerRegisters), init, with_first_descriptors(consume)});
-      produce = Block::make(
-          {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
-    }
+    // Both sides are assembled after the epilogue, which several tiles a block repeat too.
   }
 
   // Epilogue. Register 2·pp (+1) of strip j holds row 16·warp + group + 8·(pp % 2) of the strip
@@ -571,14 +566,22 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     copy_out = For::make("c_cp", 0, int(ceil_div(copies, consumers)), ForKind::unrolled, guarded);
   }
 
-  if (several_tiles) {
-    CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
-    mainloop =
-        Block::make({setmaxnreg(true, kConsumerRegisters),
-                     with_first_descriptors(each_tile(Block::make({init, consume, write})))});
-    write = Stmt();
-    produce = Block::make({setmaxnreg(false, kProducerRegisters),
-                           IfThenElse::make(producer_elected, each_tile(produce))});
+  if (producer) {
+    // With several tiles a block each side runs its part once per tile, the consumers their
+    // epilogue too.
+    if (several_tiles) {
+      CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
+      mainloop =
+          Block::make({setmaxnreg(true, kConsumerRegisters),
+                       with_first_descriptors(each_tile(Block::make({init, consume, write})))});
+      write = Stmt();
+      produce = each_tile(produce);
+    } else {
+      mainloop = Block::make(
+          {setmaxnreg(true, kConsumerRegisters), init, with_first_descriptors(consume)});
+    }
+    produce = Block::make(
+        {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected, produce)});
   }
 
   std::vector<Stmt> parts;
