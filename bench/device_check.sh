@@ -407,14 +407,17 @@ plan_bars() {
   # The tuned wgmma kernel (TMA loads: tensor maps; split-K: a zeroed C) outside cutune.
   run_step gemm_fp16_wgmma_4096_export 15 other -- bash -c "'$bin/cutune' export '$logs/gemm_fp16_wgmma_4096.log' --out '$logs/export_wgmma' && '$bin/export_example' '$logs/export_wgmma'"
   # Hopper tiles side by side, beside cuBLAS: 128x128 and 128x256 (TMA + producer), the large
-  # one also with mma_pipe and with 4 tiles a block (one wave of 128 blocks at 4096^3).
+  # one also with mma_pipe and with 4 tiles a block (one wave of 128 blocks at 4096^3); 128x128
+  # with 8 tiles a block (128 blocks), the warpgroups splitting each tile or in ping-pong.
   local common='"block_k":64,"stages":4,"warpgroups":2,"swizzle":128,"copy_bytes":16,"raster_group":8,"split_k":1,"loads":1,"producer":1'
-  run_step gemm_fp16_wgmma_4096_tiles 30 configs -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
+  run_step gemm_fp16_wgmma_4096_tiles 45 configs -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
     --template gemm_fp16_wgmma_nt --rounds 3 --seconds 3 --json --config \
     "{\"knobs\":{\"block_m\":128,\"block_n\":128,\"epilogue\":2,$common}}" \
     "{\"knobs\":{\"block_m\":128,\"block_n\":256,\"epilogue\":1,$common}}" \
     "{\"knobs\":{\"block_m\":128,\"block_n\":256,\"epilogue\":1,\"mma_pipe\":1,$common}}" \
-    "{\"knobs\":{\"block_m\":128,\"block_n\":256,\"epilogue\":1,\"mma_pipe\":1,\"tiles_per_block\":4,$common}}"
+    "{\"knobs\":{\"block_m\":128,\"block_n\":256,\"epilogue\":1,\"mma_pipe\":1,\"tiles_per_block\":4,$common}}" \
+    "{\"knobs\":{\"block_m\":128,\"block_n\":128,\"epilogue\":1,\"mma_pipe\":1,\"tiles_per_block\":8,$common}}" \
+    "{\"knobs\":{\"block_m\":128,\"block_n\":128,\"epilogue\":1,\"mma_pipe\":1,\"tiles_per_block\":8,\"pingpong\":1,$common}}"
   run_step resnet18_fp16_wgmma_all_suite 150 suite -- "$bin/cutune" tune-suite resnet18 --dtype fp16 \
     --template conv2d_fp16_wgmma_nhwc --trials 60 --log "$logs/resnet18_fp16_wgmma_all.log" --quiet --json
 }

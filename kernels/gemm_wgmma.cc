@@ -85,6 +85,17 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   large["epilogue"] = 1;
   large["mma_pipe"] = 1;
   add(large);
+  // Ping-pong: the same 128x128x64 ring, each consumer warpgroup computing whole 128x128
+  // tiles in turn (128 accumulators a thread), so that one warpgroup's stores overlap the
+  // other's wgmmas; several tiles a block, as many as leave at least 128 blocks (a wave on a
+  // 132-SM Hopper), at least 2.
+  nlohmann::json pingpong = tma;
+  pingpong["epilogue"] = 1;
+  pingpong["mma_pipe"] = 1;
+  pingpong["pingpong"] = 1;
+  const int64_t tiles = ceil_div(m_, int64_t{128}) * ceil_div(n_, int64_t{128});
+  pingpong["tiles_per_block"] = tiles >= 8 * 128 ? 8 : tiles >= 4 * 128 ? 4 : 2;
+  add(pingpong);
   // A smaller one for small or skinny problems.
   add({{"block_m", 64},
        {"block_n", 64},

@@ -33,6 +33,12 @@
 // full barriers. TMA needs 16-byte global row strides: K % 8 == 0, and N % 8 == 0 for nn
 // (constrained); copy_bytes keeps the value 16 with tma.
 //
+// mma_pipe, tiles_per_block and pingpong (wgmma_blocks.h): a slice's wgmmas kept in flight
+// while the next slice's issue; several output tiles a block in turn (with a producer); and
+// with those, ping-pong consumers: two warpgroups each computing whole tiles (tile t is
+// warpgroup t % 2's) and taking the tensor cores in turn through an order mbarrier, so that one
+// stores its tile while the other computes.
+//
 // Shared tiles are the canonical wgmma layouts of src/ir/wgmma_descriptor.h: a tile of R rows
 // by C contiguous elements (A: [block_m][block_k]; B-nt: [block_n][block_k]; B-nn:
 // [block_k][block_n]) is split into columns of E = swizzle/2 elements (8 for swizzle 0, the

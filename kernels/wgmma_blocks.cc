@@ -124,6 +124,7 @@ WgmmaParams wgmma_params(const Config& c) {
   p.producer = knob_or(c, "producer", 0);
   p.mma_pipe = knob_or(c, "mma_pipe", 0);
   p.tiles_per_block = knob_or(c, "tiles_per_block", 1);
+  p.pingpong = knob_or(c, "pingpong", 0);
   return p;
 }
 
@@ -164,6 +165,11 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
       "several tiles a block need a producer and an unstaged epilogue", [](const Config& c) {
         return c.get("tiles_per_block") == 1 || (c.get("producer") == 1 && c.get("epilogue") != 2);
       });
+  space.define_choice("pingpong", {0, 1}, 0);
+  space.add_constraint(
+      "ping-pong consumers need several tiles a block and two warpgroups", [](const Config& c) {
+        return c.get("pingpong") == 0 || (c.get("tiles_per_block") > 1 && c.get("warpgroups") == 2);
+      });
 }
 
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n) {
@@ -186,11 +192,15 @@ void define_wgmma_knobs(ConfigSpace& space, bool b_mn_major) {
   space.define_choice("epilogue", {0, 1, 2});
 
   const bool nn = b_mn_major;
-  space.add_constraint("every warpgroup owns whole m64 strips", [](const Config& c) {
-    return c.get("block_m") % (64 * c.get("warpgroups")) == 0;
+  // With ping-pong consumers (define_wgmma_load_knobs) a warpgroup holds a whole tile.
+  auto sharing = [](const Config& c) {
+    return knob_or(c, "pingpong", 0) == 1 ? int64_t{1} : c.get("warpgroups");
+  };
+  space.add_constraint("every warpgroup owns whole m64 strips", [sharing](const Config& c) {
+    return c.get("block_m") % (64 * sharing(c)) == 0;
   });
-  space.add_constraint("at most 128 accumulators per thread", [](const Config& c) {
-    return c.get("block_m") / (64 * c.get("warpgroups")) * c.get("block_n") / 2 <= 128;
+  space.add_constraint("at most 128 accumulators per thread", [sharing](const Config& c) {
+    return c.get("block_m") / (64 * sharing(c)) * c.get("block_n") / 2 <= 128;
   });
   space.add_constraint("the swizzle's row fits the tiles", [nn](const Config& c) {
     const int64_t e = c.get("swizzle") == 0 ? 8 : c.get("swizzle") / 2;
@@ -251,6 +261,10 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // bytes), its "empty" one mbar_empty[s] (every consumer thread arrives), with a producer only.
   Buffer mbar_full = Buffer::make("mbar_full", Type::i64(), MemoryScope::shared, p.stages);
   Buffer mbar_empty = Buffer::make("mbar_empty", Type::i64(), MemoryScope::shared, p.stages);
+  // Ping-pong: warpgroup w waits on mbar_order[w] for the end of the previous tile's main loop
+  // (its 128 threads arrive), so the warpgroups take the tensor cores in the tiles' order.
+  const bool pingpong = p.pingpong == 1;
+  Buffer mbar_order = Buffer::make("mbar_order", Type::i64(), MemoryScope::shared, p.warpgroups);
 
   Expr tx = int_var("tx"), wg = int_var("warpgroup"), warp = int_var("warp"), g = int_var("group"),
        q = int_var("thread_in_group");
@@ -385,12 +399,13 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // where a descriptor's start address field sits (bits 0-13; shared memory stays below 256
   // KiB, so the sum never carries out of it). The descriptors are the same as made afresh, with
   // one 64-bit add each instead of the conversion, shifts and masks.
-  const int rows0 = p.bm / p.warpgroups;
+  // The warpgroup's first tile row: each one's share of the rows, or 0 with ping-pong.
+  Expr wg_row0 = pingpong ? i32(0) : wg * (p.bm / p.warpgroups);
   Expr desc_a0 = Var::make(Type::i64(), "desc_a0"), desc_b0 = Var::make(Type::i64(), "desc_b0");
   auto with_first_descriptors = [&](const Stmt& body) {
     Expr b0 = nn ? mn_major_desc(b_tile, i32(0), i32(0))
                  : k_major_desc(b_tile, i32(0), i32(0), i32(0));
-    return LetStmt::make("desc_a0", k_major_desc(a_tile, i32(0), wg * rows0, i32(0)),
+    return LetStmt::make("desc_a0", k_major_desc(a_tile, i32(0), wg_row0, i32(0)),
                          LetStmt::make("desc_b0", b0, body));
   };
   auto step = [](const Expr& first, const Expr& elements) {
@@ -404,7 +419,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // then waits until at most `pending` groups are unfinished.
   auto compute = [&](const Expr& slot, int pending = 0) {
     Expr kk = int_var("kk"), j = int_var("j");
-    // Strip j of warpgroup wg: tile rows wg·rows0 + 64·j, a multiple of 8 rows, so the
+    // Strip j of warpgroup wg: tile rows wg_row0 + 64·j, a multiple of 8 rows, so the
     // descriptor starts on a row group of the layout.
     Expr desc_a = step(desc_a0, a_tile.k_major_step(slot, j * 64, kk));
     Expr desc_b = step(desc_b0, nn ? b_tile.mn_major_step(slot, kk)
@@ -519,7 +534,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // Epilogue. Register 2·pp (+1) of strip j holds row 16·warp + group + 8·(pp % 2) of the strip
   // and columns 8·(pp / 2) + 2·thread_in_group (+1) (the ISA's D fragment layout).
   Expr j = int_var("j"), pp = int_var("p"), e = int_var("e");
-  Expr local_row = wg * (p.bm / p.warpgroups) + j * 64 + warp * 16 + g + pp % 2 * 8;
+  Expr local_row = wg_row0 + j * 64 + warp * 16 + g + pp % 2 * 8;
   Expr local_col = pp / 2 * 8 + q * 2;
   Expr grow = tile_m * p.bm + local_row, gcol = tile_n * p.bn + local_col;
   Expr reg = j * per_strip + pp * 2;
@@ -571,9 +586,29 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     // epilogue too.
     if (several_tiles) {
       CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
-      mainloop =
-          Block::make({setmaxnreg(true, kConsumerRegisters),
-                       with_first_descriptors(each_tile(Block::make({init, consume, write})))});
+      Stmt tile_body = Block::make({init, consume, write});
+      if (pingpong) {
+        // The block's tile t is warpgroup t % W's. Its main loop starts once tile t - 1's has
+        // ended (phase (t - 1) / W of mbar_order[w]; the first tile waits for none), and its end
+        // lets tile t + 1's owner start, before this warpgroup's epilogue. Beyond the order of
+        // the tensor cores, this keeps every wait on a ring slot's full barrier at most one
+        // phase ahead of the slot: the owner of tile t + 1, which skips tile t's slices, waits
+        // for its first slices only once tile t's have all arrived.
+        Expr t = int_var("tile_t");
+        const int wgs = p.warpgroups;
+        auto order = [&](const Expr& w) { return address_of(mbar_order, w); };
+        Stmt wait_turn = spec.hooks.skip_turn_wait
+                             ? Stmt()
+                             : IfThenElse::make(t > i32(0), mbarrier_wait_parity(
+                                                                order(t % wgs), (t - 1) / wgs % 2));
+        Stmt pass_turn = mbarrier_arrive(order((t + 1) % wgs));
+        // t % W == w, written (t + W - w) % W == 0 so that the feature analysis, which takes
+        // a comparison's operands as independent, weighs it 1/W.
+        tile_body = IfThenElse::make(eq((t + i32(wgs) - wg) % wgs, 0),
+                                     Block::make({wait_turn, init, consume, pass_turn, write}));
+      }
+      mainloop = Block::make(
+          {setmaxnreg(true, kConsumerRegisters), with_first_descriptors(each_tile(tile_body))});
       write = Stmt();
       produce = each_tile(produce);
     } else {
@@ -590,7 +625,12 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
     std::vector<Stmt> setup;
     for (int st = 0; st < s; ++st) {
       setup.push_back(mbarrier_init(full(i32(st)), i32(1)));
-      if (!release_by_barrier) setup.push_back(mbarrier_init(empty(i32(st)), i32(consumers)));
+      // Every consumer thread of the slice's warpgroups releases it: all, or the tile's owner.
+      const int releasers = pingpong ? 128 : consumers;
+      if (!release_by_barrier) setup.push_back(mbarrier_init(empty(i32(st)), i32(releasers)));
+    }
+    for (int w = 0; pingpong && w < p.warpgroups; ++w) {
+      setup.push_back(mbarrier_init(address_of(mbar_order, i32(w)), i32(128)));
     }
     for (const TensorMapParam& map : maps) {
       setup.push_back(prefetch_tensormap(tensor_map_ref(map.name)));
@@ -617,6 +657,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   body = Allocate::make(acc, body);
   body = Allocate::make(c_stage, body);
   if (!release_by_barrier) body = Allocate::make(mbar_empty, body);
+  if (pingpong) body = Allocate::make(mbar_order, body);
   if (any_tma) body = Allocate::make(mbar_full, body);
   body = Allocate::make(smem, body);
   Expr lane = tx % 32;
@@ -644,7 +685,7 @@ std::vector<std::string> wgmma_loop_names() {
 }
 
 std::vector<std::string> wgmma_local_buffer_names() {
-  return {"S", "C_stage", "Acc", "mbar_full", "mbar_empty"};
+  return {"S", "C_stage", "Acc", "mbar_full", "mbar_empty", "mbar_order"};
 }
 
 }  // namespace cutune::wg

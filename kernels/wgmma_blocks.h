@@ -28,10 +28,17 @@ struct WgmmaParams {
   // ring fill are paid once for all of them. Block b takes tiles b, b + G, b + 2G, ... of the
   // G = ceil(tiles / tiles_per_block) blocks.
   int tiles_per_block = 1;
+  // 1: ping-pong consumers (with several tiles a block): each consumer warpgroup computes whole
+  // tiles, the block's tile t in warpgroup t % warpgroups, and the warpgroups take the tensor
+  // cores in turn (an order barrier), so that one stores its tile while the next computes.
+  // 0: the warpgroups split each tile's rows (cooperative).
+  int pingpong = 0;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
   int threads() const { return 128 * (warpgroups + producer); }
-  int strips() const { return bm / (64 * warpgroups); }  // m64 strips per warpgroup
+  // Warpgroups that share a tile's rows: all of them, or one with ping-pong.
+  int tile_warpgroups() const { return pingpong == 1 ? 1 : warpgroups; }
+  int strips() const { return bm / (64 * tile_warpgroups()); }  // m64 strips per warpgroup
   int acc_per_strip() const { return bn / 2; }
   // Bytes of one row of a layout column, and the elements it holds.
   int row_bytes() const { return swizzle == 0 ? 16 : swizzle; }
@@ -62,8 +69,10 @@ bool register_budget_holds(int warpgroups);
 // with the ring's mbarriers within the opt-in limit. And `tiles_per_block` (1, 2, 4, 8; if
 // omitted 1, defined last so that configurations written before it keep their indices): more
 // than 1 with a producer and an unstaged epilogue (the consumers store their own registers;
-// a staged one would need a barrier of the consumers alone). The shape's own rules (16-byte
-// global row strides for TMA, no more tiles a block than tiles) are the template's.
+// a staged one would need a barrier of the consumers alone). And `pingpong` (0, 1; if omitted
+// 0, defined after tiles_per_block): with several tiles a block and two consumer warpgroups,
+// each holding a whole tile's accumulators (at most 128 a thread). The shape's own rules
+// (16-byte global row strides for TMA, no more tiles a block than tiles) are the template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
 // tiles_per_block at most the M x N tiles of the shape.
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n);
@@ -104,12 +113,15 @@ struct WgmmaGemmSpec {
   // `expect_tx_delta`: bytes added to each slot's expect_tx; `skip_full_wait`: consumers read
   // a slot without waiting on its full barrier; `release_in_flight`: with mma_pipe, each
   // slice's slot is released right after its wgmmas' wait_group 1, which leaves them in flight,
-  // instead of the previous slice's (without a producer: refilled stages - 1 slices ahead).
+  // instead of the previous slice's (without a producer: refilled stages - 1 slices ahead);
+  // `skip_turn_wait`: ping-pong consumers start a tile's main loop without waiting for the
+  // previous tile's to end.
   struct TestHooks {
     bool wrong_map_swizzle = false;
     int expect_tx_delta = 0;
     bool skip_full_wait = false;
     bool release_in_flight = false;
+    bool skip_turn_wait = false;
   };
   TestHooks hooks;
 };

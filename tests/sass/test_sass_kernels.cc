@@ -187,3 +187,23 @@ TEST_CASE("the large Hopper tile with several tiles a block: HGMMA main loop, no
   CHECK_FALSE(r.spills());
   CHECK(r.local_loads == 0);
 }
+
+TEST_CASE("the ping-pong reference: each warpgroup's whole tile in its loop, no spills",
+          "[sass][tma]") {
+  require_nvdisasm();
+  auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
+  std::vector<Config> refs = tmpl->reference_configs();
+  REQUIRE(refs.size() >= 4);
+  const Config& c = refs[3];
+  REQUIRE(c.get("pingpong") == 1);
+  CHECK(c.get("tiles_per_block") == 8);  // 1,024 tiles: 128 blocks
+  SassReport r = report_of(*tmpl, c, "sm_90a");
+  INFO(r.to_text());
+  REQUIRE(r.main_loop);
+  // Two m64n128k16 strips a warpgroup, 4 k-steps of 16: 8 HGMMA, where the cooperative tile
+  // has 4; 128 accumulators a thread in registers.
+  CHECK(r.mix.count_opcode("HGMMA") == 8);
+  CHECK(r.mix.count_opcode("R2UR") == 0);
+  CHECK_FALSE(r.spills());
+  CHECK(r.local_loads == 0);
+}

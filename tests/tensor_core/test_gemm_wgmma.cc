@@ -58,8 +58,10 @@ TEST_CASE("the reference configurations of the wgmma GEMMs match", "[wgmma][emul
   for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_fp16_wgmma_nt"}) {
     auto tmpl = make_template("gemm_fp16", {136, 200, 72}, name);
     emu::Emulator emulator;
-    // cp.async, TMA + producer, 128x256 TMA + producer + mma_pipe, small
-    REQUIRE(tmpl->reference_configs().size() == 4);
+    // cp.async, TMA + producer, 128x256 TMA + producer + mma_pipe, ping-pong (4 tiles: 2 a
+    // block), small
+    REQUIRE(tmpl->reference_configs().size() == 5);
+    CHECK(tmpl->reference_configs()[3].get("tiles_per_block") == 2);
     for (const Config& c : tmpl->reference_configs()) {
       EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator);
       INFO(test::describe(*tmpl, c) << "\nstatus " << r.status << ": " << r.message);

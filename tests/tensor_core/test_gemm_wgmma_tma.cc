@@ -395,3 +395,77 @@ TEST_CASE("several tiles a block run the ring on across their tiles and match",
   INFO(r.status << ": " << r.message);
   CHECK_FALSE(r.passed);
 }
+
+TEST_CASE("ping-pong consumers take whole tiles in turn and match", "[wgmma][tma][emulator]") {
+  // Two consumer warpgroups, each with a whole tile's accumulators: the block's tile t is
+  // warpgroup t % 2's. 200 x 136 x 200 in 64 x 64 tiles (12 tiles, 7 slices each), 2 to 8
+  // tiles a block (the last block short), rings of 2 and 4 slots so that the second warpgroup's
+  // first slices wrap the ring more than once past the first's; 128 x 64 tiles too (two strips
+  // a warpgroup).
+  emu::Emulator emulator;
+  for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_fp16_wgmma_nt"}) {
+    auto tmpl = make_template("gemm_fp16", {200, 136, 200}, name);
+    for (int bm : {64, 128}) {
+      for (int tiles : {2, 4, 8}) {
+        for (int stages : {2, 4}) {
+          for (int pipe : {0, 1}) {
+            // 128 x 64 tiles: 6 in all; fewer emulator runs.
+            if (bm == 128 && (tiles == 8 || stages == 4)) continue;
+            nlohmann::json j = nlohmann::json::parse(knobs(bm, 64, 32, stages, 2, 64, 1, 1));
+            j["knobs"]["mma_pipe"] = pipe;
+            j["knobs"]["raster_group"] = 4;
+            j["knobs"]["tiles_per_block"] = tiles;
+            j["knobs"]["pingpong"] = 1;
+            Config c = tmpl->space().from_json(j);
+            INFO(name << " block_m " << bm << " tiles a block " << tiles << " stages " << stages
+                      << " mma_pipe " << pipe);
+            REQUIRE(tmpl->space().is_valid(c));
+            Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+            REQUIRE(l.ok());
+            CHECK(l.verify.launch.block[0] == 384);
+            CHECK(l.source->code.find("mbar_order") != std::string::npos);
+            check_config(*tmpl, c, emulator);
+          }
+        }
+      }
+    }
+  }
+  auto tmpl = make_template("gemm_fp16", {200, 136, 200}, "gemm_fp16_wgmma_nt");
+  const ConfigSpace& space = tmpl->space();
+  nlohmann::json j = nlohmann::json::parse(knobs(64, 64, 32, 2, 2, 64, 1, 1));
+  j["knobs"]["tiles_per_block"] = 4;
+  j["knobs"]["pingpong"] = 1;
+  REQUIRE(space.is_valid(space.from_json(j)));
+  // Without the order barrier the second warpgroup waits on its first slices' full barriers
+  // while the first warpgroup's fills of the same slots are still coming: a wait on parity
+  // (k_tiles / stages) % 2 passes on an earlier fill, and its wgmmas read a slot that TMA is
+  // still writing (the emulator reports it).
+  wg::WgmmaGemmSpec::TestHooks unordered;
+  unordered.skip_turn_wait = true;
+  EmulatedCheck r = check_source_in_emulator(
+      *tmpl, test::hooked_source(*tmpl, space.from_json(j), unordered), emulator);
+  INFO(r.status << ": " << r.message);
+  CHECK_FALSE(r.passed);
+  CHECK_THAT(r.message, Catch::Contains("warpgroup 1") && Catch::Contains("the wgmma reads"));
+  // Ping-pong needs several tiles a block and two warpgroups; a warpgroup's whole tile within
+  // 128 accumulators a thread (128 x 256 is 256).
+  j["knobs"]["tiles_per_block"] = 1;
+  CHECK(space.violation(space.from_json(j)).value_or("") ==
+        "ping-pong consumers need several tiles a block and two warpgroups");
+  j["knobs"]["tiles_per_block"] = 2;
+  j["knobs"]["warpgroups"] = 1;
+  CHECK_FALSE(space.is_valid(space.from_json(j)));
+  auto big = make_template("gemm_fp16", {512, 512, 128}, "gemm_fp16_wgmma_nt");
+  j = nlohmann::json::parse(knobs(128, 256, 64, 3, 2, 128, 1, 1));
+  j["knobs"]["tiles_per_block"] = 2;
+  REQUIRE(big->space().is_valid(big->space().from_json(j)));
+  j["knobs"]["pingpong"] = 1;
+  CHECK(big->space().violation(big->space().from_json(j)).value_or("") ==
+        "at most 128 accumulators per thread");
+  // 64-row tiles are one strip: a warpgroup of its own with ping-pong, not shared by two.
+  j = nlohmann::json::parse(knobs(64, 128, 64, 3, 2, 128, 1, 1));
+  j["knobs"]["tiles_per_block"] = 2;
+  CHECK_FALSE(big->space().is_valid(big->space().from_json(j)));
+  j["knobs"]["pingpong"] = 1;
+  CHECK(big->space().is_valid(big->space().from_json(j)));
+}

@@ -113,3 +113,27 @@ TEST_CASE("several tiles a block are visible to the IR features, the work unchan
           Approx(unscaled(*f, one, "kernel.tma_copy_bytes")));
   }
 }
+
+TEST_CASE("ping-pong consumers are visible to the IR features, the work unchanged",
+          "[wgmma][features]") {
+  // 256x128x384 in 128x64 tiles of two warpgroups, 2 tiles a block: the warpgroups split each
+  // tile's rows (one m64 strip each), or each takes whole tiles (two strips, in turn).
+  auto tmpl = make_template("gemm_fp16", {256, 128, 384}, "gemm_fp16_wgmma_nt");
+  auto f = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  nlohmann::json j = {{"knobs", config(*tmpl, 1, 1).to_json()["knobs"]}};
+  j["knobs"]["block_m"] = 128;
+  j["knobs"]["warpgroups"] = 2;
+  j["knobs"]["tiles_per_block"] = 2;
+  const Config cooperative = tmpl->space().from_json(j);
+  j["knobs"]["pingpong"] = 1;
+  const Config pingpong = tmpl->space().from_json(j);
+  REQUIRE(tmpl->space().is_valid(cooperative));
+  REQUIRE(tmpl->space().is_valid(pingpong));
+  const std::vector<float> c = features(*f, cooperative), p = features(*f, pingpong);
+  CHECK(unscaled(*f, c, "loop.j.extent") == Approx(1).epsilon(1e-3));
+  CHECK(unscaled(*f, p, "loop.j.extent") == Approx(2).epsilon(1e-3));
+  CHECK(unscaled(*f, c, "kernel.blocks") == Approx(unscaled(*f, p, "kernel.blocks")));
+  CHECK(unscaled(*f, p, "kernel.mma_ops") == Approx(unscaled(*f, c, "kernel.mma_ops")));
+  CHECK(unscaled(*f, p, "kernel.tma_copy_bytes") ==
+        Approx(unscaled(*f, c, "kernel.tma_copy_bytes")));
+}
