@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "src/ir/intrinsics.h"
 
@@ -695,24 +696,42 @@ class Analyzer {
     }
     if (s.scope == MemoryScope::local) return;
 
+    // The distinct elements lanes [from, to) touch, sorted, in words[0, n).
     std::array<int64_t, kWarp * 4> words;
-    int n = 0;
-    for (int lane = 0; lane < lanes_active; ++lane) {
-      for (int l = 0; l < dom.lanes && n < int(words.size()); ++l) words[n++] = first[lane] + l;
-    }
-    std::sort(words.begin(), words.begin() + n);
-    n = int(std::unique(words.begin(), words.begin() + n) - words.begin());
+    auto gather = [&](int from, int to) {
+      int n = 0;
+      for (int lane = from; lane < to; ++lane) {
+        for (int l = 0; l < dom.lanes && n < int(words.size()); ++l) words[n++] = first[lane] + l;
+      }
+      std::sort(words.begin(), words.begin() + n);
+      return int(std::unique(words.begin(), words.begin() + n) - words.begin());
+    };
+    int n = gather(0, lanes_active);
     double distinct_bytes = double(n) * dom.element_bytes;
     s.warp_bytes = distinct_bytes;
     if (s.scope == MemoryScope::shared) {
-      std::array<int, kBanks> per_bank{};
-      int worst = 0;
-      for (int w = 0; w < n; ++w) {
-        int64_t bank = floor_mod(words[w] * dom.element_bytes / kBankBytes, kBanks);
-        worst = std::max(worst, ++per_bank[bank]);
-      }
       s.warp_ideal = std::ceil(distinct_bytes / (kBanks * kBankBytes));
-      s.warp_transactions = std::max<double>(worst, s.warp_ideal);
+      // Lanes a phase serves: 128 bytes of requests (8-byte accesses by half-warps, 16-byte
+      // ones by quarter-warps).
+      const int access_bytes = dom.lanes * dom.element_bytes;
+      const int phase = std::clamp(kBanks * kBankBytes / std::max(access_bytes, 1), 1, kWarp);
+      double wavefronts = 0;
+      for (int from = 0; from < lanes_active; from += phase) {
+        const int m = gather(from, std::min(from + phase, lanes_active));
+        std::array<int, kBanks> per_bank{};
+        int worst = 0;
+        int64_t last_word = std::numeric_limits<int64_t>::min();
+        for (int w = 0; w < m; ++w) {
+          // Elements narrower than a word share it: count each word once.
+          const int64_t word = floor_div(words[w] * dom.element_bytes, kBankBytes);
+          if (word == last_word) continue;
+          last_word = word;
+          worst = std::max(worst, ++per_bank[floor_mod(word, kBanks)]);
+        }
+        wavefronts += std::max<double>(
+            worst, std::ceil(double(m) * dom.element_bytes / (kBanks * kBankBytes)));
+      }
+      s.warp_transactions = std::max(wavefronts, s.warp_ideal);
     } else {
       for (int w = 0; w < n; ++w) words[w] = floor_div(words[w] * dom.element_bytes, kSectorBytes);
       s.warp_transactions = double(std::unique(words.begin(), words.begin() + n) - words.begin());

@@ -57,8 +57,11 @@ struct BufferSlotStats {
   int lanes = 1;
   // Of the same access, executed by the 32 lanes of the first warp (other loop variables at
   // 0): global buffers, the 32-byte sectors it touches; shared buffers, the wavefronts it
-  // needs (the most distinct 4-byte words in one of the 32 banks, at least one
-  // per 128 bytes). `warp_ideal` is the fewest the same number of distinct bytes could take,
+  // needs: the warp's lanes go to the banks in phases of 128 bytes of requests (all 32 lanes
+  // for 4-byte accesses, half-warps for 8-byte ones, quarter-warps for 16-byte ones), each
+  // phase taking as many wavefronts as the most distinct 4-byte words in one of the 32 banks,
+  // at least one per 128 distinct bytes. `warp_ideal` is the fewest the same number of
+  // distinct bytes could take,
   // so warp_ideal / warp_transactions is the coalescing (or bank-conflict) efficiency. Both 0
   // for local buffers.
   double warp_transactions = 0, warp_ideal = 0;

@@ -53,11 +53,16 @@ int knob_or(const Config& c, const char* name, int fallback) {
   return has ? int(c.get(name)) : fallback;
 }
 
+// Floats that pad a staged C row (block_n, a multiple of 32, plus this): the fragments' float2
+// stores go to the banks by half-warps of four rows, which 8 words of padding put on disjoint
+// banks (4 left rows 0 and 1, 2 and 3 sharing banks: two wavefronts a half-warp).
+constexpr int kStagePad = 8;
+
 // Shared bytes of the ring and the staged epilogue (the mbarriers excluded).
 int64_t ring_and_stage_bytes(const Config& c) {
   const int64_t bm = c.get("block_m"), bn = c.get("block_n"), bk = c.get("block_k");
   int64_t bytes = c.get("stages") * (bm + bn) * bk * 2;
-  if (c.get("epilogue") == 2) bytes += bm * (bn + 4) * 4;
+  if (c.get("epilogue") == 2) bytes += bm * (bn + kStagePad) * 4;
   return bytes;
 }
 
@@ -254,7 +259,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   Buffer smem = Buffer::make("S", in, MemoryScope::shared,
                              p.stages * (a_tile.stage_elements() + b_tile.stage_elements()));
   Buffer acc = Buffer::make("Acc", Type::f32(), MemoryScope::local, int64_t{strips} * per_strip);
-  const int stage_ld = p.bn + 4;  // staged C rows, padded against bank conflicts
+  const int stage_ld = p.bn + kStagePad;  // staged C rows, padded against bank conflicts
   Buffer c_stage = Buffer::make("C_stage", Type::f32(), MemoryScope::shared,
                                 p.epilogue == 2 ? int64_t{p.bm} * stage_ld : 1);
   // Ring slot s's "full" barrier is mbar_full[s] (one arrival: the expect_tx; then the copies'

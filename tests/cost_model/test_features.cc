@@ -359,3 +359,35 @@ TEST_CASE("a warpgroup index broadcast from lane 0 has the features of the plain
   CHECK(broadcast.buffers[0].warp_transactions == plain.buffers[0].warp_transactions);
   CHECK(broadcast.kernel.int_ops == plain.kernel.int_ops);
 }
+
+TEST_CASE("shared-memory wavefronts are counted per phase of the access width", "[features]") {
+  using namespace ir;
+  // One warp stores float2 pairs: row lane / 4, columns 2·(lane % 4), rows `ld` floats apart
+  // (a fragment's store into a staged tile). 8-byte accesses go to the banks by half-warps:
+  // rows 0-3 in one phase. With ld = 68 (4 mod 32) rows 0 and 1 share banks 4-7 (two
+  // wavefronts a phase); with ld = 72 (8 mod 32) each half-warp's 128 bytes take every bank once.
+  auto summary_with = [](int ld, int lanes) {
+    Buffer stage = Buffer::make("S", Type::f32(), MemoryScope::shared, 8 * 128);
+    Expr tx = int_var("tx");
+    Expr index = lanes == 2 ? tx / 4 * ld + tx % 4 * 2 : tx * 4;
+    Buffer regs = Buffer::make("R", Type::f32(), MemoryScope::local, 4);
+    Stmt store = Store::make(stage, index, Load::make(regs, IntImm::make(Type::i32(), 0), lanes));
+    Kernel k;
+    k.name = "k";
+    k.body = For::make("tx", 0, 32, ForKind::thread_x,
+                       Allocate::make(stage, Allocate::make(regs, store)));
+    std::vector<std::string> loops = {"tx"}, buffers = {"S"};
+    LoopNestSummary s;
+    summarize_loop_nest(k, loops, buffers, s);
+    REQUIRE(s.buffers[0].seen);
+    return s.buffers[0];
+  };
+  BufferSlotStats pad4 = summary_with(68, 2), pad8 = summary_with(72, 2);
+  CHECK(pad4.warp_ideal == 2);  // 256 distinct bytes
+  CHECK(pad4.warp_transactions == 4);
+  CHECK(pad8.warp_transactions == 2);
+  // float4 stores of consecutive lanes: quarter-warps of 128 contiguous bytes, no conflict.
+  BufferSlotStats wide = summary_with(0, 4);
+  CHECK(wide.warp_ideal == 4);
+  CHECK(wide.warp_transactions == 4);
+}
