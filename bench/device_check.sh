@@ -327,9 +327,9 @@ plan_full() {
     --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_odd.log" --json
 
   run_step gemm_fp16_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
-    --trials 100 --log "$logs/gemm_fp16_4096.log" --quiet --json
+    --template gemm_fp16_nn --trials 100 --log "$logs/gemm_fp16_4096.log" --quiet --json
   run_step gemm_fp16_4096_bench 25 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
-    --log "$logs/gemm_fp16_4096.log" --json
+    --template gemm_fp16_nn --log "$logs/gemm_fp16_4096.log" --json
 
   run_step gemm_4096_tune 90 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm --shape 4096,4096,4096 \
     --trials 150 --log "$logs/gemm_4096.log" --quiet --json
@@ -362,9 +362,9 @@ plan_breadth() {
     --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_4096.log" --seconds 1 --json
   run_step gemm_fp16_wgmma_4096_export 15 other -- bash -c "'$bin/cutune' export '$logs/gemm_fp16_wgmma_4096.log' --out '$logs/export_wgmma' && '$bin/export_example' '$logs/export_wgmma'"
   run_step gemm_fp16_4096_tune 30 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
-    --trials 24 --log "$logs/gemm_fp16_4096.log" --quiet --json
+    --template gemm_fp16_nn --trials 24 --log "$logs/gemm_fp16_4096.log" --quiet --json
   run_step gemm_fp16_4096_bench 15 bench -- "$bin/cutune" bench gemm_fp16 --shape 4096,4096,4096 \
-    --log "$logs/gemm_fp16_4096.log" --seconds 1 --json
+    --template gemm_fp16_nn --log "$logs/gemm_fp16_4096.log" --seconds 1 --json
   run_step test_gpu_measure 60 test -- "$bin/test_gpu_measure"
   run_step spec_conv2d_tune 30 tune $((2 * 4096 * 4096 * 49)) -- "$bin/cutune" tune \
     --spec "$pack/examples/conv2d/conv2d.json" --trials 24 --log "$logs/spec_conv2d.log" --quiet --json

@@ -166,7 +166,9 @@ struct WgmmaConvRegistrars {
             [op = std::string(op), input,
              out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
               return std::make_unique<Conv2dWgmmaTemplate>(conv2d_shape(shape, op), input, out16);
-            }});
+            },
+            // On Hopper the operator's default (conv2d_<type>_nhwc: fp32 output) is this one.
+            !out16});
       }
     }
   }

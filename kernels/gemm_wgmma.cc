@@ -181,7 +181,9 @@ struct WgmmaGemmRegistrars {
               const std::vector<int64_t> s = shape_of_size(op, shape, 3, "M,N,K");
               return std::unique_ptr<Template>(
                   std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], layout, input, out16));
-            }});
+            },
+            // On Hopper the operator's default (gemm_<type>_nn: B [K,N], fp32 C) is this one.
+            layout == WgmmaLayout::nn && !out16});
       }
     }
   }

@@ -47,6 +47,7 @@ std::vector<OpInfo> list_ops() {
     } else {
       o.templates.push_back(name);
     }
+    if (e.sm90_default) o.sm90_default = name;
   }
   std::vector<OpInfo> out;
   for (auto& [op, o] : ops) {
@@ -56,20 +57,38 @@ std::vector<OpInfo> list_ops() {
   return out;
 }
 
-std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
-                                        const std::string& template_name) {
+namespace {
+
+[[noreturn]] void unknown_operator(const std::string& op) {
+  std::string known;
+  for (const OpInfo& o : list_ops()) known += (known.empty() ? "" : ", ") + o.op;
+  throw TaskError(fmt::format("unknown operator '{}' (known: {})", op, known));
+}
+
+}  // namespace
+
+std::string default_template(const std::string& op, const std::string& arch) {
   for (const OpInfo& o : list_ops()) {
     if (o.op != op) continue;
-    const std::string name = template_name.empty() ? o.templates.front() : template_name;
+    const bool hopper = arch == "sm_90" || arch == "sm_90a";
+    return hopper && !o.sm90_default.empty() ? o.sm90_default : o.templates.front();
+  }
+  unknown_operator(op);
+}
+
+std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
+                                        const std::string& template_name,
+                                        const std::string& arch) {
+  for (const OpInfo& o : list_ops()) {
+    if (o.op != op) continue;
+    const std::string name = template_name.empty() ? default_template(op, arch) : template_name;
     if (std::find(o.templates.begin(), o.templates.end(), name) == o.templates.end()) {
       throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", template_name, op,
                                   fmt::join(o.templates, ", ")));
     }
     return find_entry(name)->make(shape);
   }
-  std::string known;
-  for (const OpInfo& o : list_ops()) known += (known.empty() ? "" : ", ") + o.op;
-  throw TaskError(fmt::format("unknown operator '{}' (known: {})", op, known));
+  unknown_operator(op);
 }
 
 std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int64_t>& shape,

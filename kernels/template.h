@@ -83,6 +83,10 @@ struct TemplateEntry {
   std::string description;  // of the operator, as its default template's entry says it
   bool op_default = false;  // the template an operator gets when none is named
   std::function<std::unique_ptr<Template>(const std::vector<int64_t>& shape)> make;
+  // The template an operator gets when none is named and the target is Hopper (sm_90): the
+  // same computation and layouts as the op_default one, on the instructions that reach that
+  // architecture's tensor-core rate (wgmma; mma.sync runs at about half of it there).
+  bool sm90_default = false;
 };
 struct TemplateRegistrar {
   explicit TemplateRegistrar(TemplateEntry entry);
@@ -93,11 +97,17 @@ struct OpInfo {
   std::vector<std::string> templates;  // the default first, then as registered
   std::string shape_help;              // e.g. "M,N,K"
   std::string description;
+  std::string sm90_default;  // the default on sm_90 where it is another template, else empty
 };
 // Every registered operator, by name.
 std::vector<OpInfo> list_ops();
+// The template `op` gets when none is named, for the target `arch` ("sm_90"; empty: the
+// operator's default for any architecture). TaskError for an unknown operator.
+std::string default_template(const std::string& op, const std::string& arch = "");
+// `template_name` empty: default_template(op, arch).
 std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
-                                        const std::string& template_name = "");
+                                        const std::string& template_name = "",
+                                        const std::string& arch = "");
 
 // `shape` when it has `sizes` entries, else TaskError ("gemm takes a shape M,N,K (3 sizes),
 // got 2 sizes"): the check every fixed-rank operator's factory starts with.

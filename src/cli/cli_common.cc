@@ -28,7 +28,9 @@ void TaskOptions::add_to(CLI::App& cmd, bool with_arch) {
 }
 
 std::unique_ptr<Template> TaskOptions::make() const {
-  std::unique_ptr<Template> t = make_template(op, parse_shape(shape), template_name);
+  // Without a template named, the operator's default for the target (on Hopper its wgmma one).
+  std::unique_ptr<Template> t = make_template(op, parse_shape(shape), template_name,
+                                              template_name.empty() ? resolved_arch() : "");
   if (!arch.empty()) require_arch_supports(*t, arch);
   return t;
 }

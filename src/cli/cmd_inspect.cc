@@ -17,10 +17,13 @@ void run_ops(bool json) {
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const OpInfo& o : ops) {
-      out.push_back({{"op", o.op},
-                     {"templates", o.templates},
-                     {"shape", o.shape_help},
-                     {"description", o.description}});
+      nlohmann::json j = {{"op", o.op},
+                          {"templates", o.templates},
+                          {"default", o.templates.front()},
+                          {"shape", o.shape_help},
+                          {"description", o.description}};
+      if (!o.sm90_default.empty()) j["default_sm90"] = o.sm90_default;
+      out.push_back(std::move(j));
     }
     print_json(out);
     return;
@@ -28,8 +31,12 @@ void run_ops(bool json) {
   for (const OpInfo& o : ops) {
     std::string templates;
     for (const std::string& t : o.templates) templates += (templates.empty() ? "" : ", ") + t;
-    fmt::print("{:<17} --shape {}\n{:17} templates: {}\n{:17} {}\n", o.op, o.shape_help, "",
-               templates, "", o.description);
+    fmt::print("{:<17} --shape {}\n{:17} templates: {}\n", o.op, o.shape_help, "", templates);
+    const std::string defaults =
+        o.sm90_default.empty()
+            ? fmt::format("default: {}", o.templates.front())
+            : fmt::format("default: {} (on sm_90: {})", o.templates.front(), o.sm90_default);
+    fmt::print("{:17} {}\n{:17} {}\n", "", defaults, "", o.description);
   }
 }
 

@@ -260,10 +260,13 @@ void run_tune_suite(const SuiteArgs& args) {
       chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
   // Every layer's template, before the log or the GPU is looked at (a bad --dtype or
   // --template is a usage error).
+  // Without --template each layer's operator gets its default for the GPU found (else sm_90):
+  // on Hopper the wgmma convolutions for --dtype fp16 and bf16.
+  const std::string arch = args.template_name.empty() ? default_arch() : "";
   std::vector<std::shared_ptr<const Template>> templates;
   for (const SuiteLayer& layer : layers)
     templates.push_back(
-        make_template(suite_layer_op(layer, args.dtype), layer.shape, args.template_name));
+        make_template(suite_layer_op(layer, args.dtype), layer.shape, args.template_name, arch));
   // One log for the whole suite: new, or continued with --resume (its layers' records count).
   // Checked by rank 0 alone: the others would see the file it has begun.
   if (distributed::process_rank() == 0) {

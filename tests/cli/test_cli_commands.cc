@@ -36,10 +36,30 @@ TEST_CASE("cli: ops lists gemm and its templates", "[cli]") {
     if (op["op"] == "gemm") {
       found = true;
       CHECK(op["templates"] == json({"gemm_nn", "gemm_nt"}));
+      CHECK(op["default"] == "gemm_nn");
+      CHECK_FALSE(op.contains("default_sm90"));
       CHECK(op["shape"] == "M,N,K");
+    }
+    if (op["op"] == "gemm_fp16") {
+      CHECK(op["default"] == "gemm_fp16_nn");
+      CHECK(op["default_sm90"] == "gemm_fp16_wgmma_nn");
     }
   }
   CHECK(found);
+  CHECK_THAT(text.out, Catch::Contains("default: conv2d_bf16_nhwc (on sm_90: conv2d_bf16_wgmma_nhwc)"));
+}
+
+TEST_CASE("cli: an operator's default template follows the target architecture", "[cli]") {
+  // On Hopper the 16-bit operators default to their wgmma templates (same layouts and output
+  // type); elsewhere to mma.sync; a named template is kept. (default_template itself:
+  // test_gemm_space.)
+  json j = parse_stdout(run_cutune("show gemm_fp16 --shape 64,64,64 --arch sm_90 --config 0 --json"));
+  CHECK(j["kernel_name"] == "gemm_fp16_wgmma_nn");
+  j = parse_stdout(run_cutune("show gemm_fp16 --shape 64,64,64 --arch sm_86 --config 0 --json"));
+  CHECK(j["kernel_name"] == "gemm_fp16_nn");
+  j = parse_stdout(run_cutune(
+      "show gemm_fp16 --shape 64,64,64 --arch sm_90 --template gemm_fp16_nt --config 0 --json"));
+  CHECK(j["kernel_name"] == "gemm_fp16_nt");
 }
 
 TEST_CASE("cli: space --json describes the knobs and counts", "[cli]") {

@@ -153,3 +153,19 @@ TEST_CASE("shape strings: non-negative integers separated by commas", "[gemm][ta
   CHECK_THROWS_WITH(parse_shape("-1,4,4"), Catch::Contains("negative"));
   CHECK_THROWS_WITH(make_template("gemm", parse_shape("0,4,4")), Catch::Contains(">= 1"));
 }
+
+TEST_CASE("an operator's default template follows the target architecture", "[gemm][space]") {
+  // On Hopper (sm_90, sm_90a) the 16-bit operators default to their wgmma templates, which
+  // compute the same thing with the same layouts and output type; elsewhere to mma.sync.
+  for (const char* op : {"gemm_fp16", "gemm_bf16"}) {
+    INFO(op);
+    CHECK(default_template(op, "sm_90") == std::string(op) + "_wgmma_nn");
+    CHECK(default_template(op, "sm_90a") == std::string(op) + "_wgmma_nn");
+    CHECK(default_template(op, "sm_80") == std::string(op) + "_nn");
+    CHECK(default_template(op) == std::string(op) + "_nn");
+  }
+  CHECK(default_template("conv2d_fp16", "sm_90") == "conv2d_fp16_wgmma_nhwc");
+  CHECK(default_template("conv2d_bf16", "sm_89") == "conv2d_bf16_nhwc");
+  CHECK(default_template("gemm", "sm_90") == "gemm_nn");
+  CHECK_THROWS_AS(default_template("gemm_fp8", "sm_90"), TaskError);
+}
