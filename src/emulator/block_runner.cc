@@ -465,7 +465,8 @@ BlockRunner::Failure BlockRunner::deliver_tma_copies() {
   tma_copies_.clear();
   for (TmaCopy& c : copies) {
     const auto bytes = static_cast<int>(c.data.size());
-    if (sanitizer_ != nullptr) sanitizer_->async_write(c.thread, c.dst, bytes, c.interval, c.line);
+    if (sanitizer_ != nullptr)
+      sanitizer_->async_write(c.thread, c.dst, bytes, c.interval, c.line, true);
     std::memcpy(c.dst, c.data.data(), c.data.size());
     const uint64_t before = barriers_.completions();
     std::string err = barriers_.complete_tx(c.bar, bytes);
@@ -664,7 +665,17 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
     }
     if (released) continue;
     if (wake_mbarrier_waiters()) continue;
-    if (!tma_copies_.empty()) {
+    // TMA copies land as late as a GPU may land them: a __syncthreads does not wait for them,
+    // so where every thread that has not exited waits at one, the barrier is released first
+    // and the copies stay in flight until some thread waits at an mbarrier (or the block
+    // ends). A read that only the block barrier orders after a copy then sees the bytes from
+    // before it, as it can on a GPU.
+    bool at_sync = false, at_mbarrier = false;
+    for (const Slot& s : slots_) {
+      at_sync = at_sync || s.state == State::at_barrier;
+      at_mbarrier = at_mbarrier || s.state == State::at_mbarrier;
+    }
+    if (!tma_copies_.empty() && !(at_sync && !at_mbarrier)) {
       Failure f = deliver_tma_copies();
       if (f.status != EmuStatus::ok) return f;
       continue;

@@ -24,10 +24,13 @@
 //
 // mbarriers and TMA (async_barriers.h, device_prelude_tma.h): a thread that waits for a phase
 // not yet complete is suspended at the mbarrier. When no thread is ready and no warp can be
-// released, the runner first wakes the waiters whose phase has completed, then delivers every
-// TMA copy in flight (its bytes into shared memory, then its complete_tx), and only when
-// neither helps does it look at __syncthreads; a thread still waiting at an mbarrier then is a
-// deadlock (reported as a barrier divergence, "mbarrier deadlock: ..."). The sanitizer sees a
+// released, the runner first wakes the waiters whose phase has completed, then, where some
+// thread waits at an mbarrier or none at a __syncthreads, delivers every TMA copy in flight
+// (its bytes into shared memory, then its complete_tx); otherwise it releases the __syncthreads
+// with the copies still in flight (a block barrier does not wait for TMA, so the copies land
+// as late as a GPU may land them: at the next mbarrier wait that needs them, or the block's
+// end). A thread still waiting at an mbarrier when nothing else helps is a deadlock (reported
+// as a barrier divergence, "mbarrier deadlock: ..."). The sanitizer sees a
 // completed mbarrier phase as the end of a barrier interval: races between accesses ordered
 // only through mbarriers are not reported, and none is invented.
 

@@ -367,7 +367,7 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
     const size_t i = a.offset + (g << a.shift);
     if (!write || atomic) {
       if (race && conflicts(b.w_interval, b.w_thread, b.w_epoch)) {
-        report_race(i, false, where, b.w_thread, true, false, b.w_where, false);
+        report_race(i, false, where, b.w_thread, true, false, b.w_where);
       }
       if (g_run.memcheck && b.w_interval < block_start_ && !suspect_) {
         suspect_ = true;
@@ -394,13 +394,13 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
     if (!write) continue;
     if (race) {
       if (conflicts(b.w_interval, b.w_thread, b.w_epoch)) {
-        report_race(i, true, where, b.w_thread, true, false, b.w_where, false);
+        report_race(i, true, where, b.w_thread, true, false, b.w_where);
       }
       if (b.r_interval == now) {
         bool several = b.r_thread == kSeveral;
         bool clash = several ? (b.r_warp != warp || b.r_epoch == epoch)
                              : conflicts(b.r_interval, b.r_thread, b.r_epoch);
-        if (clash) report_race(i, true, where, b.r_first, false, several, b.r_where, false);
+        if (clash) report_race(i, true, where, b.r_first, false, several, b.r_where);
       }
     }
     b.w_interval = now;
@@ -509,7 +509,8 @@ uint32_t BlockSanitizer::async_issue(const void* dst, const void* src, int bytes
 }
 
 void BlockSanitizer::async_write(unsigned thread, const void* dst, int bytes, uint32_t issued,
-                                 int line) {
+                                 int line, bool tma) {
+  const Async kind = tma ? Async::tma : Async::cp_async;
   uintptr_t offset = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(tls_block_);
   if (offset >= tls_bytes_ || offset + bytes > tls_bytes_ || kind_[offset] == kIgnored) return;
   const auto t = static_cast<uint16_t>(thread);
@@ -532,13 +533,13 @@ void BlockSanitizer::async_write(unsigned thread, const void* dst, int bytes, ui
     const size_t i = a.offset + (g << a.shift);
     if (g_run.racecheck) {
       if (since(b.w_interval, b.w_thread, b.w_epoch)) {
-        report_race(i, true, where, b.w_thread, true, false, b.w_where, true);
+        report_race(i, true, where, b.w_thread, true, false, b.w_where, kind, thread);
       }
       if (b.r_interval >= issued && b.r_interval <= now) {
         bool several = b.r_thread == kSeveral;
         bool clash = several ? !(b.r_interval == now && b.r_warp == warp && b.r_epoch != epoch)
                              : since(b.r_interval, b.r_thread, b.r_epoch);
-        if (clash) report_race(i, true, where, b.r_first, false, several, b.r_where, true);
+        if (clash) report_race(i, true, where, b.r_first, false, several, b.r_where, kind, thread);
       }
     }
     b.w_interval = now;
@@ -600,20 +601,27 @@ void BlockSanitizer::report_shared_bounds(size_t offset, unsigned bytes, unsigne
 }
 
 void BlockSanitizer::report_race(size_t offset, bool write, uint32_t where, uint16_t other,
-                                 bool other_write, bool several, uint32_t other_where,
-                                 bool async) const {
+                                 bool other_write, bool several, uint32_t other_where, Async async,
+                                 unsigned writer) const {
   std::string them = several
                          ? fmt::format("several threads, thread {} among them,", thread_text(other))
                          : fmt::format("thread {}", thread_text(other));
   g_run.report(
       EmuStatus::race,
       fmt::format("{}: data race on shared {} in block {}: {} by thread {} at {}{}, and {} by {} "
-                  "at {}, with no __syncthreads between them",
+                  "at {}, with no {} between them",
                   g_run.kernel_name, shared_element(offset), block_text(),
-                  write ? (async ? "written by the cp.async" : "written") : "read",
-                  thread_text(static_cast<unsigned>(current_)), where_text(where),
-                  async ? " (completed at its wait)" : "", other_write ? "written" : "read", them,
-                  where_text(other_where))
+                  !write                     ? "read"
+                  : async == Async::cp_async ? "written by the cp.async"
+                  : async == Async::tma      ? "written by the TMA load"
+                                             : "written",
+                  thread_text(async == Async::no ? static_cast<unsigned>(current_) : writer),
+                  where_text(where),
+                  async == Async::cp_async ? " (completed at its wait)"
+                  : async == Async::tma    ? " (in flight from its issue until it landed)"
+                                           : "",
+                  other_write ? "written" : "read", them, where_text(other_where),
+                  async == Async::tma ? "wait on its mbarrier" : "__syncthreads")
           .c_str());
 }
 

@@ -120,7 +120,10 @@ class BlockSanitizer {
   // cp.async by the current thread: checks the addresses, notes the global read; returns the
   // interval to pass to async_write when the copy completes.
   uint32_t async_issue(const void* dst, const void* src, int bytes, int src_bytes, int line);
-  void async_write(unsigned thread, const void* dst, int bytes, uint32_t issued, int line);
+  // An asynchronous copy issued by `thread` in interval `issued` lands: a cp.async at its wait,
+  // or (tma) a TMA load when the block runner delivers it.
+  void async_write(unsigned thread, const void* dst, int bytes, uint32_t issued, int line,
+                   bool tma = false);
 
   void access(uintptr_t address, unsigned bytes, unsigned flags, uintptr_t where);
   // The block runner's record of the shared bytes wgmmas in flight read: a store to them is a
@@ -143,9 +146,12 @@ class BlockSanitizer {
   bool shared_in_bounds(size_t offset, unsigned bytes) const;
   [[noreturn]] void report_shared_bounds(size_t offset, unsigned bytes, unsigned flags,
                                          uint32_t where) const;
+  // The race of the current thread's access, or (async) of the asynchronous copy `writer`
+  // issued, with thread `other`'s.
+  enum class Async { no, cp_async, tma };
   [[noreturn]] void report_race(size_t offset, bool write, uint32_t where, uint16_t other,
                                 bool other_write, bool several, uint32_t other_where,
-                                bool async) const;
+                                Async async = Async::no, unsigned writer = 0) const;
   [[noreturn]] void report_uninitialised() const;
   [[noreturn]] void report_wgmma_write(size_t offset, uint32_t where,
                                        const WgmmaReads::Pending& wgmma) const;

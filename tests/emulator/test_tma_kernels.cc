@@ -120,6 +120,21 @@ TEST_CASE("reading a TMA tile through the wrong swizzle gives wrong data", "[tma
   CHECK(buffers[0].to_floats() != k.expected());
 }
 
+TEST_CASE("a block barrier does not wait for a TMA copy", "[tma][emulator]") {
+  // The tile is read after a __syncthreads instead of a wait on the barrier's phase. A GPU may
+  // land the copy after the barrier, and so does the emulator: the reads see the shared memory
+  // from before it (poisoned), and the sanitizer reports the race with the copy's issuer.
+  TileKernel k{37, 29, 40, TmaSwizzle::none};
+  k.sync_instead_of_wait = true;
+  std::vector<float> result;
+  EmuResult r = k.run(result);
+  INFO(to_string(r.status) << ": " << r.message);
+  CHECK_FALSE((r.status == EmuStatus::ok && result == k.expected()));
+  CHECK(r.status == EmuStatus::race);
+  CHECK_THAT(r.message, Catch::Contains("written by the TMA load by thread (0,0,0)") &&
+                            Catch::Contains("with no wait on its mbarrier between them"));
+}
+
 TEST_CASE("an expect_tx larger than the copies is reported as an mbarrier deadlock",
           "[tma][emulator]") {
   TileKernel k{37, 29, 40, TmaSwizzle::none};

@@ -66,6 +66,8 @@ struct TileKernel {
   TmaSwizzle swizzle;
   int expect_bytes = kBoxBytes;
   int copies = 1;
+  // The planted bug: a __syncthreads instead of the wait on the barrier's phase.
+  bool sync_instead_of_wait = false;
 
   int gx() const { return (w + kBox0 - 1) / kBox0; }
   int gy() const { return (h + kBox1 - 1) / kBox1; }
@@ -92,7 +94,7 @@ struct TileKernel {
         Sync::make(),
         IfThenElse::make(eq(tx, 0), Block::make({prefetch_tensormap(tensor_map_ref("in_map")),
                                                  Block::make(issue)})),
-        mbarrier_wait_parity(b0, 0),
+        sync_instead_of_wait ? Sync::make() : mbarrier_wait_parity(b0, 0),
         For::make("i", 0, kBoxElements / 128, ForKind::serial,
                   LetStmt::make("e", tx + i * 128, copy_out)),
     });
