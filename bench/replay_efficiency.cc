@@ -20,6 +20,8 @@
 //                     [--kappa K]    (one change at a time)
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
 //                     [--incumbent-adjacent]  (each radius: neighbouring knob values first)
+//                     [--incumbent-random X]  (that share of the trust region's picks
+//                                     uniformly random among its candidates; in [0, 1])
 //                     [--diversity] [--epsilon X]
 //                     [--label NAME] (the xgb tuner's name in --curves)
 //                     [--first-seed N]  (the same as --seed-offset N)
@@ -261,7 +263,22 @@ int main(int argc, char** argv) {
       args.model.incumbent_widen = true;
     else if (a == "--incumbent-adjacent")  // ModelPolicyOptions::incumbent_adjacent
       args.model.incumbent_adjacent = true;
-    else if (a == "--label")
+    else if (a == "--incumbent-random") {  // ModelPolicyOptions::incumbent_random
+      const std::string v = value();
+      size_t used = 0;
+      double x = -1;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != v.size() || !(x >= 0 && x <= 1)) {
+        fmt::print(stderr, "replay_efficiency: --incumbent-random is a share in [0, 1], not '{}'\n",
+                   v);
+        return 2;
+      }
+      args.model.incumbent_random = x;
+    } else if (a == "--label")
       args.label = value();
     else if (a == "--incumbent-centres")
       args.model.incumbent_centres = std::stoi(value());

@@ -131,6 +131,7 @@ void ModelPolicy::reset(uint64_t seed) {
   survivors_.clear();
   incumbent_ring_left_ = 1;
   chain_.clear();
+  // incumbent_random keeps no state: its draws come from rng_, seeded above.
 }
 
 void ModelPolicy::observe(const std::vector<Config>& configs,
@@ -599,16 +600,20 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
         support[i] += d <= 2;
       }
     }
-    std::vector<float> s = predict(all);
     std::vector<size_t> idx(all.size());
     std::iota(idx.begin(), idx.end(), 0);
-    const size_t keep = std::min<size_t>(count, all.size());
-    std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
-      if (support[a] != support[b]) return support[a] > support[b];
-      return s[a] != s[b] ? s[a] > s[b] : all[a].index() < all[b].index();
-    });
+    const size_t picks = std::min<size_t>(count, all.size());
+    const size_t keep = picks - random_picks(picks);  // ranked; the rest drawn at random
+    if (keep > 0) {
+      std::vector<float> s = predict(all);
+      std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+        if (support[a] != support[b]) return support[a] > support[b];
+        return s[a] != s[b] ? s[a] > s[b] : all[a].index() < all[b].index();
+      });
+    }
+    draw_tail(idx, keep, picks - keep);
     std::vector<Config> out;
-    for (size_t i = 0; i < keep; ++i) out.push_back(all[idx[i]]);
+    for (size_t i = 0; i < picks; ++i) out.push_back(all[idx[i]]);
     return out;
   }
   if (ties.size() == 1) incumbent_ring_left_ = ring[0].size();  // a plateau is never certified
@@ -620,23 +625,50 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
     quota[0] = std::min<size_t>(ring[0].size(), count - std::min<size_t>(ring[1].size(), count / 2));
   }
   quota[1] = std::min<size_t>(ring[1].size(), count - quota[0]);
+  // incumbent_random: the ranked picks come first (radius 1, then 2); each radius's quota is
+  // then filled with random draws among its candidates the ranked picks left.
+  size_t ranked_left = quota[0] + quota[1] - random_picks(quota[0] + quota[1]);
   std::vector<Config> out;
   for (int radius = 0; radius < 2; ++radius) {
     std::vector<Config>& r = ring[radius];
     if (r.empty() || quota[radius] == 0) continue;
-    std::vector<float> s = options_.incumbent_by_mean && ensemble() ? exploit_score(r) : predict(r);
     std::vector<size_t> idx(r.size());
     std::iota(idx.begin(), idx.end(), 0);
-    size_t keep = quota[radius];
-    const std::vector<char>& adj = adjacent[radius];
-    const bool by_adjacency = options_.incumbent_adjacent;
-    std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
-      if (by_adjacency && adj[a] != adj[b]) return adj[a] > adj[b];
-      return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
-    });
-    for (size_t i = 0; i < keep; ++i) out.push_back(r[idx[i]]);
+    const size_t keep = std::min(quota[radius], ranked_left);
+    ranked_left -= keep;
+    if (keep > 0) {
+      std::vector<float> s =
+          options_.incumbent_by_mean && ensemble() ? exploit_score(r) : predict(r);
+      const std::vector<char>& adj = adjacent[radius];
+      const bool by_adjacency = options_.incumbent_adjacent;
+      std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+        if (by_adjacency && adj[a] != adj[b]) return adj[a] > adj[b];
+        return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
+      });
+    }
+    draw_tail(idx, keep, quota[radius] - keep);
+    for (size_t i = 0; i < quota[radius]; ++i) out.push_back(r[idx[i]]);
   }
   return out;
+}
+
+size_t ModelPolicy::random_picks(size_t picks) const {
+  const double share = std::clamp(options_.incumbent_random, 0.0, 1.0);
+  if (share <= 0 || picks == 0) return 0;
+  size_t n = static_cast<size_t>(std::lround(share * static_cast<double>(picks)));
+  if (picks >= 2) n = std::max<size_t>(n, 1);
+  return std::min(n, picks);
+}
+
+void ModelPolicy::draw_tail(std::vector<size_t>& idx, size_t from, size_t n) {
+  if (n == 0) return;
+  // The candidates not ranked, in their own order (partial_sort leaves them shuffled), then
+  // the first n of them by a partial Fisher-Yates shuffle on the policy's generator.
+  std::sort(idx.begin() + from, idx.end());
+  for (size_t i = from; i < from + n && i + 1 < idx.size(); ++i) {
+    std::uniform_int_distribution<size_t> pick(i, idx.size() - 1);
+    std::swap(idx[i], idx[pick(rng_)]);
+  }
 }
 
 std::vector<Config> ModelPolicy::restart_candidates(int count,

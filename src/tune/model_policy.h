@@ -75,6 +75,12 @@
 // Kernel Tuner's local searches, then the others. With `incumbent_widen` (off), a stalled
 // trust region also widens: at least half of its share comes from radius 2 while radius 1
 // still has untried configurations (a plateau of ties around the best has many of those).
+// With `incumbent_random` > 0 (off), that share of the trust region's picks in each round
+// (rounded, at least one when it has two slots or more) is drawn uniformly at random, from
+// the policy's seeded generator, among the same candidates (radius 1, radius 2 once radius 1
+// is exhausted; on a plateau both radii together) instead of taken in acquisition order; the
+// rest stays ranked. Neighbours the model ranks last (a corner of a knob that is usually far
+// slower) get measured at the rate of a model-free local search.
 //
 // A covering start. With `cover_start`, the random first batch is instead picked from a pool
 // of random valid configurations so that it holds each knob's values as evenly as it can (a
@@ -181,6 +187,9 @@ struct ModelPolicyOptions {
   bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
   bool incumbent_adjacent = false;   // each radius: adjacent values (one position away) first
+  // Of the trust region's picks, this share (in [0, 1]; 0: off) uniformly random among its
+  // candidates instead of in acquisition order (bench/README.md section 7, "Random picks").
+  double incumbent_random = 0;
   // The random first batch (first_batch, else the caller's batch) drawn to cover every knob's
   // values: see covering_start().
   bool cover_start = false;
@@ -382,6 +391,11 @@ class ModelPolicy : public SearchPolicy {
   // Untried valid configurations one, then two knob changes from the incumbent(s), at most
   // `count`, each radius best acquisition first.
   std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
+  // Of `picks` trust-region picks, how many are random (options_.incumbent_random).
+  size_t random_picks(size_t picks) const;
+  // Moves n uniformly random entries of idx[from..] (taken in index order) to idx[from..from+n),
+  // drawing from rng_.
+  void draw_tail(std::vector<size_t>& idx, size_t from, size_t n);
   // The least throughput tied with `best` (options_.tie_tolerance; exact ties by default).
   double tie_floor(double best) const {
     return best * (1 - std::max(1e-9, options_.tie_tolerance));

@@ -239,3 +239,73 @@ TEST_CASE("restarts: a certified local optimum hands the trust region to a climb
     for (const Config& c : head(on, p.incumbent_share())) CHECK(knob_changes(c, climb[0]) == 1);
   }
 }
+
+namespace {
+
+struct RandomRound {
+  std::vector<Config> first, next;
+};
+
+// A random first batch of 32 whose first configuration is the single best (1 s; the others
+// 2 s and more, all distinct), then a round of 8 that is all trust region.
+RandomRound trust_round(const replay::ReplayTask& task, double random_share, uint64_t seed) {
+  test::ValueFeatures features{task.space()};
+  ModelPolicyOptions o = small_model();
+  o.round_fraction = 0.25;  // clamp(32 / 4, 2, 32) = 8
+  o.incumbent_share = 1;
+  o.incumbent_max_share = 1;
+  o.incumbent_random = random_share;
+  ModelPolicy p(task.space(), features, o);
+  p.reset(seed);
+  RandomRound out;
+  out.first = p.propose(32);
+  std::vector<MeasureResult> results;
+  for (size_t i = 0; i < out.first.size(); ++i)
+    results.push_back(timed(i == 0 ? 1.0 : 2.0 + 0.01 * i));
+  p.observe(out.first, results);
+  out.next = p.propose(32);
+  return out;
+}
+
+std::vector<uint64_t> indices(const std::vector<Config>& cs) {
+  std::vector<uint64_t> out;
+  for (const Config& c : cs) out.push_back(c.index());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("incumbent_random: trust-region picks drawn at random among the incumbent's neighbours") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  bool differs = false;
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    RandomRound ranked = trust_round(task, 0, seed);
+    RandomRound drawn = trust_round(task, 1, seed);
+    REQUIRE(indices(drawn.first) == indices(ranked.first));  // the same start and records
+    REQUIRE(ranked.next.size() == 8);
+    REQUIRE(drawn.next.size() == 8);
+    // Enough untried one-change neighbours that radius 1 is not exhausted.
+    const std::vector<uint64_t> start = indices(drawn.first);
+    const std::set<uint64_t> tried(start.begin(), start.end());
+    size_t untried = 0;
+    for (const Config& c : ring_of(task.space(), drawn.first[0]))
+      untried += !tried.contains(c.index());
+    REQUIRE(untried > 8);
+    for (const Config& c : drawn.next) CHECK(knob_changes(c, drawn.first[0]) == 1);
+    for (const Config& c : ranked.next) CHECK(knob_changes(c, ranked.first[0]) == 1);
+    std::vector<uint64_t> a = indices(ranked.next), b = indices(drawn.next);
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    differs |= a != b;  // not the acquisition's 8 best
+    // Deterministic for a seed.
+    CHECK(indices(trust_round(task, 1, seed).next) == indices(drawn.next));
+    // A share of 0.25: 2 of the 8 drawn, the 6 ranked ones the acquisition's first 6.
+    RandomRound part = trust_round(task, 0.25, seed);
+    REQUIRE(part.next.size() == 8);
+    const std::vector<uint64_t> p = indices(part.next), r = indices(ranked.next);
+    CHECK(std::vector<uint64_t>(p.begin(), p.begin() + 6) ==
+          std::vector<uint64_t>(r.begin(), r.begin() + 6));
+    for (const Config& c : part.next) CHECK(knob_changes(c, part.first[0]) == 1);
+  }
+  CHECK(differs);
+}
