@@ -171,6 +171,30 @@ void transfer_row(const std::string& source_name, const replay::ReplayTask& sour
   std::fflush(stdout);
 }
 
+// A flag's whole value as a number, else one line and exit 2.
+[[noreturn]] void not_a_number(const std::string& flag, const std::string& v) {
+  fmt::print(stderr, "replay_efficiency: {} needs a number, not '{}'\n", flag, v);
+  std::exit(2);
+}
+int int_value(const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  try {
+    const int x = std::stoi(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  not_a_number(flag, v);
+}
+double double_value(const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  try {
+    const double x = std::stod(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  not_a_number(flag, v);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,15 +209,15 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--seeds")
-      args.seeds = std::stoi(value());
+      args.seeds = int_value(a, value());
     else if (a == "--trials")
-      args.trials = std::stoi(value());
+      args.trials = int_value(a, value());
     else if (a == "--batch")
-      args.batch = std::stoi(value());
+      args.batch = int_value(a, value());
     else if (a == "--threads")
-      args.threads = std::stoi(value());
+      args.threads = int_value(a, value());
     else if (a == "--seed-offset")
-      args.seed_offset = std::stoi(value());
+      args.seed_offset = int_value(a, value());
     else if (a == "--per-seed")
       args.per_seed = true;
     else if (a == "--data")
@@ -212,7 +236,7 @@ int main(int argc, char** argv) {
     else if (a == "--needle")
       args.needle = true;
     else if (a == "--needle-neighbour")
-      args.needle_neighbour = std::stod(value());
+      args.needle_neighbour = double_value(a, value());
     else if (a == "--early")
       args.model = args.model.early();
     else if (a == "--classic")
@@ -222,43 +246,43 @@ int main(int argc, char** argv) {
     else if (a == "--no-widen")
       args.model.incumbent_widen = false;
     else if (a == "--design")
-      args.model.initial_design = std::stoi(value());
+      args.model.initial_design = int_value(a, value());
     else if (a == "--balanced-design")
       args.model.design = DesignKind::balanced;
     else if (a == "--min-batch")
-      args.model.min_batch = std::stoi(value());
+      args.model.min_batch = int_value(a, value());
     else if (a == "--local-share")
-      args.model.local_share = std::stod(value());
+      args.model.local_share = double_value(a, value());
     else if (a == "--adaptive-kappa")
       args.model.adaptive_kappa = true;
     else if (a == "--kappa")
-      args.model.kappa = std::stod(value());
+      args.model.kappa = double_value(a, value());
     else if (a == "--incumbent-share")
-      args.model.incumbent_share = std::stod(value());
+      args.model.incumbent_share = double_value(a, value());
     else if (a == "--credit-top")  // ModelPolicyOptions::credit_top
-      args.model.credit_top = std::stod(value());
+      args.model.credit_top = double_value(a, value());
     else if (a == "--credit-max")
-      args.model.credit_max = std::stod(value());
+      args.model.credit_max = double_value(a, value());
     else if (a == "--credit-decay")
-      args.model.credit_decay = std::stod(value());
+      args.model.credit_decay = double_value(a, value());
     else if (a == "--incumbent-max")
-      args.model.incumbent_max_share = std::stod(value());
+      args.model.incumbent_max_share = double_value(a, value());
     else if (a == "--diversity")
       args.model.diversity = true;
     else if (a == "--epsilon")
-      args.model.epsilon = std::stod(value());
+      args.model.epsilon = double_value(a, value());
     else if (a == "--first-batch")
-      args.model.first_batch = std::stoi(value());
+      args.model.first_batch = int_value(a, value());
     else if (a == "--round-fraction")
-      args.model.round_fraction = std::stod(value());
+      args.model.round_fraction = double_value(a, value());
     else if (a == "--incumbent-by-mean")
       args.model.incumbent_by_mean = true;
     else if (a == "--random-total")
-      args.model.random_total = std::stoi(value());
+      args.model.random_total = int_value(a, value());
     else if (a == "--cover-start")
       args.model.cover_start = true;
     else if (a == "--cover-share")
-      args.model.cover_share = std::stod(value());
+      args.model.cover_share = double_value(a, value());
     else if (a == "--incumbent-widen")
       args.model.incumbent_widen = true;
     else if (a == "--incumbent-adjacent")  // ModelPolicyOptions::incumbent_adjacent
@@ -281,35 +305,35 @@ int main(int argc, char** argv) {
     } else if (a == "--label")
       args.label = value();
     else if (a == "--incumbent-centres")
-      args.model.incumbent_centres = std::stoi(value());
+      args.model.incumbent_centres = int_value(a, value());
     else if (a == "--no-plateaus")  // the default before the plateau handling
       args.model = args.model.without_plateaus();
     else if (a == "--incumbent-support")
       args.model.incumbent_support = true;
     else if (a == "--coverage-share")
-      args.model.coverage_share = std::stod(value());
+      args.model.coverage_share = double_value(a, value());
     else if (a == "--plateau-share")
-      args.model.plateau_share = std::stod(value());
+      args.model.plateau_share = double_value(a, value());
     else if (a == "--tie-tolerance")  // ModelPolicyOptions::tie_tolerance
-      args.model.tie_tolerance = std::stod(value());
+      args.model.tie_tolerance = double_value(a, value());
     else if (a == "--first-seed")  // the same as --seed-offset
-      args.seed_offset = std::stoi(value());
+      args.seed_offset = int_value(a, value());
     else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees
-      args.model.warm_trees = std::stoi(value());
+      args.model.warm_trees = int_value(a, value());
     else if (a == "--chains")  // the annealing's chains
-      args.model.annealing.chains = std::stoi(value());
+      args.model.annealing.chains = int_value(a, value());
     else if (a == "--temp")  // the annealing's starting temperature
-      args.model.annealing.temp_start = std::stod(value());
+      args.model.annealing.temp_start = double_value(a, value());
     else if (a == "--max-depth")  // the boosters' RankModelOptions
-      args.model.model.max_depth = std::stoi(value());
+      args.model.model.max_depth = int_value(a, value());
     else if (a == "--model-rounds")
-      args.model.model.rounds = std::stoi(value());
+      args.model.model.rounds = int_value(a, value());
     else if (a == "--eta")
-      args.model.model.eta = std::stod(value());
+      args.model.model.eta = double_value(a, value());
     else if (a == "--min-child-weight")
-      args.model.model.min_child_weight = std::stod(value());
+      args.model.model.min_child_weight = double_value(a, value());
     else if (a == "--pairs-per-row")
-      args.model.model.pairs_per_row = std::stoi(value());
+      args.model.model.pairs_per_row = int_value(a, value());
     else if (a == "--objective") {  // pairwise (default), ndcg, regression
       const std::string o = value();
       if (o == "pairwise")
@@ -323,13 +347,13 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (a == "--grades")
-      args.model.model.grades = std::stoi(value());
+      args.model.model.grades = int_value(a, value());
     else if (a == "--octaves")
-      args.model.model.octaves = std::stod(value());
+      args.model.model.octaves = double_value(a, value());
     else if (a == "--restart")  // ModelPolicyOptions::restart_share
-      args.model.restart_share = std::stod(value());
+      args.model.restart_share = double_value(a, value());
     else if (a == "--ensemble")
-      args.model.ensemble = std::stoi(value());
+      args.model.ensemble = int_value(a, value());
     else {
       fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
       return 2;
