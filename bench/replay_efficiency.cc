@@ -176,23 +176,21 @@ void transfer_row(const std::string& source_name, const replay::ReplayTask& sour
   fmt::print(stderr, "replay_efficiency: {} needs a number, not '{}'\n", flag, v);
   std::exit(2);
 }
-int int_value(const std::string& flag, const std::string& v) {
+template <typename Parse>
+auto parsed_value(const std::string& flag, const std::string& v, Parse parse) {
   size_t used = 0;
   try {
-    const int x = std::stoi(v, &used);
+    const auto x = parse(v, &used);
     if (used == v.size()) return x;
   } catch (const std::exception&) {
   }
   not_a_number(flag, v);
 }
+int int_value(const std::string& flag, const std::string& v) {
+  return parsed_value(flag, v, [](const std::string& t, size_t* used) { return std::stoi(t, used); });
+}
 double double_value(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  try {
-    const double x = std::stod(v, &used);
-    if (used == v.size()) return x;
-  } catch (const std::exception&) {
-  }
-  not_a_number(flag, v);
+  return parsed_value(flag, v, [](const std::string& t, size_t* used) { return std::stod(t, used); });
 }
 
 }  // namespace
