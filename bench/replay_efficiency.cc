@@ -287,14 +287,8 @@ int main(int argc, char** argv) {
       args.model.incumbent_adjacent = true;
     else if (a == "--incumbent-random") {  // ModelPolicyOptions::incumbent_random
       const std::string v = value();
-      size_t used = 0;
-      double x = -1;
-      try {
-        x = std::stod(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != v.size() || !(x >= 0 && x <= 1)) {
+      const double x = double_value(a, v);
+      if (!(x >= 0 && x <= 1)) {
         fmt::print(stderr, "replay_efficiency: --incumbent-random is a share in [0, 1], not '{}'\n",
                    v);
         return 2;
