@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "src/ir/intrinsics.h"
+#include "src/ir/tma_intrinsics.h"
 
 namespace cutune::cost_model {
 
@@ -378,6 +379,9 @@ double probability(const Expr& cond, const Scope& scope) {
   NodeKind k = cond.kind();
   if (k == NodeKind::IntImm) return static_cast<const IntImm*>(cond.get())->value != 0;
   if (k == NodeKind::Not) return 1.0 - probability(static_cast<const Not*>(cond.get())->a, scope);
+  if (k == NodeKind::Call && static_cast<const Call*>(cond.get())->name == ir::kElectOne) {
+    return 1.0 / 32;  // one lane of the warp
+  }
   const Expr *pa, *pb;
   if (!binary_operands(cond, pa, pb)) return 1.0;
   if (k == NodeKind::And) return probability(*pa, scope) * probability(*pb, scope);

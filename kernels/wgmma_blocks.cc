@@ -337,11 +337,17 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
                      tma_load_2d(address_of(smem, tile.offset(slot, i32(0), col * e_cols)),
                                  tensor_map_ref(map), full(slot), col0 + col * e_cols, row0));
   };
-  // The thread that issues the copies: thread 0, or the producer warpgroup's first (written
-  // tx % 128 == 0 inside the producer's branch, which the feature analysis, taking conditions
-  // as independent, then weighs right). Thread 0 initialises the barriers.
-  Expr elected = eq(tx, 0);
-  Expr producer_elected = eq(tx % 128, 0);
+  // The thread that issues the copies: one lane, by elect.sync, of warp 0, or of the producer
+  // warpgroup's first warp (written (tx / 32) % 4 == 0 inside the producer's branch, which the
+  // feature analysis, taking conditions as independent, then weighs right). Under `tx == 0`
+  // ptxas wraps every TMA copy in a loop over the active lanes' operand values (ELECT ...
+  // BRA.U.ANY: 12 such loops in the 128x128x64 kernel without a producer); under elect.sync it
+  // issues each copy once. Which lane is elected is unspecified: nothing else may assume it is
+  // lane 0. Thread 0 initialises the barriers.
+  Expr warp_in_block = int_var("block_warp");  // warp_uniform(tx / 32), bound with TMA below
+  Expr elected = eq(warp_in_block, 0) && elect_one();
+  Expr producer_elected = eq(warp_in_block % 4, 0) && elect_one();
+  Expr thread0 = eq(tx, 0);
 
   const tc::SourceFn& a_source = spec.a_source;
   const tc::SourceFn& b_source = spec.b_source;
@@ -641,7 +647,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
       setup.push_back(prefetch_tensormap(tensor_map_ref(map.name)));
     }
     setup.push_back(fence_proxy_async());
-    parts.push_back(IfThenElse::make(elected, Block::make(setup)));
+    parts.push_back(IfThenElse::make(thread0, Block::make(setup)));
     parts.push_back(Sync::make());
   }
   if (!producer) {
@@ -672,6 +678,7 @@ Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
   // Broadcast, so that the compiler keeps the warpgroup index and the descriptors made from it
   // in uniform registers (as it cannot tell threadIdx.x / 128 is the same in every lane).
   body = LetStmt::make("warpgroup", warp_uniform(tx / 128), body);
+  if (any_tma) body = LetStmt::make("block_warp", warp_uniform(tx / 32), body);
   body = tc::bind_tile_grid(body, grid);
 
   Kernel kernel;

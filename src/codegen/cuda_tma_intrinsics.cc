@@ -85,6 +85,14 @@ const std::vector<std::pair<std::string, std::string>>& definitions() {
        "  asm volatile(\"prefetch.tensormap [%0];\\n\" :: \"l\"(reinterpret_cast<unsigned long "
        "long>(&map)) : \"memory\");\n"
        "}\n"},
+      // One lane of the full warp; the predicate goes through a register to the bool.
+      {"cutune_elect_one",
+       "__device__ __forceinline__ bool cutune_elect_one() {\n"
+       "  unsigned elected;\n"
+       "  asm volatile(\"{\\n .reg .pred p;\\n elect.sync _|p, 0xffffffff;\\n selp.u32 %0, 1, 0, "
+       "p;\\n}\\n\" : \"=r\"(elected));\n"
+       "  return elected != 0;\n"
+       "}\n"},
   };
   return defs;
 }

@@ -589,6 +589,9 @@ BlockRunner::Failure BlockRunner::release_warpgroup(size_t index, bool& released
     // waits for a slot's release while the others reach the wgmma), else it is a deadlock.
     if (other.state == State::at_warp && other.group_lanes == 32) return {};
     if (other.state == State::at_mbarrier) return {};
+    // Released from a warp collective earlier in this round (an elect.sync before the
+    // wgmma): it runs on before the group is looked at again.
+    if (other.state == State::ready) return {};
     if (other.state != State::at_warp || other.collective != lead.collective ||
         other.line != lead.line) {
       return {EmuStatus::barrier_divergence, divergence(lead, other)};

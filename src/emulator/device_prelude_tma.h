@@ -63,3 +63,21 @@ static inline void cutune_tma_load_2d(void* dst, const cutune_tensor_map& map, l
 // memory at issue and writes shared memory on delivery), so the fence orders nothing more.
 static inline void cutune_fence_proxy_async() { __asm__ __volatile__("" ::: "memory"); }
 static inline void cutune_prefetch_tensormap(const cutune_tensor_map&) {}
+
+// cutune_elect_one: elect.sync over the whole warp. Which lane the GPU elects is unspecified
+// (in practice the lowest); the emulator elects the highest, so that a kernel which takes the
+// elected lane for lane 0 (or thread 0) fails here instead of passing by luck.
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_elect_run(void* const* lane_args,
+                                                             unsigned mask) {
+  unsigned last = 31;
+  while (last > 0 && !(mask >> last & 1u)) --last;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if (mask >> lane & 1u) *(int*)lane_args[lane] = lane == last;
+  }
+  return nullptr;
+}
+static inline bool cutune_elect_one(int line = __builtin_LINE()) {
+  int elected = 0;
+  cutune_emu_warp_collective(&cutune_emu_elect_run, "cutune_elect_one", &elected, ~0u, line);
+  return elected != 0;
+}

@@ -101,6 +101,8 @@ Stmt prefetch_tensormap(const Expr& map) {
   return call("cutune_prefetch_tensormap", {map});
 }
 
+Expr elect_one() { return Call::make(Type::boolean(), kElectOne, {}); }
+
 const std::vector<std::string>& tma_intrinsic_names() {
   static const std::vector<std::string> names = {"cutune_mbarrier_init",
                                                  "cutune_mbarrier_arrive",
@@ -111,7 +113,8 @@ const std::vector<std::string>& tma_intrinsic_names() {
                                                  "cutune_mbarrier_inval",
                                                  "cutune_tma_load_2d",
                                                  "cutune_fence_proxy_async",
-                                                 "cutune_prefetch_tensormap"};
+                                                 "cutune_prefetch_tensormap",
+                                                 kElectOne};
   return names;
 }
 

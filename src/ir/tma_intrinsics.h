@@ -20,6 +20,7 @@
 //                           int c1);  box at coordinates (c0 innermost, c1) to dst
 //   void cutune_fence_proxy_async();  fence.proxy.async.shared::cta
 //   void cutune_prefetch_tensormap(const cutune_tensor_map& map);
+//   bool cutune_elect_one();  elect.sync over the whole warp: true in exactly one lane
 //
 // Semantics (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and
 // "cp.async.bulk.tensor"): init sets phase 0, pending arrivals = expected = count, tx-count 0.
@@ -55,6 +56,14 @@ Stmt mbarrier_inval(const Expr& bar);
 Stmt tma_load_2d(const Expr& dst, const Expr& map, const Expr& bar, const Expr& c0, const Expr& c1);
 Stmt fence_proxy_async();
 Stmt prefetch_tensormap(const Expr& map);
+// elect.sync with the full member mask (Bool): true in one lane of the warp, which lane being
+// unspecified (the emulator elects lane 31, where the GPU tends to pick lane 0). Warp-collective
+// (all 32 lanes together). The way to issue TMA copies from one thread: under
+// `warp_uniform(tx / 32) == w && elect_one()` with warp-uniform operands, ptxas issues each copy
+// once, where under `tx == 0` it wraps every copy in a loop over the distinct operand values of
+// the active lanes (ELECT ... BRA.U.ANY), not knowing that only one lane is active.
+inline constexpr const char* kElectOne = "cutune_elect_one";
+Expr elect_one();
 
 // Every name above (tensor_map_ref excluded), for the code generator and feature counts.
 const std::vector<std::string>& tma_intrinsic_names();

@@ -57,9 +57,11 @@ TEST_CASE("the verifier keeps TMA and mbarrier kernels to sm_90 and later", "[tm
 }
 
 TEST_CASE("TMA and mbarrier kernels compile with NVRTC for sm_90a", "[tma][nvrtc]") {
-  std::vector<CudaSource> sources = {generate(TileKernel{37, 29, 40, TmaSwizzle::b128}.build()),
-                                     generate(TileKernel{64, 16, 64, TmaSwizzle::none}.build()),
-                                     generate(RingKernel{}.build())};
+  TileKernel elected{37, 29, 40, TmaSwizzle::b128};
+  elected.elect_issuer = true;
+  std::vector<CudaSource> sources = {
+      generate(TileKernel{37, 29, 40, TmaSwizzle::b128}.build()), generate(elected.build()),
+      generate(TileKernel{64, 16, 64, TmaSwizzle::none}.build()), generate(RingKernel{}.build())};
   // test_wait, expect_tx and the fence, which the kernels above do not use.
   Buffer bar = Buffer::make("bar", Type::i64(), MemoryScope::shared, 1);
   Buffer out = Buffer::make("Out", Type::i32(), MemoryScope::global, 1);
@@ -133,6 +135,47 @@ TEST_CASE("a block barrier does not wait for a TMA copy", "[tma][emulator]") {
   CHECK(r.status == EmuStatus::race);
   CHECK_THAT(r.message, Catch::Contains("written by the TMA load by thread (0,0,0)") &&
                             Catch::Contains("with no wait on its mbarrier between them"));
+}
+
+TEST_CASE("a lane elected by elect.sync issues the copies; the emulator elects the last lane",
+          "[tma][emulator]") {
+  TileKernel k{37, 29, 40, TmaSwizzle::b128};
+  k.elect_issuer = true;
+  std::vector<float> result;
+  EmuResult r = k.run(result);
+  INFO(to_string(r.status) << ": " << r.message);
+  REQUIRE(r.status == EmuStatus::ok);
+  CHECK(result == k.expected());
+  // Which lane: the race of the planted bug names the issuer, lane 31 of warp 1, where a
+  // GPU tends to elect lane 0 (a kernel that counts on either is wrong).
+  k.sync_instead_of_wait = true;
+  r = k.run(result);
+  INFO(to_string(r.status) << ": " << r.message);
+  CHECK(r.status == EmuStatus::race);
+  CHECK_THAT(r.message, Catch::Contains("written by the TMA load by thread (63,0,0)"));
+}
+
+TEST_CASE("elect.sync reached by part of a warp is reported, by the verifier and the emulator",
+          "[tma][emulator][verify]") {
+  TileKernel k{37, 29, 40, TmaSwizzle::none};
+  k.partial_elect = true;
+  // `tx == 0 && elect_one()` is one condition, which the verifier does not split; nested,
+  // it is refused.
+  Expr tx = var("tx");
+  Kernel nested = k.build();
+  nested.body =
+      bind("tx", 32, ForKind::thread_x,
+           IfThenElse::make(eq(tx, 0), IfThenElse::make(elect_one(), fence_proxy_async())));
+  VerifyResult v = verify(nested, TargetLimits{});
+  REQUIRE_FALSE(v.ok());
+  CHECK_THAT(v.errors.front(), Catch::Contains("warp-collective cutune_elect_one is under a "
+                                               "thread-dependent condition"));
+  // The emulator: thread 0 waits at the elect for lanes that never come; nothing issues the
+  // copies, and the block ends as a deadlock.
+  std::vector<float> result;
+  EmuResult r = k.run(result);
+  INFO(to_string(r.status) << ": " << r.message);
+  CHECK(r.status == EmuStatus::barrier_divergence);
 }
 
 TEST_CASE("an expect_tx larger than the copies is reported as an mbarrier deadlock",

@@ -68,11 +68,22 @@ struct TileKernel {
   int copies = 1;
   // The planted bug: a __syncthreads instead of the wait on the barrier's phase.
   bool sync_instead_of_wait = false;
+  // The copies issued by the lane elect.sync picks in warp 1 (as the GEMM templates issue
+  // theirs) instead of by thread 0; `partial_elect`, the misuse: elect.sync reached by thread
+  // 0 alone (`tx == 0 && elect_one()`).
+  bool elect_issuer = false;
+  bool partial_elect = false;
 
   int gx() const { return (w + kBox0 - 1) / kBox0; }
   int gy() const { return (h + kBox1 - 1) / kBox1; }
   int out_w() const { return gx() * kBox0; }
   int out_elements() const { return out_w() * gy() * kBox1; }
+
+  Expr issuer(const Expr& tx) const {
+    if (partial_elect) return eq(tx, 0) && elect_one();
+    if (elect_issuer) return eq(warp_uniform(tx / 32), 1) && elect_one();
+    return eq(tx, 0);
+  }
 
   Kernel build() const {
     Buffer out = Buffer::make("Out", Type::f32(), MemoryScope::global, out_elements());
@@ -92,8 +103,8 @@ struct TileKernel {
     Stmt body = Block::make({
         IfThenElse::make(eq(tx, 0), mbarrier_init(b0, 1)),
         Sync::make(),
-        IfThenElse::make(eq(tx, 0), Block::make({prefetch_tensormap(tensor_map_ref("in_map")),
-                                                 Block::make(issue)})),
+        IfThenElse::make(issuer(tx), Block::make({prefetch_tensormap(tensor_map_ref("in_map")),
+                                                  Block::make(issue)})),
         sync_instead_of_wait ? Sync::make() : mbarrier_wait_parity(b0, 0),
         For::make("i", 0, kBoxElements / 128, ForKind::serial,
                   LetStmt::make("e", tx + i * 128, copy_out)),

@@ -91,11 +91,15 @@ std::vector<char> bytes_of(const std::vector<T>& v) {
 TEST_CASE("TMA tile loads give the emulator's result on the GPU", "[gpu][tma]") {
   skip_without_hopper();
   for (TmaSwizzle swizzle : {TmaSwizzle::none, TmaSwizzle::b128}) {
-    TileKernel k{37, 29, 40, swizzle};
-    INFO("swizzle " << swizzle_name(swizzle));
-    std::vector<float> out = run_on_gpu(
-        generate(k.build()), {bytes_of(k.input()), bytes_of(k.perm())}, size_t(k.out_elements()));
-    CHECK(out == k.expected());
+    // Issued by thread 0, and by the lane elect.sync picks in warp 1 (as the GEMMs issue).
+    for (bool elect : {false, true}) {
+      TileKernel k{37, 29, 40, swizzle};
+      k.elect_issuer = elect;
+      INFO("swizzle " << swizzle_name(swizzle) << (elect ? ", elected issuer" : ""));
+      std::vector<float> out = run_on_gpu(
+          generate(k.build()), {bytes_of(k.input()), bytes_of(k.perm())}, size_t(k.out_elements()));
+      CHECK(out == k.expected());
+    }
   }
 }
 

@@ -63,6 +63,25 @@ SassReport reference_report(const std::string& op, const std::vector<int64_t>& s
   return report_of(*tmpl, refs.front(), arch);
 }
 
+// Loops of `f` that hold a TMA copy but no mbarrier operation: ptxas's loop over the active
+// lanes' operand values (ELECT, UTMALDG, BRA.U.ANY) around a copy issued under a condition it
+// cannot tell only one lane passes. A ring's k loop holds its barrier waits and arrivals.
+size_t tma_lane_loops(const Function& f) {
+  size_t n = 0;
+  for (const Loop& loop : find_loops(f)) {
+    InstructionMix m = mix_of(f, loop.first, loop.last);
+    n += m.count_opcode("UTMALDG") > 0 && m.count_opcode("SYNCS") == 0;
+  }
+  return n;
+}
+
+const Function& kernel_function(const std::vector<Function>& functions, const std::string& name) {
+  for (const Function& fn : functions)
+    if (fn.name == name) return fn;
+  FAIL("no function " << name << " in the listing");
+  std::abort();
+}
+
 }  // namespace
 
 TEST_CASE("the fp32 SGEMM reference: FFMA >= 85% of the main loop, LDS.128 loads, no spills",
@@ -148,10 +167,7 @@ TEST_CASE(
   CHECK(r.registers == 168);
 
   std::vector<Function> functions = parse_nvdisasm(disassemble(compiled.cubin));
-  const Function* f = nullptr;
-  for (const Function& fn : functions)
-    if (fn.name == l.source->kernel_name) f = &fn;
-  REQUIRE(f != nullptr);
+  const Function* f = &kernel_function(functions, l.source->kernel_name);
   size_t setmaxnreg = 0, ldgsts = 0;
   for (const Instruction& ins : f->instructions) {
     setmaxnreg += ins.opcode == "USETMAXREG";
@@ -166,6 +182,45 @@ TEST_CASE(
     if (m.count_opcode("UTMALDG") >= 2 && m.count_opcode("HGMMA") == 0) tma_in_loop = true;
   }
   CHECK(tma_in_loop);
+  // The producer's elected lane issues each copy once (elect.sync), not in a loop of its own.
+  CHECK(tma_lane_loops(*f) == 0);
+}
+
+TEST_CASE("TMA without a producer: each copy issued once in the k loop, no loop of its own",
+          "[sass][tma]") {
+  require_nvdisasm();
+  auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
+  std::vector<Config> refs = tmpl->reference_configs();
+  REQUIRE(refs.size() >= 2);
+  nlohmann::json j = {{"knobs", refs[1].to_json()["knobs"]}};
+  REQUIRE(j["knobs"]["loads"] == 1);
+  j["knobs"]["producer"] = 0;
+  j["knobs"]["tiles_per_block"] = 1;
+  j["knobs"]["pingpong"] = 0;
+  const Config c = tmpl->space().from_json(j);
+  INFO(j.dump());
+  REQUIRE(tmpl->space().is_valid(c));
+  ir::TargetLimits limits;
+  limits.arch = "sm_90a";
+  Lowered l = lower(*tmpl, c, limits);
+  REQUIRE(l.ok());
+  BuildOptions options;
+  options.arch = "sm_90a";
+  NvrtcBuilder builder(options);
+  CompileResult compiled = builder.compile(*l.source);
+  INFO(compiled.log);
+  REQUIRE(compiled.ok());
+  SassReport r = inspect(compiled, l.source->launch);
+  INFO(r.to_text());
+  REQUIRE(r.main_loop);
+  // Warp 0's elected lane refills a slot in the consumers' own k loop: one box of A and
+  // block_n / 64 of B (128-byte swizzle: 64 columns a box), each issued once, by one elect.
+  CHECK(r.mix.count_opcode("HGMMA") > 0);
+  CHECK(r.mix.count_opcode("UTMALDG") == 1 + c.get("block_n") / 64);
+  CHECK(r.mix.count_opcode("ELECT") == 1);
+  CHECK_FALSE(r.spills());
+  std::vector<Function> functions = parse_nvdisasm(disassemble(compiled.cubin));
+  CHECK(tma_lane_loops(kernel_function(functions, l.source->kernel_name)) == 0);
 }
 
 TEST_CASE("the large Hopper tile with several tiles a block: HGMMA main loop, no spills",
