@@ -49,6 +49,9 @@ void Conv2dWgmmaTemplate::define_space() {
         return (bm == 64 || bm < 2 * m) && (bn == 64 || bn < 2 * n) && (bk == 32 || bk < 2 * k);
       });
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
+  // Last, so that configurations written before it keep their indices: 8 or 16 splits for
+  // the late layers, whose few output tiles (7x7x512: 4 of 128x128) leave most SMs idle.
+  wg::define_wide_split_k(space_);
 }
 
 std::vector<Config> Conv2dWgmmaTemplate::reference_configs() const {

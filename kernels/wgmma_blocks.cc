@@ -123,7 +123,7 @@ WgmmaParams wgmma_params(const Config& c) {
   p.swizzle = int(c.get("swizzle"));
   p.copy_bytes = int(c.get("copy_bytes"));
   p.raster = int(c.get("raster_group"));
-  p.split_k = int(c.get("split_k"));
+  p.split_k = int(split_k_of(c));
   p.epilogue = int(c.get("epilogue"));
   p.loads = knob_or(c, "loads", 0);
   p.producer = knob_or(c, "producer", 0);
@@ -131,6 +131,10 @@ WgmmaParams wgmma_params(const Config& c) {
   p.tiles_per_block = knob_or(c, "tiles_per_block", 1);
   p.pingpong = knob_or(c, "pingpong", 0);
   return p;
+}
+
+int64_t split_k_of(const Config& c) {
+  return c.get("split_k") * (knob_or(c, "split_k_wide", 0) == 1 ? 4 : 1);
 }
 
 bool register_budget_holds(int warpgroups) {
@@ -175,6 +179,14 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
       "ping-pong consumers need several tiles a block and two warpgroups", [](const Config& c) {
         return c.get("pingpong") == 0 || (c.get("tiles_per_block") > 1 && c.get("warpgroups") == 2);
       });
+  define_wide_split_k(space);
+}
+
+void define_wide_split_k(ConfigSpace& space) {
+  space.define_choice("split_k_wide", {0, 1}, 0);
+  space.add_constraint("wide split-K takes split_k 2 or 4 (to 8 or 16)", [](const Config& c) {
+    return c.get("split_k_wide") == 0 || c.get("split_k") >= 2;
+  });
 }
 
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n) {
@@ -218,10 +230,10 @@ void add_wgmma_shape_constraints(ConfigSpace& space, int64_t n, int64_t k, bool 
     return ring_and_stage_bytes(c) <= tc::kMaxSharedBytes;
   });
   space.add_constraint("split-K accumulates fp32 C with scalar atomics", [out16](const Config& c) {
-    return c.get("split_k") == 1 || (!out16 && c.get("epilogue") == 0);
+    return split_k_of(c) == 1 || (!out16 && c.get("epilogue") == 0);
   });
   space.add_constraint("split-K leaves every split a K slice", [k](const Config& c) {
-    return c.get("split_k") <= ceil_div(k, c.get("block_k"));
+    return split_k_of(c) <= ceil_div(k, c.get("block_k"));
   });
   space.add_constraint("paired stores need an even N, staged ones N % 4 == 0",
                        [n](const Config& c) {

@@ -46,6 +46,8 @@ struct WgmmaParams {
 };
 
 WgmmaParams wgmma_params(const Config& c);
+// The K splits of a configuration: split_k, times 4 with split_k_wide.
+int64_t split_k_of(const Config& c);
 
 // Defines every knob (block_m/n/k, stages, warpgroups, swizzle, copy_bytes, raster_group,
 // split_k, epilogue) and the constraints that hold for any shape: whole m64 strips per
@@ -71,9 +73,16 @@ bool register_budget_holds(int warpgroups);
 // than 1 with a producer and an unstaged epilogue (the consumers store their own registers;
 // a staged one would need a barrier of the consumers alone). And `pingpong` (0, 1; if omitted
 // 0, defined after tiles_per_block): with several tiles a block and two consumer warpgroups,
-// each holding a whole tile's accumulators (at most 128 a thread). The shape's own rules
+// each holding a whole tile's accumulators (at most 128 a thread). And `split_k_wide` (0, 1;
+// if omitted 0, defined last): 1 multiplies split_k 2 and 4 by 4, to 8 and 16 (split_k_of),
+// for the shapes whose M x N tiles are far fewer than the SMs and whose K is long. The
+// shape's own rules
+
 // (16-byte global row strides for TMA, no more tiles a block than tiles) are the template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
+// `split_k_wide` and its constraint (define_wgmma_load_knobs ends with it; a template without
+// the load knobs defines it after its other knobs).
+void define_wide_split_k(ConfigSpace& space);
 // tiles_per_block at most the M x N tiles of the shape.
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n);
 

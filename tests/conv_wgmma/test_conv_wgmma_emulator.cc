@@ -98,7 +98,12 @@ TEST_CASE("the wgmma convolutions' less common knobs match", "[wgmma][conv][emul
         // channels, paired 16-bit stores.
         Case{"conv2d_bf16_wgmma_nhwc_out16", test::kWgWide,
              R"({"knobs":{"block_m":256,"block_n":128,"block_k":64,"stages":2,"warpgroups":2,)"
-             R"("swizzle":128,"copy_bytes":16,"raster_group":1,"split_k":1,"epilogue":1}})"}}) {
+             R"("swizzle":128,"copy_bytes":16,"raster_group":1,"split_k":1,"epilogue":1}})"},
+        // Wide split-K: 8 splits of 9 slices of 32 (R·S·C = 288), the last three without one.
+        Case{"conv2d_bf16_wgmma_nhwc", test::kWgFewPixels,
+             R"({"knobs":{"block_m":64,"block_n":128,"block_k":32,"stages":3,"warpgroups":1,)"
+             R"("swizzle":64,"copy_bytes":16,"raster_group":1,"split_k":2,"epilogue":0,)"
+             R"("split_k_wide":1}})"}}) {
     auto tmpl = make_template(op_of(c.name), c.shape, c.name);
     Config config = test::tc_config(*tmpl, c.knobs);
     REQUIRE(tmpl->space().is_valid(config));

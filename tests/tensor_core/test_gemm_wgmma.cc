@@ -6,7 +6,11 @@
 
 #include <random>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "src/lower/lower.h"
+#include "kernels/wgmma_blocks.h"
 #include "src/measure/emulated_check.h"
 #include "tests/tensor_core/tc_samples.h"
 
@@ -100,6 +104,47 @@ TEST_CASE("the knobs' less common choices match", "[wgmma][emulator]") {
     INFO(test::describe(*tmpl, config) << "\nstatus " << r.status << ": " << r.message);
     CHECK(r.passed);
   }
+}
+
+TEST_CASE("wide split-K: 8 and 16 splits of a long K match, splits without a slice included",
+          "[wgmma][emulator]") {
+  // K = 544: 17 slices of 32. 8 splits of 3 slices leave the last two splits none, 16 of 2
+  // the last seven; their blocks add nothing.
+  auto tmpl = make_template("gemm_fp16", {64, 128, 544}, "gemm_fp16_wgmma_nn");
+  const ConfigSpace& space = tmpl->space();
+  emu::Emulator emulator;
+  for (const char* load : {R"("loads":0,"producer":0)", R"("loads":1,"producer":1)"}) {
+    for (int split : {2, 4}) {
+      std::string knobs = fmt::format(
+          R"({{"knobs":{{"block_m":64,"block_n":128,"block_k":32,"stages":3,"warpgroups":1,)"
+          R"("swizzle":64,"copy_bytes":16,"raster_group":1,"split_k":{},"epilogue":0,{},)"
+          R"("split_k_wide":1}}}})",
+          split, load);
+      Config config = test::tc_config(*tmpl, knobs.c_str());
+      INFO(knobs);
+      REQUIRE(space.is_valid(config));
+      CHECK(wg::split_k_of(config) == 4 * split);
+      // One 64 x 128 output tile: a block per split.
+      Lowered l = lower(*tmpl, config, ir::TargetLimits{});
+      REQUIRE(l.ok());
+      const Dim3& grid = l.source->launch.grid;
+      CHECK(int64_t{grid.x} * grid.y * grid.z == 4 * split);
+      EmulatedCheck r = check_in_emulator(*tmpl, config, ir::TargetLimits{}, emulator);
+      INFO(test::describe(*tmpl, config) << "\nstatus " << r.status << ": " << r.message);
+      CHECK(r.passed);
+    }
+  }
+  // Wide takes split_k 2 or 4; every split needs a slice of K (16 splits of 17 slices of 32
+  // hold, of 9 slices of 64 do not).
+  nlohmann::json j = nlohmann::json::parse(
+      R"({"knobs":{"block_m":64,"block_n":128,"block_k":32,"stages":3,"warpgroups":1,)"
+      R"("swizzle":64,"copy_bytes":16,"raster_group":1,"split_k":1,"epilogue":0,"split_k_wide":1}})");
+  CHECK(space.violation(space.from_json(j)).value_or("") ==
+        "wide split-K takes split_k 2 or 4 (to 8 or 16)");
+  j["knobs"]["split_k"] = 4;
+  j["knobs"]["block_k"] = 64;
+  j["knobs"]["swizzle"] = 128;
+  CHECK(space.violation(space.from_json(j)).value_or("") == "split-K leaves every split a K slice");
 }
 
 TEST_CASE("20 gemm_fp16_wgmma_nn configurations on 72x200x40 match", "[wgmma][emulator]") {
