@@ -325,6 +325,11 @@ plan_full() {
     --shape 127,4096,255 --template gemm_fp16_wgmma_nt --trials 60 --log "$logs/gemm_fp16_wgmma_odd.log" --quiet --json
   run_step gemm_fp16_wgmma_127x4096x255_bench 20 bench -- "$bin/cutune" bench gemm_fp16 --shape 127,4096,255 \
     --template gemm_fp16_wgmma_nt --log "$logs/gemm_fp16_wgmma_odd.log" --json
+  # Few output tiles and a long K: the split-K reference (16 splits, split_k_wide) seeds it.
+  run_step gemm_fp16_wgmma_256x256x8192_tune 30 tune $((2 * 256 * 256 * 8192)) -- "$bin/cutune" tune gemm_fp16 \
+    --shape 256,256,8192 --template gemm_fp16_wgmma_nn --trials 30 --log "$logs/gemm_fp16_wgmma_splitk.log" --quiet --json
+  run_step gemm_fp16_wgmma_256x256x8192_bench 20 bench -- "$bin/cutune" bench gemm_fp16 --shape 256,256,8192 \
+    --template gemm_fp16_wgmma_nn --log "$logs/gemm_fp16_wgmma_splitk.log" --json
 
   run_step gemm_fp16_4096_tune 60 tune $((2 * 4096 * 4096 * 4096)) -- "$bin/cutune" tune gemm_fp16 --shape 4096,4096,4096 \
     --template gemm_fp16_nn --trials 100 --log "$logs/gemm_fp16_4096.log" --quiet --json

@@ -147,6 +147,33 @@ TEST_CASE("wide split-K: 8 and 16 splits of a long K match, splits without a sli
   CHECK(space.violation(space.from_json(j)).value_or("") == "split-K leaves every split a K slice");
 }
 
+TEST_CASE("a split-K reference configuration where few output tiles meet a long K",
+          "[wgmma][emulator]") {
+  auto splits = [](const std::vector<int64_t>& shape, const char* name) {
+    auto tmpl = make_template(std::string(name).substr(0, 9), shape, name);
+    std::vector<int64_t> out;
+    for (const Config& c : tmpl->reference_configs())
+      if (wg::split_k_of(c) > 1) out.push_back(wg::split_k_of(c));
+    return out;
+  };
+  // 4 tiles and 128 slices of 64: 16 splits (64 blocks); 1 tile and 32 slices: 8 (4 slices
+  // a split); many tiles, a short K or a 16-bit C: none.
+  CHECK(splits({256, 256, 8192}, "gemm_fp16_wgmma_nn") == std::vector<int64_t>{16});
+  CHECK(splits({128, 128, 2048}, "gemm_bf16_wgmma_nt") == std::vector<int64_t>{8});
+  CHECK(splits({4096, 4096, 4096}, "gemm_fp16_wgmma_nn").empty());
+  CHECK(splits({256, 256, 256}, "gemm_fp16_wgmma_nn").empty());
+  CHECK(splits({256, 256, 8192}, "gemm_fp16_wgmma_nn_out16").empty());
+  // And it computes the product.
+  auto tmpl = make_template("gemm_bf16", {128, 128, 2048}, "gemm_bf16_wgmma_nt");
+  emu::Emulator emulator;
+  for (const Config& c : tmpl->reference_configs()) {
+    if (wg::split_k_of(c) == 1) continue;
+    EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator);
+    INFO(test::describe(*tmpl, c) << "\nstatus " << r.status << ": " << r.message);
+    CHECK(r.passed);
+  }
+}
+
 TEST_CASE("20 gemm_fp16_wgmma_nn configurations on 72x200x40 match", "[wgmma][emulator]") {
   emulate_sample("gemm_fp16", "gemm_fp16_wgmma_nn", {72, 200, 40}, 20, 1201);
 }
