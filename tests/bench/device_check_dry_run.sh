@@ -21,7 +21,8 @@ files=$(cd "$tmp/out" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd'
 steps=(preflight smoke_test_runtime_gpu test_tma_gpu gemm_1024_tune gemm_1024_bench gemm_1024_export
        gemm_fp16_wgmma_4096_tune gemm_fp16_wgmma_4096_bench spec_conv2d_tune spec_conv2d_bench spec_reduce_bench test_spec_gpu resnet18_suite resnet18_c2_bench resnet18_fp16_wgmma_suite gemm_bf16_wgmma_4096_tune gemm_bf16_wgmma_4096_bench
        gemm_fp16_wgmma_8192_tune gemm_fp16_wgmma_8192_bench gemm_fp16_wgmma_127x4096x255_tune
-       gemm_fp16_wgmma_127x4096x255_bench gemm_fp16_4096_tune gemm_fp16_4096_bench gemm_4096_tune
+       gemm_fp16_wgmma_127x4096x255_bench gemm_fp16_wgmma_256x256x8192_tune
+       gemm_fp16_wgmma_256x256x8192_bench gemm_fp16_4096_tune gemm_fp16_4096_bench gemm_4096_tune
        gemm_4096_bench gemm_2048x2048x64_tune gemm_2048x2048x64_bench gemm_127x4096x255_tune
        gemm_127x4096x255_bench test_gpu_measure test_worker_protocol test_gpu_conv)
 summary="$tmp/out/summary.json"
