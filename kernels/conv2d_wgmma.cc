@@ -49,9 +49,15 @@ void Conv2dWgmmaTemplate::define_space() {
         return (bm == 64 || bm < 2 * m) && (bn == 64 || bn < 2 * n) && (bk == 32 || bk < 2 * k);
       });
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
-  // Last, so that configurations written before it keep their indices: 8 or 16 splits for
-  // the late layers, whose few output tiles (7x7x512: 4 of 128x128) leave most SMs idle.
-  wg::define_wide_split_k(space_);
+  // After the others, so that configurations written before keep their indices: TMA loads of
+  // the filter (a plain [R·S·C][K] matrix; the input is gathered, so by cp.async, and there is
+  // no producer, which needs both), wgmmas in flight across slices (mma_pipe), and 8 or 16
+  // splits (split_k_wide) for the late layers, whose few output tiles (7x7x512: 4 of 128x128)
+  // leave most SMs idle.
+  wg::define_wgmma_load_knobs(space_, /*a_tma=*/false, /*b_tma=*/true);
+  // cuTensorMapEncodeTiled takes row strides in multiples of 16 bytes: K 16-bit channels.
+  space_.add_constraint("TMA needs 16-byte global row strides",
+                        [n](const Config& c) { return c.get("loads") == 0 || n % 8 == 0; });
 }
 
 std::vector<Config> Conv2dWgmmaTemplate::reference_configs() const {
@@ -104,6 +110,35 @@ std::vector<Config> Conv2dWgmmaTemplate::reference_configs() const {
        {"raster_group", 4},
        {"split_k", 1},
        {"epilogue", 0}});
+  // The first's ring with tiles the layer fills (64 rows or columns where the pixels or the
+  // channels are 64 or fewer), the filter by TMA (where K·2 bytes make 16-byte filter rows)
+  // and wgmmas in flight across slices.
+  const int64_t bm = gemm_m() > 64 ? 128 : 64, bn = shape_.k > 64 ? 128 : 64;
+  const nlohmann::json fitted = {{"block_m", bm},
+                                 {"block_n", bn},
+                                 {"block_k", 64},
+                                 {"stages", 4},
+                                 {"warpgroups", bm / 64},
+                                 {"swizzle", 128},
+                                 {"copy_bytes", copy_bytes},
+                                 {"raster_group", 8},
+                                 {"split_k", 1},
+                                 {"epilogue", 2}};
+  nlohmann::json tma = fitted;
+  tma["loads"] = 1;
+  tma["mma_pipe"] = 1;
+  add(tma);
+  // Split-K for the late layers, whose output tiles leave most SMs idle, adding fp32 into
+  // the output with atomics (7x7x512 at batch 1: 4 tiles of 64x128, 16 splits of its 72
+  // slices of 64).
+  const int64_t tiles = ceil_div(gemm_m(), bm) * ceil_div(shape_.k, bn);
+  if (const int64_t split = wg::reference_split_k(tiles, ceil_div(gemm_k(), int64_t{64}));
+      !out16_ && split > 1) {
+    nlohmann::json splits = fitted;
+    splits["epilogue"] = 0;
+    wg::set_split_k(splits, split);
+    add(splits);
+  }
   return out;
 }
 
@@ -145,6 +180,7 @@ Kernel Conv2dWgmmaTemplate::build(const Config& config) const {
   spec.a_source = conv_gather_source(s, m % p.bm != 0, k_tail, p.bk);
   spec.b_source = tc::matrix_source(n, k, n, k_tail, n % p.bn != 0);
   spec.parameters = {spec.c, spec.a, spec.b};
+  spec.b_tma = wg::WgmmaGemmSpec::TmaView{n, k, 2 * n};  // used with loads 1
   return wg::build_wgmma_gemm(spec, p);
 }
 

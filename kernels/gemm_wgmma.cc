@@ -96,20 +96,14 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   const int64_t tiles = ceil_div(m_, int64_t{128}) * ceil_div(n_, int64_t{128});
   pingpong["tiles_per_block"] = tiles >= 8 * 128 ? 8 : tiles >= 4 * 128 ? 4 : 2;
   add(pingpong);
-  // Split-K where the output tiles leave most SMs idle (fewer than 64 of 128x128) and K is
-  // long: the TMA ring's tiles adding fp32 into C with atomics, as many splits (up to 16) as
-  // bring the blocks to a wave, while each split keeps at least 4 slices of K.
-  if (!out16_ && tiles < 64) {
-    const int64_t slices = ceil_div(k_, int64_t{64});
-    int64_t split = 1;
-    while (split < 16 && tiles * split < 128 && slices >= 2 * split * 4) split *= 2;
-    if (split > 1) {
-      nlohmann::json splits = tma;
-      splits["epilogue"] = 0;
-      splits["split_k"] = split >= 8 ? split / 4 : split;
-      splits["split_k_wide"] = split >= 8 ? 1 : 0;
-      add(splits);
-    }
+  // Split-K where the output tiles leave most SMs idle and K is long (reference_split_k): the
+  // TMA ring's tiles adding fp32 into C with atomics.
+  if (const int64_t split = wg::reference_split_k(tiles, ceil_div(k_, int64_t{64}));
+      !out16_ && split > 1) {
+    nlohmann::json splits = tma;
+    splits["epilogue"] = 0;
+    wg::set_split_k(splits, split);
+    add(splits);
   }
   // A smaller one for small or skinny problems.
   add({{"block_m", 64},

@@ -137,48 +137,69 @@ int64_t split_k_of(const Config& c) {
   return c.get("split_k") * (knob_or(c, "split_k_wide", 0) == 1 ? 4 : 1);
 }
 
+int64_t reference_split_k(int64_t tiles, int64_t k_slices) {
+  int64_t split = 1;
+  if (tiles >= 64) return split;
+  while (split < 16 && tiles * split < 128 && k_slices >= 2 * split * 4) split *= 2;
+  return split;
+}
+
+void set_split_k(nlohmann::json& knobs, int64_t splits) {
+  const bool wide = splits >= 8;
+  knobs["split_k"] = wide ? splits / 4 : splits;
+  knobs["split_k_wide"] = wide ? 1 : 0;
+}
+
 bool register_budget_holds(int warpgroups) {
   return 128 * warpgroups * kConsumerRegisters + 128 * kProducerRegisters <= 65536;
 }
 
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
-  space.define_choice("loads", {0, 1}, 0);
-  space.define_choice("producer", {0, 1}, 0);
-  space.define_choice("mma_pipe", {0, 1}, 0);
   const bool any = a_tma || b_tma, both = a_tma && b_tma;
+  // Without TMA for both operands there is no producer, and so one tile a block and no
+  // ping-pong: those knobs are not defined (knob_or reads them as 0 and 1).
+  space.define_choice("loads", {0, 1}, 0);
+  if (both) space.define_choice("producer", {0, 1}, 0);
+  space.define_choice("mma_pipe", {0, 1}, 0);
   space.add_constraint("TMA loads need an operand a 2-D box can load",
                        [any](const Config& c) { return any || c.get("loads") == 0; });
   if (both) {
     space.add_constraint("with TMA loads copy_bytes keeps one value (16)", [](const Config& c) {
       return c.get("loads") == 0 || c.get("copy_bytes") == 16;
     });
+    space.add_constraint(
+        "a producer warpgroup needs TMA loads of both operands",
+        [](const Config& c) { return c.get("producer") == 0 || c.get("loads") == 1; });
   }
-  space.add_constraint(
-      "a producer warpgroup needs TMA loads of both operands",
-      [both](const Config& c) { return c.get("producer") == 0 || (both && c.get("loads") == 1); });
   space.add_constraint(
       "wgmmas stay in flight across slices only with a producer or a ring of 3 or more slots",
       [](const Config& c) {
-        return c.get("mma_pipe") == 0 || c.get("producer") == 1 || c.get("stages") >= 3;
+        return c.get("mma_pipe") == 0 || knob_or(c, "producer", 0) == 1 || c.get("stages") >= 3;
       });
-  space.add_constraint("the setmaxnreg counts fit the block's registers", [](const Config& c) {
-    return c.get("producer") == 0 || register_budget_holds(int(c.get("warpgroups")));
-  });
+  if (both) {
+    space.add_constraint("the setmaxnreg counts fit the block's registers", [](const Config& c) {
+      return c.get("producer") == 0 || register_budget_holds(int(c.get("warpgroups")));
+    });
+  }
   space.add_constraint(
       "shared memory with the mbarriers within the opt-in limit", [](const Config& c) {
         return c.get("loads") == 0 ||
                ring_and_stage_bytes(c) + 16 * c.get("stages") <= tc::kMaxSharedBytes;
       });
-  space.define_choice("tiles_per_block", {1, 2, 4, 8}, 1);
-  space.add_constraint(
-      "several tiles a block need a producer and an unstaged epilogue", [](const Config& c) {
-        return c.get("tiles_per_block") == 1 || (c.get("producer") == 1 && c.get("epilogue") != 2);
-      });
-  space.define_choice("pingpong", {0, 1}, 0);
-  space.add_constraint(
-      "ping-pong consumers need several tiles a block and two warpgroups", [](const Config& c) {
-        return c.get("pingpong") == 0 || (c.get("tiles_per_block") > 1 && c.get("warpgroups") == 2);
-      });
+  if (both) {
+    space.define_choice("tiles_per_block", {1, 2, 4, 8}, 1);
+    space.add_constraint("several tiles a block need a producer and an unstaged epilogue",
+                         [](const Config& c) {
+                           return c.get("tiles_per_block") == 1 ||
+                                  (c.get("producer") == 1 && c.get("epilogue") != 2);
+                         });
+    space.define_choice("pingpong", {0, 1}, 0);
+    space.add_constraint("ping-pong consumers need several tiles a block and two warpgroups",
+                         [](const Config& c) {
+                           return c.get("pingpong") == 0 ||
+                                  (c.get("tiles_per_block") > 1 && c.get("warpgroups") == 2);
+                         });
+  }
   define_wide_split_k(space);
 }
 

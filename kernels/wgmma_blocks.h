@@ -48,6 +48,11 @@ struct WgmmaParams {
 WgmmaParams wgmma_params(const Config& c);
 // The K splits of a configuration: split_k, times 4 with split_k_wide.
 int64_t split_k_of(const Config& c);
+// For a reference configuration: where fewer than 64 output tiles leave most of Hopper's SMs
+// idle, as many K splits (2 to 16, doubling) as bring the blocks to a wave of 128 while each
+// split keeps at least 4 of the `k_slices`; 1 otherwise. And the knobs that give `splits`.
+int64_t reference_split_k(int64_t tiles, int64_t k_slices);
+void set_split_k(nlohmann::json& knobs, int64_t splits);
 
 // Defines every knob (block_m/n/k, stages, warpgroups, swizzle, copy_bytes, raster_group,
 // split_k, epilogue) and the constraints that hold for any shape: whole m64 strips per

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "kernels/wgmma_blocks.h"
 #include "src/measure/emulated_check.h"
 #include "tests/conv_wgmma/conv_wgmma_samples.h"
 #include "tests/tensor_core/tc_samples.h"
@@ -75,6 +76,47 @@ TEST_CASE("the reference configurations of the wgmma convolutions match",
   }
 }
 
+TEST_CASE("split-K and TMA reference configurations where the layer calls for them",
+          "[wgmma][conv][emulator]") {
+  // (A configuration points into its template's space: the template is kept.)
+  auto splits = [](const std::vector<int64_t>& shape, const char* name) {
+    auto t = make_template(op_of(name), shape, name);
+    std::vector<int64_t> out;
+    for (const Config& c : t->reference_configs())
+      if (wg::split_k_of(c) > 1) out.push_back(wg::split_k_of(c));
+    return out;
+  };
+  // ResNet-18's last 3x3 layer (7x7, 512 channels) at batch 1: 4 tiles of 64x128 and 72
+  // slices of 64, 16 splits (64 blocks); at batch 16 (28 tiles of 128x128) 8; 16-bit output,
+  // none.
+  const std::vector<int64_t> c8 = {1, 512, 7, 7, 512, 3, 3, 1, 1};
+  CHECK(splits(c8, "conv2d_fp16_wgmma_nhwc") == std::vector<int64_t>{16});
+  CHECK(splits({16, 512, 7, 7, 512, 3, 3, 1, 1}, "conv2d_fp16_wgmma_nhwc") ==
+        std::vector<int64_t>{8});
+  CHECK(splits(c8, "conv2d_fp16_wgmma_nhwc_out16").empty());
+  // The filter by TMA where its rows are 16-byte multiples (K = 512), not for K = 33.
+  auto tma_refs = [](const std::vector<int64_t>& shape, const char* name) {
+    auto t = make_template(op_of(name), shape, name);
+    size_t n = 0;
+    for (const Config& c : t->reference_configs()) n += c.get("loads") == 1;
+    return n;
+  };
+  CHECK(tma_refs(c8, "conv2d_fp16_wgmma_nhwc") == 1);
+  CHECK(tma_refs(test::kWgOddK, "conv2d_fp16_wgmma_nhwc") == 0);
+  // A small layer of the same kind, computed: 16 pixels, 256 channels, R·S·C = 576 (9
+  // slices): 2 tiles of 64x128, 2 splits.
+  auto tmpl =
+      make_template("conv2d_bf16", {1, 64, 4, 4, 256, 3, 3, 1, 1}, "conv2d_bf16_wgmma_nhwc");
+  size_t split_refs = 0;
+  for (const Config& c : tmpl->reference_configs()) {
+    if (wg::split_k_of(c) == 1) continue;
+    ++split_refs;
+    CHECK(wg::split_k_of(c) == 2);
+    check(*tmpl, c);
+  }
+  CHECK(split_refs == 1);
+}
+
 TEST_CASE("the wgmma convolutions' less common knobs match", "[wgmma][conv][emulator]") {
   struct Case {
     const char* name;
@@ -99,6 +141,12 @@ TEST_CASE("the wgmma convolutions' less common knobs match", "[wgmma][conv][emul
         Case{"conv2d_bf16_wgmma_nhwc_out16", test::kWgWide,
              R"({"knobs":{"block_m":256,"block_n":128,"block_k":64,"stages":2,"warpgroups":2,)"
              R"("swizzle":128,"copy_bytes":16,"raster_group":1,"split_k":1,"epilogue":1}})"},
+        // The filter by TMA (zero-filled past R·S·C = 144 and K = 40), the input by cp.async,
+        // wgmmas in flight across slices.
+        Case{"conv2d_fp16_wgmma_nhwc", test::kWgStrided,
+             R"({"knobs":{"block_m":64,"block_n":64,"block_k":64,"stages":3,"warpgroups":1,)"
+             R"("swizzle":128,"copy_bytes":16,"raster_group":1,"split_k":1,"epilogue":1,)"
+             R"("loads":1,"mma_pipe":1}})"},
         // Wide split-K: 8 splits of 9 slices of 32 (R·S·C = 288), the last three without one.
         Case{"conv2d_bf16_wgmma_nhwc", test::kWgFewPixels,
              R"({"knobs":{"block_m":64,"block_n":128,"block_k":32,"stages":3,"warpgroups":1,)"
