@@ -82,6 +82,26 @@ const Function& kernel_function(const std::vector<Function>& functions, const st
   std::abort();
 }
 
+// `config` lowered and compiled for sm_90a (setmaxnreg and wgmma need the "a" target).
+struct Sm90aBuild {
+  Lowered lowered;
+  CompileResult compiled;
+};
+
+Sm90aBuild build_sm90a(const Template& tmpl, const Config& config) {
+  ir::TargetLimits limits;
+  limits.arch = "sm_90a";
+  Sm90aBuild b{lower(tmpl, config, limits), {}};
+  REQUIRE(b.lowered.ok());
+  BuildOptions options;
+  options.arch = "sm_90a";
+  NvrtcBuilder builder(options);
+  b.compiled = builder.compile(*b.lowered.source);
+  INFO(b.compiled.log);
+  REQUIRE(b.compiled.ok());
+  return b;
+}
+
 }  // namespace
 
 TEST_CASE("the fp32 SGEMM reference: FFMA >= 85% of the main loop, LDS.128 loads, no spills",
@@ -140,16 +160,9 @@ TEST_CASE(
   const Config& c = refs[1];
   REQUIRE(c.get("loads") == 1);
   REQUIRE(c.get("producer") == 1);
-  ir::TargetLimits limits;
-  limits.arch = "sm_90a";
-  Lowered l = lower(*tmpl, c, limits);
-  REQUIRE(l.ok());
-  BuildOptions options;
-  options.arch = "sm_90a";
-  NvrtcBuilder builder(options);
-  CompileResult compiled = builder.compile(*l.source);
-  INFO(compiled.log);
-  REQUIRE(compiled.ok());
+  const Sm90aBuild b = build_sm90a(*tmpl, c);
+  const Lowered& l = b.lowered;
+  const CompileResult& compiled = b.compiled;
   SassReport r = inspect(compiled, l.source->launch);
   INFO(r.to_text());
   REQUIRE(r.main_loop);
@@ -200,17 +213,9 @@ TEST_CASE("TMA without a producer: each copy issued once in the k loop, no loop 
   const Config c = tmpl->space().from_json(j);
   INFO(j.dump());
   REQUIRE(tmpl->space().is_valid(c));
-  ir::TargetLimits limits;
-  limits.arch = "sm_90a";
-  Lowered l = lower(*tmpl, c, limits);
-  REQUIRE(l.ok());
-  BuildOptions options;
-  options.arch = "sm_90a";
-  NvrtcBuilder builder(options);
-  CompileResult compiled = builder.compile(*l.source);
-  INFO(compiled.log);
-  REQUIRE(compiled.ok());
-  SassReport r = inspect(compiled, l.source->launch);
+  const Sm90aBuild b = build_sm90a(*tmpl, c);
+  const Lowered& l = b.lowered;
+  SassReport r = inspect(b.compiled, l.source->launch);
   INFO(r.to_text());
   REQUIRE(r.main_loop);
   // Warp 0's elected lane refills a slot in the consumers' own k loop: one box of A and
@@ -219,7 +224,7 @@ TEST_CASE("TMA without a producer: each copy issued once in the k loop, no loop 
   CHECK(r.mix.count_opcode("UTMALDG") == 1 + c.get("block_n") / 64);
   CHECK(r.mix.count_opcode("ELECT") == 1);
   CHECK_FALSE(r.spills());
-  std::vector<Function> functions = parse_nvdisasm(disassemble(compiled.cubin));
+  std::vector<Function> functions = parse_nvdisasm(disassemble(b.compiled.cubin));
   CHECK(tma_lane_loops(kernel_function(functions, l.source->kernel_name)) == 0);
 }
 
