@@ -200,10 +200,6 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
                                   (c.get("tiles_per_block") > 1 && c.get("warpgroups") == 2);
                          });
   }
-  define_wide_split_k(space);
-}
-
-void define_wide_split_k(ConfigSpace& space) {
   space.define_choice("split_k_wide", {0, 1}, 0);
   space.add_constraint("wide split-K takes split_k 2 or 4 (to 8 or 16)", [](const Config& c) {
     return c.get("split_k_wide") == 0 || c.get("split_k") >= 2;

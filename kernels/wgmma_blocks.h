@@ -78,16 +78,13 @@ bool register_budget_holds(int warpgroups);
 // than 1 with a producer and an unstaged epilogue (the consumers store their own registers;
 // a staged one would need a barrier of the consumers alone). And `pingpong` (0, 1; if omitted
 // 0, defined after tiles_per_block): with several tiles a block and two consumer warpgroups,
-// each holding a whole tile's accumulators (at most 128 a thread). And `split_k_wide` (0, 1;
-// if omitted 0, defined last): 1 multiplies split_k 2 and 4 by 4, to 8 and 16 (split_k_of),
-// for the shapes whose M x N tiles are far fewer than the SMs and whose K is long. The
-// shape's own rules
-
-// (16-byte global row strides for TMA, no more tiles a block than tiles) are the template's.
+// each holding a whole tile's accumulators (at most 128 a thread). `producer`,
+// `tiles_per_block` and `pingpong` are defined only where TMA can load both operands (else
+// they could never be other than 0, 1, 0). And `split_k_wide` (0, 1; if omitted 0, defined
+// last): 1 multiplies split_k 2 and 4 by 4, to 8 and 16 (split_k_of), for the shapes whose
+// M x N tiles are far fewer than the SMs and whose K is long. The shape's own rules (16-byte
+// global row strides for TMA, no more tiles a block than tiles) are the template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
-// `split_k_wide` and its constraint (define_wgmma_load_knobs ends with it; a template without
-// the load knobs defines it after its other knobs).
-void define_wide_split_k(ConfigSpace& space);
 // tiles_per_block at most the M x N tiles of the shape.
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n);
 
