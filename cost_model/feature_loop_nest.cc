@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -750,6 +751,8 @@ class Analyzer {
         Range r = range_of(op->extent, scope_);
         int64_t extent = r.known ? std::max<int64_t>(int64_t(r.hi), 1) : 1;
         int64_t min = as_const_int(op->min).value_or(0);
+        // The loop variable ranges up to the bound; the work is counted at the mean trip count.
+        const double trips = mean_trips(op->extent, extent);
         Extents x = extents();
         double outer = x.serial * x.threads * x.blocks;
         int slot = loop_slot(op->var);
@@ -757,7 +760,7 @@ class Analyzer {
           LoopSlotStats& l = out_->loops[slot];
           l.seen = true;
           l.extent = std::max(l.extent, double(extent));
-          l.trips += outer * double(extent) * weight;
+          l.trips += outer * trips * weight;
           l.depth = std::max(l.depth, double(scope_.frames.size()));
           l.outer = std::max(l.outer, outer);
           l.kinds |= uint16_t(1u << unsigned(op->kind));
@@ -770,11 +773,11 @@ class Analyzer {
                                       : frame.serial) *= e;
         scope_.frames.push_back(frame);
         frame_slots_.push_back(slot);
-        double inner = walk(op->body, weight);
+        double inner = walk(op->body, weight * trips / double(extent));
         scope_.frames.pop_back();
         frame_slots_.pop_back();
         if (slot >= 0) out_->loops[slot].inner = std::max(out_->loops[slot].inner, inner);
-        return inner * double(extent);
+        return inner * trips;
       }
       case NodeKind::Allocate: {
         const auto* op = s.as<Allocate>();
@@ -837,6 +840,24 @@ class Analyzer {
       default:
         return 1;
     }
+  }
+
+  // The mean trip count of a loop whose extent varies with one enclosing loop of at most a
+  // warp's iterations, over that loop's values: a split-K block's share of the K slices (the
+  // last splits of an uneven division get fewer, or none). Otherwise the bound `extent`.
+  double mean_trips(const Expr& extent_expr, int64_t extent) const {
+    if (as_const_int(extent_expr)) return double(extent);
+    IndexProgram p;
+    compile(extent_expr, scope_, p);
+    if (!p.ok || p.deps == 0 || (p.deps & (p.deps - 1)) != 0) return double(extent);
+    const int f = std::countr_zero(p.deps);
+    const Frame& fr = scope_.frames[size_t(f)];
+    if (fr.min != 0 || fr.extent > kWarp) return double(extent);
+    std::array<int64_t, kWarp> v{};
+    evaluate_lanes(p, f, int(fr.extent), v.data());
+    double sum = 0;
+    for (int l = 0; l < int(fr.extent); ++l) sum += double(std::clamp<int64_t>(v[l], 0, extent));
+    return sum / double(fr.extent);
   }
 
   void note_launch(ForKind kind, int64_t extent) {

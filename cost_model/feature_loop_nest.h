@@ -10,6 +10,11 @@
 //   its operands, taken as uniform over their intervals (so a tail guard `row < 127` over rows
 //   0..127 holds 127/128 of the time); the else branch gets the rest. Both branches count,
 //   each weighted by its fraction.
+// - A loop whose extent is not a constant runs its upper bound's iterations as far as ranges
+//   go (the loop variable, the loop slot's `extent`), but its work counts at the mean trip
+//   count where the extent varies with one enclosing loop of at most 32 iterations, averaged
+//   over that loop's values: a split-K block's share of the K slices, uneven where the splits
+//   do not divide them. Otherwise at the bound.
 // - Distinct elements an access touches are the product of the extents of the loops its
 //   index depends on (directly or through let-bound names), times its vector width, capped by
 //   the buffer's size (the approximation AutoTVM's touch features make): exact for the affine

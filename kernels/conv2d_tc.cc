@@ -13,6 +13,31 @@ namespace cutune {
 
 using namespace ir;
 
+Conv16Template::Conv16Template(const ConvShape& shape, DType input, bool out16, const char* kind)
+    : shape_(shape), input_(input), out16_(out16) {
+  if (input != DType::Float16 && input != DType::BFloat16) {
+    throw TaskError(fmt::format("{} takes fp16 or bf16 inputs", kind));
+  }
+  if (shape_.depthwise) throw TaskError(op() + " needs a conv2d shape, not a depthwise one");
+}
+
+std::string Conv16Template::op() const {
+  return input_ == DType::Float16 ? "conv2d_fp16" : "conv2d_bf16";
+}
+
+std::vector<TensorSpec> Conv16Template::tensors() const {
+  Type in{input_, 1};
+  TensorSpec out{"Output", out16_ ? in : Type::f32(), shape_.output_elements(), true};
+  out.zero_init = !out16_;  // split-K configurations add into it
+  return {out,
+          {"Input", in, shape_.input_elements(), false},
+          {"Filter", in, shape_.filter_elements(), false}};
+}
+
+void Conv16Template::reference(std::vector<std::vector<float>>& t) const {
+  conv_reference(shape_, ConvLayout::nhwc, t[1], t[2], t[0]);
+}
+
 int conv_widest_copy(int64_t len) {
   int e = 8;
   while (len % e != 0) e /= 2;
@@ -49,16 +74,8 @@ tc::SourceFn conv_gather_source(const ConvShape& s, bool m_tail, bool k_tail, in
 }
 
 Conv2dTcTemplate::Conv2dTcTemplate(const ConvShape& shape, DType input, bool out16)
-    : shape_(shape), input_(input), out16_(out16) {
-  if (input != DType::Float16 && input != DType::BFloat16) {
-    throw TaskError("a tensor-core convolution takes fp16 or bf16 inputs");
-  }
-  if (shape_.depthwise) throw TaskError(op() + " needs a conv2d shape, not a depthwise one");
+    : Conv16Template(shape, input, out16, "a tensor-core convolution") {
   define_space();
-}
-
-std::string Conv2dTcTemplate::op() const {
-  return input_ == DType::Float16 ? "conv2d_fp16" : "conv2d_bf16";
 }
 
 std::string Conv2dTcTemplate::name() const { return op() + "_nhwc" + (out16_ ? "_out16" : ""); }
@@ -86,55 +103,11 @@ std::vector<Config> Conv2dTcTemplate::reference_configs() const {
   auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The GEMM's Ampere-style kernel: 128x128x32 blocks of 4 warps of 64x64, a 4-stage ring of
   // swizzled 16-byte chunks, ldmatrix fragments, grouped blocks.
-  add({{"block_m", 128},
-       {"block_n", 128},
-       {"block_k", 32},
-       {"warp_m", 64},
-       {"warp_n", 64},
-       {"stages", 4},
-       {"smem_layout", 2},
-       {"copy_bytes", 16},
-       {"ldmatrix", 1},
-       {"raster_group", 8},
-       {"split_k", 1},
-       {"epilogue_vec", 2}});
+  add(tc::ring_knobs(128, 128, 64, 64, 4, 8));
   // Layers with few output channels (K = 64) or few pixels.
-  add({{"block_m", 128},
-       {"block_n", 64},
-       {"block_k", 32},
-       {"warp_m", 64},
-       {"warp_n", 32},
-       {"stages", 4},
-       {"smem_layout", 2},
-       {"copy_bytes", 16},
-       {"ldmatrix", 1},
-       {"raster_group", 8},
-       {"split_k", 1},
-       {"epilogue_vec", 2}});
-  add({{"block_m", 64},
-       {"block_n", 128},
-       {"block_k", 32},
-       {"warp_m", 32},
-       {"warp_n", 64},
-       {"stages", 4},
-       {"smem_layout", 2},
-       {"copy_bytes", 16},
-       {"ldmatrix", 1},
-       {"raster_group", 4},
-       {"split_k", 1},
-       {"epilogue_vec", 2}});
-  add({{"block_m", 64},
-       {"block_n", 64},
-       {"block_k", 32},
-       {"warp_m", 32},
-       {"warp_n", 32},
-       {"stages", 3},
-       {"smem_layout", 2},
-       {"copy_bytes", 16},
-       {"ldmatrix", 1},
-       {"raster_group", 4},
-       {"split_k", 1},
-       {"epilogue_vec", 2}});
+  add(tc::ring_knobs(128, 64, 64, 32, 4, 8));
+  add(tc::ring_knobs(64, 128, 32, 64, 4, 4));
+  add(tc::ring_knobs(64, 64, 32, 32, 3, 4));
   return out;
 }
 
@@ -144,27 +117,6 @@ std::vector<std::string> Conv2dTcTemplate::buffer_names() const {
   std::vector<std::string> names = {"Output", "Input", "Filter"};
   for (std::string& b : tc::tc_local_buffer_names()) names.push_back(std::move(b));
   return names;
-}
-
-std::vector<TensorSpec> conv16_tensors(const ConvShape& shape, DType input, bool out16) {
-  Type in{input, 1};
-  TensorSpec out{"Output", out16 ? in : Type::f32(), shape.output_elements(), true};
-  out.zero_init = !out16;  // split-K configurations add into it
-  return {out,
-          {"Input", in, shape.input_elements(), false},
-          {"Filter", in, shape.filter_elements(), false}};
-}
-
-void conv16_reference(const ConvShape& shape, std::vector<std::vector<float>>& t) {
-  conv_reference(shape, ConvLayout::nhwc, t[1], t[2], t[0]);
-}
-
-std::vector<TensorSpec> Conv2dTcTemplate::tensors() const {
-  return conv16_tensors(shape_, input_, out16_);
-}
-
-void Conv2dTcTemplate::reference(std::vector<std::vector<float>>& t) const {
-  conv16_reference(shape_, t);
 }
 
 Kernel Conv2dTcTemplate::build(const Config& config) const {

@@ -23,7 +23,7 @@
 
 #include "kernels/conv_shape.h"
 #include "kernels/tc_blocks.h"
-#include "kernels/template.h"
+#include "kernels/conv_template.h"
 
 namespace cutune {
 
@@ -37,49 +37,23 @@ namespace cutune {
 int conv_widest_copy(int64_t len);
 tc::SourceFn conv_gather_source(const ConvShape& shape, bool m_tail, bool k_tail,
                                 int tap_slice = 0);
-// Their tensors: Output [N,P,Q,K] (fp32, zeroed for split-K, or the input type when out16),
-// Input [N,H,W,C] and Filter [R,S,C,K] in the input type; and the CPU reference over them.
-std::vector<TensorSpec> conv16_tensors(const ConvShape& shape, ir::DType input, bool out16);
-void conv16_reference(const ConvShape& shape, std::vector<std::vector<float>>& tensors);
 
-class Conv2dTcTemplate final : public Template {
+class Conv2dTcTemplate final : public Conv16Template {
  public:
   // input: Float16 or BFloat16; out16: output in the input type instead of fp32.
   Conv2dTcTemplate(const ConvShape& shape, ir::DType input, bool out16);
 
-  std::string op() const override;
   std::string name() const override;
-  std::vector<int64_t> shape() const override { return shape_.to_vector(); }
-  const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
-  // Output [N,P,Q,K], input [N,H,W,C], filter [R,S,C,K].
-  std::vector<TensorSpec> tensors() const override;
-  // Inputs are taken as given (the caller has rounded them to the input type).
-  void reference(std::vector<std::vector<float>>& tensors) const override;
-  double flops() const override { return shape_.flops(); }
-  int64_t reduction_length() const override { return shape_.reduction_length(); }
-  BaselineSpec baseline() const override {
-    return BaselineSpec::of(
-        ConvBaseline{shape_, ConvLayout::nhwc, input_, out16_ ? input_ : ir::DType::Float32});
-  }
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
-
-  const ConvShape& conv_shape() const { return shape_; }
-  int64_t gemm_m() const { return shape_.n * shape_.p * shape_.q; }
-  int64_t gemm_k() const { return shape_.r * shape_.s * shape_.c; }
 
   // The template names `make_template` accepts for `op` ("conv2d_fp16" or "conv2d_bf16").
   static std::vector<std::string> template_names(const std::string& op);
 
  private:
   void define_space();
-
-  ConvShape shape_;
-  ir::DType input_;
-  bool out16_;
-  ConfigSpace space_;
 };
 
 }  // namespace cutune

@@ -15,16 +15,8 @@ namespace cutune {
 using namespace ir;
 
 Conv2dWgmmaTemplate::Conv2dWgmmaTemplate(const ConvShape& shape, DType input, bool out16)
-    : shape_(shape), input_(input), out16_(out16) {
-  if (input != DType::Float16 && input != DType::BFloat16) {
-    throw TaskError("a warpgroup-MMA convolution takes fp16 or bf16 inputs");
-  }
-  if (shape_.depthwise) throw TaskError(op() + " needs a conv2d shape, not a depthwise one");
+    : Conv16Template(shape, input, out16, "a warpgroup-MMA convolution") {
   define_space();
-}
-
-std::string Conv2dWgmmaTemplate::op() const {
-  return input_ == DType::Float16 ? "conv2d_fp16" : "conv2d_bf16";
 }
 
 std::string Conv2dWgmmaTemplate::name() const {
@@ -67,63 +59,18 @@ std::vector<Config> Conv2dWgmmaTemplate::reference_configs() const {
   const int copy_bytes = 2 * std::min({8, conv_widest_copy(shape_.c), conv_widest_copy(shape_.k)});
   // The wgmma GEMM's Hopper shape: 128x128x64 tiles of two consumer warpgroups (64x128 each),
   // a 4-stage ring of 128-byte-swizzled tiles, grouped blocks, a staged epilogue.
-  add({{"block_m", 128},
-       {"block_n", 128},
-       {"block_k", 64},
-       {"stages", 4},
-       {"warpgroups", 2},
-       {"swizzle", 128},
-       {"copy_bytes", copy_bytes},
-       {"raster_group", 8},
-       {"split_k", 1},
-       {"epilogue", 2}});
+  add(wg::ring_knobs(128, 128, 64, 4, 2, 128, copy_bytes, 8, 2));
   // The same for layers of K = 64 output channels (C1-C3), which a 128-wide tile half wastes.
-  add({{"block_m", 128},
-       {"block_n", 64},
-       {"block_k", 64},
-       {"stages", 4},
-       {"warpgroups", 2},
-       {"swizzle", 128},
-       {"copy_bytes", copy_bytes},
-       {"raster_group", 8},
-       {"split_k", 1},
-       {"epilogue", 2}});
+  add(wg::ring_knobs(128, 64, 64, 4, 2, 128, copy_bytes, 8, 2));
   // A small one for layers with few pixels or channels.
-  add({{"block_m", 64},
-       {"block_n", 64},
-       {"block_k", 64},
-       {"stages", 3},
-       {"warpgroups", 1},
-       {"swizzle", 128},
-       {"copy_bytes", copy_bytes},
-       {"raster_group", 4},
-       {"split_k", 1},
-       {"epilogue", 1}});
+  add(wg::ring_knobs(64, 64, 64, 3, 1, 128, copy_bytes, 4, 1));
   // The smallest K tile, for reductions shorter than 64 (R·S·C < 64).
-  add({{"block_m", 64},
-       {"block_n", 64},
-       {"block_k", 32},
-       {"stages", 3},
-       {"warpgroups", 1},
-       {"swizzle", 64},
-       {"copy_bytes", copy_bytes},
-       {"raster_group", 4},
-       {"split_k", 1},
-       {"epilogue", 0}});
+  add(wg::ring_knobs(64, 64, 32, 3, 1, 64, copy_bytes, 4, 0));
   // The first's ring with tiles the layer fills (64 rows or columns where the pixels or the
   // channels are 64 or fewer), the filter by TMA (where K·2 bytes make 16-byte filter rows)
   // and wgmmas in flight across slices.
-  const int64_t bm = gemm_m() > 64 ? 128 : 64, bn = shape_.k > 64 ? 128 : 64;
-  const nlohmann::json fitted = {{"block_m", bm},
-                                 {"block_n", bn},
-                                 {"block_k", 64},
-                                 {"stages", 4},
-                                 {"warpgroups", bm / 64},
-                                 {"swizzle", 128},
-                                 {"copy_bytes", copy_bytes},
-                                 {"raster_group", 8},
-                                 {"split_k", 1},
-                                 {"epilogue", 2}};
+  const int bm = gemm_m() > 64 ? 128 : 64, bn = shape_.k > 64 ? 128 : 64;
+  const nlohmann::json fitted = wg::ring_knobs(bm, bn, 64, 4, bm / 64, 128, copy_bytes, 8, 2);
   nlohmann::json tma = fitted;
   tma["loads"] = 1;
   tma["mma_pipe"] = 1;
@@ -148,14 +95,6 @@ std::vector<std::string> Conv2dWgmmaTemplate::buffer_names() const {
   std::vector<std::string> names = {"Output", "Input", "Filter"};
   for (std::string& b : wg::wgmma_local_buffer_names()) names.push_back(std::move(b));
   return names;
-}
-
-std::vector<TensorSpec> Conv2dWgmmaTemplate::tensors() const {
-  return conv16_tensors(shape_, input_, out16_);
-}
-
-void Conv2dWgmmaTemplate::reference(std::vector<std::vector<float>>& t) const {
-  conv16_reference(shape_, t);
 }
 
 Kernel Conv2dWgmmaTemplate::build(const Config& config) const {

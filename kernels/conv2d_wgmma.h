@@ -22,30 +22,17 @@
 // only that). Block tiles are kept below twice the GEMM's extent (or at the smallest choice).
 
 #include "kernels/conv_shape.h"
-#include "kernels/template.h"
+#include "kernels/conv_template.h"
 
 namespace cutune {
 
-class Conv2dWgmmaTemplate final : public Template {
+class Conv2dWgmmaTemplate final : public Conv16Template {
  public:
   // input: Float16 or BFloat16; out16: output in the input type instead of fp32.
   Conv2dWgmmaTemplate(const ConvShape& shape, ir::DType input, bool out16);
 
-  std::string op() const override;
   std::string name() const override;
-  std::vector<int64_t> shape() const override { return shape_.to_vector(); }
-  const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
-  // Output [N,P,Q,K], input [N,H,W,C], filter [R,S,C,K].
-  std::vector<TensorSpec> tensors() const override;
-  // Inputs are taken as given (the caller has rounded them to the input type).
-  void reference(std::vector<std::vector<float>>& tensors) const override;
-  double flops() const override { return shape_.flops(); }
-  int64_t reduction_length() const override { return shape_.reduction_length(); }
-  BaselineSpec baseline() const override {
-    return BaselineSpec::of(
-        ConvBaseline{shape_, ConvLayout::nhwc, input_, out16_ ? input_ : ir::DType::Float32});
-  }
   // A hand-tuned Hopper configuration (128x128x64, two consumer warpgroups, four stages of
   // 128-byte-swizzled tiles, staged epilogue), its 128x64 form for K = 64 layers, and a small
   // one-warpgroup configuration; each with the widest copy the channels allow.
@@ -53,20 +40,11 @@ class Conv2dWgmmaTemplate final : public Template {
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
 
-  const ConvShape& conv_shape() const { return shape_; }
-  int64_t gemm_m() const { return shape_.n * shape_.p * shape_.q; }
-  int64_t gemm_k() const { return shape_.r * shape_.s * shape_.c; }
-
   // The template names `make_template` accepts for `op` ("conv2d_fp16" or "conv2d_bf16").
   static std::vector<std::string> template_names(const std::string& op);
 
  private:
   void define_space();
-
-  ConvShape shape_;
-  ir::DType input_;
-  bool out16_;
-  ConfigSpace space_;
 };
 
 }  // namespace cutune

@@ -35,4 +35,38 @@ class ConvTemplate : public Template {
   ConfigSpace space_;
 };
 
+// What the 16-bit-input implicit-GEMM convolutions (conv2d_tc.h on mma.sync, conv2d_wgmma.h on
+// wgmma) share: the operator (conv2d_fp16 or conv2d_bf16), the shape (a conv2d, not a depthwise
+// one), the tensors Output [N,P,Q,K] (fp32, zeroed for split-K, or the input type when out16),
+// Input [N,H,W,C] and Filter [R,S,C,K] in the input type, the CPU reference (inputs taken as
+// given: the caller has rounded them to the input type), the cuDNN baseline, and the GEMM's
+// extents: M = N·P·Q output pixels, N = K channels, K = R·S·C.
+class Conv16Template : public Template {
+ public:
+  std::string op() const override;
+  std::vector<int64_t> shape() const override { return shape_.to_vector(); }
+  const ConfigSpace& space() const override { return space_; }
+  std::vector<TensorSpec> tensors() const override;
+  void reference(std::vector<std::vector<float>>& tensors) const override;
+  double flops() const override { return shape_.flops(); }
+  int64_t reduction_length() const override { return shape_.reduction_length(); }
+  BaselineSpec baseline() const override {
+    return BaselineSpec::of(
+        ConvBaseline{shape_, ConvLayout::nhwc, input_, out16_ ? input_ : ir::DType::Float32});
+  }
+
+  const ConvShape& conv_shape() const { return shape_; }
+  int64_t gemm_m() const { return shape_.n * shape_.p * shape_.q; }
+  int64_t gemm_k() const { return shape_.r * shape_.s * shape_.c; }
+
+ protected:
+  // input: Float16 or BFloat16, else TaskError naming `kind` ("a tensor-core convolution").
+  Conv16Template(const ConvShape& shape, ir::DType input, bool out16, const char* kind);
+
+  ConvShape shape_;
+  ir::DType input_;
+  bool out16_;
+  ConfigSpace space_;
+};
+
 }  // namespace cutune

@@ -74,17 +74,7 @@ struct TileCopy {
 
 GemmTemplate::GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout)
     : m_(m), n_(n), k_(k), layout_(layout) {
-  constexpr int64_t kMaxDim = int64_t{1} << 20;
-  if (m < 1 || n < 1 || k < 1) {
-    throw TaskError(fmt::format("gemm needs M, N, K >= 1, got {},{},{}", m, n, k));
-  }
-  if (m > kMaxDim || n > kMaxDim || k > kMaxDim || m * k >= INT32_MAX || k * n >= INT32_MAX ||
-      m * n >= INT32_MAX) {
-    throw TaskError(
-        fmt::format("gemm {}x{}x{} is too large: each matrix must have fewer than "
-                    "2^31 elements",
-                    m, n, k));
-  }
+  check_gemm_shape(op(), m, n, k);
   define_space();
 }
 

@@ -41,8 +41,6 @@
 
 namespace cutune {
 
-enum class GemmLayout { nn, nt };
-
 // smem_pad's value for the conflict-free rule.
 constexpr int64_t kSmemPadConflictFree = -1;
 // The smallest L >= rows with L ≡ 32 / block_k (mod 32): the rule's row length of a

@@ -33,31 +33,17 @@
 // The kernel is assembled from the building blocks in tc_blocks.h, which the tensor-core
 // convolution (conv2d_tc.h) shares.
 
-#include "kernels/template.h"
+#include "kernels/gemm16_template.h"
 
 namespace cutune {
 
-enum class TcLayout { nn, nt };
-
-class GemmTcTemplate final : public Template {
+class GemmTcTemplate final : public Gemm16Template {
  public:
   // input: Float16 or BFloat16; out16: C in the input type instead of fp32.
-  GemmTcTemplate(int64_t m, int64_t n, int64_t k, TcLayout layout, ir::DType input, bool out16);
+  GemmTcTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input, bool out16);
 
-  std::string op() const override;
   std::string name() const override;
-  std::vector<int64_t> shape() const override { return {m_, n_, k_}; }
-  const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
-  std::vector<TensorSpec> tensors() const override;
-  // Inputs are taken as given (the caller has rounded them to the input type).
-  void reference(std::vector<std::vector<float>>& tensors) const override;
-  double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
-  int64_t reduction_length() const override { return k_; }
-  BaselineSpec baseline() const override {
-    return BaselineSpec::of(GemmBaseline{m_, n_, k_, layout_ == TcLayout::nt, input_,
-                                         out16_ ? input_ : ir::DType::Float32});
-  }
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
@@ -67,12 +53,6 @@ class GemmTcTemplate final : public Template {
 
  private:
   void define_space();
-
-  int64_t m_, n_, k_;
-  TcLayout layout_;
-  ir::DType input_;
-  bool out16_;
-  ConfigSpace space_;
 };
 
 }  // namespace cutune

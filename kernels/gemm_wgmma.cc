@@ -12,30 +12,14 @@ namespace cutune {
 
 using namespace ir;
 
-GemmWgmmaTemplate::GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, WgmmaLayout layout,
+GemmWgmmaTemplate::GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout,
                                      DType input, bool out16)
-    : m_(m), n_(n), k_(k), layout_(layout), input_(input), out16_(out16) {
-  constexpr int64_t kMaxDim = int64_t{1} << 20;
-  if (input != DType::Float16 && input != DType::BFloat16) {
-    throw TaskError("a warpgroup-MMA GEMM takes fp16 or bf16 inputs");
-  }
-  if (m < 1 || n < 1 || k < 1) {
-    throw TaskError(fmt::format("{} needs M, N, K >= 1, got {},{},{}", op(), m, n, k));
-  }
-  if (m > kMaxDim || n > kMaxDim || k > kMaxDim || m * k >= INT32_MAX || k * n >= INT32_MAX ||
-      m * n >= INT32_MAX) {
-    throw TaskError(fmt::format(
-        "{} {}x{}x{} is too large: each matrix must have fewer than 2^31 elements", op(), m, n, k));
-  }
+    : Gemm16Template(m, n, k, layout, input, out16, "a warpgroup-MMA GEMM") {
   define_space();
 }
 
-std::string GemmWgmmaTemplate::op() const {
-  return input_ == DType::Float16 ? "gemm_fp16" : "gemm_bf16";
-}
-
 std::string GemmWgmmaTemplate::name() const {
-  return op() + (layout_ == WgmmaLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "");
+  return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "");
 }
 
 std::vector<std::string> GemmWgmmaTemplate::template_names(const std::string& op) {
@@ -43,7 +27,7 @@ std::vector<std::string> GemmWgmmaTemplate::template_names(const std::string& op
 }
 
 void GemmWgmmaTemplate::define_space() {
-  const bool nn = layout_ == WgmmaLayout::nn;
+  const bool nn = layout_ == GemmLayout::nn;
   const int64_t n = n_, k = k_;
   wg::define_wgmma_knobs(space_, nn);
   wg::define_wgmma_load_knobs(space_, true, true);
@@ -65,9 +49,7 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   auto add = [&](nlohmann::json knobs) { add_if_valid(space_, std::move(knobs), out); };
   // The usual Hopper shape: 128x128x64 tiles of two consumer warpgroups (64x128 each), a
   // 4-stage ring of 128-byte-swizzled tiles, grouped blocks, a staged epilogue.
-  nlohmann::json usual = {
-      {"block_m", 128}, {"block_n", 128},   {"block_k", 64},     {"stages", 4},  {"warpgroups", 2},
-      {"swizzle", 128}, {"copy_bytes", 16}, {"raster_group", 8}, {"split_k", 1}, {"epilogue", 2}};
+  const nlohmann::json usual = wg::ring_knobs(128, 128, 64, 4, 2, 128, 16, 8, 2);
   add(usual);
   // The same tiles loaded by TMA, with a producer warpgroup (warp specialisation, setmaxnreg
   // 40 / 232): where the shape allows TMA (16-byte row strides).
@@ -106,16 +88,7 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
     add(splits);
   }
   // A smaller one for small or skinny problems.
-  add({{"block_m", 64},
-       {"block_n", 64},
-       {"block_k", 64},
-       {"stages", 3},
-       {"warpgroups", 1},
-       {"swizzle", 128},
-       {"copy_bytes", 16},
-       {"raster_group", 4},
-       {"split_k", 1},
-       {"epilogue", 1}});
+  add(wg::ring_knobs(64, 64, 64, 3, 1, 128, 16, 4, 1));
   return out;
 }
 
@@ -127,24 +100,13 @@ std::vector<std::string> GemmWgmmaTemplate::buffer_names() const {
   return names;
 }
 
-std::vector<TensorSpec> GemmWgmmaTemplate::tensors() const {
-  Type in{input_, 1};
-  TensorSpec c{"C", out16_ ? in : Type::f32(), m_ * n_, true};
-  c.zero_init = !out16_;  // split-K configurations add into it
-  return {c, {"A", in, m_ * k_, false}, {"B", in, k_ * n_, false}};
-}
-
-void GemmWgmmaTemplate::reference(std::vector<std::vector<float>>& t) const {
-  reference_gemm(t[1], t[2], t[0], m_, n_, k_, /*b_transposed=*/layout_ != WgmmaLayout::nn);
-}
-
 Kernel GemmWgmmaTemplate::build(const Config& config) const {
   return wg::build_wgmma_gemm(spec(config), wg::wgmma_params(config));
 }
 
 wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
   const wg::WgmmaParams p = wg::wgmma_params(config);
-  const bool nn = layout_ == WgmmaLayout::nn;
+  const bool nn = layout_ == GemmLayout::nn;
   const Type in{input_, 1};
   const int64_t m = m_, n = n_, k = k_;
   wg::WgmmaGemmSpec spec;
@@ -181,8 +143,8 @@ struct WgmmaGemmRegistrars {
           in, in);
       const DType input = in == "fp16" ? DType::Float16 : DType::BFloat16;
       for (const std::string& name : GemmWgmmaTemplate::template_names(op)) {
-        const WgmmaLayout layout =
-            name.find("_nt") != std::string::npos ? WgmmaLayout::nt : WgmmaLayout::nn;
+        const GemmLayout layout =
+            name.find("_nt") != std::string::npos ? GemmLayout::nt : GemmLayout::nn;
         const bool out16 = name.ends_with("_out16");
         all.emplace_back(TemplateEntry{
             op, name, "M,N,K", description, false,
@@ -192,7 +154,7 @@ struct WgmmaGemmRegistrars {
                   std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], layout, input, out16));
             },
             // On Hopper the operator's default (gemm_<type>_nn: B [K,N], fp32 C) is this one.
-            layout == WgmmaLayout::nn && !out16});
+            layout == GemmLayout::nn && !out16});
       }
     }
   }

@@ -50,34 +50,20 @@
 // rows and written by the whole block with 16-byte (fp32) or 2x4-byte (16-bit) stores of 4
 // consecutive columns (N a multiple of 4).
 
-#include "kernels/template.h"
+#include "kernels/gemm16_template.h"
 #include "kernels/wgmma_blocks.h"
 
 namespace cutune {
 
-enum class WgmmaLayout { nn, nt };
-
-class GemmWgmmaTemplate final : public Template {
+class GemmWgmmaTemplate final : public Gemm16Template {
  public:
-  GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, WgmmaLayout layout, ir::DType input,
+  GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input,
                     bool out16);
 
-  std::string op() const override;
   std::string name() const override;
-  std::vector<int64_t> shape() const override { return {m_, n_, k_}; }
-  const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
   // What build hands build_wgmma_gemm (tests plant bugs through its hooks).
   wg::WgmmaGemmSpec spec(const Config& config) const;
-  std::vector<TensorSpec> tensors() const override;
-  // Inputs are taken as given (the caller has rounded them to the input type).
-  void reference(std::vector<std::vector<float>>& tensors) const override;
-  double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
-  int64_t reduction_length() const override { return k_; }
-  BaselineSpec baseline() const override {
-    return BaselineSpec::of(GemmBaseline{m_, n_, k_, layout_ == WgmmaLayout::nt, input_,
-                                         out16_ ? input_ : ir::DType::Float32});
-  }
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
@@ -86,12 +72,6 @@ class GemmWgmmaTemplate final : public Template {
 
  private:
   void define_space();
-
-  int64_t m_, n_, k_;
-  WgmmaLayout layout_;
-  ir::DType input_;
-  bool out16_;
-  ConfigSpace space_;
 };
 
 }  // namespace cutune

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
 
@@ -144,6 +146,16 @@ Stmt TileCopy::copy(const Expr& tx, const Expr& stage, const Expr& row0, const E
 
 std::vector<std::string> tc_loop_names() {
   return {"bx", "kz", "tx", "k_outer", "kk", "a_cp", "b_cp", "i", "j", "jp", "r", "h", "e"};
+}
+
+nlohmann::json ring_knobs(int block_m, int block_n, int warp_m, int warp_n, int stages,
+                          int raster_group) {
+  return {{"block_m", block_m}, {"block_n", block_n},
+          {"block_k", 32},      {"warp_m", warp_m},
+          {"warp_n", warp_n},   {"stages", stages},
+          {"smem_layout", 2},   {"copy_bytes", 16},
+          {"ldmatrix", 1},      {"raster_group", raster_group},
+          {"split_k", 1},       {"epilogue_vec", 2}};
 }
 
 std::vector<std::string> tc_local_buffer_names() {

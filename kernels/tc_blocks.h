@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "src/ir/ir.h"
 #include "src/space/config_space.h"
 
@@ -133,6 +135,12 @@ ir::Stmt bind_tile_grid(ir::Stmt body, const TileGrid& g);
 // `body` under `tile_m` and `tile_n` of output tile `tile` (0 .. tiles_m·tiles_n - 1), in the
 // grid's rasterisation.
 ir::Stmt bind_tile(ir::Stmt body, const TileGrid& g, const ir::Expr& tile);
+
+// The knobs of a reference configuration: block_m × block_n tiles of warp_m × warp_n warps,
+// a `stages`-slot ring of 32 wide K slices in swizzled 16-byte chunks, ldmatrix fragments,
+// groups of `raster_group` tile rows, no split-K, paired epilogue stores.
+nlohmann::json ring_knobs(int block_m, int block_n, int warp_m, int warp_n, int stages,
+                          int raster_group);
 
 // The loop and buffer names build_tc_gemm can produce besides the globals (feature slots).
 std::vector<std::string> tc_loop_names();

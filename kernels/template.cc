@@ -100,6 +100,19 @@ std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int6
   return shape;
 }
 
+void check_gemm_shape(const std::string& op, int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+  if (m < 1 || n < 1 || k < 1) {
+    throw TaskError(fmt::format("{} needs M, N, K >= 1, got {},{},{}", op, m, n, k));
+  }
+  if (m > kMaxDim || n > kMaxDim || k > kMaxDim || m * k >= INT32_MAX || k * n >= INT32_MAX ||
+      m * n >= INT32_MAX) {
+    throw TaskError(fmt::format(
+        "{} {}x{}x{} is too large: each size at most 2^20 and each matrix under 2^31 elements", op,
+        m, n, k));
+  }
+}
+
 std::vector<int64_t> parse_shape(const std::string& text) {
   std::vector<int64_t> out;
   size_t pos = 0;

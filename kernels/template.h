@@ -114,6 +114,12 @@ std::unique_ptr<Template> make_template(const std::string& op, const std::vector
 std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int64_t>& shape,
                                    size_t sizes, const char* help);
 
+// A GEMM's B: [K,N] (nn) or stored [N,K] (nt, as dense layers keep it).
+enum class GemmLayout { nn, nt };
+// TaskError unless M, N, K >= 1, each at most 2^20, and each matrix under 2^31 elements (32-bit
+// indices): the check every GEMM template's constructor starts with.
+void check_gemm_shape(const std::string& op, int64_t m, int64_t n, int64_t k);
+
 // Parses "127,255,63" into non-negative sizes (each template checks its own ranges, e.g.
 // GEMM needs sizes >= 1, a convolution's padding may be 0); TaskError on anything else.
 std::vector<int64_t> parse_shape(const std::string& text);

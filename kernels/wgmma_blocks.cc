@@ -144,6 +144,14 @@ int64_t reference_split_k(int64_t tiles, int64_t k_slices) {
   return split;
 }
 
+nlohmann::json ring_knobs(int block_m, int block_n, int block_k, int stages, int warpgroups,
+                          int swizzle, int copy_bytes, int raster_group, int epilogue) {
+  return {{"block_m", block_m},       {"block_n", block_n},           {"block_k", block_k},
+          {"stages", stages},         {"warpgroups", warpgroups},     {"swizzle", swizzle},
+          {"copy_bytes", copy_bytes}, {"raster_group", raster_group}, {"split_k", 1},
+          {"epilogue", epilogue}};
+}
+
 void set_split_k(nlohmann::json& knobs, int64_t splits) {
   const bool wide = splits >= 8;
   knobs["split_k"] = wide ? splits / 4 : splits;

@@ -48,6 +48,12 @@ struct WgmmaParams {
 WgmmaParams wgmma_params(const Config& c);
 // The K splits of a configuration: split_k, times 4 with split_k_wide.
 int64_t split_k_of(const Config& c);
+// The knobs of a reference configuration: block_m × block_n × block_k tiles of `warpgroups`
+// consumer warpgroups, a `stages`-slot ring swizzled by `swizzle` bytes and filled by copies of
+// `copy_bytes`, groups of `raster_group` tile rows, no split-K, the given epilogue; the knobs
+// defined after these (loads, producer, ...) left to their values when omitted.
+nlohmann::json ring_knobs(int block_m, int block_n, int block_k, int stages, int warpgroups,
+                          int swizzle, int copy_bytes, int raster_group, int epilogue);
 // For a reference configuration: where fewer than 64 output tiles leave most of Hopper's SMs
 // idle, as many K splits (2 to 16, doubling) as bring the blocks to a wave of 128 while each
 // split keeps at least 4 of the `k_slices`; 1 otherwise. And the knobs that give `splits`.

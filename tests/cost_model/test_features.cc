@@ -12,6 +12,7 @@
 #include "cost_model/feature_loop_nest.h"
 #include "cost_model/features.h"
 #include "cost_model/ir_features.h"
+#include "kernels/schedule_helpers.h"
 #include "kernels/template.h"
 #include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
@@ -390,4 +391,40 @@ TEST_CASE("shared-memory wavefronts are counted per phase of the access width", 
   BufferSlotStats wide = summary_with(0, 4);
   CHECK(wide.warp_ideal == 4);
   CHECK(wide.warp_transactions == 4);
+}
+
+TEST_CASE("a loop whose extent varies with a block index counts its mean trips", "[features]") {
+  using namespace ir;
+  // Split-K: `splits` blocks along z share 18 K slices, ceil(18 / splits) each, the last ones
+  // fewer or none (4 splits: 5, 5, 5, 3; 8 splits: 3 ×6, then 0 and 0).
+  auto summary_with = [](int splits) {
+    Buffer out = Buffer::make("Out", Type::f32(), MemoryScope::global, 18 * 64);
+    const int per_split = (18 + splits - 1) / splits;
+    Expr kz = int_var("kz"), first = int_var("first");
+    Expr tx = int_var("tx");
+    Stmt store = Store::make(out, (first + int_var("ko")) * 64 + tx, f32(1.0));
+    Stmt body = For::make("ko", 0, int_var("n"), ForKind::serial, store);
+    body = LetStmt::make("n", max(min(i32(per_split), i32(18) - first), 0), body);
+    body = LetStmt::make("first", kz * i32(per_split), body);
+    Kernel k;
+    k.name = "k";
+    k.buffers = {out};
+    k.body = For::make("kz", 0, splits, ForKind::block_z,
+                       For::make("tx", 0, 64, ForKind::thread_x, body));
+    std::vector<std::string> loops = {"ko"}, buffers = {"Out"};
+    LoopNestSummary s;
+    summarize_loop_nest(k, loops, buffers, s);
+    REQUIRE(s.loops[0].seen);
+    REQUIRE(s.buffers[0].seen);
+    return s;
+  };
+  for (int splits : {1, 2, 4, 8, 16}) {
+    INFO(splits << " splits");
+    LoopNestSummary s = summary_with(splits);
+    // 18 slices of 64 threads' stores, however they are split.
+    CHECK(s.loops[0].trips == Approx(18 * 64));
+    CHECK(s.buffers[0].stores == Approx(18 * 64));
+    // The loop's extent stays the largest share.
+    CHECK(s.loops[0].extent == (18 + splits - 1) / splits);
+  }
 }

@@ -221,7 +221,7 @@ TEST_CASE("TMA without a producer: each copy issued once in the k loop, no loop 
   // Warp 0's elected lane refills a slot in the consumers' own k loop: one box of A and
   // block_n / 64 of B (128-byte swizzle: 64 columns a box), each issued once, by one elect.
   CHECK(r.mix.count_opcode("HGMMA") > 0);
-  CHECK(r.mix.count_opcode("UTMALDG") == 1 + c.get("block_n") / 64);
+  CHECK(int64_t(r.mix.count_opcode("UTMALDG")) == 1 + c.get("block_n") / 64);
   CHECK(r.mix.count_opcode("ELECT") == 1);
   CHECK_FALSE(r.spills());
   std::vector<Function> functions = parse_nvdisasm(disassemble(b.compiled.cubin));
