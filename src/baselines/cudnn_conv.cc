@@ -18,7 +18,8 @@
 #include "src/runtime/dynamic_library.h"
 
 // The legacy convolution API is marked deprecated in cuDNN 9 but remains supported; it is the
-// one the issue asks for (FindEx, math type), so the warnings say nothing new.
+// one the issue asks for (FindEx, math type), so the warnings say nothing new. So are the
+// graph API's handle attributes of operation graphs and execution plans, which cuDNN 9.0 needs.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #define CUTUNE_CUDNN_FUNCTIONS(X)                \
@@ -40,7 +41,13 @@
   X(cudnnDestroyConvolutionDescriptor)           \
   X(cudnnGetConvolutionForwardAlgorithmMaxCount) \
   X(cudnnFindConvolutionForwardAlgorithmEx)      \
-  X(cudnnConvolutionForward)
+  X(cudnnConvolutionForward)                     \
+  X(cudnnBackendCreateDescriptor)                \
+  X(cudnnBackendDestroyDescriptor)               \
+  X(cudnnBackendSetAttribute)                    \
+  X(cudnnBackendGetAttribute)                    \
+  X(cudnnBackendFinalize)                        \
+  X(cudnnBackendExecute)
 
 namespace cutune {
 
@@ -250,6 +257,196 @@ std::string cudnn_algo_name(int algo) {
   }
 }
 
+// The graph (backend) API.
+
+namespace {
+
+// A backend descriptor, destroyed with its owner.
+class Descriptor {
+ public:
+  Descriptor() = default;
+  explicit Descriptor(cudnnBackendDescriptorType_t type) {
+    CUTUNE_CUDNN_CALL(require_cudnn().cudnnBackendCreateDescriptor(type, &d_));
+  }
+  ~Descriptor() {
+    if (d_ != nullptr) api().cudnnBackendDestroyDescriptor(d_);
+  }
+  Descriptor(Descriptor&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  Descriptor& operator=(Descriptor&& o) noexcept {
+    std::swap(d_, o.d_);
+    return *this;
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+
+  cudnnBackendDescriptor_t get() const { return d_; }
+  void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const void* values,
+           int64_t count = 1) {
+    CUTUNE_CUDNN_CALL(api().cudnnBackendSetAttribute(d_, name, type, count, values));
+  }
+  void set(cudnnBackendAttributeName_t name, const Descriptor& value) {
+    const cudnnBackendDescriptor_t d = value.get();
+    set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &d);
+  }
+  void finalize() { CUTUNE_CUDNN_CALL(api().cudnnBackendFinalize(d_)); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// Gets `count` elements of an attribute; returns how many there were.
+int64_t get_attribute(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                      cudnnBackendAttributeType_t type, int64_t count, void* values) {
+  int64_t got = 0;
+  CUTUNE_CUDNN_CALL(api().cudnnBackendGetAttribute(d, name, type, count, &got, values));
+  return got;
+}
+
+enum : int64_t { kUidX = 'x', kUidW = 'w', kUidY = 'y' };
+
+// dims in n, c, h, w order (k, c/groups, r, s for the filter), strides of NHWC (KRSC) or NCHW
+// (KCRS), as the legacy descriptors lay them out.
+Descriptor graph_tensor(int64_t uid, cudnnDataType_t type, const int dims[4], bool nhwc) {
+  const int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3];
+  const int64_t extents[4] = {n, c, h, w};
+  const int64_t nhwc_strides[4] = {h * w * c, 1, w * c, c};
+  const int64_t nchw_strides[4] = {c * h * w, h * w, w, 1};
+  const int64_t alignment = 16;
+  Descriptor t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type);
+  t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, extents, 4);
+  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nhwc ? nhwc_strides : nchw_strides, 4);
+  t.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, &uid);
+  t.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, &alignment);
+  t.finalize();
+  return t;
+}
+
+cudnnDataType_t data_type(const std::string& dtype) {
+  return dtype == "float16"    ? CUDNN_DATA_HALF
+         : dtype == "bfloat16" ? CUDNN_DATA_BFLOAT16
+                               : CUDNN_DATA_FLOAT;
+}
+
+}  // namespace
+
+struct CudnnGraph {
+  Descriptor x, w, y, conv, op;
+  Descriptor graph;
+  struct Plan {
+    Descriptor plan;
+    int64_t engine = -1;  // the engine's global index
+    size_t workspace_bytes = 0;
+  };
+  std::vector<Plan> plans;
+  // The variant pack of the pointers it was last built for.
+  Descriptor pack;
+  CUdeviceptr pack_pointers[4] = {};
+
+  CudnnGraph(const CudnnConvDescriptors& d, cudnnDataType_t data) {
+    x = graph_tensor(kUidX, data, d.x_dims, d.format_nhwc);
+    w = graph_tensor(kUidW, data, d.w_dims, d.format_nhwc);
+    y = graph_tensor(kUidY, data, d.y_dims, d.format_nhwc);
+    conv = Descriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    const int64_t spatial = 2;
+    const int64_t dilations[2] = {d.dilation_h, d.dilation_w};
+    const int64_t strides[2] = {d.stride_h, d.stride_w};
+    const int64_t padding[2] = {d.pad_h, d.pad_w};
+    conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &compute);
+    conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, &mode);
+    conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, &spatial);
+    conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, dilations, 2);
+    conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, strides, 2);
+    conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, padding, 2);
+    conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, padding, 2);
+    conv.finalize();
+    op = Descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+    const float alpha = 1.0f, beta = 0.0f;
+    op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
+    op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
+    op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
+    op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
+    op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
+    op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &beta);
+    op.finalize();
+  }
+
+  // The operation graph on `handle`, and a plan for each of heuristics mode A's first
+  // `max_plans` engine configurations that finalizes (others do not support the problem).
+  void make_plans(cudnnHandle_t handle, int max_plans) {
+    plans.clear();
+    graph = Descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    const cudnnBackendDescriptor_t ops = op.get();
+    graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, &ops);
+    graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &handle);
+    graph.finalize();
+    Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+    heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode);
+    heuristics.finalize();
+    const int64_t available = get_attribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, nullptr);
+    std::vector<Descriptor> configs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int64_t i = 0; i < std::min<int64_t>(available, max_plans); ++i) {
+      configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+      raw.push_back(configs.back().get());
+    }
+    const int64_t got =
+        get_attribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                      CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(raw.size()), raw.data());
+    for (int64_t i = 0; i < std::min<int64_t>(got, int64_t(raw.size())); ++i) {
+      try {
+        Plan p;
+        p.plan = Descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        p.plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle);
+        p.plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                   &raw[size_t(i)]);
+        p.plan.finalize();
+        int64_t workspace = 0;
+        get_attribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                      &workspace);
+        p.workspace_bytes = size_t(std::max<int64_t>(workspace, 0));
+        Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendDescriptor_t e = engine.get();
+        get_attribute(raw[size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                      &e);
+        get_attribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &p.engine);
+        plans.push_back(std::move(p));
+      } catch (const CudaError&) {
+        // This engine configuration does not support the problem: not a plan.
+      }
+    }
+  }
+
+  void execute(cudnnHandle_t handle, int plan, CUdeviceptr xp, CUdeviceptr wp, CUdeviceptr yp,
+               CUdeviceptr workspace) {
+    const CUdeviceptr now[4] = {xp, wp, yp, workspace};
+    if (pack.get() == nullptr || !std::equal(now, now + 4, pack_pointers)) {
+      const int64_t uids[3] = {kUidX, kUidW, kUidY};
+      void* data[3] = {reinterpret_cast<void*>(xp), reinterpret_cast<void*>(wp),
+                       reinterpret_cast<void*>(yp)};
+      void* scratch = reinterpret_cast<void*>(workspace);
+      Descriptor fresh(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+      fresh.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids, 3);
+      fresh.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, data, 3);
+      fresh.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &scratch);
+      fresh.finalize();
+      pack = std::move(fresh);
+      std::copy(now, now + 4, pack_pointers);
+    }
+    CUTUNE_CUDNN_CALL(
+        api().cudnnBackendExecute(handle, plans[size_t(plan)].plan.get(), pack.get()));
+  }
+};
+
+void cudnn_graph_operation_check(const CudnnConvProblem& problem) {
+  CudnnGraph(cudnn_descriptors(problem), data_type(problem.dtype));
+}
+
 std::string cudnn_unavailable_reason() { return api().usable ? "" : api().reason; }
 
 std::optional<int64_t> cudnn_version() {
@@ -278,9 +475,7 @@ CudnnConv::CudnnConv(const CudnnConvProblem& problem) : d_(cudnn_descriptors(pro
     const cudnnTensorFormat_t format = d_.format_nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     // 16-bit tensors compute in fp32 (cuDNN's pseudo-half configuration) on the tensor cores;
     // fp32 tensors on the FMA path, so that no TF32 algorithm is ever timed or trusted.
-    const cudnnDataType_t data = problem.dtype == "float16"    ? CUDNN_DATA_HALF
-                                 : problem.dtype == "bfloat16" ? CUDNN_DATA_BFLOAT16
-                                                               : CUDNN_DATA_FLOAT;
+    const cudnnDataType_t data = data_type(problem.dtype);
     fp32_ = data == CUDNN_DATA_FLOAT;
     CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(x, format, data, d_.x_dims[0], d_.x_dims[1],
                                                    d_.x_dims[2], d_.x_dims[3]));
@@ -301,6 +496,16 @@ CudnnConv::CudnnConv(const CudnnConvProblem& problem) : d_(cudnn_descriptors(pro
                                          d_.y_dims[1], d_.y_dims[2], d_.y_dims[3]));
     CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(y, format, data, d_.y_dims[0], d_.y_dims[1],
                                                    d_.y_dims[2], d_.y_dims[3]));
+    // fp32 stays on the legacy API's FMA path: graph engines for fp32 may take TF32.
+    if (fp32_) {
+      graph_note_ = "fp32 data: the legacy API's FMA algorithms only";
+    } else {
+      try {
+        graph_ = std::make_unique<CudnnGraph>(d_, data);
+      } catch (const CudaError& e) {
+        graph_note_ = fmt::format("the graph API rejects the convolution: {}", e.what());
+      }
+    }
   } catch (...) {
     release();
     throw;
@@ -319,7 +524,9 @@ CudnnConv::CudnnConv(CudnnConv&& o) noexcept
       conv_desc_(std::exchange(o.conv_desc_, nullptr)),
       workspace_(std::exchange(o.workspace_, 0)),
       workspace_bytes_(std::exchange(o.workspace_bytes_, 0)),
-      chosen_(o.chosen_) {}
+      chosen_(o.chosen_),
+      graph_(std::move(o.graph_)),
+      graph_note_(std::move(o.graph_note_)) {}
 
 void CudnnConv::release() noexcept {
   const CudnnApi& a = api();
@@ -329,6 +536,7 @@ void CudnnConv::release() noexcept {
     workspace_bytes_ = 0;
   }
   if (!a.usable) return;
+  graph_.reset();  // its plans before the handle they were made on
   if (conv_desc_)
     a.cudnnDestroyConvolutionDescriptor(static_cast<cudnnConvolutionDescriptor_t>(conv_desc_));
   if (w_desc_) a.cudnnDestroyFilterDescriptor(static_cast<cudnnFilterDescriptor_t>(w_desc_));
@@ -395,6 +603,29 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
       r.ok = false;  // it ran once for FindEx but not again: not a baseline to trust
     }
   }
+  if (graph_) {
+    try {
+      graph_->make_plans(static_cast<cudnnHandle_t>(handle_), 16);
+      if (graph_->plans.empty()) graph_note_ = "no engine configuration of the graph API ran";
+    } catch (const CudaError& e) {
+      graph_note_ = fmt::format("the graph API made no plan: {}", e.what());
+    }
+    for (size_t i = 0; i < graph_->plans.size(); ++i) {
+      const CudnnGraph::Plan& p = graph_->plans[i];
+      CudnnAlgoPerf r;
+      r.plan = int(i);
+      r.name = fmt::format("graph engine {}", p.engine);
+      r.workspace_bytes = p.workspace_bytes;
+      r.ok = p.workspace_bytes <= max_workspace_bytes;
+      if (!r.ok) continue;
+      try {
+        r.time_s = time_warm(x, w, y, r);
+      } catch (const CudaError&) {
+        r.ok = false;
+      }
+      out.push_back(r);
+    }
+  }
   std::stable_sort(out.begin(), out.end(), [](const CudnnAlgoPerf& l, const CudnnAlgoPerf& r) {
     return l.ok != r.ok ? l.ok : l.time_s < r.time_s;
   });
@@ -442,8 +673,13 @@ void CudnnConv::choose(const CudnnAlgoPerf& algo) {
 }
 
 void CudnnConv::forward(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y) {
-  if (chosen_.algo < 0) throw std::logic_error("CudnnConv::forward before find()");
+  if (chosen_.algo < 0 && chosen_.plan < 0)
+    throw std::logic_error("CudnnConv::forward before find()");
   const CudnnApi& a = require_cudnn();
+  if (chosen_.plan >= 0) {
+    graph_->execute(static_cast<cudnnHandle_t>(handle_), chosen_.plan, x, w, y, workspace_);
+    return;
+  }
   const float alpha = 1.0f, beta = 0.0f;
   CUTUNE_CUDNN_CALL(a.cudnnConvolutionForward(
       static_cast<cudnnHandle_t>(handle_), &alpha, static_cast<cudnnTensorDescriptor_t>(x_desc_),

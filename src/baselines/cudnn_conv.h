@@ -15,6 +15,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,8 +74,9 @@ std::vector<float> rsck_to_krsc(const std::vector<float>& rsck, int64_t r, int64
 
 // One result of cudnnFindConvolutionForwardAlgorithmEx.
 struct CudnnAlgoPerf {
-  int algo = -1;
-  std::string name;   // "IMPLICIT_PRECOMP_GEMM"
+  int algo = -1;      // a legacy algorithm (cudnnConvolutionFwdAlgo_t), or -1 for a graph plan
+  int plan = -1;      // for 16-bit data: an execution plan of the graph API, else -1
+  std::string name;   // "IMPLICIT_PRECOMP_GEMM", "graph engine 12"
   double time_s = 0;  // find(): mean of 10 warm runs, timed with CUDA events
   size_t workspace_bytes = 0;
   bool ok = false;  // status success with CUDNN_FMA_MATH
@@ -83,8 +85,22 @@ struct CudnnAlgoPerf {
 // "IMPLICIT_GEMM", ... for cudnnConvolutionFwdAlgo_t values; "algo N" for unknown ones.
 std::string cudnn_algo_name(int algo);
 
+// The graph (backend) API's side of a CudnnConv: the convolution as an operation graph, and
+// the execution plans of its engine configurations (cudnn_conv.cc).
+struct CudnnGraph;
+
+// Builds and finalizes the graph API's forward convolution for `problem`: its three tensors
+// (16-byte aligned, strides of the layout; the filter's as cuDNN's KRSC or KCRS), the
+// convolution (cross-correlation, fp32 compute) and the operation. No GPU is needed; CudaError
+// (library "cuDNN") when cuDNN rejects a descriptor or cannot be loaded.
+void cudnn_graph_operation_check(const CudnnConvProblem& problem);
+
 // A cuDNN handle and the descriptors of one problem on the current context. Move-only; the
-// destructor never throws.
+// destructor never throws. For 16-bit data find() also tries the graph API's engines (the
+// legacy API offers no good tensor-core algorithm for some layers, e.g. a 1×1 stride-2 fp16
+// NHWC convolution, so a ratio against it alone can flatter us): the operation graph's engine
+// configurations of heuristics mode A, at most 16, each that finalizes as a plan timed like a
+// legacy algorithm.
 class CudnnConv {
  public:
   // Throws CudaError (library "cuDNN") when cuDNN cannot be loaded or rejects the problem,
@@ -98,14 +114,17 @@ class CudnnConv {
 
   // Runs cudnnFindConvolutionForwardAlgorithmEx on the given device buffers (it overwrites
   // y) with a workspace of up to `max_workspace_bytes` (halved while it cannot be allocated),
-  // then times every algorithm that ran again, warm (10 runs after 3, CUDA events), and returns
-  // them fastest first on those times. Chooses the fastest ok algorithm and keeps a workspace
-  // for it; throws CudaError when no algorithm works.
+  // then times every algorithm that ran again, warm (10 runs after 3, CUDA events), and the
+  // graph plans (16-bit data) with workspaces within the same cap alike, and returns them
+  // fastest first on those times. Chooses the fastest ok one and keeps a workspace for it;
+  // throws CudaError when no algorithm works. graph_note() says why no graph plan took part.
   std::vector<CudnnAlgoPerf> find(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
                                   size_t max_workspace_bytes = size_t(1) << 30);
   // Makes `algo` (one that find() reported ok) the one forward() runs.
   void choose(const CudnnAlgoPerf& algo);
   const CudnnAlgoPerf& chosen() const { return chosen_; }
+  // Empty, or why the graph API's plans were not tried (fp32 data, a rejected descriptor).
+  const std::string& graph_note() const { return graph_note_; }
 
   // Enqueues y = conv(x, w) with the chosen algorithm on the default stream.
   void forward(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y);
@@ -125,6 +144,8 @@ class CudnnConv {
   CUdeviceptr workspace_ = 0;
   size_t workspace_bytes_ = 0;
   CudnnAlgoPerf chosen_;
+  std::unique_ptr<CudnnGraph> graph_;
+  std::string graph_note_;
 };
 
 // "" when libcudnn loads and has every function used here, else why not (no GPU needed).

@@ -472,6 +472,10 @@ class GpuBackend final : public WorkerBackend {
       nlohmann::json baseline = {{"baseline", "cudnn"},
                                  {"baseline_algo", fastest.name},
                                  {"cudnn_reference_algo", exact->name}};
+      // How many of the graph API's plans ran next to the legacy algorithms (16-bit data).
+      baseline["cudnn_graph_plans"] = std::count_if(
+          algos.begin(), algos.end(), [](const CudnnAlgoPerf& a) { return a.ok && a.plan >= 0; });
+      if (!cudnn_->graph_note().empty()) baseline["cudnn_graph_note"] = cudnn_->graph_note();
       const CompareResult fast_vs_ref =
           compare_outputs(fastest_out.data(), reference.data(), int64_t(reference.size()));
       baseline["baseline_max_rel_error"] =

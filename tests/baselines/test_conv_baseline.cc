@@ -191,6 +191,31 @@ TEST_CASE("the cuDNN problem round-trips as JSON and follows the template's decl
   CHECK(gemm->baseline().kind == BaselineSpec::Kind::gemm);
 }
 
+TEST_CASE("cuDNN's graph API accepts the convolutions it is offered as a baseline", "[cudnn]") {
+  // The tensors, the convolution and the operation finalize without a GPU; the operation
+  // graph, its engines and their plans need a handle (test_gpu_conv).
+  if (!cudnn_version()) {
+    WARN("skipped: cuDNN unavailable: " << cudnn_unavailable_reason());
+    return;
+  }
+  // C8 (28x28, 128 -> 256, 1x1, stride 2) in fp16 NHWC with its RSCK filter, the layer the
+  // legacy API has no good tensor-core algorithm for; bf16 with padding, dilation and odd
+  // sizes; an NCHW fp32 layer; and a depthwise one (C groups).
+  const std::vector<CudnnConvProblem> problems = {
+      problem_of("conv2d_fp16", {1, 128, 28, 28, 256, 1, 1, 2, 0, 1}),
+      problem_of("conv2d_bf16", {2, 24, 17, 19, 40, 3, 3, 1, 2, 2}),
+      problem_of("conv2d", {1, 64, 56, 56, 128, 3, 3, 2, 1, 1}, "conv2d_nchw"),
+      problem_of("depthwise_conv2d", {1, 32, 28, 28, 3, 3, 1, 1, 1})};
+  for (const CudnnConvProblem& p : problems) {
+    INFO(p.to_json().dump());
+    CHECK_NOTHROW(cudnn_graph_operation_check(p));
+  }
+  // A group count that does not divide C is refused before cuDNN sees it.
+  CudnnConvProblem odd = problems[0];
+  odd.groups = 3;
+  CHECK_THROWS_AS(cudnn_graph_operation_check(odd), std::invalid_argument);
+}
+
 TEST_CASE("cuDNN loads at run time or says why not", "[cudnn]") {
   // No GPU is needed to load the library; only to create a handle.
   if (std::optional<int64_t> v = cudnn_version()) {

@@ -101,6 +101,31 @@ TEST_CASE("depthwise kernels match cuDNN with one group per channel", "[gpu][con
   check_against_cudnn("depthwise_conv2d", {2, 5, 13, 11, 3, 5, 2, 2, 1}, "", 8);
 }
 
+TEST_CASE("a 16-bit convolution's baseline also tries cuDNN's graph API", "[gpu][conv]") {
+  skip_without_cudnn();
+  // C8 in fp16 NHWC (28x28, 128 -> 256, 1x1, stride 2): the legacy API's algorithms for it
+  // do not use the tensor cores well.
+  auto tmpl = make_template("conv2d_fp16", {1, 128, 28, 28, 256, 1, 1, 2, 0, 1});
+  GpuMeasureOptions options;
+  std::vector<char> expected;
+  const WorkerTask task = worker_task(*tmpl, options, &expected);
+  WorkerOptions w;
+  w.command = worker_with_cudnn(*tmpl);
+  w.measure_timeout_s = 60;
+  WorkerSupervisor worker(w);
+  worker.set_task(task, std::move(expected));
+  MeasureRequest request;
+  request.what = MeasureWhat::baseline;
+  const MeasureReply reply = worker.measure(request);
+  const MeasureResult& r = reply.result;
+  INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());
+  REQUIRE(r.ok());
+  CHECK(r.extra.value("cudnn_graph_plans", 0) > 0);
+  CHECK_FALSE(r.extra.contains("cudnn_graph_note"));
+  // Whichever API won, its fp16 output agrees with the legacy implicit GEMM's.
+  CHECK(r.extra["baseline_max_rel_error"].get<double>() < 1e-2);
+}
+
 TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][conv]") {
   skip_without_cudnn();
   auto tmpl = make_template("conv2d", {1, 64, 56, 56, 64, 3, 3, 1, 1, 1});  // C2
