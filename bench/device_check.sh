@@ -382,7 +382,7 @@ plan_breadth() {
   run_step resnet18_fp16_wgmma_suite 40 suite -- "$bin/cutune" tune-suite resnet18 --layers C2,C7 \
     --dtype fp16 --template conv2d_fp16_wgmma_nhwc --trials 24 --log "$logs/resnet18_fp16_wgmma.log" --quiet --json
   run_step test_worker_protocol 25 test -- "$bin/test_worker_protocol"
-  run_step test_gpu_conv 50 test -- "$bin/test_gpu_conv"
+  run_step test_gpu_conv 60 test -- "$bin/test_gpu_conv"
   run_step test_spec_gpu 40 test -- "$bin/test_spec_gpu"
 }
 
@@ -390,7 +390,7 @@ plan_breadth() {
 # whose breadth run has passed (about 10 minutes when everything runs to its cap: give it
 # --deadline 560 and a 600 s call). The gpu tests whose fixes were not yet run on a GPU first.
 plan_bars() {
-  run_step test_gpu_conv 50 test -- "$bin/test_gpu_conv"
+  run_step test_gpu_conv 60 test -- "$bin/test_gpu_conv"
   run_step test_gpu_measure 45 test -- "$bin/test_gpu_measure"
   # Early, since it needs no search: Hopper tiles side by side, beside cuBLAS: 128x128 and
   # 128x256 (TMA + producer), the large one also with mma_pipe and with 4 tiles a block (one

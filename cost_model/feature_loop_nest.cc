@@ -553,9 +553,29 @@ class Analyzer {
       }
       case NodeKind::Call: {
         const auto* op = static_cast<const Call*>(e.get());
-        // TODO: an address_of argument counts as a one-element access of its buffer, so
-        // cp.async and ldmatrix traffic is undercounted by their width (async_copy_bytes and
-        // mma_ops carry it instead).
+        // A copy's or ldmatrix's address arguments are accesses of their width: cp.async moves
+        // N bytes from global (the source) into shared memory (the destination) a thread;
+        // ldmatrix.xC reads C 16-byte rows from shared memory a group of 8 lanes, 2·C bytes a
+        // thread on average. Any other address_of argument counts as a one-element access.
+        int width_bytes = 0;
+        if (op->name.starts_with("cutune_cp_async_") && op->args.size() == 3) {
+          width_bytes = std::atoi(op->name.c_str() + 16);
+          if (width_bytes > 0) {
+            count_address(op->args[0], width_bytes, true, weight, ops);
+            count_address(op->args[1], width_bytes, false, weight, ops);
+            count(op->args[2], weight, ops);
+            ops.async_bytes += width_bytes;
+            return;
+          }
+        } else if (op->name.starts_with("cutune_ldmatrix_x") && op->args.size() == 2) {
+          width_bytes = 4 * std::atoi(op->name.c_str() + 17);
+          if (width_bytes > 0) {
+            count(op->args[0], weight, ops);
+            count_address(op->args[1], width_bytes, false, weight, ops);
+            ops.int_ops += 1;  // as any other call
+            return;
+          }
+        }
         if (op->name == ir::kAddressOf) {
         } else if (op->name.starts_with("cutune_mma_")) {
           ops.mma += 1;
@@ -592,8 +612,6 @@ class Analyzer {
           ops.wait_pending = std::max(ops.wait_pending, std::stoi(op->name.substr(21)));
         } else if (op->name == "cutune_cp_async_commit") {
           ops.commits += 1;
-        } else if (op->name.starts_with("cutune_cp_async_")) {
-          ops.async_bytes += std::stoi(op->name.substr(16));
         } else {
           double n = op->name.starts_with("fma") ? 2 : 1;
           (op->type.is_float() ? ops.float_ops : ops.int_ops) += n * op->type.lanes;
@@ -610,6 +628,19 @@ class Analyzer {
     (is_float ? ops.float_ops : ops.int_ops) += e.type().lanes;
     count(*a, weight, ops);
     count(*b, weight, ops);
+  }
+
+  // An address argument `width_bytes` wide: an access of that many bytes of its buffer (at
+  // least one element) where it is address_of(buffer, index), else counted as any expression.
+  void count_address(const Expr& e, int width_bytes, bool store, double weight, OpCount& ops) {
+    if (const Buffer* buffer = address_buffer(e)) {
+      const auto* load = static_cast<const Load*>(static_cast<const Call*>(e.get())->args[0].get());
+      count(load->index, weight, ops);
+      const int lanes = std::max(1, width_bytes / (*buffer)->type.element_bytes());
+      access(*buffer, load->index, lanes, store, weight);
+      return;
+    }
+    count(e, weight, ops);
   }
 
   // Charges operations executed once per iteration of the innermost enclosing loop.

@@ -15,6 +15,9 @@
 //   count where the extent varies with one enclosing loop of at most 32 iterations, averaged
 //   over that loop's values: a split-K block's share of the K slices, uneven where the splits
 //   do not divide them. Otherwise at the bound.
+// - An address argument is an access of the width the intrinsic moves: cp.async's source
+//   (a global load) and destination (a shared store) of N bytes, ldmatrix.xC's row address
+//   (a shared load of 4·C bytes a lane, on average); any other counts one element.
 // - Distinct elements an access touches are the product of the extents of the loops its
 //   index depends on (directly or through let-bound names), times its vector width, capped by
 //   the buffer's size (the approximation AutoTVM's touch features make): exact for the affine

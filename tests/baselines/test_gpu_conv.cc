@@ -80,6 +80,21 @@ void check_against_cudnn(const std::string& op, const std::vector<int64_t>& shap
   CHECK(ok > 0);
 }
 
+// A worker with cuDNN for `tmpl`'s task, asked for the baseline alone.
+MeasureResult measure_baseline(const Template& tmpl, const GpuMeasureOptions& options,
+                               double timeout_s) {
+  std::vector<char> expected;
+  const WorkerTask task = worker_task(tmpl, options, &expected);
+  WorkerOptions w;
+  w.command = worker_with_cudnn(tmpl);
+  w.measure_timeout_s = timeout_s;
+  WorkerSupervisor worker(w);
+  worker.set_task(task, std::move(expected));
+  MeasureRequest request;
+  request.what = MeasureWhat::baseline;
+  return worker.measure(request).result;
+}
+
 }  // namespace
 
 TEST_CASE("conv2d NCHW kernels match cuDNN on ResNet-18 C6", "[gpu][conv]") {
@@ -106,18 +121,7 @@ TEST_CASE("a 16-bit convolution's baseline also tries cuDNN's graph API", "[gpu]
   // C8 in fp16 NHWC (28x28, 128 -> 256, 1x1, stride 2): the legacy API's algorithms for it
   // do not use the tensor cores well.
   auto tmpl = make_template("conv2d_fp16", {1, 128, 28, 28, 256, 1, 1, 2, 0, 1});
-  GpuMeasureOptions options;
-  std::vector<char> expected;
-  const WorkerTask task = worker_task(*tmpl, options, &expected);
-  WorkerOptions w;
-  w.command = worker_with_cudnn(*tmpl);
-  w.measure_timeout_s = 60;
-  WorkerSupervisor worker(w);
-  worker.set_task(task, std::move(expected));
-  MeasureRequest request;
-  request.what = MeasureWhat::baseline;
-  const MeasureReply reply = worker.measure(request);
-  const MeasureResult& r = reply.result;
+  const MeasureResult r = measure_baseline(*tmpl, GpuMeasureOptions{}, 60);
   INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());
   REQUIRE(r.ok());
   CHECK(r.extra.value("cudnn_graph_plans", 0) > 0);
@@ -132,17 +136,7 @@ TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][con
   GpuMeasureOptions options;
   options.min_repeats = 20;
   options.early_stop_factor = 0;
-  std::vector<char> expected;
-  const WorkerTask task = worker_task(*tmpl, options, &expected);
-  WorkerOptions w;
-  w.command = worker_with_cudnn(*tmpl);
-  w.measure_timeout_s = 30;
-  WorkerSupervisor worker(w);
-  worker.set_task(task, std::move(expected));
-  MeasureRequest request;
-  request.what = MeasureWhat::baseline;
-  const MeasureReply reply = worker.measure(request);
-  const MeasureResult& r = reply.result;
+  const MeasureResult r = measure_baseline(*tmpl, options, 30);
   INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());
   REQUIRE(r.ok());
   CHECK(r.extra["reference"] == "cudnn");
@@ -170,6 +164,8 @@ TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][con
   // The task first: set_task's by-value vector may be moved from before worker_task fills it.
   const WorkerTask gemm_task = worker_task(*gemm, {}, &gemm_expected, /*allow_baseline=*/false);
   gemm_worker.set_task(gemm_task, std::move(gemm_expected));
+  MeasureRequest request;
+  request.what = MeasureWhat::baseline;
   const MeasureReply none = gemm_worker.measure(request);
   CHECK(none.result.status == MeasureStatus::launch_error);
 }

@@ -46,3 +46,26 @@ TEST_CASE("tensor-core features count mma instructions and the cp.async ring",
   CHECK(unscaled(*f, scalar, "kernel.async_copy_bytes") == 0);
   CHECK(unscaled(*f, scalar, "kernel.pipeline_depth") == Approx(1).epsilon(1e-3));
 }
+
+TEST_CASE("cp.async and ldmatrix count the bytes they move, whatever their width",
+          "[tensor_core][features]") {
+  // 128x128x64 in blocks of 64x64x32: 4 blocks each copy a 64x64 panel of A and of B (8 KiB
+  // each), 32 KiB of each matrix in all, into shared memory, whether 16 or 8 bytes a copy.
+  auto tmpl = make_template("gemm_fp16", {128, 128, 64}, "gemm_fp16_nt");
+  auto f = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  nlohmann::json knobs = nlohmann::json::parse(test::kTcFull);
+  const Config wide = tmpl->space().from_json(knobs);
+  knobs["knobs"]["copy_bytes"] = 8;
+  const Config narrow = tmpl->space().from_json(knobs);
+  for (const Config& c : {wide, narrow}) {
+    INFO("copy_bytes " << c.get("copy_bytes"));
+    CHECK(unscaled(*f, c, "buffer.A.touched_total") == Approx(32768).epsilon(1e-3));
+    CHECK(unscaled(*f, c, "buffer.B.touched_total") == Approx(32768).epsilon(1e-3));
+    CHECK(unscaled(*f, c, "buffer.A.lanes") == Approx(c.get("copy_bytes") / 2).epsilon(1e-3));
+    // The shared tiles are written by the copies and read by ldmatrix.x4 (16 bytes a lane),
+    // twice each: A's 64x64 panel by the 2 warps of a block column, B's by those of a row.
+    CHECK(unscaled(*f, c, "buffer.A_shared.stores") > 0);
+    CHECK(unscaled(*f, c, "buffer.A_shared.touched_total") == Approx(3 * 32768).epsilon(1e-3));
+  }
+  CHECK(unscaled(*f, wide, "buffer.A.loads") == Approx(unscaled(*f, narrow, "buffer.A.loads") / 2));
+}
