@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "src/baselines/warm_timing.h"
 #include "src/runtime/cuda_check.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/dynamic_library.h"
@@ -444,7 +445,7 @@ struct CudnnGraph {
 };
 
 void cudnn_graph_operation_check(const CudnnConvProblem& problem) {
-  CudnnGraph(cudnn_descriptors(problem), data_type(problem.dtype));
+  [[maybe_unused]] const CudnnGraph graph(cudnn_descriptors(problem), data_type(problem.dtype));
 }
 
 std::string cudnn_unavailable_reason() { return api().usable ? "" : api().reason; }
@@ -638,25 +639,10 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
   return out;
 }
 
-double CudnnConv::time_warm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, const CudnnAlgoPerf& algo) {
-  const DriverApi& driver = require_driver();
+double CudnnConv::time_warm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
+                            const CudnnAlgoPerf& algo) {
   choose(algo);
-  for (int i = 0; i < 3; ++i) forward(x, w, y);  // loads the modules, warms the clocks
-  const auto event = [&driver] {  // destroyed on every path out
-    CUevent e = nullptr;
-    CUTUNE_CU_CHECK(driver.cuEventCreate(&e, 0));
-    return std::unique_ptr<CUevent_st, decltype(driver.cuEventDestroy_v2)>(
-        e, driver.cuEventDestroy_v2);
-  };
-  const auto start = event(), stop = event();
-  constexpr int kRuns = 10;
-  CUTUNE_CU_CHECK(driver.cuEventRecord(start.get(), nullptr));
-  for (int i = 0; i < kRuns; ++i) forward(x, w, y);
-  CUTUNE_CU_CHECK(driver.cuEventRecord(stop.get(), nullptr));
-  CUTUNE_CU_CHECK(driver.cuEventSynchronize(stop.get()));
-  float ms = 0;
-  CUTUNE_CU_CHECK(driver.cuEventElapsedTime(&ms, start.get(), stop.get()));
-  return double(ms) * 1e-3 / kRuns;
+  return mean_warm_seconds([&] { forward(x, w, y); });
 }
 
 void CudnnConv::choose(const CudnnAlgoPerf& algo) {

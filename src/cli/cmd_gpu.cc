@@ -196,6 +196,8 @@ void run_bench(const BenchArgs& args) {
                         {"interleaved_rounds", args.rounds},
                         {"results", {row(baseline_name, baseline_result)}}};
   if (!no_record_note.empty()) out["note"] = no_record_note;
+  if (gemm && baseline_result.extra.is_object() && baseline_result.extra.contains("cublas_algo"))
+    out["results"][0]["algo"] = baseline_result.extra["cublas_algo"];
   if (!gemm && baseline_result.extra.is_object()) {
     const nlohmann::json& e = baseline_result.extra;
     out["reference"] = e.value("reference", "");

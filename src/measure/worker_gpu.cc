@@ -164,6 +164,7 @@ class GpuBackend final : public WorkerBackend {
         CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
         expected_[size_t(g.c)] = download_values(size_t(g.c));
       }
+      if (g.input != ir::DType::Float32) find_cublas_algorithm();
     }
     lap("reference");
     tolerances_.assign(task.tensors.size(), 0.0);
@@ -228,14 +229,22 @@ class GpuBackend final : public WorkerBackend {
     result.extra["reference"] = reference_name_;
     if (!cudnn_note_.empty()) result.extra["cudnn_note"] = cudnn_note_;
     if (baseline_) result.extra.update(*baseline_);
+    if (gemm_baseline_) result.extra.update(*gemm_baseline_);
     return reply;
   }
 
   ~GpuBackend() override { release(); }
 
  private:
+  static GemmStorage gemm_storage(ir::DType t) {
+    return t == ir::DType::Float16    ? GemmStorage::float16
+           : t == ir::DType::BFloat16 ? GemmStorage::bfloat16
+                                      : GemmStorage::float32;
+  }
+
   // cuBLAS computes the task's GEMM into its output tensor: SGEMM for fp32 (TF32 off), GemmEx
-  // with fp32 accumulation for 16-bit inputs or outputs.
+  // with fp32 accumulation for 16-bit inputs or outputs (after find_cublas_algorithm, by the
+  // algorithm it chose).
   void cublas_gemm() {
     const GemmBaseline& g = task_.baseline.gemm;
     const SgemmShape shape{g.m, g.n, g.k, g.b_transposed};
@@ -245,12 +254,27 @@ class GpuBackend final : public WorkerBackend {
       cublas_->sgemm(shape, a, b, c);
       return;
     }
-    auto storage = [](ir::DType t) {
-      return t == ir::DType::Float16    ? GemmStorage::float16
-             : t == ir::DType::BFloat16 ? GemmStorage::bfloat16
-                                        : GemmStorage::float32;
-    };
-    cublas_->gemm_ex(shape, storage(g.input), storage(g.output), a, b, c);
+    cublas_->gemm_ex(shape, gemm_storage(g.input), gemm_storage(g.output), a, b, c);
+  }
+
+  // For a 16-bit GEMM, after the reference: the fastest of cublasGemmEx's default and
+  // cuBLASLt's heuristic algorithms becomes the baseline (replies say which, and how many of
+  // cuBLASLt's ran). It writes the output tensor, which every candidate overwrites anyway.
+  void find_cublas_algorithm() {
+    const GemmBaseline& g = task_.baseline.gemm;
+    nlohmann::json info = nlohmann::json::object();
+    try {
+      const std::vector<CublasAlgoPerf> algos = cublas_->find_gemm_ex(
+          {g.m, g.n, g.k, g.b_transposed}, gemm_storage(g.input), gemm_storage(g.output),
+          buffers_[size_t(g.a)].get(), buffers_[size_t(g.b)].get(), buffers_[size_t(g.c)].get());
+      info["cublaslt_algos"] = std::count_if(algos.begin(), algos.end(),
+                                             [](const auto& a) { return a.ok && a.lt_index >= 0; });
+      if (!cublas_->lt_note().empty()) info["cublaslt_note"] = cublas_->lt_note();
+    } catch (const CudaError& e) {
+      info["cublaslt_note"] = std::string("no algorithm search: ") + e.what();
+    }
+    info["cublas_algo"] = cublas_->chosen().name;
+    gemm_baseline_ = std::move(info);
   }
 
   // Runs `launch` back to back for about `seconds` of wall time, so that a library call timed
@@ -280,6 +304,7 @@ class GpuBackend final : public WorkerBackend {
     conv_.reset();
     baseline_.reset();
     cudnn_note_.clear();
+    gemm_baseline_.reset();
     cublas_.reset();
     flusher_.reset();
     timer_.reset();
@@ -557,6 +582,7 @@ class GpuBackend final : public WorkerBackend {
   std::optional<DeviceBuffer> cudnn_filter_;  // the filter in KRSC for an RSCK task
   std::optional<DeviceBuffer> cudnn_output_;  // cuDNN's output when its type is not the task's
   std::optional<nlohmann::json> baseline_;
+  std::optional<nlohmann::json> gemm_baseline_;       // which cuBLAS algorithm is the baseline
   nlohmann::json phases_ = nlohmann::json::object();  // the current request's phase_s
   nlohmann::json setup_phases_ = nlohmann::json::object();  // until the task's first reply
   std::string cudnn_note_;

@@ -163,6 +163,37 @@ TEST_CASE("row-major GEMM maps onto column-major cublasSgemm", "[cublas]") {
   CHECK(nt.lda == 255);  // B [N,K] row-major
 }
 
+TEST_CASE("cuBLASLt's layouts compute the row-major product, and it loads without a GPU",
+          "[cublas]") {
+  // A tall and a wide product, B [K,N] and [N,K].
+  for (const SgemmShape& shape : {SgemmShape{127, 4096, 255, false},
+                                  SgemmShape{4096, 8, 1000, true}, SgemmShape{64, 64, 8, false}}) {
+    INFO(shape.m << "x" << shape.n << "x" << shape.k << (shape.b_transposed ? " nt" : " nn"));
+    const CublasLtLayouts l = cublaslt_layouts(shape);
+    CHECK(l.trans_first == shape.b_transposed);
+    // Column-major: each leading dimension holds a column's rows.
+    for (const LtLayout& m : {l.first, l.second, l.result}) CHECK(m.ld >= int64_t(m.rows));
+    // Cᵀ [N x M] = op(B) [N x K] · Aᵀ [K x M], with B stored as it is in row-major memory.
+    const uint64_t op_rows = l.trans_first ? l.first.cols : l.first.rows;
+    const uint64_t op_cols = l.trans_first ? l.first.rows : l.first.cols;
+    CHECK(op_rows == uint64_t(shape.n));
+    CHECK(op_cols == uint64_t(shape.k));
+    CHECK(l.first.ld == (shape.b_transposed ? shape.k : shape.n));
+    CHECK((l.second.rows == uint64_t(shape.k) && l.second.cols == uint64_t(shape.m)));
+    CHECK(l.second.ld == shape.k);
+    CHECK((l.result.rows == uint64_t(shape.n) && l.result.cols == uint64_t(shape.m)));
+    CHECK(l.result.ld == shape.n);
+    // cuBLASLt creates the descriptors without a GPU (it checks the layouts only when it
+    // plans the product, which needs one: test_gpu_measure).
+    if (cublaslt_unavailable_reason().empty()) {
+      CHECK_NOTHROW(cublaslt_descriptor_check(shape, GemmStorage::float16, GemmStorage::float32));
+      CHECK_NOTHROW(cublaslt_descriptor_check(shape, GemmStorage::bfloat16, GemmStorage::bfloat16));
+    }
+  }
+  if (!cublaslt_unavailable_reason().empty())
+    WARN("descriptors not created: cuBLASLt unavailable: " << cublaslt_unavailable_reason());
+}
+
 TEST_CASE("sticky CUDA errors poison the context but refused launches do not", "[fault]") {
   CHECK(classify_cuda_error(CUDA_ERROR_ILLEGAL_ADDRESS, false).poisoned);
   CHECK(classify_cuda_error(CUDA_ERROR_LAUNCH_FAILED, false).status ==

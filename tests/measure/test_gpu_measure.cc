@@ -209,6 +209,26 @@ TEST_CASE("the GPU measurer measures GEMM candidates end to end", "[gpu]") {
   }
 }
 
+TEST_CASE("a 16-bit GEMM's baseline is the fastest of GemmEx and cuBLASLt's algorithms", "[gpu]") {
+  skip_without_device();
+  auto tmpl = make_template("gemm_fp16", {1024, 1024, 1024}, "gemm_fp16_nn");
+  GpuMeasureOptions o;
+  o.worker_command = {tool("CUTUNE_TEST_WORKER", CUTUNE_TEST_WORKER)};
+  o.max_measure_seconds = 0.5;
+  auto measurer = make_gpu_measurer(*tmpl, o);
+  const std::vector<MeasureResult> results = measurer->measure({tmpl->reference_configs().front()});
+  REQUIRE(results.size() == 1);
+  const MeasureResult& r = results.front();
+  INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());
+  CHECK(r.ok());
+  // cuBLAS's GemmEx output stays the reference; the candidates ran against it.
+  CHECK(r.extra.value("reference", "") == "cublas");
+  CHECK(r.extra.value("cublaslt_algos", 0) > 0);
+  CHECK_FALSE(r.extra.contains("cublaslt_note"));
+  const std::string algo = r.extra.value("cublas_algo", "");
+  CHECK((algo == "GemmEx default" || algo.starts_with("cuBLASLt heuristic ")));
+}
+
 TEST_CASE("an exported kernel runs through the loader and matches cuBLAS", "[gpu]") {
   skip_without_device();
   auto tmpl = make_template("gemm", {256, 512, 128}, "gemm_nn");
