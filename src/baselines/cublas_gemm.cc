@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "src/baselines/warm_timing.h"
+#include "src/baselines/algorithm_search.h"
 #include "src/runtime/cuda_check.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/dynamic_library.h"
@@ -29,9 +29,7 @@ namespace cutune {
 namespace {
 
 struct CublasApi {
-#define CUTUNE_CUBLAS_ENTRY(name) decltype(&::name) name = nullptr;
-  CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_ENTRY)
-#undef CUTUNE_CUBLAS_ENTRY
+  CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_TABLE_ENTRY)
   // Overloaded in C++ (compute type as cudaDataType or cublasComputeType_t): named by type.
   using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
                                     int, const void*, const void*, cudaDataType, int, const void*,
@@ -40,32 +38,18 @@ struct CublasApi {
   GemmEx cublasGemmEx = nullptr;
   bool usable = false;
   std::string reason;
+
+  void resolve(void* library, std::string& missing) {
+    CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_TABLE_RESOLVE)
+    resolve_symbol(library, "cublasGemmEx", cublasGemmEx, missing);
+  }
 };
 
 const CublasApi& api() {
-  static CublasApi a;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // TF32 must not sneak in through the environment.
-    unsetenv("NVIDIA_TF32_OVERRIDE");
-    void* library = open_cuda_library(CudaLibrary::cublas, &a.reason);
-    if (library == nullptr) return;
-    std::string missing;
-#define CUTUNE_CUBLAS_RESOLVE(name)                                   \
-  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name)); \
-  if (a.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
-    CUTUNE_CUBLAS_FUNCTIONS(CUTUNE_CUBLAS_RESOLVE)
-#undef CUTUNE_CUBLAS_RESOLVE
-    a.cublasGemmEx = reinterpret_cast<CublasApi::GemmEx>(dlsym(library, "cublasGemmEx"));
-    if (a.cublasGemmEx == nullptr)
-      missing += (missing.empty() ? "" : ", ") + std::string("cublasGemmEx");
-    if (!missing.empty()) {
-      a.reason = "libcublas lacks " + missing;
-      return;
-    }
-    a.usable = true;
-  });
-  return a;
+  // TF32 must not sneak in through the environment.
+  static const bool cleared = unsetenv("NVIDIA_TF32_OVERRIDE") == 0;
+  (void)cleared;
+  return loaded_table<CublasApi>(CudaLibrary::cublas, "libcublas");
 }
 
 void check(cublasStatus_t status, const char* call, const char* file, int line) {
@@ -94,33 +78,10 @@ void check(cublasStatus_t status, const char* call, const char* file, int line) 
   X(cublasLtMatmulAlgoGetHeuristic)       \
   X(cublasLtMatmul)
 
-struct CublasLtApi {
-#define CUTUNE_CUBLASLT_ENTRY(name) decltype(&::name) name = nullptr;
-  CUTUNE_CUBLASLT_FUNCTIONS(CUTUNE_CUBLASLT_ENTRY)
-#undef CUTUNE_CUBLASLT_ENTRY
-  bool usable = false;
-  std::string reason;
-};
+CUTUNE_FUNCTION_TABLE(CublasLtApi, CUTUNE_CUBLASLT_FUNCTIONS)
 
 const CublasLtApi& lt_api() {
-  static CublasLtApi a;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* library = open_cuda_library(CudaLibrary::cublas_lt, &a.reason);
-    if (library == nullptr) return;
-    std::string missing;
-#define CUTUNE_CUBLASLT_RESOLVE(name)                                 \
-  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name)); \
-  if (a.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
-    CUTUNE_CUBLASLT_FUNCTIONS(CUTUNE_CUBLASLT_RESOLVE)
-#undef CUTUNE_CUBLASLT_RESOLVE
-    if (!missing.empty()) {
-      a.reason = "libcublasLt lacks " + missing;
-      return;
-    }
-    a.usable = true;
-  });
-  return a;
+  return loaded_table<CublasLtApi>(CudaLibrary::cublas_lt, "libcublasLt");
 }
 
 const CublasLtApi& require_cublaslt() {
@@ -273,11 +234,7 @@ CublasGemm::~CublasGemm() { release(); }
 
 void CublasGemm::release() noexcept {
   lt_.reset();
-  if (workspace_ != 0) {
-    if (const DriverApi* d = driver_api()) d->cuMemFree_v2(workspace_);
-    workspace_ = 0;
-    workspace_bytes_ = 0;
-  }
+  workspace_.release();
   if (handle_ != nullptr) api().cublasDestroy_v2(static_cast<cublasHandle_t>(handle_));
   handle_ = nullptr;
 }
@@ -287,8 +244,7 @@ CublasGemm::CublasGemm(CublasGemm&& other) noexcept
       lt_(std::move(other.lt_)),
       chosen_(std::move(other.chosen_)),
       lt_note_(std::move(other.lt_note_)),
-      workspace_(std::exchange(other.workspace_, 0)),
-      workspace_bytes_(std::exchange(other.workspace_bytes_, 0)) {}
+      workspace_(std::move(other.workspace_)) {}
 
 void CublasGemm::sgemm(const SgemmShape& shape, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
   const SgemmCall call = sgemm_call(shape);
@@ -309,7 +265,7 @@ void CublasGemm::gemm_ex(const SgemmShape& shape, GemmStorage input, GemmStorage
   if (chosen_.lt_index >= 0 && lt_ && lt_->shape.m == shape.m && lt_->shape.n == shape.n &&
       lt_->shape.k == shape.k && lt_->shape.b_transposed == shape.b_transposed &&
       lt_->input == input && lt_->output == output) {
-    lt_->matmul(chosen_.lt_index, a, b, c, workspace_, workspace_bytes_);
+    lt_->matmul(chosen_.lt_index, a, b, c, workspace_.get(), workspace_.bytes());
     return;
   }
   const SgemmCall call = sgemm_call(shape);
@@ -329,14 +285,7 @@ void CublasGemm::gemm_ex(const SgemmShape& shape, GemmStorage input, GemmStorage
 namespace cutune {
 
 void CublasGemm::choose(const CublasAlgoPerf& algo) {
-  if (algo.workspace_bytes > workspace_bytes_) {
-    const DriverApi& driver = require_driver();
-    if (workspace_ != 0) CUTUNE_CU_CHECK(driver.cuMemFree_v2(workspace_));
-    workspace_ = 0;
-    workspace_bytes_ = 0;
-    CUTUNE_CU_CHECK(driver.cuMemAlloc_v2(&workspace_, algo.workspace_bytes));
-    workspace_bytes_ = algo.workspace_bytes;
-  }
+  workspace_.reserve(algo.workspace_bytes);
   chosen_ = algo;
 }
 

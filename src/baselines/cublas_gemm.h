@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "src/baselines/algorithm_search.h"
+
 namespace cutune {
 
 // Row-major C[M,N] = A[M,K]·B[K,N], or A·Bᵀ with B stored [N,K] when `b_transposed`.
@@ -105,8 +107,7 @@ class CublasGemm {
   std::unique_ptr<CublasLtGemm> lt_;
   CublasAlgoPerf chosen_;
   std::string lt_note_;
-  CUdeviceptr workspace_ = 0;
-  size_t workspace_bytes_ = 0;
+  DeviceWorkspace workspace_;
 };
 
 // "" when cuBLAS loads, else why not.

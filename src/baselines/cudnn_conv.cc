@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "src/baselines/warm_timing.h"
+#include "src/baselines/algorithm_search.h"
 #include "src/runtime/cuda_check.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/dynamic_library.h"
@@ -54,34 +54,9 @@ namespace cutune {
 
 namespace {
 
-struct CudnnApi {
-#define CUTUNE_CUDNN_ENTRY(name) decltype(&::name) name = nullptr;
-  CUTUNE_CUDNN_FUNCTIONS(CUTUNE_CUDNN_ENTRY)
-#undef CUTUNE_CUDNN_ENTRY
-  bool usable = false;
-  std::string reason;
-};
+CUTUNE_FUNCTION_TABLE(CudnnApi, CUTUNE_CUDNN_FUNCTIONS)
 
-const CudnnApi& api() {
-  static CudnnApi a;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* library = open_cuda_library(CudaLibrary::cudnn, &a.reason);
-    if (library == nullptr) return;
-    std::string missing;
-#define CUTUNE_CUDNN_RESOLVE(name)                                    \
-  a.name = reinterpret_cast<decltype(a.name)>(dlsym(library, #name)); \
-  if (a.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
-    CUTUNE_CUDNN_FUNCTIONS(CUTUNE_CUDNN_RESOLVE)
-#undef CUTUNE_CUDNN_RESOLVE
-    if (!missing.empty()) {
-      a.reason = "libcudnn lacks " + missing;
-      return;
-    }
-    a.usable = true;
-  });
-  return a;
-}
+const CudnnApi& api() { return loaded_table<CudnnApi>(CudaLibrary::cudnn, "libcudnn"); }
 
 const CudnnApi& require_cudnn() {
   const CudnnApi& a = api();
@@ -523,19 +498,14 @@ CudnnConv::CudnnConv(CudnnConv&& o) noexcept
       y_desc_(std::exchange(o.y_desc_, nullptr)),
       w_desc_(std::exchange(o.w_desc_, nullptr)),
       conv_desc_(std::exchange(o.conv_desc_, nullptr)),
-      workspace_(std::exchange(o.workspace_, 0)),
-      workspace_bytes_(std::exchange(o.workspace_bytes_, 0)),
+      workspace_(std::move(o.workspace_)),
       chosen_(o.chosen_),
       graph_(std::move(o.graph_)),
       graph_note_(std::move(o.graph_note_)) {}
 
 void CudnnConv::release() noexcept {
   const CudnnApi& a = api();
-  if (workspace_ != 0) {
-    if (const DriverApi* d = driver_api()) d->cuMemFree_v2(workspace_);
-    workspace_ = 0;
-    workspace_bytes_ = 0;
-  }
+  workspace_.release();
   if (!a.usable) return;
   graph_.reset();  // its plans before the handle they were made on
   if (conv_desc_)
@@ -647,14 +617,7 @@ double CudnnConv::time_warm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
 
 void CudnnConv::choose(const CudnnAlgoPerf& algo) {
   if (!algo.ok) throw std::invalid_argument("cuDNN: choosing an algorithm that did not run");
-  const DriverApi& driver = require_driver();
-  if (algo.workspace_bytes > workspace_bytes_) {
-    if (workspace_ != 0) CUTUNE_CU_CHECK(driver.cuMemFree_v2(workspace_));
-    workspace_ = 0;
-    workspace_bytes_ = 0;
-    CUTUNE_CU_CHECK(driver.cuMemAlloc_v2(&workspace_, algo.workspace_bytes));
-    workspace_bytes_ = algo.workspace_bytes;
-  }
+  workspace_.reserve(algo.workspace_bytes);
   chosen_ = algo;
 }
 
@@ -663,7 +626,7 @@ void CudnnConv::forward(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y) {
     throw std::logic_error("CudnnConv::forward before find()");
   const CudnnApi& a = require_cudnn();
   if (chosen_.plan >= 0) {
-    graph_->execute(static_cast<cudnnHandle_t>(handle_), chosen_.plan, x, w, y, workspace_);
+    graph_->execute(static_cast<cudnnHandle_t>(handle_), chosen_.plan, x, w, y, workspace_.get());
     return;
   }
   const float alpha = 1.0f, beta = 0.0f;
@@ -671,9 +634,9 @@ void CudnnConv::forward(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y) {
       static_cast<cudnnHandle_t>(handle_), &alpha, static_cast<cudnnTensorDescriptor_t>(x_desc_),
       reinterpret_cast<const void*>(x), static_cast<cudnnFilterDescriptor_t>(w_desc_),
       reinterpret_cast<const void*>(w), static_cast<cudnnConvolutionDescriptor_t>(conv_desc_),
-      static_cast<cudnnConvolutionFwdAlgo_t>(chosen_.algo), reinterpret_cast<void*>(workspace_),
-      workspace_bytes_, &beta, static_cast<cudnnTensorDescriptor_t>(y_desc_),
-      reinterpret_cast<void*>(y)));
+      static_cast<cudnnConvolutionFwdAlgo_t>(chosen_.algo),
+      reinterpret_cast<void*>(workspace_.get()), workspace_.bytes(), &beta,
+      static_cast<cudnnTensorDescriptor_t>(y_desc_), reinterpret_cast<void*>(y)));
 }
 
 }  // namespace cutune

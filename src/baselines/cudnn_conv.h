@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/baselines/algorithm_search.h"
+
 namespace cutune {
 
 // How activations are laid out: NCHW ([N,C,H,W] in, [N,K,P,Q] out) or NHWC.
@@ -141,8 +143,7 @@ class CudnnConv {
   void* y_desc_ = nullptr;
   void* w_desc_ = nullptr;
   void* conv_desc_ = nullptr;
-  CUdeviceptr workspace_ = 0;
-  size_t workspace_bytes_ = 0;
+  DeviceWorkspace workspace_;
   CudnnAlgoPerf chosen_;
   std::unique_ptr<CudnnGraph> graph_;
   std::string graph_note_;

@@ -82,9 +82,7 @@ void load_into(CuptiState& s) {
   void* library = open_cuda_library(CudaLibrary::cupti, &s.reason);
   if (library == nullptr) return;
   std::string missing;
-#define CUTUNE_CUPTI_RESOLVE(name)                                            \
-  s.api.name = reinterpret_cast<decltype(s.api.name)>(dlsym(library, #name)); \
-  if (s.api.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+#define CUTUNE_CUPTI_RESOLVE(name) resolve_symbol(library, #name, s.api.name, missing);
   CUTUNE_CUPTI_FUNCTIONS(CUTUNE_CUPTI_RESOLVE)
 #undef CUTUNE_CUPTI_RESOLVE
   if (!missing.empty()) {

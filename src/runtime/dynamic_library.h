@@ -9,8 +9,11 @@
 // nvidia/cublas/lib, nvidia/cuda_nvrtc/lib, ...) in every site-packages found (see
 // python_site_packages). Each library is loaded once per process and never unloaded.
 
+#include <dlfcn.h>
+
 #include <array>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -79,5 +82,46 @@ const LibraryLookup& load_cuda_library(CudaLibrary library);
 
 // The handle, or nullptr with `error` (when given) set to the one-line reason.
 void* open_cuda_library(CudaLibrary library, std::string* error);
+
+// `slot` = dlsym(library, name), or the name appended to `missing` (", "-separated).
+template <typename F>
+void resolve_symbol(void* library, const char* name, F& slot, std::string& missing) {
+  slot = reinterpret_cast<F>(dlsym(library, name));
+  if (slot == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
+}
+
+// A struct `Name` for loaded_table from an X-macro list of functions that the library's header
+// declares: a pointer of the declared type for each, filled by resolve.
+#define CUTUNE_TABLE_ENTRY(name) decltype(&::name) name = nullptr;
+#define CUTUNE_TABLE_RESOLVE(name) resolve_symbol(library, #name, name, missing);
+#define CUTUNE_FUNCTION_TABLE(Name, LIST)                                            \
+  struct Name {                                                                      \
+    LIST(CUTUNE_TABLE_ENTRY)                                                         \
+    bool usable = false;                                                             \
+    std::string reason;                                                              \
+    void resolve(void* library, std::string& missing) { LIST(CUTUNE_TABLE_RESOLVE) } \
+  };
+
+// A table of a library's functions, loaded once per process (thread-safe). T has `bool
+// usable`, `std::string reason` and `void resolve(void* library, std::string& missing)`, which
+// fills its function pointers (resolve_symbol) and names the ones it could not. Unusable with
+// the reason "<what> lacks <names>" when any is missing, or open_cuda_library's.
+template <typename T>
+const T& loaded_table(CudaLibrary library, const char* what) {
+  static T table;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    void* handle = open_cuda_library(library, &table.reason);
+    if (handle == nullptr) return;
+    std::string missing;
+    table.resolve(handle, missing);
+    if (!missing.empty()) {
+      table.reason = std::string(what) + " lacks " + missing;
+      return;
+    }
+    table.usable = true;
+  });
+  return table;
+}
 
 }  // namespace cutune

@@ -18,28 +18,15 @@ struct NvrtcState {
   NvrtcApi api;
   bool usable = false;
   std::string reason;
-};
 
-const NvrtcState& state() {
-  static NvrtcState s;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* library = open_cuda_library(CudaLibrary::nvrtc, &s.reason);
-    if (library == nullptr) return;
-    std::string missing;
-#define CUTUNE_NVRTC_RESOLVE(name)                                            \
-  s.api.name = reinterpret_cast<decltype(s.api.name)>(dlsym(library, #name)); \
-  if (s.api.name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  void resolve(void* library, std::string& missing) {
+#define CUTUNE_NVRTC_RESOLVE(name) resolve_symbol(library, #name, api.name, missing);
     CUTUNE_NVRTC_FUNCTIONS(CUTUNE_NVRTC_RESOLVE)
 #undef CUTUNE_NVRTC_RESOLVE
-    if (!missing.empty()) {
-      s.reason = "libnvrtc lacks " + missing + " (NVRTC too old?)";
-      return;
-    }
-    s.usable = true;
-  });
-  return s;
-}
+  }
+};
+
+const NvrtcState& state() { return loaded_table<NvrtcState>(CudaLibrary::nvrtc, "libnvrtc"); }
 
 }  // namespace
 

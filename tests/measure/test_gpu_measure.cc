@@ -46,6 +46,14 @@ WorkerOptions gpu_worker(double timeout_s = 20) {
   return o;
 }
 
+// The GPU measurer's options for these tests: the test worker, half a second a candidate.
+GpuMeasureOptions measurer_options() {
+  GpuMeasureOptions o;
+  o.worker_command = {tool("CUTUNE_TEST_WORKER", CUTUNE_TEST_WORKER)};
+  o.max_measure_seconds = 0.5;
+  return o;
+}
+
 // A kernel C[M*N], A, B (the GEMM task's parameters) with a hand-written body.
 MeasureRequest handwritten(uint64_t id, const std::string& name, const std::string& body, Dim3 grid,
                            Dim3 block) {
@@ -181,10 +189,7 @@ TEST_CASE("trap and out-of-bounds write and hang are each recorded while the run
 TEST_CASE("the GPU measurer measures GEMM candidates end to end", "[gpu]") {
   skip_without_device();
   auto tmpl = make_template("gemm", {512, 512, 512}, "gemm_nn");
-  GpuMeasureOptions o;
-  o.worker_command = {tool("CUTUNE_TEST_WORKER", CUTUNE_TEST_WORKER)};
-  o.max_measure_seconds = 0.5;
-  auto measurer = make_gpu_measurer(*tmpl, o);
+  auto measurer = make_gpu_measurer(*tmpl, measurer_options());
   std::vector<Config> batch = tmpl->reference_configs();
   std::mt19937_64 rng(5);
   for (int i = 0; i < 6; ++i) batch.push_back(*tmpl->space().sample_valid(rng));
@@ -212,10 +217,7 @@ TEST_CASE("the GPU measurer measures GEMM candidates end to end", "[gpu]") {
 TEST_CASE("a 16-bit GEMM's baseline is the fastest of GemmEx and cuBLASLt's algorithms", "[gpu]") {
   skip_without_device();
   auto tmpl = make_template("gemm_fp16", {1024, 1024, 1024}, "gemm_fp16_nn");
-  GpuMeasureOptions o;
-  o.worker_command = {tool("CUTUNE_TEST_WORKER", CUTUNE_TEST_WORKER)};
-  o.max_measure_seconds = 0.5;
-  auto measurer = make_gpu_measurer(*tmpl, o);
+  auto measurer = make_gpu_measurer(*tmpl, measurer_options());
   const std::vector<MeasureResult> results = measurer->measure({tmpl->reference_configs().front()});
   REQUIRE(results.size() == 1);
   const MeasureResult& r = results.front();

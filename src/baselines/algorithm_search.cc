@@ -1,6 +1,7 @@
-#include "src/baselines/warm_timing.h"
+#include "src/baselines/algorithm_search.h"
 
 #include <memory>
+#include <utility>
 
 #include "src/runtime/cuda_check.h"
 #include "src/runtime/driver_api.h"
@@ -24,6 +25,33 @@ double mean_warm_seconds(const std::function<void()>& launch, int warmup, int ru
   float ms = 0;
   CUTUNE_CU_CHECK(driver.cuEventElapsedTime(&ms, start.get(), stop.get()));
   return double(ms) * 1e-3 / runs;
+}
+
+DeviceWorkspace::~DeviceWorkspace() { release(); }
+
+DeviceWorkspace::DeviceWorkspace(DeviceWorkspace&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceWorkspace& DeviceWorkspace::operator=(DeviceWorkspace&& other) noexcept {
+  std::swap(ptr_, other.ptr_);
+  std::swap(bytes_, other.bytes_);
+  return *this;
+}
+
+void DeviceWorkspace::reserve(size_t bytes) {
+  if (bytes <= bytes_) return;
+  const DriverApi& driver = require_driver();
+  release();
+  CUTUNE_CU_CHECK(driver.cuMemAlloc_v2(&ptr_, bytes));
+  bytes_ = bytes;
+}
+
+void DeviceWorkspace::release() noexcept {
+  if (ptr_ != 0) {
+    if (const DriverApi* d = driver_api()) d->cuMemFree_v2(ptr_);
+  }
+  ptr_ = 0;
+  bytes_ = 0;
 }
 
 }  // namespace cutune
