@@ -391,7 +391,7 @@ plan_breadth() {
 # --deadline 560 and a 600 s call). The gpu tests whose fixes were not yet run on a GPU first.
 plan_bars() {
   run_step test_gpu_conv 60 test -- "$bin/test_gpu_conv"
-  run_step test_gpu_measure 45 test -- "$bin/test_gpu_measure"
+  run_step test_gpu_measure 55 test -- "$bin/test_gpu_measure"
   # Early, since it needs no search: Hopper tiles side by side, beside cuBLAS: 128x128 and
   # 128x256 (TMA + producer), the large one also with mma_pipe and with 4 tiles a block (one
   # wave of 128 blocks at 4096^3); 128x128 with 8 tiles a block (128 blocks), the warpgroups

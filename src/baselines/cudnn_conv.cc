@@ -307,6 +307,7 @@ cudnnDataType_t data_type(const std::string& dtype) {
 }  // namespace
 
 struct CudnnGraph {
+  bool fp32;  // fp32 data: engines that compute below fp32 are left out
   Descriptor x, w, y, conv, op;
   Descriptor graph;
   struct Plan {
@@ -319,7 +320,22 @@ struct CudnnGraph {
   Descriptor pack;
   CUdeviceptr pack_pointers[4] = {};
 
-  CudnnGraph(const CudnnConvDescriptors& d, cudnnDataType_t data) {
+  // An engine whose numerical notes say it computes below fp32: TF32 tensor cores, inputs
+  // converted down, or a reduction in reduced precision.
+  static bool computes_below_fp32(cudnnBackendDescriptor_t engine) {
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    const int64_t n =
+        get_attribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                      CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
+    return std::any_of(notes, notes + std::min<int64_t>(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT),
+                       [](cudnnBackendNumericalNote_t note) {
+                         return note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+                                note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+                                note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
+                       });
+  }
+
+  CudnnGraph(const CudnnConvDescriptors& d, cudnnDataType_t data) : fp32(data == CUDNN_DATA_FLOAT) {
     x = graph_tensor(kUidX, data, d.x_dims, d.format_nhwc);
     w = graph_tensor(kUidW, data, d.w_dims, d.format_nhwc);
     y = graph_tensor(kUidY, data, d.y_dims, d.format_nhwc);
@@ -377,6 +393,12 @@ struct CudnnGraph {
     for (int64_t i = 0; i < std::min<int64_t>(got, int64_t(raw.size())); ++i) {
       try {
         Plan p;
+        Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendDescriptor_t e = engine.get();
+        get_attribute(raw[size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                      &e);
+        get_attribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &p.engine);
+        if (fp32 && computes_below_fp32(e)) continue;
         p.plan = Descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
         p.plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle);
         p.plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
@@ -386,11 +408,6 @@ struct CudnnGraph {
         get_attribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
                       &workspace);
         p.workspace_bytes = size_t(std::max<int64_t>(workspace, 0));
-        Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-        cudnnBackendDescriptor_t e = engine.get();
-        get_attribute(raw[size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                      &e);
-        get_attribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &p.engine);
         plans.push_back(std::move(p));
       } catch (const CudaError&) {
         // This engine configuration does not support the problem: not a plan.
@@ -472,15 +489,12 @@ CudnnConv::CudnnConv(const CudnnConvProblem& problem) : d_(cudnn_descriptors(pro
                                          d_.y_dims[1], d_.y_dims[2], d_.y_dims[3]));
     CUTUNE_CUDNN_CALL(a.cudnnSetTensor4dDescriptor(y, format, data, d_.y_dims[0], d_.y_dims[1],
                                                    d_.y_dims[2], d_.y_dims[3]));
-    // fp32 stays on the legacy API's FMA path: graph engines for fp32 may take TF32.
-    if (fp32_) {
-      graph_note_ = "fp32 data: the legacy API's FMA algorithms only";
-    } else {
-      try {
-        graph_ = std::make_unique<CudnnGraph>(d_, data);
-      } catch (const CudaError& e) {
-        graph_note_ = fmt::format("the graph API rejects the convolution: {}", e.what());
-      }
+    // The graph API's engines too; for fp32 only those whose numerical notes promise fp32
+    // arithmetic (no TF32), as the legacy algorithms are held to CUDNN_FMA_MATH.
+    try {
+      graph_ = std::make_unique<CudnnGraph>(d_, data);
+    } catch (const CudaError& e) {
+      graph_note_ = fmt::format("the graph API rejects the convolution: {}", e.what());
     }
   } catch (...) {
     release();

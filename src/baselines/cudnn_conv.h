@@ -77,7 +77,7 @@ std::vector<float> rsck_to_krsc(const std::vector<float>& rsck, int64_t r, int64
 // One result of cudnnFindConvolutionForwardAlgorithmEx.
 struct CudnnAlgoPerf {
   int algo = -1;      // a legacy algorithm (cudnnConvolutionFwdAlgo_t), or -1 for a graph plan
-  int plan = -1;      // for 16-bit data: an execution plan of the graph API, else -1
+  int plan = -1;      // an execution plan of the graph API, else -1
   std::string name;   // "IMPLICIT_PRECOMP_GEMM", "graph engine 12"
   double time_s = 0;  // find(): mean of 10 warm runs, timed with CUDA events
   size_t workspace_bytes = 0;
@@ -98,11 +98,12 @@ struct CudnnGraph;
 void cudnn_graph_operation_check(const CudnnConvProblem& problem);
 
 // A cuDNN handle and the descriptors of one problem on the current context. Move-only; the
-// destructor never throws. For 16-bit data find() also tries the graph API's engines (the
-// legacy API offers no good tensor-core algorithm for some layers, e.g. a 1×1 stride-2 fp16
-// NHWC convolution, so a ratio against it alone can flatter us): the operation graph's engine
-// configurations of heuristics mode A, at most 16, each that finalizes as a plan timed like a
-// legacy algorithm.
+// destructor never throws. find() also tries the graph API's engines (the legacy API offers no
+// good tensor-core algorithm for some layers, e.g. a 1×1 stride-2 fp16 NHWC convolution, so a
+// ratio against it alone can flatter us): the operation graph's engine configurations of
+// heuristics mode A, at most 16, each that finalizes as a plan timed like a legacy algorithm;
+// for fp32 data only engines whose numerical notes promise fp32 arithmetic (not TF32 tensor
+// cores, not inputs converted down, not a reduced-precision reduction).
 class CudnnConv {
  public:
   // Throws CudaError (library "cuDNN") when cuDNN cannot be loaded or rejects the problem,
@@ -117,7 +118,7 @@ class CudnnConv {
   // Runs cudnnFindConvolutionForwardAlgorithmEx on the given device buffers (it overwrites
   // y) with a workspace of up to `max_workspace_bytes` (halved while it cannot be allocated),
   // then times every algorithm that ran again, warm (10 runs after 3, CUDA events), and the
-  // graph plans (16-bit data) with workspaces within the same cap alike, and returns them
+  // graph plans with workspaces within the same cap alike, and returns them
   // fastest first on those times. Chooses the fastest ok one and keeps a workspace for it;
   // throws CudaError when no algorithm works. graph_note() says why no graph plan took part.
   std::vector<CudnnAlgoPerf> find(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y,
@@ -125,7 +126,7 @@ class CudnnConv {
   // Makes `algo` (one that find() reported ok) the one forward() runs.
   void choose(const CudnnAlgoPerf& algo);
   const CudnnAlgoPerf& chosen() const { return chosen_; }
-  // Empty, or why the graph API's plans were not tried (fp32 data, a rejected descriptor).
+  // Empty, or why no graph plan took part (a rejected descriptor, no plan that ran).
   const std::string& graph_note() const { return graph_note_; }
 
   // Enqueues y = conv(x, w) with the chosen algorithm on the default stream.

@@ -497,7 +497,7 @@ class GpuBackend final : public WorkerBackend {
       nlohmann::json baseline = {{"baseline", "cudnn"},
                                  {"baseline_algo", fastest.name},
                                  {"cudnn_reference_algo", exact->name}};
-      // How many of the graph API's plans ran next to the legacy algorithms (16-bit data).
+      // How many of the graph API's plans ran next to the legacy algorithms.
       baseline["cudnn_graph_plans"] = std::count_if(
           algos.begin(), algos.end(), [](const CudnnAlgoPerf& a) { return a.ok && a.plan >= 0; });
       if (!cudnn_->graph_note().empty()) baseline["cudnn_graph_note"] = cudnn_->graph_note();
