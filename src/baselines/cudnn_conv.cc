@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -335,6 +336,18 @@ struct CudnnGraph {
                        });
   }
 
+  // An engine that compiles its kernel when its plan is finalized (seconds a plan, at every
+  // worker start): left out, so that the search stays within the task setup's deadline.
+  static bool compiles_at_run_time(cudnnBackendDescriptor_t engine) {
+    cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    const int64_t n =
+        get_attribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                      CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, notes);
+    return std::find(notes, notes + std::min<int64_t>(n, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT),
+                     CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) !=
+           notes + std::min<int64_t>(n, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
+  }
+
   CudnnGraph(const CudnnConvDescriptors& d, cudnnDataType_t data) : fp32(data == CUDNN_DATA_FLOAT) {
     x = graph_tensor(kUidX, data, d.x_dims, d.format_nhwc);
     w = graph_tensor(kUidW, data, d.w_dims, d.format_nhwc);
@@ -366,8 +379,11 @@ struct CudnnGraph {
   }
 
   // The operation graph on `handle`, and a plan for each of heuristics mode A's first
-  // `max_plans` engine configurations that finalizes (others do not support the problem).
-  void make_plans(cudnnHandle_t handle, int max_plans) {
+  // `max_plans` engine configurations that finalizes (others do not support the problem),
+  // precompiled engines only, until `budget_s` seconds have gone (the worker's task setup has
+  // a deadline).
+  void make_plans(cudnnHandle_t handle, int max_plans, double budget_s) {
+    const auto start = std::chrono::steady_clock::now();
     plans.clear();
     graph = Descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     const cudnnBackendDescriptor_t ops = op.get();
@@ -391,6 +407,9 @@ struct CudnnGraph {
         get_attribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                       CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(raw.size()), raw.data());
     for (int64_t i = 0; i < std::min<int64_t>(got, int64_t(raw.size())); ++i) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+          budget_s)
+        break;
       try {
         Plan p;
         Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
@@ -398,7 +417,7 @@ struct CudnnGraph {
         get_attribute(raw[size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                       &e);
         get_attribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &p.engine);
-        if (fp32 && computes_below_fp32(e)) continue;
+        if ((fp32 && computes_below_fp32(e)) || compiles_at_run_time(e)) continue;
         p.plan = Descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
         p.plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle);
         p.plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
@@ -590,7 +609,7 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
   }
   if (graph_) {
     try {
-      graph_->make_plans(static_cast<cudnnHandle_t>(handle_), 16);
+      graph_->make_plans(static_cast<cudnnHandle_t>(handle_), 16, 10.0);
       if (graph_->plans.empty()) graph_note_ = "no engine configuration of the graph API ran";
     } catch (const CudaError& e) {
       graph_note_ = fmt::format("the graph API made no plan: {}", e.what());

@@ -101,7 +101,9 @@ void cudnn_graph_operation_check(const CudnnConvProblem& problem);
 // destructor never throws. find() also tries the graph API's engines (the legacy API offers no
 // good tensor-core algorithm for some layers, e.g. a 1×1 stride-2 fp16 NHWC convolution, so a
 // ratio against it alone can flatter us): the operation graph's engine configurations of
-// heuristics mode A, at most 16, each that finalizes as a plan timed like a legacy algorithm;
+// heuristics mode A, at most 16, precompiled engines only (a runtime-compiled one compiles its
+// kernel when its plan is finalized: seconds at every worker start), as many as finalize as
+// plans within 10 s, each timed like a legacy algorithm;
 // for fp32 data only engines whose numerical notes promise fp32 arithmetic (not TF32 tensor
 // cores, not inputs converted down, not a reduced-precision reduction).
 class CudnnConv {
