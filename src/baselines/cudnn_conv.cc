@@ -321,31 +321,38 @@ struct CudnnGraph {
   Descriptor pack;
   CUdeviceptr pack_pointers[4] = {};
 
+  // An engine's notes of one kind (numerical or behaviour), as cuDNN lists them.
+  template <typename Note>
+  static std::vector<Note> notes_of(cudnnBackendDescriptor_t engine,
+                                    cudnnBackendAttributeName_t name,
+                                    cudnnBackendAttributeType_t type, int64_t kinds) {
+    std::vector<Note> notes(static_cast<size_t>(kinds), Note{});
+    notes.resize(size_t(
+        std::clamp<int64_t>(get_attribute(engine, name, type, kinds, notes.data()), 0, kinds)));
+    return notes;
+  }
+
   // An engine whose numerical notes say it computes below fp32: TF32 tensor cores, inputs
   // converted down, or a reduction in reduced precision.
   static bool computes_below_fp32(cudnnBackendDescriptor_t engine) {
-    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-    const int64_t n =
-        get_attribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                      CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
-    return std::any_of(notes, notes + std::min<int64_t>(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT),
-                       [](cudnnBackendNumericalNote_t note) {
-                         return note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
-                                note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
-                                note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
-                       });
+    const auto notes = notes_of<cudnnBackendNumericalNote_t>(
+        engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+        CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
+    return std::any_of(notes.begin(), notes.end(), [](cudnnBackendNumericalNote_t note) {
+      return note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+             note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+             note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
+    });
   }
 
   // An engine that compiles its kernel when its plan is finalized (seconds a plan, at every
   // worker start): left out, so that the search stays within the task setup's deadline.
   static bool compiles_at_run_time(cudnnBackendDescriptor_t engine) {
-    cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-    const int64_t n =
-        get_attribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                      CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, notes);
-    return std::find(notes, notes + std::min<int64_t>(n, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT),
-                     CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) !=
-           notes + std::min<int64_t>(n, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
+    const auto notes = notes_of<cudnnBackendBehaviorNote_t>(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                                            CUDNN_TYPE_BEHAVIOR_NOTE,
+                                                            CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
+    return std::find(notes.begin(), notes.end(), CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) !=
+           notes.end();
   }
 
   CudnnGraph(const CudnnConvDescriptors& d, cudnnDataType_t data) : fp32(data == CUDNN_DATA_FLOAT) {
