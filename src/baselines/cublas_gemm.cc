@@ -122,15 +122,14 @@ struct CublasLtGemm {
       : shape(s), input(in), output(out) {
     const CublasLtApi& a = require_cublaslt();
     try {
+      const CublasLtLayouts l = cublaslt_layouts(shape);
       CUTUNE_CUBLASLT_CALL(a.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      const cublasOperation_t trans_first =
-          cublaslt_layouts(shape).trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+      const cublasOperation_t trans_first = l.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
       const cublasOperation_t trans_second = CUBLAS_OP_N;
       CUTUNE_CUBLASLT_CALL(a.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                                             &trans_first, sizeof(trans_first)));
       CUTUNE_CUBLASLT_CALL(a.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                                             &trans_second, sizeof(trans_second)));
-      const CublasLtLayouts l = cublaslt_layouts(shape);
       CUTUNE_CUBLASLT_CALL(a.cublasLtMatrixLayoutCreate(&first, cuda_type(input), l.first.rows,
                                                         l.first.cols, l.first.ld));
       CUTUNE_CUBLASLT_CALL(a.cublasLtMatrixLayoutCreate(&second, cuda_type(input), l.second.rows,
@@ -262,9 +261,8 @@ namespace cutune {
 
 void CublasGemm::gemm_ex(const SgemmShape& shape, GemmStorage input, GemmStorage output,
                          CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
-  if (chosen_.lt_index >= 0 && lt_ && lt_->shape.m == shape.m && lt_->shape.n == shape.n &&
-      lt_->shape.k == shape.k && lt_->shape.b_transposed == shape.b_transposed &&
-      lt_->input == input && lt_->output == output) {
+  if (chosen_.lt_index >= 0 && lt_ && lt_->shape == shape && lt_->input == input &&
+      lt_->output == output) {
     lt_->matmul(chosen_.lt_index, a, b, c, workspace_.get(), workspace_.bytes());
     return;
   }

@@ -19,6 +19,7 @@ namespace cutune {
 struct SgemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool b_transposed = false;
+  friend bool operator==(const SgemmShape&, const SgemmShape&) = default;
 };
 
 // The column-major cublasSgemm arguments that compute the row-major product above: cuBLAS sees

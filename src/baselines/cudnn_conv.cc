@@ -627,8 +627,8 @@ std::vector<CudnnAlgoPerf> CudnnConv::find(CUdeviceptr x, CUdeviceptr w, CUdevic
       r.plan = int(i);
       r.name = fmt::format("graph engine {}", p.engine);
       r.workspace_bytes = p.workspace_bytes;
-      r.ok = p.workspace_bytes <= max_workspace_bytes;
-      if (!r.ok) continue;
+      if (p.workspace_bytes > max_workspace_bytes) continue;
+      r.ok = true;
       try {
         r.time_s = time_warm(x, w, y, r);
       } catch (const CudaError&) {
