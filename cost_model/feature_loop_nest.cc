@@ -555,11 +555,10 @@ class Analyzer {
         const auto* op = static_cast<const Call*>(e.get());
         // A copy's or ldmatrix's address arguments are accesses of their width: cp.async moves
         // N bytes from global (the source) into shared memory (the destination) a thread;
-        // ldmatrix.xC reads C 16-byte rows from shared memory a group of 8 lanes, 2·C bytes a
-        // thread on average. Any other address_of argument counts as a one-element access.
-        int width_bytes = 0;
+        // ldmatrix.xC reads C 8x16-byte matrices from shared memory a warp, 4·C bytes a lane
+        // on average. Any other address_of argument counts as a one-element access.
         if (op->name.starts_with("cutune_cp_async_") && op->args.size() == 3) {
-          width_bytes = std::atoi(op->name.c_str() + 16);
+          const int width_bytes = std::atoi(op->name.c_str() + 16);
           if (width_bytes > 0) {
             count_address(op->args[0], width_bytes, true, weight, ops);
             count_address(op->args[1], width_bytes, false, weight, ops);
@@ -568,7 +567,7 @@ class Analyzer {
             return;
           }
         } else if (op->name.starts_with("cutune_ldmatrix_x") && op->args.size() == 2) {
-          width_bytes = 4 * std::atoi(op->name.c_str() + 17);
+          const int width_bytes = 4 * std::atoi(op->name.c_str() + 17);
           if (width_bytes > 0) {
             count(op->args[0], weight, ops);
             count_address(op->args[1], width_bytes, false, weight, ops);
