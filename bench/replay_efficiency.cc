@@ -20,6 +20,8 @@
 //                     [--kappa K]    (one change at a time)
 //                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
 //                     [--incumbent-adjacent]  (each radius: neighbouring knob values first)
+//                     [--incumbent-stratify X]  (that share of each radius in turns over the knobs
+//                     changed)
 //                     [--incumbent-random X]  (that share of the trust region's picks
 //                                     uniformly random among its candidates; in [0, 1])
 //                     [--diversity] [--epsilon X]
@@ -285,6 +287,8 @@ int main(int argc, char** argv) {
       args.model.incumbent_widen = true;
     else if (a == "--incumbent-adjacent")  // ModelPolicyOptions::incumbent_adjacent
       args.model.incumbent_adjacent = true;
+    else if (a == "--incumbent-stratify")  // ModelPolicyOptions::incumbent_stratify
+      args.model.incumbent_stratify = double_value(a, value());
     else if (a == "--incumbent-random") {  // ModelPolicyOptions::incumbent_random
       const std::string v = value();
       const double x = double_value(a, v);

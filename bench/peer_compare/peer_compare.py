@@ -7,6 +7,8 @@ curve after t trials is optimum time / true time of the best valid configuration
     run.sh cutune  [--seeds 20] [--budget 400] [--replay-efficiency build/bench/replay_efficiency]
     run.sh kt --needle --only convolution_old/RTX_3090   (the needle test space, see below)
     run.sh report  (tables per cache and the summary, into results/summary.md and .json)
+    run.sh ... --data DIR --results DIR2  (another set of caches, e.g. held-out ones, with its
+                                           runs and summary in DIR2 instead of results/)
 
 Runs are appended to results/kt_runs.jsonl and results/cutune_runs.jsonl, one line per
 (cache, tuner, seed), holding only the improvement points of the curve; a rerun skips what is
@@ -237,6 +239,8 @@ def cmd_cutune(args):
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
     fresh = [json.loads(l) for l in open(tmp)]
+    for r in fresh:
+        r.setdefault("budget", args.budget)  # the report censors every row at its budget
     names = {(r["cache"], r["tuner"]) for r in fresh}
     kept = []
     if os.path.exists(out_path):
@@ -430,6 +434,7 @@ def cmd_report(args):
 
 
 def main():
+    global RESULTS
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", choices=["kt", "cutune", "report"])
     p.add_argument("--data", default=DEFAULT_DATA)
@@ -445,7 +450,10 @@ def main():
                    help="kt, cutune: the needle variants of the caches (make_needle_cache)")
     p.add_argument("--replay-efficiency", dest="replay_efficiency",
                    default=os.path.join(ROOT, "build", "bench", "replay_efficiency"))
+    p.add_argument("--results", default=RESULTS,
+                   help="folder of the runs and the summary (default: results/ here)")
     args = p.parse_args()
+    RESULTS = os.path.abspath(args.results)
     if not os.path.isdir(args.data):
         print(f"error: no data folder {args.data}", file=sys.stderr)
         sys.exit(2)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -32,6 +33,40 @@ Acquisition parse_acquisition(std::string_view name) {
 }
 
 namespace {
+
+// incumbent_stratify: `order` (best first) with `share` of its positions given in turns to the
+// sets of knobs the candidates change from the centre (every set's best, then every set's
+// second, ...), the others to the rest of `order`, interleaved.
+std::vector<size_t> stratified_order(const std::vector<Config>& candidates, const Config& centre,
+                                     const std::vector<size_t>& order, double share) {
+  const std::vector<int32_t>& base = centre.entities();
+  std::map<std::vector<uint32_t>, int32_t> seen;
+  std::vector<int32_t> level(candidates.size(), 0);  // how many of its set come before it
+  std::vector<uint32_t> changed;
+  for (size_t i : order) {
+    const std::vector<int32_t>& e = candidates[i].entities();
+    changed.clear();
+    for (size_t k = 0; k < e.size(); ++k) {
+      if (e[k] != base[k]) changed.push_back(static_cast<uint32_t>(k));
+    }
+    level[i] = seen[changed]++;
+  }
+  std::vector<size_t> turns = order;
+  std::stable_sort(turns.begin(), turns.end(),
+                   [&](size_t a, size_t b) { return level[a] < level[b]; });
+  share = std::clamp(share, 0.0, 1.0);
+  std::vector<char> used(candidates.size(), 0);
+  std::vector<size_t> out;
+  size_t next[2] = {0, 0};
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int from_turns = std::floor((k + 1) * share) > std::floor(k * share);
+    const std::vector<size_t>& from = from_turns ? turns : order;
+    while (used[from[next[from_turns]]]) ++next[from_turns];
+    used[from[next[from_turns]]] = 1;
+    out.push_back(from[next[from_turns]]);
+  }
+  return out;
+}
 
 // The main model's options: with IR features, at most ir_rounds trees of depth ir_max_depth.
 cost_model::RankModelOptions main_model_options(const ModelPolicyOptions& o,
@@ -641,10 +676,16 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
           options_.incumbent_by_mean && ensemble() ? exploit_score(r) : predict(r);
       const std::vector<char>& adj = adjacent[radius];
       const bool by_adjacency = options_.incumbent_adjacent;
-      std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+      auto better = [&](size_t a, size_t b) {
         if (by_adjacency && adj[a] != adj[b]) return adj[a] > adj[b];
         return s[a] != s[b] ? s[a] > s[b] : r[a].index() < r[b].index();
-      });
+      };
+      if (options_.incumbent_stratify > 0) {
+        std::sort(idx.begin(), idx.end(), better);
+        idx = stratified_order(r, observed_[ties.front()], idx, options_.incumbent_stratify);
+      } else {
+        std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), better);
+      }
     }
     draw_tail(idx, keep, quota[radius] - keep);
     for (size_t i = 0; i < quota[radius]; ++i) out.push_back(r[idx[i]]);

@@ -187,6 +187,10 @@ struct ModelPolicyOptions {
   bool incumbent_by_mean = false;    // trust region ranked by the members' mean, not the ucb
   bool incumbent_widen = false;      // while the best stalls, half the trust region from radius 2
   bool incumbent_adjacent = false;   // each radius: adjacent values (one position away) first
+  // This share of each radius's picks (0: off) in turns over the sets of knobs changed: every
+  // set's best by the acquisition, then every set's second, ... (so that one many-valued knob
+  // does not fill the trust region); the others in acquisition order, interleaved.
+  double incumbent_stratify = 0;
   // Of the trust region's picks, this share (in [0, 1]; 0: off) uniformly random among its
   // candidates instead of in acquisition order (bench/README.md section 7, "Random picks").
   double incumbent_random = 0;

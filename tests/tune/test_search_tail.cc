@@ -248,13 +248,15 @@ struct RandomRound {
 
 // A random first batch of 32 whose first configuration is the single best (1 s; the others
 // 2 s and more, all distinct), then a round of 8 that is all trust region.
-RandomRound trust_round(const replay::ReplayTask& task, double random_share, uint64_t seed) {
+RandomRound trust_round(const replay::ReplayTask& task, double random_share, uint64_t seed,
+                        double stratify = 0) {
   test::ValueFeatures features{task.space()};
   ModelPolicyOptions o = small_model();
   o.round_fraction = 0.25;  // clamp(32 / 4, 2, 32) = 8
   o.incumbent_share = 1;
   o.incumbent_max_share = 1;
   o.incumbent_random = random_share;
+  o.incumbent_stratify = stratify;
   ModelPolicy p(task.space(), features, o);
   p.reset(seed);
   RandomRound out;
@@ -308,4 +310,60 @@ TEST_CASE("incumbent_random: trust-region picks drawn at random among the incumb
     for (const Config& c : part.next) CHECK(knob_changes(c, part.first[0]) == 1);
   }
   CHECK(differs);
+}
+
+namespace {
+
+// The knob a one-change neighbour of `centre` changes.
+size_t changed_knob(const Config& c, const Config& centre) {
+  for (size_t k = 0; k < c.entities().size(); ++k) {
+    if (c.entities()[k] != centre.entities()[k]) return k;
+  }
+  return c.entities().size();
+}
+
+}  // namespace
+
+TEST_CASE("incumbent_stratify: the trust region's picks take the changed knobs in turns") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  const size_t knobs = task.space().knobs().size();  // 3, each with 8 values
+  bool ranked_repeats = false;
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    RandomRound ranked = trust_round(task, 0, seed);
+    RandomRound turns = trust_round(task, 0, seed, 1.0);
+    RandomRound half = trust_round(task, 0, seed, 0.5);
+    REQUIRE(indices(turns.first) == indices(ranked.first));  // the same start and records
+    REQUIRE(indices(half.first) == indices(ranked.first));
+    REQUIRE(turns.next.size() == 8);
+    REQUIRE(half.next.size() == 8);
+    const Config& best = ranked.first[0];
+    // Every radius-1 knob has more than two untried values, so each turn of 3 changes each
+    // knob once, and the first pick is the acquisition's first.
+    for (size_t from = 0; from + knobs <= 6; from += knobs) {
+      std::set<size_t> changed;
+      for (size_t i = from; i < from + knobs; ++i) {
+        CHECK(knob_changes(turns.next[i], best) == 1);
+        changed.insert(changed_knob(turns.next[i], best));
+      }
+      CHECK(changed.size() == knobs);
+    }
+    CHECK(turns.next[0].index() == ranked.next[0].index());
+    std::set<size_t> first_three;
+    for (size_t i = 0; i < knobs; ++i) first_three.insert(changed_knob(ranked.next[i], best));
+    ranked_repeats |= first_three.size() < knobs;
+    // Half: the odd positions in turns, the even ones the acquisition's order without the
+    // picks already made.
+    std::set<uint64_t> taken;
+    size_t a = 0;
+    for (size_t i = 0; i < half.next.size(); ++i) {
+      if (i % 2 == 0) {
+        while (taken.contains(ranked.next[a].index())) ++a;
+        CHECK(half.next[i].index() == ranked.next[a].index());
+      }
+      taken.insert(half.next[i].index());
+    }
+    CHECK(changed_knob(half.next[1], best) != changed_knob(half.next[0], best));
+  }
+  // The acquisition alone lets a near-neutral knob (z) take several of the first picks.
+  CHECK(ranked_repeats);
 }
