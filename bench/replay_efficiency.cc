@@ -32,6 +32,9 @@
 //                     [--incumbent-centres N] [--incumbent-support] [--plateau-share X]
 //                     [--tie-tolerance X] (ties within X of the best, relative)
 //                     [--coverage-share X]  (knob values not yet measured; off)
+//                     [--recombine-share X] [--recombine-stall N]  (crossings of the
+//                                     incumbent with each knob value's best measured
+//                                     configuration, after N plans without a better best; off)
 //                     [--credit-top X] [--credit-decay X] [--credit-max X]  (the trust
 //                                     region's share by its picks' hits; off)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
@@ -308,6 +311,10 @@ int main(int argc, char** argv) {
       args.model.incumbent_support = true;
     else if (a == "--coverage-share")
       args.model.coverage_share = double_value(a, value());
+    else if (a == "--recombine-share")
+      args.model.recombine_share = double_value(a, value());
+    else if (a == "--recombine-stall")
+      args.model.recombine_stall = int_value(a, value());
     else if (a == "--plateau-share")
       args.model.plateau_share = double_value(a, value());
     else if (a == "--tie-tolerance")  // ModelPolicyOptions::tie_tolerance

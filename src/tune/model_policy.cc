@@ -836,6 +836,73 @@ std::vector<Config> ModelPolicy::coverage_candidates(int count,
   return out;
 }
 
+std::vector<Config> ModelPolicy::recombine_candidates(int count,
+                                                      const std::unordered_set<uint64_t>& exclude) {
+  if (count <= 0 || observed_.empty()) return {};
+  const auto& knobs = space_.knobs();
+  size_t best = 0;
+  for (size_t i = 1; i < observed_.size(); ++i) {
+    if (throughput_[i] > throughput_[best]) best = i;
+  }
+  if (throughput_[best] <= 0) return {};
+  // Parents: for every knob value, the best measured configuration holding it (failed ones
+  // never), without repeats and without the incumbent.
+  std::vector<size_t> slice_best;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    std::vector<long> top(knobs[k].cardinality(), -1);
+    for (size_t i = 0; i < observed_.size(); ++i) {
+      if (throughput_[i] <= 0) continue;
+      long& t = top[observed_[i].entities()[k]];
+      if (t < 0 || throughput_[i] > throughput_[t]) t = static_cast<long>(i);
+    }
+    for (long t : top) {
+      if (t >= 0 && static_cast<size_t>(t) != best) slice_best.push_back(t);
+    }
+  }
+  std::sort(slice_best.begin(), slice_best.end());
+  slice_best.erase(std::unique(slice_best.begin(), slice_best.end()), slice_best.end());
+  // Children: every mix of the knobs a parent differs from the incumbent in (at most 2^8 of
+  // them per parent, drawn uniformly when there are more), the parents themselves left out.
+  constexpr size_t kMaxMasks = 256;
+  std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(fits_) + 1);
+  const std::vector<int32_t>& base = observed_[best].entities();
+  std::vector<Config> cands;
+  std::unordered_set<uint64_t> seen;
+  for (size_t p : slice_best) {
+    const std::vector<int32_t>& other = observed_[p].entities();
+    std::vector<size_t> diff;
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      if (other[k] != base[k]) diff.push_back(k);
+    }
+    if (diff.size() < 2) continue;  // a one-knob neighbour: the trust region's
+    const bool all = diff.size() < 64 && (uint64_t{1} << diff.size()) - 2 <= kMaxMasks;
+    const uint64_t masks = all ? (uint64_t{1} << diff.size()) - 2 : kMaxMasks;
+    std::uniform_int_distribution<uint64_t> draw(
+        1, (uint64_t{1} << std::min<size_t>(diff.size(), 63)) - 2);
+    for (uint64_t m = 0; m < masks; ++m) {
+      const uint64_t mask = all ? m + 1 : draw(rng);
+      std::vector<int32_t> e = base;
+      for (size_t d = 0; d < diff.size(); ++d) {
+        if (d < 64 && (mask >> d) & 1) e[diff[d]] = other[diff[d]];
+      }
+      Config c(&space_, e);
+      if (exclude.contains(c.index()) || !seen.insert(c.index()).second) continue;
+      if (space_.is_valid(c)) cands.push_back(std::move(c));
+    }
+  }
+  if (cands.empty()) return {};
+  std::vector<float> s = predict(cands);
+  std::vector<size_t> idx(cands.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  const size_t keep = std::min<size_t>(count, idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
+    return s[a] != s[b] ? s[a] > s[b] : cands[a].index() < cands[b].index();
+  });
+  std::vector<Config> out;
+  for (size_t i = 0; i < keep; ++i) out.push_back(cands[idx[i]]);
+  return out;
+}
+
 std::vector<Config> ModelPolicy::initial_design(int count) {
   // A Latin hypercube over entity positions, each point moved to the nearest (normalised L1
   // over entity positions) of a pool of random valid configurations. Its own stream, so that
@@ -1146,6 +1213,13 @@ void ModelPolicy::plan() {
   if (trained() && options_.coverage_share > 0) {
     int count = static_cast<int>(std::lround(options_.coverage_share * size));
     for (Config& c : coverage_candidates(std::max(count, 1), exclude)) {
+      exclude.insert(c.index());
+      local.push_back(std::move(c));
+    }
+  }
+  if (trained() && options_.recombine_share > 0 && stalled_ >= options_.recombine_stall) {
+    int count = static_cast<int>(std::lround(options_.recombine_share * size));
+    for (Config& c : recombine_candidates(std::max(count, 1), exclude)) {
       exclude.insert(c.index());
       local.push_back(std::move(c));
     }

@@ -210,6 +210,13 @@ struct ModelPolicyOptions {
   // times carry noise, so configurations within it of the best are a plateau as well.
   double tie_tolerance = 0;
   double coverage_share = 0;      // of each round: knob values not yet measured ("Coverage")
+  // Recombination (0: off): this share of each round from crossings of the incumbent with the
+  // best measured configuration of each knob value (values taken from both, every mix of the
+  // knobs they differ in), best acquisition first, once the best has not improved for
+  // recombine_stall plans: a value that is only good together with another, far from the
+  // incumbent, comes back with it (bench/README.md section 7, "Recombination").
+  double recombine_share = 0;
+  int recombine_stall = 2;
   // Restarts (0: off): once the incumbent is a certified local optimum (every valid one-knob
   // neighbour measured, none better, no tie), this share of the trust region's slots climbs
   // from a random restart instead of radius 2 ("Restarts" in the header comment).
@@ -408,6 +415,8 @@ class ModelPolicy : public SearchPolicy {
   // the incumbent with that value, or, where that is invalid or tried, the incumbent with
   // that value and one more knob changed, best acquisition first.
   std::vector<Config> coverage_candidates(int count, const std::unordered_set<uint64_t>& exclude);
+  // Up to `count` untried valid crossings of the incumbent with other parents (recombine_share).
+  std::vector<Config> recombine_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   std::vector<Config> initial_design(int count);
   // `count` valid unvisited configurations from a pool of random ones, each the one adding the
   // most (knob, value) pairs the start does not hold yet, the first drawn first on ties (so

@@ -367,3 +367,59 @@ TEST_CASE("incumbent_stratify: the trust region's picks take the changed knobs i
   // The acquisition alone lets a near-neutral knob (z) take several of the first picks.
   CHECK(ranked_repeats);
 }
+
+TEST_CASE("recombination: once the best stalls, crossings of the incumbent with other parents") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  test::ValueFeatures features{task.space()};
+  ReplayMeasurerAdapter m(task);
+  ModelPolicyOptions o = small_model().without_plateaus();
+  o.first_batch = 8;
+  o.min_batch = 8;           // rounds of 8
+  o.incumbent_share = 0.25;  // 2 of the round of 8
+  o.incumbent_max_share = 0.25;
+  auto round = [&](double share, int stall) {
+    ModelPolicyOptions x = o;
+    x.recombine_share = share;  // 2 of the round of 8, after the trust region's
+    x.recombine_stall = stall;
+    ModelPolicy p(task.space(), features, x);
+    p.reset(5);
+    std::vector<Config> first = p.propose(32);
+    REQUIRE(first.size() == 8);
+    p.observe(first, m.measure(first));
+    std::vector<Config> next = p.propose(32);
+    REQUIRE(next.size() == 8);
+    return std::make_pair(first, next);
+  };
+  auto [first, off] = round(0, 0);
+  auto [first_on, on] = round(0.25, 0);
+  auto [first_late, late] = round(0.25, 1);
+  REQUIRE(indices(first_on) == indices(first));
+  REQUIRE(indices(first_late) == indices(first));
+  // The first plan after the first batch has a new best: with recombine_stall 1 nothing
+  // changes.
+  CHECK(indices(late) == indices(off));
+  CHECK(indices(on) != indices(off));
+  std::vector<MeasureResult> results = m.measure(first);
+  size_t best = 0;
+  for (size_t i = 1; i < first.size(); ++i) {
+    if (throughput_of(results[i]) > throughput_of(results[best])) best = i;
+  }
+  // Picks 2 and 3 are untried, differ from the incumbent, and take every knob from the
+  // incumbent or from one other measured configuration (which differs in at least two).
+  for (size_t i = 2; i < 4; ++i) {
+    const Config& c = on[i];
+    CHECK(knob_changes(c, first[best]) >= 1);
+    bool crossing = false;
+    for (size_t q = 0; q < first.size(); ++q) {
+      CHECK(c.index() != first[q].index());
+      if (q == best || knob_changes(first[q], first[best]) < 2) continue;
+      bool from_both = true;
+      for (size_t k = 0; k < c.entities().size(); ++k) {
+        from_both &= c.entities()[k] == first[best].entities()[k] ||
+                     c.entities()[k] == first[q].entities()[k];
+      }
+      crossing |= from_both;
+    }
+    CHECK(crossing);
+  }
+}
