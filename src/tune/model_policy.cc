@@ -756,14 +756,7 @@ std::vector<Config> ModelPolicy::restart_candidates(int count,
       }
     }
   } else {
-    std::vector<float> s = predict(ring);
-    std::vector<size_t> idx(ring.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    const size_t keep = std::min<size_t>(count, ring.size());
-    std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(), [&](size_t a, size_t b) {
-      return s[a] != s[b] ? s[a] > s[b] : ring[a].index() < ring[b].index();
-    });
-    for (size_t i = 0; i < keep; ++i) out.push_back(ring[idx[i]]);
+    out = best_predicted(ring, count);
   }
   for (const Config& c : out) chain_.insert(c.index());
   return out;
@@ -890,7 +883,11 @@ std::vector<Config> ModelPolicy::recombine_candidates(int count,
       if (space_.is_valid(c)) cands.push_back(std::move(c));
     }
   }
-  if (cands.empty()) return {};
+  return best_predicted(cands, count);
+}
+
+std::vector<Config> ModelPolicy::best_predicted(const std::vector<Config>& cands, int count) {
+  if (cands.empty() || count <= 0) return {};
   std::vector<float> s = predict(cands);
   std::vector<size_t> idx(cands.size());
   std::iota(idx.begin(), idx.end(), 0);

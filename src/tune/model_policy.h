@@ -415,6 +415,8 @@ class ModelPolicy : public SearchPolicy {
   // the incumbent with that value, or, where that is invalid or tried, the incumbent with
   // that value and one more knob changed, best acquisition first.
   std::vector<Config> coverage_candidates(int count, const std::unordered_set<uint64_t>& exclude);
+  // The first `count` of `cands` by the acquisition (ties: by index).
+  std::vector<Config> best_predicted(const std::vector<Config>& cands, int count);
   // Up to `count` untried valid crossings of the incumbent with other parents (recombine_share).
   std::vector<Config> recombine_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   std::vector<Config> initial_design(int count);
