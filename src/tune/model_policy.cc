@@ -833,10 +833,8 @@ std::vector<Config> ModelPolicy::recombine_candidates(int count,
                                                       const std::unordered_set<uint64_t>& exclude) {
   if (count <= 0 || observed_.empty()) return {};
   const auto& knobs = space_.knobs();
-  size_t best = 0;
-  for (size_t i = 1; i < observed_.size(); ++i) {
-    if (throughput_[i] > throughput_[best]) best = i;
-  }
+  const size_t best =
+      std::max_element(throughput_.begin(), throughput_.end()) - throughput_.begin();
   if (throughput_[best] <= 0) return {};
   // Parents: for every knob value, the best measured configuration holding it (failed ones
   // never), without repeats and without the incumbent.
@@ -854,9 +852,10 @@ std::vector<Config> ModelPolicy::recombine_candidates(int count,
   }
   std::sort(slice_best.begin(), slice_best.end());
   slice_best.erase(std::unique(slice_best.begin(), slice_best.end()), slice_best.end());
-  // Children: every mix of the knobs a parent differs from the incumbent in (at most 2^8 of
-  // them per parent, drawn uniformly when there are more), the parents themselves left out.
-  constexpr size_t kMaxMasks = 256;
+  // Children: every mix of the knobs a parent differs from the incumbent in where they differ
+  // in at most 8 (2^8 - 2 mixes), else 256 drawn uniformly; the parents themselves left out.
+  constexpr size_t kAllUpTo = 8;
+  constexpr uint64_t kDraws = 256;
   std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(fits_) + 1);
   const std::vector<int32_t>& base = observed_[best].entities();
   std::vector<Config> cands;
@@ -868,15 +867,15 @@ std::vector<Config> ModelPolicy::recombine_candidates(int count,
       if (other[k] != base[k]) diff.push_back(k);
     }
     if (diff.size() < 2) continue;  // a one-knob neighbour: the trust region's
-    const bool all = diff.size() < 64 && (uint64_t{1} << diff.size()) - 2 <= kMaxMasks;
-    const uint64_t masks = all ? (uint64_t{1} << diff.size()) - 2 : kMaxMasks;
-    std::uniform_int_distribution<uint64_t> draw(
-        1, (uint64_t{1} << std::min<size_t>(diff.size(), 63)) - 2);
+    const bool all = diff.size() <= kAllUpTo;
+    const size_t bits = std::min<size_t>(diff.size(), 63);  // knobs past 63 stay the incumbent's
+    const uint64_t masks = all ? (uint64_t{1} << bits) - 2 : kDraws;
+    std::uniform_int_distribution<uint64_t> draw(1, (uint64_t{1} << bits) - 2);
     for (uint64_t m = 0; m < masks; ++m) {
       const uint64_t mask = all ? m + 1 : draw(rng);
       std::vector<int32_t> e = base;
-      for (size_t d = 0; d < diff.size(); ++d) {
-        if (d < 64 && (mask >> d) & 1) e[diff[d]] = other[diff[d]];
+      for (size_t d = 0; d < bits; ++d) {
+        if ((mask >> d) & 1) e[diff[d]] = other[diff[d]];
       }
       Config c(&space_, e);
       if (exclude.contains(c.index()) || !seen.insert(c.index()).second) continue;
