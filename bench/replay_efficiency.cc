@@ -35,6 +35,8 @@
 //                     [--recombine-share X] [--recombine-stall N]  (crossings of the
 //                                     incumbent with each knob value's best measured
 //                                     configuration, after N plans without a better best; off)
+//                     [--gp-until N] [--gp-kappa X]  (a Gaussian process ranks while the
+//                                     records are fewer than N (64; 0: off), by mean + X sd (2))
 //                     [--credit-top X] [--credit-decay X] [--credit-max X]  (the trust
 //                                     region's share by its picks' hits; off)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
@@ -315,6 +317,10 @@ int main(int argc, char** argv) {
       args.model.recombine_share = double_value(a, value());
     else if (a == "--recombine-stall")
       args.model.recombine_stall = int_value(a, value());
+    else if (a == "--gp-until")
+      args.model.gp_until = int_value(a, value());
+    else if (a == "--gp-kappa")
+      args.model.gp_kappa = double_value(a, value());
     else if (a == "--plateau-share")
       args.model.plateau_share = double_value(a, value());
     else if (a == "--tie-tolerance")  // ModelPolicyOptions::tie_tolerance

@@ -166,6 +166,8 @@ void ModelPolicy::reset(uint64_t seed) {
   survivors_.clear();
   incumbent_ring_left_ = 1;
   chain_.clear();
+  gp_ = cost_model::GaussianProcess();
+  gp_score_.clear();
   // incumbent_random keeps no state: its draws come from rng_, seeded above.
 }
 
@@ -268,6 +270,22 @@ std::vector<int> ModelPolicy::surrogate_trees() const {
 
 std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
   std::vector<float> out(configs.size());
+  if (gp_.trained()) {
+    std::vector<Config> missing;
+    std::unordered_set<uint64_t> asked;
+    for (const Config& c : configs) {
+      if (!gp_score_.contains(c.index()) && asked.insert(c.index()).second) missing.push_back(c);
+    }
+    if (!missing.empty()) {
+      std::vector<double> mean, sd;
+      gp_.predict(unit_point(missing), mean, sd);
+      for (size_t i = 0; i < missing.size(); ++i) {
+        gp_score_[missing[i].index()] = static_cast<float>(mean[i] + options_.gp_kappa * sd[i]);
+      }
+    }
+    for (size_t i = 0; i < configs.size(); ++i) out[i] = gp_score_[configs[i].index()];
+    return out;
+  }
   if (ensemble() && !members_.empty()) {
     const size_t m = members_.size();
     const double kappa = options_.acquisition == Acquisition::ucb ? kappa_ : 0.0;
@@ -358,8 +376,38 @@ void ModelPolicy::refit_and_plan() {
     }
     lap(round_times_.cascade);
   }
+  gp_ = cost_model::GaussianProcess();
+  gp_score_.clear();
+  // Not with a transfer model: its margin is what ranks the first rounds then.
+  if (any_ok && n < options_.gp_until && !options_.transfer) fit_gp(labels);
   plan();
   lap(round_times_.plan);
+}
+
+std::vector<double> ModelPolicy::unit_point(const std::vector<Config>& configs) const {
+  const auto& knobs = space_.knobs();
+  const size_t d = knobs.size();
+  std::vector<double> out(configs.size() * d);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto& e = configs[i].entities();
+    for (size_t k = 0; k < d; ++k) {
+      const int64_t card = knobs[k].cardinality();
+      out[i * d + k] = card > 1 ? double(e[k]) / double(card - 1) : 0.0;
+    }
+  }
+  return out;
+}
+
+void ModelPolicy::fit_gp(const std::vector<float>& labels) {
+  // Failures at the least measured throughput rather than 0: a cliff of zeros next to a
+  // good configuration would bend the whole surface down around it.
+  float least = 1.0f;
+  for (float v : labels) {
+    if (v > 0) least = std::min(least, v);
+  }
+  std::vector<double> y(labels.size());
+  for (size_t i = 0; i < labels.size(); ++i) y[i] = labels[i] > 0 ? labels[i] : least;
+  gp_.fit(unit_point(observed_), static_cast<int>(space_.knobs().size()), y);
 }
 
 void ModelPolicy::measure_agreement() {

@@ -120,6 +120,15 @@
 // starts (basin hopping, Wales and Doye 1997, with the model ranking each step). A chain that
 // beats the incumbent makes its best the incumbent.
 //
+// A Gaussian process for the first trials. With `gp_until` > 0 and no transfer model, each fit
+// on fewer records than that also fits a Gaussian process (Matern 5/2, a length scale per knob) to
+// the throughputs relative to the best (failures at the least measured one), each configuration a
+// point of the unit cube (knob k at entity / (cardinality - 1)); until the records reach
+// gp_until, the acquisition everything ranks by (annealing, trust region, restarts) is its
+// mean + gp_kappa * sd, in the targets' standardised units. Trees fitted to a few dozen
+// records rank little beyond the values they split on; a smooth prior over the positions
+// interpolates between them.
+//
 // Coverage. With `coverage_share` > 0 (off), after each fit that share of the round goes to
 // knob values no measured configuration holds yet: for each, the incumbent with that value
 // (or, where that is invalid or tried, with one more knob changed), best acquisition first.
@@ -132,6 +141,7 @@
 #include <unordered_set>
 
 #include "cost_model/features.h"
+#include "cost_model/gaussian_process.h"
 #include "cost_model/rank_model.h"
 #include "src/tune/cascade.h"
 #include "src/tune/feature_cache.h"
@@ -160,7 +170,8 @@ struct ModelPolicyOptions {
   Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
   double kappa = 1.0;  // ucb: weight of the members' spread (the most, when adaptive)
-  // The default (bench/README.md section 7): a random first batch of 16 (first_batch), then
+  // The default (bench/README.md section 7): a Gaussian process ranks until 64 records
+  // (gp_until; since the twenty-second session), a random first batch of 16 (first_batch), then
   // rounds of clamp(n / 8, 2, plan_size) (round_fraction, min_batch), the trust region around
   // the incumbent with half of each round (up to three quarters while the best stalls or is
   // tied, centred on every tie), kappa 1 fixed. Rounds of an eighth of the records from 2 and
@@ -217,6 +228,16 @@ struct ModelPolicyOptions {
   // incumbent, comes back with it (bench/README.md section 7, "Recombination").
   double recombine_share = 0;
   int recombine_stall = 2;
+  // A Gaussian process for the first trials (0: off): while the records number fewer than
+  // gp_until, the acquisition is the upper bound mean + gp_kappa * sd of a Gaussian process over
+  // the knobs' positions (cost_model/gaussian_process.h) instead of the ensemble's; see "A
+  // Gaussian process for the first trials" in the header comment. bench/README.md section 7:
+  // until 64 records with kappa 2, over 60 seeds, 1,871 trials to 95% in sum over the 10
+  // held-out caches against 1,978, 2,143 against 2,149.5 over the 12 shared ones (per-cache
+  // geometric means 0.84-0.92 and 0.94-0.98 of the default before it); kappa 1, 0 and a
+  // process until 40 or 96 records were behind.
+  int gp_until = 64;
+  double gp_kappa = 2.0;
   // Restarts (0: off): once the incumbent is a certified local optimum (every valid one-knob
   // neighbour measured, none better, no tie), this share of the trust region's slots climbs
   // from a random restart instead of radius 2 ("Restarts" in the header comment).
@@ -278,6 +299,7 @@ struct ModelPolicyOptions {
     o.first_batch = 0;
     o.round_fraction = 0.5;
     o.incumbent_widen = false;
+    o.gp_until = 0;
     return o;
   }
   // The default of issue 11's second round: one random first batch of plan_size, rounds of
@@ -292,6 +314,7 @@ struct ModelPolicyOptions {
     o.incumbent_share = 0.25;
     o.incumbent_max_share = 0.5;
     o.incumbent_widen = false;
+    o.gp_until = 0;
     return o;
   }
   // The default before the plateau handling (bench/README.md section 7, "Plateaus"): at most
@@ -317,6 +340,7 @@ struct ModelPolicyOptions {
     o.first_batch = 0;
     o.round_fraction = 0.5;
     o.incumbent_widen = false;
+    o.gp_until = 0;
     return o;
   }
 };
@@ -469,6 +493,12 @@ class ModelPolicy : public SearchPolicy {
   size_t design_next_ = 0;
   int random_made_ = 0;  // random proposals so far (the first batch and random_slots)
   std::unique_ptr<KnobSurrogate> cascade_;  // null when options_.cascade is off
+  // gp_until: the process of the current fit (trained only while it is the acquisition) and
+  // its scores, cleared at each fit.
+  cost_model::GaussianProcess gp_;
+  std::unordered_map<uint64_t, float> gp_score_;
+  void fit_gp(const std::vector<float>& labels);
+  std::vector<double> unit_point(const std::vector<Config>& configs) const;
   // Credit: who proposed each configuration of the current plans (0 trust region, 1 model),
   // and each source's decayed picks and hits.
   std::unordered_map<uint64_t, int> origin_;

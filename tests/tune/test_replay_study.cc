@@ -63,11 +63,14 @@ TEST_CASE("study curves: monotone, median and trials-to thresholds") {
 }
 
 // Whether the model helps, on two real caches of different kinds with the tuner's own
-// features: fixed seeds 0-4, 100 trials, a refit every 20. The median run must close at least
+// features: fixed seeds 0-9, 100 trials, a refit every 20. The median run must close at least
 // 40% of the gap between random search's exact expectation and the optimum on each; with the
 // model's choices replaced by random ones (epsilon = 1) the same check fails on both (the
 // median stays within a few per cent of the expectation), so it catches a model that stops
-// helping. The benchmark (20 seeds, 400 trials) has the full picture.
+// helping. The benchmark (20 seeds, 400 trials) has the full picture. Ten seeds, not five:
+// on conv_milo A4000 a run either finds the optimum by 100 trials or stays at 0.81, and since
+// the Gaussian process ranks the first rounds (gp_until) 14% stay (20 seeds of this setup:
+// median 0.984, against 0.998 before), so that the median of five moved with one seed.
 TEST_CASE("on real GEMM and convolution caches, the xgb tuner beats random clearly") {
   const auto names = {"gemm/RTX_2080_Ti.json.gz", "convolution_milo/A4000.json.gz"};
   for (const char* name : names) test::require_dataset(name);
@@ -77,7 +80,7 @@ TEST_CASE("on real GEMM and convolution caches, the xgb tuner beats random clear
     auto features = cost_model::make_knob_features(task.space());
     StudyOptions o;
     o.trials = 100;
-    o.seeds = 5;
+    o.seeds = 10;
     o.batch = 20;
     ModelPolicyOptions mo;
     mo.plan_size = 20;

@@ -120,6 +120,7 @@ TEST_CASE("the ensemble's members differ, and its acquisitions are deterministic
     ModelPolicyOptions o = small_model();
     o.acquisition = a;
     o.ensemble = 4;
+    o.gp_until = 0;  // the ensemble's acquisition from the first fit on
     ModelPolicy p(f.task.space(), f.features, o);
     ModelPolicy q(f.task.space(), f.features, o);
     std::vector<uint64_t> run_p = f.run(p, 7, 3, 32);
