@@ -18,6 +18,18 @@ double bump(double a, double b) {
   return std::exp(-((a - 0.7) * (a - 0.7) + (b - 0.3) * (b - 0.3)) / 0.08);
 }
 
+// n uniformly random points of the unit square (x, row-major) and f at each (y).
+template <class F>
+void random_points(uint64_t seed, int n, F f, std::vector<double>& x, std::vector<double>& y) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int i = 0; i < n; ++i) {
+    const double a = u(rng), b = u(rng);
+    x.insert(x.end(), {a, b});
+    y.push_back(f(a, b));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a Gaussian process interpolates what it was fitted on and is unsure far from it",
@@ -46,15 +58,8 @@ TEST_CASE("a Gaussian process interpolates what it was fitted on and is unsure f
 TEST_CASE("a Gaussian process gives a coordinate that explains nothing a long length scale",
           "[gaussian_process]") {
   // The target depends on the first coordinate only.
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> u(0, 1);
   std::vector<double> x, y;
-  for (int i = 0; i < 30; ++i) {
-    double a = u(rng), b = u(rng);
-    x.push_back(a);
-    x.push_back(b);
-    y.push_back(std::sin(6 * a));
-  }
+  random_points(7, 30, [](double a, double) { return std::sin(6 * a); }, x, y);
   GaussianProcess gp;
   gp.fit(x, 2, y);
   REQUIRE(gp.length_scales().size() == 2);
@@ -64,14 +69,8 @@ TEST_CASE("a Gaussian process gives a coordinate that explains nothing a long le
 
 TEST_CASE("a Gaussian process fitted on 25 random points ranks a grid by a smooth bump",
           "[gaussian_process]") {
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> u(0, 1);
   std::vector<double> x, y;
-  for (int i = 0; i < 25; ++i) {
-    double a = u(rng), b = u(rng);
-    x.insert(x.end(), {a, b});
-    y.push_back(bump(a, b));
-  }
+  random_points(11, 25, bump, x, y);
   GaussianProcess gp;
   gp.fit(x, 2, y);
   std::vector<double> grid;
