@@ -3,7 +3,8 @@
 // (bench/README.md section 7, "A Gaussian process for the first trials"): with a few dozen
 // records, a smooth prior over the knobs' positions ranks what is unmeasured better than trees
 // fitted to them (Snoek, Larochelle and Adams, "Practical Bayesian Optimization of Machine
-// Learning Algorithms", NeurIPS 2012, after whom the kernel and the upper bound).
+// Learning Algorithms", NeurIPS 2012, after whom the kernel; the search ranks by an upper
+// bound, mean + kappa sd, as in GP-UCB, Srinivas et al., ICML 2010).
 //
 // Kernel: Matern 5/2 with one length scale per coordinate (ARD), a signal variance and a noise
 // share. Targets are standardised (mean 0, deviation 1). The hyperparameters maximise the
@@ -12,6 +13,7 @@
 // coordinate for `sweeps` passes (a coordinate whose changes do not explain the targets gets
 // a long scale and stops counting in the distances).
 
+#include <utility>
 #include <vector>
 
 namespace cutune::cost_model {
