@@ -104,6 +104,25 @@ double thread_cpu_seconds() {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
+// The scores of `configs` from `cache`; the ones it lacks are computed once each, together,
+// by `score` (a function of the missing configurations, one score each) and kept there.
+template <class Score>
+std::vector<float> cached_scores(std::unordered_map<uint64_t, float>& cache,
+                                 const std::vector<Config>& configs, Score&& score) {
+  std::vector<Config> missing;
+  std::unordered_set<uint64_t> asked;
+  for (const Config& c : configs) {
+    if (!cache.contains(c.index()) && asked.insert(c.index()).second) missing.push_back(c);
+  }
+  if (!missing.empty()) {
+    std::vector<float> s = score(missing);
+    for (size_t i = 0; i < missing.size(); ++i) cache[missing[i].index()] = s[i];
+  }
+  std::vector<float> out(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) out[i] = cache[configs[i].index()];
+  return out;
+}
+
 }  // namespace
 
 ModelPolicy::ModelPolicy(const ConfigSpace& space, const cost_model::FeatureExtractor& features,
@@ -203,19 +222,11 @@ void ModelPolicy::observe(const std::vector<Config>& configs,
 }
 
 std::vector<float> ModelPolicy::transfer_margin(const std::vector<Config>& configs) {
-  std::vector<float> out(configs.size(), 0.0f);
-  if (!options_.transfer) return out;
-  std::vector<Config> missing;
-  for (const Config& c : configs) {
-    if (!global_score_.contains(c.index())) missing.push_back(c);
-  }
-  if (!missing.empty()) {
-    std::vector<float> g = options_.transfer->predict(features_.matrix(missing));
-    for (size_t i = 0; i < missing.size(); ++i) global_score_[missing[i].index()] = g[i];
-  }
-  for (size_t i = 0; i < configs.size(); ++i) {
-    out[i] = static_cast<float>(margin_weight_) * global_score_[configs[i].index()];
-  }
+  if (!options_.transfer) return std::vector<float>(configs.size(), 0.0f);
+  std::vector<float> out = cached_scores(global_score_, configs, [&](const auto& missing) {
+    return options_.transfer->predict(features_.matrix(missing));
+  });
+  for (float& v : out) v *= static_cast<float>(margin_weight_);
   return out;
 }
 
@@ -269,27 +280,22 @@ std::vector<int> ModelPolicy::surrogate_trees() const {
 }
 
 std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
-  std::vector<float> out(configs.size());
   if (gp_.trained()) {
-    std::vector<Config> missing;
-    std::unordered_set<uint64_t> asked;
-    for (const Config& c : configs) {
-      if (!gp_score_.contains(c.index()) && asked.insert(c.index()).second) missing.push_back(c);
-    }
-    if (!missing.empty()) {
+    return cached_scores(gp_score_, configs, [&](const std::vector<Config>& missing) {
       std::vector<double> mean, sd;
       gp_.predict(unit_point(missing), mean, sd);
-      for (size_t i = 0; i < missing.size(); ++i) {
-        gp_score_[missing[i].index()] = static_cast<float>(mean[i] + options_.gp_kappa * sd[i]);
+      std::vector<float> s(missing.size());
+      for (size_t i = 0; i < s.size(); ++i) {
+        s[i] = static_cast<float>(mean[i] + options_.gp_kappa * sd[i]);
       }
-    }
-    for (size_t i = 0; i < configs.size(); ++i) out[i] = gp_score_[configs[i].index()];
-    return out;
+      return s;
+    });
   }
   if (ensemble() && !members_.empty()) {
     const size_t m = members_.size();
     const double kappa = options_.acquisition == Acquisition::ucb ? kappa_ : 0.0;
     std::vector<size_t> rows = member_rows(configs);
+    std::vector<float> out(configs.size());
     for (size_t i = 0; i < configs.size(); ++i) {
       const float* z = &member_z_[rows[i]];
       double sum = 0, sq = 0;
@@ -302,20 +308,11 @@ std::vector<float> ModelPolicy::predict(const std::vector<Config>& configs) {
     return out;
   }
   if (!model_.trained() && !options_.transfer) return {};
-  std::vector<Config> missing;
-  std::unordered_set<uint64_t> asked;
-  for (const Config& c : configs) {
-    if (!score_.contains(c.index()) && asked.insert(c.index()).second) missing.push_back(c);
-  }
-  if (!missing.empty()) {
+  return cached_scores(score_, configs, [&](const std::vector<Config>& missing) {
     std::vector<float> margin = transfer_margin(missing);
     if (!options_.transfer) margin.clear();  // the base score, as at the fit
-    std::vector<float> s =
-        model_.trained() ? model_.predict(features_.matrix(missing), margin) : margin;
-    for (size_t i = 0; i < missing.size(); ++i) score_[missing[i].index()] = s[i];
-  }
-  for (size_t i = 0; i < configs.size(); ++i) out[i] = score_[configs[i].index()];
-  return out;
+    return model_.trained() ? model_.predict(features_.matrix(missing), margin) : margin;
+  });
 }
 
 void ModelPolicy::refit_and_plan() {
