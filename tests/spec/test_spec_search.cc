@@ -64,14 +64,17 @@ TEST_CASE("transfer from another GPU's cache of the same kernel cuts the trials 
   REQUIRE_FALSE(spec.kernel_file_exists);
   const replay::ReplayTask task =
       replay::ReplayTask::from_spec(replay::load_kt_cache(target), spec.space);
-  const int trials = 48, seeds = 3;
+  // Seven seeds: with three, one lucky seed of the search alone (12 trials, against 28 over
+  // ten) decided the median.
+  const int trials = 48, seeds = 7, mid = seeds / 2;
   const std::vector<int> alone = trials_to_95(task, "", trials, seeds);
   const std::vector<int> transferred = trials_to_95(task, source, trials, seeds);
-  INFO("median trials to 95%: alone " << alone[1] << ", with transfer " << transferred[1]);
+  INFO("median trials to 95%: alone " << alone[mid] << ", with transfer " << transferred[mid]);
   // With the RTX 2080 Ti's 6,768 measurements the first batches land near the optimum
-  // (bench/README.md §5b: median 6 trials against 86 over 5 seeds of 200 trials).
-  CHECK(transferred[1] <= 16);
-  CHECK(transferred[1] * 2 <= alone[1]);
+  // (bench/README.md §5b: median 6 trials against 86 over 5 seeds of 200 trials; 10 against
+  // 28 over 10 seeds of 100 since the first batch of 8 and the Gaussian process).
+  CHECK(transferred[mid] <= 16);
+  CHECK(transferred[mid] * 2 <= alone[mid]);
 }
 
 TEST_CASE("a spec task's log resumes: its records are not measured again") {

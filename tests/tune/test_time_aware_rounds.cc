@@ -79,12 +79,12 @@ TEST_CASE("a minimum round raises the model's rounds while few records exist", "
     ModelPolicy policy(task.space(), features, small_model());
     policy.reset(3);
     const std::vector<Config> first = policy.propose(64);  // the random first batch
-    REQUIRE(first.size() == 16);
+    REQUIRE(first.size() == static_cast<size_t>(small_model().first_batch));
     policy.observe(first, measurer.measure(first));
     if (min_round > 0) policy.set_min_round(min_round);
     const std::vector<Config> second = policy.propose(64);
     INFO("min_round " << min_round);
-    // 16 records: clamp(16 / 8, min_batch, 64) = 2 rounds, or the minimum asked for.
+    // 8 records: clamp(8 / 8, min_batch, 64) = 2 rounds, or the minimum asked for.
     if (min_round == 0) CHECK(second.size() < 24);
     if (min_round > 0) CHECK(second.size() == 24);
   }
