@@ -37,6 +37,9 @@
 //                                     configuration, after N plans without a better best; off)
 //                     [--gp-until N] [--gp-kappa X]  (a Gaussian process ranks while the
 //                                     records are fewer than N (64; 0: off), by mean + X sd (2))
+//                     [--basin-share X] [--basin-stall N]  (that share of the trust region
+//                                     climbs from a local best of another basin after N plans
+//                                     without a better best; 0.5, 4; 0: off)
 //                     [--credit-top X] [--credit-decay X] [--credit-max X]  (the trust
 //                                     region's share by its picks' hits; off)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
@@ -361,6 +364,10 @@ int main(int argc, char** argv) {
       args.model.model.octaves = double_value(a, value());
     else if (a == "--restart")  // ModelPolicyOptions::restart_share
       args.model.restart_share = double_value(a, value());
+    else if (a == "--basin-share")  // ModelPolicyOptions::basin_share
+      args.model.basin_share = double_value(a, value());
+    else if (a == "--basin-stall")  // ModelPolicyOptions::basin_stall
+      args.model.basin_stall = int_value(a, value());
     else if (a == "--ensemble")
       args.model.ensemble = int_value(a, value());
     else {

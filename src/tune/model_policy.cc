@@ -759,6 +759,9 @@ void ModelPolicy::draw_tail(std::vector<size_t>& idx, size_t from, size_t n) {
 
 std::vector<Config> ModelPolicy::restart_candidates(int count,
                                                     const std::unordered_set<uint64_t>& exclude) {
+  // Members planned but never handed out (the round ended first) are dropped; those handed
+  // out and not yet measured are on their way.
+  std::erase_if(chain_, [&](uint64_t index) { return !visited_.contains(index); });
   // The chain's best measured member; unmeasured members are still on their way.
   const Config* centre = nullptr;
   double centre_t = -1;
@@ -805,6 +808,54 @@ std::vector<Config> ModelPolicy::restart_candidates(int count,
   }
   for (const Config& c : out) chain_.insert(c.index());
   return out;
+}
+
+std::vector<Config> ModelPolicy::basin_candidates(int count,
+                                                  const std::unordered_set<uint64_t>& exclude) {
+  // The measured configurations best first; the first that is no exact tie of the best, has
+  // no better one within two knob changes and has an untried valid one-change neighbour is
+  // the centre. O(n^2) distances at worst, each stopping at 3 differing knobs.
+  if (count <= 0 || observed_.empty()) return {};
+  const double best = *std::max_element(throughput_.begin(), throughput_.end());
+  if (best <= 0) return {};
+  std::vector<size_t> order(observed_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return throughput_[a] > throughput_[b]; });
+  auto distance = [&](size_t a, size_t b, int most) {
+    const std::vector<int32_t>& x = observed_[a].entities();
+    const std::vector<int32_t>& y = observed_[b].entities();
+    int d = 0;
+    for (size_t k = 0; k < x.size() && d <= most; ++k) d += x[k] != y[k];
+    return d;
+  };
+  const auto& knobs = space_.knobs();
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t c = order[i];
+    if (throughput_[c] <= 0) break;
+    if (throughput_[c] >= tie_floor(best)) continue;  // the incumbent's own trust region
+    bool local_best = true;
+    for (size_t j = 0; j < i && local_best; ++j) {
+      if (throughput_[order[j]] > throughput_[c] && distance(c, order[j], 2) <= 2) {
+        local_best = false;
+      }
+    }
+    if (!local_best) continue;
+    std::vector<Config> ring;
+    std::vector<int32_t> e = observed_[c].entities();
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      const int32_t base = e[k];
+      for (int32_t a = 0; a < knobs[k].cardinality(); ++a) {
+        if (a == base) continue;
+        e[k] = a;
+        Config n(&space_, e);
+        if (!exclude.contains(n.index()) && space_.is_valid(n)) ring.push_back(std::move(n));
+      }
+      e[k] = base;
+    }
+    if (!ring.empty()) return best_predicted(ring, count);
+  }
+  return {};
 }
 
 std::vector<Config> ModelPolicy::coverage_candidates(int count,
@@ -1246,6 +1297,21 @@ void ModelPolicy::plan() {
       for (const Config& c : local) taken.insert(c.index());
       for (Config& c : restart_candidates(slots - static_cast<int>(local.size()), taken)) {
         local.push_back(std::move(c));
+      }
+    }
+  }
+  if (trained() && options_.basin_share > 0 && stalled_ >= options_.basin_stall && !local.empty()) {
+    // A share of the trust region's slots (at least one, and one stays with the incumbent)
+    // goes to the second basin; picks both would make count once.
+    const int slots =
+        std::max(1, static_cast<int>(std::lround(options_.basin_share * double(local.size()))));
+    std::vector<Config> second = basin_candidates(slots, visited_);
+    if (!second.empty()) {
+      local.resize(local.size() - std::min(local.size() - 1, second.size()));
+      std::unordered_set<uint64_t> in_local;
+      for (const Config& c : local) in_local.insert(c.index());
+      for (Config& c : second) {
+        if (!in_local.contains(c.index())) local.push_back(std::move(c));
       }
     }
   }

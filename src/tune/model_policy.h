@@ -120,6 +120,18 @@
 // starts (basin hopping, Wales and Doye 1997, with the model ranking each step). A chain that
 // beats the incumbent makes its best the incumbent.
 //
+// A second basin. With `basin_share` > 0, once the best has not improved for `basin_stall`
+// plans, that share of the trust region's slots (at least one; one stays with the incumbent)
+// climbs in another basin: its centre is the best measured configuration that is not tied
+// with the best, has no better measured configuration within two knob changes (a local best
+// of what is measured) and still has untried valid one-change neighbours; the slots take
+// those neighbours, best acquisition first. As the climb measures better neighbours the
+// centre moves to them; once its neighbours are all tried the next such local best takes
+// over. A search that settled in a basin of near-optima (a second shape of tile, 0.97 of the
+// optimum) keeps climbing from the best point it has measured of another, where the trust
+// region around the incumbent and annealing on a model fitted mostly to that basin do not go
+// (Kernel Tuner's basin hopping and iterated local searches climb from several starts).
+//
 // A Gaussian process for the first trials. With `gp_until` > 0 and no transfer model, each fit
 // on fewer records than that also fits a Gaussian process (Matern 5/2, a length scale per knob) to
 // the throughputs relative to the best (failures at the least measured one), each configuration a
@@ -170,7 +182,8 @@ struct ModelPolicyOptions {
   Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
   double kappa = 1.0;  // ucb: weight of the members' spread (the most, when adaptive)
-  // The default (bench/README.md section 7): a Gaussian process ranks until 64 records
+  // The default (bench/README.md section 7): a second basin (basin_share, below; since the
+  // twenty-fourth session), a Gaussian process ranks until 64 records
   // (gp_until; since the twenty-second session), a random first batch of 8 (first_batch; 16
   // before the twenty-third session: with the process ranking from the first fit, over 60 seeds
   // 2,054 trials to 95% in sum over the 12 shared caches against 2,143 and 1,720.5 over the 10
@@ -245,6 +258,18 @@ struct ModelPolicyOptions {
   // neighbour measured, none better, no tie), this share of the trust region's slots climbs
   // from a random restart instead of radius 2 ("Restarts" in the header comment).
   double restart_share = 0;
+  // A second basin (0: off): once the best has not improved for basin_stall plans, this share
+  // of the trust region's slots climbs from the best measured configuration that no better
+  // measured one lies within two knob changes of (a local best of another basin) and that has
+  // untried one-change neighbours: its neighbours, best acquisition first ("A second basin" in
+  // the header comment). Default since the twenty-fourth session (bench/README.md section 7,
+  // "A second basin"): half of the trust region after 4 plans without a better best; over 60
+  // seeds 1,960.5 trials to 95% in sum over the 12 shared caches against 2,054 and 1,706.5
+  // over the 10 held-out ones against 1,720.5; cm W6600's corner found on 28 of 60 seeds
+  // against 13, co RTX 3060 at 0.992-0.998 of the optimum by 100 trials against 0.974. A
+  // quarter, or after 3 plans, did less on the held-out caches.
+  double basin_share = 0.5;
+  int basin_stall = 4;
   // Credit (off: 0): the trust region's base share weighted by how often its picks, against
   // the model's, landed in the best `credit_top` of the records ("Credit" in the header).
   double credit_top = 0;
@@ -293,6 +318,7 @@ struct ModelPolicyOptions {
   // local search, no trust region.
   ModelPolicyOptions early() const {
     ModelPolicyOptions o = *this;
+    o.basin_share = 0;
     o.adaptive_kappa = true;
     o.kappa = 3.0;
     o.initial_design = 32;
@@ -310,6 +336,7 @@ struct ModelPolicyOptions {
   // plateau handling.
   ModelPolicyOptions previous() const {
     ModelPolicyOptions o = without_plateaus();
+    o.basin_share = 0;
     o.kappa = 3.0;
     o.first_batch = 0;
     o.round_fraction = 0.5;
@@ -333,6 +360,7 @@ struct ModelPolicyOptions {
   // plan_size, no design, trust region or local search, every fit from scratch.
   ModelPolicyOptions classic() const {
     ModelPolicyOptions o = without_plateaus();
+    o.basin_share = 0;
     o.adaptive_kappa = false;
     o.kappa = 3.0;
     o.initial_design = 0;
@@ -429,6 +457,9 @@ class ModelPolicy : public SearchPolicy {
   // Untried valid configurations one, then two knob changes from the incumbent(s), at most
   // `count`, each radius best acquisition first.
   std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
+  // Up to `count` untried valid one-change neighbours of the second basin's centre (see
+  // basin_share), best acquisition first; none when no measured configuration qualifies.
+  std::vector<Config> basin_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   // Of `picks` trust-region picks, how many are random (options_.incumbent_random).
   size_t random_picks(size_t picks) const;
   // Moves n uniformly random entries of idx[from..] (taken in index order) to idx[from..from+n),

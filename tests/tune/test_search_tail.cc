@@ -423,3 +423,81 @@ TEST_CASE("recombination: once the best stalls, crossings of the incumbent with 
     CHECK(crossing);
   }
 }
+
+TEST_CASE("second basin: part of the trust region climbs from a far local best") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  const ConfigSpace& space = task.space();
+  test::ValueFeatures features{space};
+  for (uint64_t seed : {3, 7}) {
+    ModelPolicyOptions o = small_model();
+    o.basin_share = 0.5;
+    o.basin_stall = 0;       // from the first plan on
+    o.round_fraction = 0.5;  // rounds of 16 after the first 32: 8 trust-region slots
+    ModelPolicy p(space, features, o);
+    p.reset(seed);
+    std::vector<Config> first = p.propose(32);
+    REQUIRE(first.size() == 32);
+    // The best (1 s) and, three changes from it, a second local best (1.5 s); the rest 3 s.
+    size_t far = 0;
+    for (size_t i = 1; i < first.size() && far == 0; ++i) {
+      if (knob_changes(first[i], first[0]) == 3) far = i;
+    }
+    REQUIRE(far != 0);
+    std::vector<MeasureResult> results(first.size(), timed(3.0));
+    results[0] = timed(1.0);
+    results[far] = timed(1.5);
+    p.observe(first, results);
+    std::vector<Config> next = p.propose(32);
+    std::vector<Config> trust = head(next, p.incumbent_share());
+    REQUIRE(trust.size() >= 4);
+    // The trust region's picks: the incumbent's neighbours first, then as many of the second
+    // centre's one-change neighbours.
+    const size_t basin = std::max<size_t>(1, std::lround(0.5 * double(trust.size())));
+    for (size_t i = 0; i < trust.size(); ++i) {
+      INFO("pick " << i << " of " << trust.size());
+      if (i < trust.size() - basin) {
+        CHECK(knob_changes(trust[i], first[0]) <= 2);
+      } else {
+        CHECK(knob_changes(trust[i], first[far]) == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("second basin: a configuration near a better one is no centre") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  const ConfigSpace& space = task.space();
+  test::ValueFeatures features{space};
+  auto round = [&](double share) {
+    ModelPolicyOptions o = small_model();
+    o.basin_share = share;
+    o.basin_stall = 0;
+    ModelPolicy p(space, features, o);
+    p.reset(5);
+    std::vector<Config> first = p.propose(32);
+    REQUIRE(first.size() == 32);
+    size_t far = 0;
+    for (size_t i = 1; i < first.size() && far == 0; ++i) {
+      if (knob_changes(first[i], first[0]) == 3) far = i;
+    }
+    REQUIRE(far != 0);
+    // The best (1 s); three changes from it Y (1.5 s), and Z, the best with Y's value of the
+    // last knob (1.2 s): one change from the best, two from Y. Every other configuration
+    // fails. Y has a better configuration within two changes (Z), Z too (the best).
+    std::vector<MeasureResult> results(first.size());
+    for (MeasureResult& r : results) r.status = MeasureStatus::runtime_error;
+    results[0] = timed(1.0);
+    results[far] = timed(1.5);
+    p.observe(first, results);
+    std::vector<int32_t> e = first[0].entities();
+    e.back() = first[far].entities().back();
+    Config z(&space, e);
+    REQUIRE(space.is_valid(z));
+    p.observe({z}, {timed(1.2)});
+    std::vector<uint64_t> out;
+    for (const Config& c : p.propose(32)) out.push_back(c.index());
+    return out;
+  };
+  // No centre qualifies: the round is the one without the option.
+  CHECK(round(0.5) == round(0));
+}
