@@ -757,6 +757,24 @@ void ModelPolicy::draw_tail(std::vector<size_t>& idx, size_t from, size_t n) {
   }
 }
 
+std::vector<Config> ModelPolicy::untried_ring(const Config& centre,
+                                              const std::unordered_set<uint64_t>& exclude) const {
+  const auto& knobs = space_.knobs();
+  std::vector<int32_t> e = centre.entities();
+  std::vector<Config> ring;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    const int32_t base = e[k];
+    for (int32_t a = 0; a < knobs[k].cardinality(); ++a) {
+      if (a == base) continue;
+      e[k] = a;
+      Config c(&space_, e);
+      if (!exclude.contains(c.index()) && space_.is_valid(c)) ring.push_back(std::move(c));
+    }
+    e[k] = base;
+  }
+  return ring;
+}
+
 std::vector<Config> ModelPolicy::restart_candidates(int count,
                                                     const std::unordered_set<uint64_t>& exclude) {
   // Members planned but never handed out (the round ended first) are dropped; those handed
@@ -778,20 +796,7 @@ std::vector<Config> ModelPolicy::restart_candidates(int count,
     }
   }
   std::vector<Config> ring;
-  if (centre != nullptr) {
-    const auto& knobs = space_.knobs();
-    std::vector<int32_t> e = centre->entities();
-    for (size_t i = 0; i < knobs.size(); ++i) {
-      const int32_t base = e[i];
-      for (int32_t a = 0; a < knobs[i].cardinality(); ++a) {
-        if (a == base) continue;
-        e[i] = a;
-        Config c(&space_, e);
-        if (!exclude.contains(c.index()) && space_.is_valid(c)) ring.push_back(std::move(c));
-      }
-      e[i] = base;
-    }
-  }
+  if (centre != nullptr) ring = untried_ring(*centre, exclude);
   std::vector<Config> out;
   if (ring.empty()) {
     if (pending && centre == nullptr) return out;  // the start is being measured
@@ -829,7 +834,6 @@ std::vector<Config> ModelPolicy::basin_candidates(int count,
     for (size_t k = 0; k < x.size() && d <= most; ++k) d += x[k] != y[k];
     return d;
   };
-  const auto& knobs = space_.knobs();
   for (size_t i = 0; i < order.size(); ++i) {
     const size_t c = order[i];
     if (throughput_[c] <= 0) break;
@@ -841,18 +845,7 @@ std::vector<Config> ModelPolicy::basin_candidates(int count,
       }
     }
     if (!local_best) continue;
-    std::vector<Config> ring;
-    std::vector<int32_t> e = observed_[c].entities();
-    for (size_t k = 0; k < knobs.size(); ++k) {
-      const int32_t base = e[k];
-      for (int32_t a = 0; a < knobs[k].cardinality(); ++a) {
-        if (a == base) continue;
-        e[k] = a;
-        Config n(&space_, e);
-        if (!exclude.contains(n.index()) && space_.is_valid(n)) ring.push_back(std::move(n));
-      }
-      e[k] = base;
-    }
+    std::vector<Config> ring = untried_ring(observed_[c], exclude);
     if (!ring.empty()) return best_predicted(ring, count);
   }
   return {};

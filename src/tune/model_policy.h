@@ -457,6 +457,9 @@ class ModelPolicy : public SearchPolicy {
   // Untried valid configurations one, then two knob changes from the incumbent(s), at most
   // `count`, each radius best acquisition first.
   std::vector<Config> incumbent_candidates(int count, const std::unordered_set<uint64_t>& exclude);
+  // The valid one-knob-change neighbours of `centre` not in `exclude`, knob by knob.
+  std::vector<Config> untried_ring(const Config& centre,
+                                   const std::unordered_set<uint64_t>& exclude) const;
   // Up to `count` untried valid one-change neighbours of the second basin's centre (see
   // basin_share), best acquisition first; none when no measured configuration qualifies.
   std::vector<Config> basin_candidates(int count, const std::unordered_set<uint64_t>& exclude);

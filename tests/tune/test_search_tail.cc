@@ -424,24 +424,39 @@ TEST_CASE("recombination: once the best stalls, crossings of the incumbent with 
   }
 }
 
+namespace {
+
+// A policy whose second basin takes half of the trust region from the first plan on.
+ModelPolicyOptions basin_model(double share) {
+  ModelPolicyOptions o = small_model();
+  o.basin_share = share;
+  o.basin_stall = 0;
+  return o;
+}
+
+// The first configuration after the first that differs from it in all three knobs (0: none).
+size_t three_changes_from_first(const std::vector<Config>& first) {
+  for (size_t i = 1; i < first.size(); ++i) {
+    if (knob_changes(first[i], first[0]) == 3) return i;
+  }
+  return 0;
+}
+
+}  // namespace
+
 TEST_CASE("second basin: part of the trust region climbs from a far local best") {
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   const ConfigSpace& space = task.space();
   test::ValueFeatures features{space};
   for (uint64_t seed : {3, 7}) {
-    ModelPolicyOptions o = small_model();
-    o.basin_share = 0.5;
-    o.basin_stall = 0;       // from the first plan on
+    ModelPolicyOptions o = basin_model(0.5);
     o.round_fraction = 0.5;  // rounds of 16 after the first 32: 8 trust-region slots
     ModelPolicy p(space, features, o);
     p.reset(seed);
     std::vector<Config> first = p.propose(32);
     REQUIRE(first.size() == 32);
     // The best (1 s) and, three changes from it, a second local best (1.5 s); the rest 3 s.
-    size_t far = 0;
-    for (size_t i = 1; i < first.size() && far == 0; ++i) {
-      if (knob_changes(first[i], first[0]) == 3) far = i;
-    }
+    const size_t far = three_changes_from_first(first);
     REQUIRE(far != 0);
     std::vector<MeasureResult> results(first.size(), timed(3.0));
     results[0] = timed(1.0);
@@ -469,17 +484,11 @@ TEST_CASE("second basin: a configuration near a better one is no centre") {
   const ConfigSpace& space = task.space();
   test::ValueFeatures features{space};
   auto round = [&](double share) {
-    ModelPolicyOptions o = small_model();
-    o.basin_share = share;
-    o.basin_stall = 0;
-    ModelPolicy p(space, features, o);
+    ModelPolicy p(space, features, basin_model(share));
     p.reset(5);
     std::vector<Config> first = p.propose(32);
     REQUIRE(first.size() == 32);
-    size_t far = 0;
-    for (size_t i = 1; i < first.size() && far == 0; ++i) {
-      if (knob_changes(first[i], first[0]) == 3) far = i;
-    }
+    const size_t far = three_changes_from_first(first);
     REQUIRE(far != 0);
     // The best (1 s); three changes from it Y (1.5 s), and Z, the best with Y's value of the
     // last knob (1.2 s): one change from the best, two from Y. Every other configuration
