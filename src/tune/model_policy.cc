@@ -1295,7 +1295,7 @@ void ModelPolicy::plan() {
   }
   if (trained() && options_.basin_share > 0 && stalled_ >= options_.basin_stall && !local.empty()) {
     // A share of the trust region's slots (at least one, and one stays with the incumbent)
-    // goes to the second basin; picks both would make count once.
+    // goes to the second basin; a pick in both lists counts once.
     const int slots =
         std::max(1, static_cast<int>(std::lround(options_.basin_share * double(local.size()))));
     std::vector<Config> second = basin_candidates(slots, visited_);
