@@ -34,6 +34,13 @@ Acquisition parse_acquisition(std::string_view name) {
 
 namespace {
 
+// The knobs in which two configurations differ, counted no further than most + 1.
+int knob_changes(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int most) {
+  int d = 0;
+  for (size_t k = 0; k < a.size() && d <= most; ++k) d += a[k] != b[k];
+  return d;
+}
+
 // incumbent_stratify: `order` (best first) with `share` of its positions given in turns to the
 // sets of knobs the candidates change from the centre (every set's best, then every set's
 // second, ...), the others to the rest of `order`, interleaved.
@@ -466,14 +473,18 @@ std::vector<float> ModelPolicy::exploit_score(const std::vector<Config>& configs
   return out;
 }
 
-std::vector<Config> ModelPolicy::local_candidates(int count,
-                                                  const std::unordered_set<uint64_t>& exclude) {
-  if (count <= 0 || observed_.empty()) return {};
-  // The best measured configurations (throughput > 0), best first.
+std::vector<size_t> ModelPolicy::records_best_first() const {
   std::vector<size_t> order(observed_.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return throughput_[a] > throughput_[b]; });
+  return order;
+}
+
+std::vector<Config> ModelPolicy::local_candidates(int count,
+                                                  const std::unordered_set<uint64_t>& exclude) {
+  if (count <= 0 || observed_.empty()) return {};
+  const std::vector<size_t> order = records_best_first();
   const auto& knobs = space_.knobs();
   std::vector<Config> cands;
   std::unordered_map<uint64_t, int> support;  // candidate -> centres it neighbours
@@ -674,10 +685,7 @@ std::vector<Config> ModelPolicy::incumbent_candidates(int count,
     for (size_t i = 0; i < all.size(); ++i) {
       const std::vector<int32_t>& a = all[i].entities();
       for (size_t t : ties) {
-        const std::vector<int32_t>& b = observed_[t].entities();
-        int d = 0;
-        for (size_t k = 0; k < a.size() && d <= 2; ++k) d += a[k] != b[k];
-        support[i] += d <= 2;
+        support[i] += knob_changes(a, observed_[t].entities(), 2) <= 2;
       }
     }
     std::vector<size_t> idx(all.size());
@@ -819,28 +827,19 @@ std::vector<Config> ModelPolicy::basin_candidates(int count,
                                                   const std::unordered_set<uint64_t>& exclude) {
   // The measured configurations best first; the first that is no exact tie of the best, has
   // no better one within two knob changes and has an untried valid one-change neighbour is
-  // the centre. O(n^2) distances at worst, each stopping at 3 differing knobs.
+  // the centre. O(n^2) comparisons at worst, each stopping at 3 differing knobs.
   if (count <= 0 || observed_.empty()) return {};
   const double best = *std::max_element(throughput_.begin(), throughput_.end());
   if (best <= 0) return {};
-  std::vector<size_t> order(observed_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return throughput_[a] > throughput_[b]; });
-  auto distance = [&](size_t a, size_t b, int most) {
-    const std::vector<int32_t>& x = observed_[a].entities();
-    const std::vector<int32_t>& y = observed_[b].entities();
-    int d = 0;
-    for (size_t k = 0; k < x.size() && d <= most; ++k) d += x[k] != y[k];
-    return d;
-  };
+  const std::vector<size_t> order = records_best_first();
   for (size_t i = 0; i < order.size(); ++i) {
     const size_t c = order[i];
     if (throughput_[c] <= 0) break;
     if (throughput_[c] >= tie_floor(best)) continue;  // the incumbent's own trust region
     bool local_best = true;
     for (size_t j = 0; j < i && local_best; ++j) {
-      if (throughput_[order[j]] > throughput_[c] && distance(c, order[j], 2) <= 2) {
+      if (throughput_[order[j]] > throughput_[c] &&
+          knob_changes(observed_[c].entities(), observed_[order[j]].entities(), 2) <= 2) {
         local_best = false;
       }
     }

@@ -452,6 +452,8 @@ class ModelPolicy : public SearchPolicy {
   void plan();
   // The model's mean score (ensemble: mean of the standardised members; no spread).
   std::vector<float> exploit_score(const std::vector<Config>& configs);
+  // Indices of the records, best throughput first (ties in the order measured).
+  std::vector<size_t> records_best_first() const;
   std::vector<Config> local_candidates(int count, const std::unordered_set<uint64_t>& exclude);
   void measure_agreement();
   // Untried valid configurations one, then two knob changes from the incumbent(s), at most
