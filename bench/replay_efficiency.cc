@@ -40,6 +40,8 @@
 //                     [--basin-share X] [--basin-stall N]  (that share of the trust region
 //                                     climbs from a local best of another basin after N plans
 //                                     without a better best; 0.5, 4; 0: off)
+//                     [--bound-bias X]  (each choice knob of a first-batch draw at its
+//                                     smallest or largest value with probability X; 0.5; 0: off)
 //                     [--credit-top X] [--credit-decay X] [--credit-max X]  (the trust
 //                                     region's share by its picks' hits; off)
 //                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
@@ -364,6 +366,8 @@ int main(int argc, char** argv) {
       args.model.model.octaves = double_value(a, value());
     else if (a == "--restart")  // ModelPolicyOptions::restart_share
       args.model.restart_share = double_value(a, value());
+    else if (a == "--bound-bias")  // ModelPolicyOptions::bound_bias
+      args.model.bound_bias = double_value(a, value());
     else if (a == "--basin-share")  // ModelPolicyOptions::basin_share
       args.model.basin_share = double_value(a, value());
     else if (a == "--basin-stall")  // ModelPolicyOptions::basin_stall

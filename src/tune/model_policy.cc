@@ -34,6 +34,38 @@ Acquisition parse_acquisition(std::string_view name) {
 
 namespace {
 
+// A random unmeasured valid configuration whose choice knobs each sit, with probability `bias`,
+// at their smallest or largest value (half each), and otherwise anywhere ("A first batch toward
+// the bounds" in the header); nothing after 1,000 draws that were all invalid or measured.
+std::optional<Config> draw_toward_bounds(const ConfigSpace& space,
+                                         const std::unordered_set<uint64_t>& visited,
+                                         std::mt19937_64& rng, double bias) {
+  const auto& knobs = space.knobs();
+  std::vector<std::pair<int32_t, int32_t>> bounds(knobs.size(), {-1, -1});
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    if (knobs[k].kind() != KnobKind::choice) continue;
+    const auto& v = knobs[k].values();
+    bounds[k] = {static_cast<int32_t>(std::ranges::min_element(v) - v.begin()),
+                 static_cast<int32_t>(std::ranges::max_element(v) - v.begin())};
+  }
+  std::uniform_real_distribution<double> coin(0, 1);
+  for (int tries = 0; tries < 1000; ++tries) {
+    std::vector<int32_t> e(knobs.size());
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      const double r = bounds[k].first >= 0 ? coin(rng) : 1;
+      if (r < bias / 2)
+        e[k] = bounds[k].first;
+      else if (r < bias)
+        e[k] = bounds[k].second;
+      else
+        e[k] = std::uniform_int_distribution<int32_t>(0, knobs[k].cardinality() - 1)(rng);
+    }
+    Config c(&space, std::move(e));
+    if (!visited.contains(c.index()) && space.is_valid(c)) return c;
+  }
+  return std::nullopt;
+}
+
 // The knobs in which two configurations differ, counted no further than most + 1.
 int knob_changes(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int most) {
   int d = 0;
@@ -1432,6 +1464,9 @@ std::vector<Config> ModelPolicy::propose(int batch) {
         ++plan_next_;
       }
       if (plan_next_ < plan_.size()) c = plan_[plan_next_++];
+    }
+    if (!c && options_.bound_bias > 0 && !trained() && !options_.transfer) {
+      c = draw_toward_bounds(space_, visited_, rng_, options_.bound_bias);
     }
     if (!c) c = draw_unvisited(space_, visited_, rng_);
     if (!c) break;

@@ -242,9 +242,11 @@ TEST_CASE("with the cascade off the proposals are the former ones", "[cascade]")
   ReplayMeasurerAdapter m(task);
   // Without the plateau handling, the first batch of 16, the rounds of n/4 and the rounds from
   // 4 with half of each next to the best, and kappa 1 with rounds of n/8 from 2, which came
-  // after b5cfa80, and the Gaussian process of the first trials.
+  // after b5cfa80, the Gaussian process of the first trials and the first batch toward the
+  // bounds.
   ModelPolicyOptions o = ModelPolicyOptions{}.without_plateaus();
   o.gp_until = 0;
+  o.bound_bias = 0;
   o.kappa = 3.0;
   o.first_batch = 0;
   o.round_fraction = 0.5;
