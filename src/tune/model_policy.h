@@ -191,7 +191,8 @@ struct ModelPolicyOptions {
   Acquisition acquisition = Acquisition::ucb;
   int ensemble = 5;    // ucb, thompson: boosters, each on a bootstrap resample
   double kappa = 1.0;  // ucb: weight of the members' spread (the most, when adaptive)
-  // The default (bench/README.md section 7): a second basin (basin_share, below; since the
+  // The default (bench/README.md section 7): a first batch toward the bounds (bound_bias,
+  // below; since the twenty-fifth session), a second basin (basin_share, below; since the
   // twenty-fourth session), a Gaussian process ranks until 64 records
   // (gp_until; since the twenty-second session), a random first batch of 8 (first_batch; 16
   // before the twenty-third session: with the process ranking from the first fit, over 60 seeds
