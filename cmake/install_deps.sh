@@ -8,6 +8,7 @@ packages=(
   libxgboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
   libboost-context-dev zlib1g-dev
   libeigen3-dev  # the Gaussian process of the first trials (cost_model/gaussian_process.cc)
+  rapidjson-dev  # Kernel Tuner's caches, read event by event (src/replay/kt_cache.cc)
   gnuplot-nox  # the plots of `cutune report`
   chromium     # tests/report renders the report page headless (~350 MB, 14 s to install here)
   libopenmpi-dev openmpi-bin

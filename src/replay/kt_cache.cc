@@ -2,12 +2,14 @@
 
 #include <fstream>
 #include <algorithm>
-#include <charconv>
 #include <iterator>
 #include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
 #include <zlib.h>
 
 #include "src/space/config_space.h"
@@ -62,200 +64,9 @@ size_t KtCache::valid_count() const {
 
 namespace {
 
-// A minimal JSON scanner that feeds a handler event by event. nlohmann's parser (DOM or SAX)
-// takes about a second for a 16 MB cache here; this one, with std::from_chars for numbers,
-// takes a fraction of that. Strings are decoded into a reused buffer.
-template <typename Handler>
-class JsonScanner {
- public:
-  JsonScanner(std::string_view text, Handler& handler) : text_(text), h_(handler) {}
-
-  // False on a syntax error or when the handler stops; error_position() says where.
-  bool run() {
-    skip_ws();
-    if (!value()) return false;
-    skip_ws();
-    if (at_ != text_.size()) return syntax();
-    return true;
-  }
-  size_t error_position() const { return at_; }
-  bool syntax_error() const { return syntax_error_; }
-
- private:
-  bool syntax() {
-    syntax_error_ = true;
-    return false;
-  }
-  void skip_ws() {
-    while (at_ < text_.size() &&
-           (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\r' || text_[at_] == '\t'))
-      ++at_;
-  }
-  bool literal(std::string_view word) {
-    if (text_.substr(at_, word.size()) != word) return syntax();
-    at_ += word.size();
-    return true;
-  }
-
-  bool value() {
-    if (at_ >= text_.size()) return syntax();
-    switch (text_[at_]) {
-      case '{':
-        return object();
-      case '[':
-        return array();
-      case '"':
-        if (!string()) return false;
-        return h_.string(buffer_);
-      case 't':
-        return literal("true") && h_.boolean(true);
-      case 'f':
-        return literal("false") && h_.boolean(false);
-      case 'n':
-        return literal("null") && h_.null();
-      case 'N':
-        return literal("NaN") && h_.number_float(std::numeric_limits<double>::quiet_NaN());
-      default:
-        return number();
-    }
-  }
-
-  bool object() {
-    ++at_;
-    if (!h_.start_object()) return false;
-    skip_ws();
-    if (at_ < text_.size() && text_[at_] == '}') {
-      ++at_;
-      return h_.end_object();
-    }
-    for (;;) {
-      skip_ws();
-      if (at_ >= text_.size() || text_[at_] != '"' || !string()) return syntax();
-      if (!h_.key(buffer_)) return false;
-      skip_ws();
-      if (at_ >= text_.size() || text_[at_] != ':') return syntax();
-      ++at_;
-      skip_ws();
-      if (!value()) return false;
-      skip_ws();
-      if (at_ >= text_.size()) return syntax();
-      if (text_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (text_[at_] != '}') return syntax();
-      ++at_;
-      return h_.end_object();
-    }
-  }
-
-  bool array() {
-    ++at_;
-    if (!h_.start_array()) return false;
-    skip_ws();
-    if (at_ < text_.size() && text_[at_] == ']') {
-      ++at_;
-      return h_.end_array();
-    }
-    for (;;) {
-      skip_ws();
-      if (!value()) return false;
-      skip_ws();
-      if (at_ >= text_.size()) return syntax();
-      if (text_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (text_[at_] != ']') return syntax();
-      ++at_;
-      return h_.end_array();
-    }
-  }
-
-  // Decodes the string at at_ into buffer_. \\uXXXX escapes outside ASCII become '?': no name
-  // or value the loader reads uses them.
-  bool string() {
-    ++at_;
-    buffer_.clear();
-    for (;;) {
-      size_t run = at_;
-      while (run < text_.size() && text_[run] != '"' && text_[run] != '\\') ++run;
-      buffer_.append(text_.data() + at_, run - at_);
-      at_ = run;
-      if (at_ >= text_.size()) return syntax();
-      if (text_[at_] == '"') {
-        ++at_;
-        return true;
-      }
-      if (++at_ >= text_.size()) return syntax();
-      const char c = text_[at_++];
-      switch (c) {
-        case '"':
-        case '\\':
-        case '/':
-          buffer_ += c;
-          break;
-        case 'b':
-          buffer_ += '\b';
-          break;
-        case 'f':
-          buffer_ += '\f';
-          break;
-        case 'n':
-          buffer_ += '\n';
-          break;
-        case 'r':
-          buffer_ += '\r';
-          break;
-        case 't':
-          buffer_ += '\t';
-          break;
-        case 'u': {
-          if (at_ + 4 > text_.size()) return syntax();
-          unsigned code = 0;
-          auto [end, ec] = std::from_chars(text_.data() + at_, text_.data() + at_ + 4, code, 16);
-          if (ec != std::errc() || end != text_.data() + at_ + 4) return syntax();
-          buffer_ += code < 0x80 ? static_cast<char>(code) : '?';
-          at_ += 4;
-          break;
-        }
-        default:
-          return syntax();
-      }
-    }
-  }
-
-  bool number() {
-    const char* begin = text_.data() + at_;
-    const char* end = text_.data() + text_.size();
-    const char* p = begin;
-    if (p < end && *p == '-') ++p;
-    while (p < end && *p >= '0' && *p <= '9') ++p;
-    const bool integral = !(p < end && (*p == '.' || *p == 'e' || *p == 'E'));
-    if (integral) {
-      int64_t v = 0;
-      auto [stop, ec] = std::from_chars(begin, end, v);
-      if (ec == std::errc() && stop == p && stop != begin) {
-        at_ += static_cast<size_t>(stop - begin);
-        return h_.number_integer(v);
-      }
-    }
-    double d = 0;
-    auto [stop, ec] = std::from_chars(begin, end, d);
-    if (ec != std::errc() || stop == begin) return syntax();
-    at_ += static_cast<size_t>(stop - begin);
-    return h_.number_float(d);
-  }
-
-  std::string_view text_;
-  Handler& h_;
-  size_t at_ = 0;
-  bool syntax_error_ = false;
-  std::string buffer_;
-};
-
-// The cache's structure, driven by JsonScanner's events. Depth 1 is inside the top-level
-// object; the cache's entries are objects at depth 3 and their "times" arrays at depth 4.
+// The cache's structure, driven by the JSON reader's events (RapidJSONEvents). Depth 1 is inside
+// the top-level object; the cache's entries are objects at depth 3 and their "times" arrays at
+// depth 4.
 class CacheReader {
  public:
   explicit CacheReader(KtCache& cache, std::string source)
@@ -462,17 +273,57 @@ class CacheReader {
   std::unordered_map<std::string, int> key_index_;
 };
 
+// RapidJSON's SAX events handed to a CacheReader. RapidJSON, not nlohmann's parser: a 16 MB
+// cache takes nlohmann about a second here, and Kernel Tuner writes NaN, which nlohmann
+// refuses (kParseNanAndInfFlag takes it). Integers that fit int64 arrive as integers, the rest
+// as doubles.
+class RapidJSONEvents : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RapidJSONEvents> {
+ public:
+  explicit RapidJSONEvents(CacheReader& reader) : r_(reader) {}
+  bool Null() { return r_.null(); }
+  bool Bool(bool v) { return r_.boolean(v); }
+  bool Int(int v) { return r_.number_integer(v); }
+  bool Uint(unsigned v) { return r_.number_integer(v); }
+  bool Int64(int64_t v) { return r_.number_integer(v); }
+  bool Uint64(uint64_t v) {
+    if (v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return r_.number_integer(static_cast<int64_t>(v));
+    return r_.number_float(static_cast<double>(v));
+  }
+  bool Double(double v) { return r_.number_float(v); }
+  bool String(const char* s, rapidjson::SizeType n, bool) {
+    text_.assign(s, n);
+    return r_.string(text_);
+  }
+  bool Key(const char* s, rapidjson::SizeType n, bool) {
+    text_.assign(s, n);
+    return r_.key(text_);
+  }
+  bool StartObject() { return r_.start_object(); }
+  bool EndObject(rapidjson::SizeType) { return r_.end_object(); }
+  bool StartArray() { return r_.start_array(); }
+  bool EndArray(rapidjson::SizeType) { return r_.end_array(); }
+
+ private:
+  CacheReader& r_;
+  std::string text_;
+};
+
 }  // namespace
 
 KtCache parse_kt_cache(const std::string& json_text, const std::string& source) {
   KtCache cache;
   cache.objective = "time";
   CacheReader reader(cache, source);
-  JsonScanner<CacheReader> scanner(json_text, reader);
-  if (!scanner.run()) {
-    if (scanner.syntax_error())
-      throw ConfigError(
-          fmt::format("{}: not valid JSON (byte {})", source, scanner.error_position()));
+  RapidJSONEvents events(reader);
+  rapidjson::Reader json;
+  rapidjson::MemoryStream bytes(json_text.data(), json_text.size());
+  constexpr unsigned flags = rapidjson::kParseNanAndInfFlag | rapidjson::kParseFullPrecisionFlag;
+  const rapidjson::ParseResult ok = json.Parse<flags>(bytes, events);
+  if (!ok) {
+    if (ok.Code() != rapidjson::kParseErrorTermination)
+      throw ConfigError(fmt::format("{}: not valid JSON (byte {}: {})", source, ok.Offset(),
+                                    rapidjson::GetParseError_En(ok.Code())));
     throw ConfigError(fmt::format("{}: {}", source, reader.error()));
   }
   if (cache.tune_params_keys.empty())

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +74,32 @@ TEST_CASE("plain and gzip caches load alike") {
   check_tiny(load_kt_cache((dir / "tiny.json").string()));
   check_tiny(load_kt_cache((dir / "tiny.json.gz").string()));
   CHECK(parse_kt_cache(kTinyCache).objective == "time");
+}
+
+TEST_CASE("Kernel Tuner's NaN, string escapes and the byte of a syntax error") {
+  // Kernel Tuner writes NaN for metrics it could not compute; plain JSON has no NaN.
+  const char* text = R"({
+    "device_name": "Caf\u00e9 \"GPU\"", "kernel_name": "k\tk", "problem_size": [8],
+    "tune_params_keys": ["bx"], "tune_params": {"bx": [16, 32]},
+    "cache": {
+      "16": {"bx": 16, "time": 1.25, "times": [1.25, 1.25], "GFLOP/s": NaN},
+      "32": {"bx": 32, "time": 0.5, "GB/s": -Infinity, "note": "x\/y\\z"}
+    }
+  })";
+  KtCache c = parse_kt_cache(text, "t");
+  CHECK(c.device_name == "Caf\xc3\xa9 \"GPU\"");
+  CHECK(c.kernel_name == "k\tk");
+  REQUIRE(c.entries.size() == 2);
+  CHECK(c.entries[0].time_ms == 1.25);
+  REQUIRE(c.entries[0].gflops.has_value());
+  CHECK(std::isnan(*c.entries[0].gflops));
+  CHECK(c.entries[1].time_ms == 0.5);
+  try {
+    parse_kt_cache(R"({"tune_params_keys": ["bx"], "tune_params": {"bx": [1]}, "cache": x})", "t");
+    FAIL("no error");
+  } catch (const cutune::ConfigError& e) {
+    CHECK_THAT(e.what(), Contains("t: not valid JSON (byte 66: Invalid value.)"));  // at the x
+  }
 }
 
 TEST_CASE("malformed caches are one-line ConfigErrors") {
