@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_cli.h"
 #include "src/measure/correctness.h"
 
 using namespace cutune;
@@ -38,14 +39,17 @@ double median_ms(int repeats, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int64_t n = argc > 1 ? std::atoll(argv[1]) : int64_t(4096) * 4096;
-  const int max_threads =
-      argc > 2 ? std::atoi(argv[2]) : int(std::max(1u, std::thread::hardware_concurrency()));
-  const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
-  if (n <= 0 || max_threads <= 0 || repeats <= 0) {
-    fmt::print(stderr, "check_cost: ELEMENTS, MAX_THREADS and REPEATS must be positive\n");
-    return 2;
-  }
+  int64_t n = int64_t(4096) * 4096;
+  int max_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  int repeats = 5;
+  CLI::App app{"The worker's correctness check: the former path against compare_stored",
+               "check_cost"};
+  app.add_option("ELEMENTS", n, "output elements")->check(cutune::bench::positive());
+  app.add_option("MAX_THREADS", max_threads, "threads, doubling from 1")
+      ->check(cutune::bench::positive());
+  app.add_option("REPEATS", repeats, "runs per path (the median is printed)")
+      ->check(cutune::bench::positive());
+  if (int rc = cutune::bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
   fmt::print("{} elements, median of {} runs, ms\n", n, repeats);
   fmt::print("| dtype | former path | floor once | compare_stored, threads: ms |\n|---|---|---|---|\n");
   int wrong = 0;

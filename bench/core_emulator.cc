@@ -10,26 +10,22 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_cli.h"
 #include "src/measure/emulated_check.h"
 #include "kernels/template.h"
 
 using namespace cutune;
 
 int main(int argc, char** argv) {
-  // Positional only: a flag (or a fourth argument) would otherwise be read as a shape or
-  // silently ignored.
-  for (int i = 1; i < argc; ++i) {
-    if (argc > 4 || argv[i][0] == '-') {
-      std::fprintf(stderr,
-                   "core_emulator: unexpected argument '%s' (usage: core_emulator "
-                   "[M,N,K] [gemm_nn|gemm_nt] [RUNS])\n",
-                   argc > 4 ? argv[4] : argv[i]);
-      return 2;
-    }
-  }
-  std::string shape_text = argc > 1 ? argv[1] : "256,256,256";
-  std::string layout = argc > 2 ? argv[2] : "gemm_nn";
-  int runs = argc > 3 ? std::stoi(argv[3]) : 3;
+  std::string shape_text = "256,256,256";
+  std::string layout = "gemm_nn";
+  int runs = 3;
+  CLI::App app{"The CPU emulator's cost on one GEMM configuration", "core_emulator"};
+  app.add_option("SHAPE", shape_text, "M,N,K");
+  app.add_option("LAYOUT", layout, "the GEMM template")
+      ->check(CLI::IsMember({"gemm_nn", "gemm_nt"}));
+  app.add_option("RUNS", runs, "runs (the first compiles)")->check(cutune::bench::positive());
+  if (int rc = cutune::bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     auto tmpl = make_template("gemm", parse_shape(shape_text), layout);
     std::vector<Config> refs = tmpl->reference_configs();

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_cli.h"
 #include "cost_model/features.h"
 #include "cost_model/rank_model.h"
 #include "kernels/template.h"
@@ -55,18 +56,16 @@ Rate rate(const std::vector<cutune::Config>& configs, double seconds, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (argc > 4 || argv[i][0] == '-') {
-      std::fprintf(stderr,
-                   "feature_speed: unexpected argument '%s' (usage: feature_speed "
-                   "[CONFIGS] [SECONDS] [ONLY])\n",
-                   argc > 4 ? argv[4] : argv[i]);
-      return 2;
-    }
-  }
-  int n_configs = argc > 1 ? std::atoi(argv[1]) : 2000;
-  double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
-  std::string only = argc > 3 ? argv[3] : "";
+  int n_configs = 2000;
+  double seconds = 1.0;
+  std::string only;
+  CLI::App app{"Feature vectors per second on one core", "feature_speed"};
+  app.add_option("CONFIGS", n_configs, "random valid configurations")
+      ->check(cutune::bench::positive());
+  app.add_option("SECONDS", seconds, "CPU seconds per case")->check(cutune::bench::positive());
+  app.add_option("ONLY", only, "one case")
+      ->check(CLI::IsMember({"ir", "knobs", "build", "predict"}));
+  if (int rc = cutune::bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
   if (only == "predict") {
     auto tmpl = cutune::make_template("gemm", {1024, 1024, 1024}, "gemm_nn");
     auto ir = cutune::cost_model::make_ir_features(*tmpl, cutune::ir::TargetLimits{});

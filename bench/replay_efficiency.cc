@@ -4,60 +4,11 @@
 // P = (tuner - random) / (optimum - random) at 200 trials, random's expectation exact.
 // Also transfer learning across GPUs for caches that share a space.
 //
-//   replay_efficiency [--seeds 20] [--trials 400] [--batch 32] [--threads 2] [--quick]
-//                     [--data DIR] [--tuners xgb,ga,random,grid] [--only SUBSTRING]
-//                     [--classic]    (xgb with the former default: ModelPolicyOptions::classic())
-//                     [--previous]   (the default with the first-batch options spelled out:
-//                                     ModelPolicyOptions::previous())
-//                     [--first-batch N] [--round-fraction X] [--incumbent-by-mean] [--no-widen]
-//                     [--cover-start] (the random first batch covering every knob's values)
-//                     [--cover-share X] (only that share of it; the rest plain random)
-//                     [--random-total N] (random slots in the first rounds until N in all)
-//                     [--early]      (xgb with every early-trial and local-search change of
-//                                     ModelPolicyOptions::early(); off by default)
-//                     [--balanced-design] (the design stratified over valid configurations)
-//                     [--design N] [--min-batch N] [--local-share X] [--adaptive-kappa]
-//                     [--kappa K]    (one change at a time)
-//                     [--incumbent-share X] [--incumbent-max X]  (trust region around the best)
-//                     [--incumbent-adjacent]  (each radius: neighbouring knob values first)
-//                     [--incumbent-stratify X]  (that share of each radius in turns over the knobs
-//                     changed)
-//                     [--incumbent-random X]  (that share of the trust region's picks
-//                                     uniformly random among its candidates; in [0, 1])
-//                     [--diversity] [--epsilon X]
-//                     [--label NAME] (the xgb tuner's name in --curves)
-//                     [--first-seed N]  (the same as --seed-offset N)
-//                     [--no-plateaus] (the trust region before its handling of tied bests:
-//                                     ModelPolicyOptions::without_plateaus())
-//                     [--incumbent-centres N] [--incumbent-support] [--plateau-share X]
-//                     [--tie-tolerance X] (ties within X of the best, relative)
-//                     [--coverage-share X]  (knob values not yet measured; off)
-//                     [--recombine-share X] [--recombine-stall N]  (crossings of the
-//                                     incumbent with each knob value's best measured
-//                                     configuration, after N plans without a better best; off)
-//                     [--gp-until N] [--gp-kappa X]  (a Gaussian process ranks while the
-//                                     records are fewer than N (64; 0: off), by mean + X sd (2))
-//                     [--basin-share X] [--basin-stall N]  (that share of the trust region
-//                                     climbs from a local best of another basin after N plans
-//                                     without a better best; 0.5, 4; 0: off)
-//                     [--bound-bias X]  (each choice knob of a first-batch draw at its
-//                                     smallest or largest value with probability X; 0.5; 0: off)
-//                     [--credit-top X] [--credit-decay X] [--credit-max X]  (the trust
-//                                     region's share by its picks' hits; off)
-//                     [--warm-trees N] [--chains N] [--temp T]  (warm-started boosters;
-//                                     the annealing's chains and starting temperature)
-//                     [--needle]     (each cache's needle variant instead, make_needle_cache:
-//                                     only its optimum within 95%, two knob changes from a
-//                                     plateau at 0.89, its one-knob neighbours at 0.8)
-//                     [--needle-neighbour R]  (the neighbours' ratio instead of 0.8)
-//                     [--seed-offset N]  (seeds N .. N + seeds - 1 instead of 0 ..: fresh
-//                                     seeds to confirm a choice made on the first ones)
-//                     [--per-seed]   (also print each xgb seed's trials to 95%)
-//                     [--curves FILE]  (also append every seed's curve to FILE, one JSON line
-//                                     per cache, tuner and seed: its improvement points
-//                                     [trial, true time ms], for bench/peer_compare)
-//                     [--transfer]   (only the transfer table: every ordered pair of caches
-//                                     in one folder whose knob features share a schema)
+//   replay_efficiency [--seeds 20] [--trials 400] [--tuners xgb,ga,random,grid] [--only SUBSTR]
+//                     [--data DIR] [--per-seed] [--curves FILE] [--needle] [--transfer] ...
+//
+// `replay_efficiency --help` lists every option; the model's are ModelPolicyOptions' fields
+// (src/tune/model_policy.h), for measuring one change at a time against the default.
 
 #include <array>
 #include <cstdio>
@@ -69,9 +20,9 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_cli.h"
 #include "cost_model/features.h"
 #include "src/replay/kt_cache.h"
-#include "cost_model/features.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -126,18 +77,6 @@ void append_curves(const std::string& path, const std::string& cache, const std:
   std::fclose(f);
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 std::string cell(std::optional<double> v, const char* fmt_spec = "{:.0f}") {
   return v ? fmt::format(fmt::runtime(fmt_spec), *v) : std::string("-");
 }
@@ -183,202 +122,131 @@ void transfer_row(const std::string& source_name, const replay::ReplayTask& sour
   std::fflush(stdout);
 }
 
-// A flag's whole value as a number, else one line and exit 2.
-[[noreturn]] void not_a_number(const std::string& flag, const std::string& v) {
-  fmt::print(stderr, "replay_efficiency: {} needs a number, not '{}'\n", flag, v);
-  std::exit(2);
-}
-template <typename Parse>
-auto parsed_value(const std::string& flag, const std::string& v, Parse parse) {
-  size_t used = 0;
-  try {
-    const auto x = parse(v, &used);
-    if (used == v.size()) return x;
-  } catch (const std::exception&) {
-  }
-  not_a_number(flag, v);
-}
-int int_value(const std::string& flag, const std::string& v) {
-  return parsed_value(flag, v, [](const std::string& t, size_t* used) { return std::stoi(t, used); });
-}
-double double_value(const std::string& flag, const std::string& v) {
-  return parsed_value(flag, v, [](const std::string& t, size_t* used) { return std::stod(t, used); });
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fmt::print(stderr, "replay_efficiency: {} needs a value\n", a);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--seeds")
-      args.seeds = int_value(a, value());
-    else if (a == "--trials")
-      args.trials = int_value(a, value());
-    else if (a == "--batch")
-      args.batch = int_value(a, value());
-    else if (a == "--threads")
-      args.threads = int_value(a, value());
-    else if (a == "--seed-offset")
-      args.seed_offset = int_value(a, value());
-    else if (a == "--per-seed")
-      args.per_seed = true;
-    else if (a == "--data")
-      args.data = value();
-    else if (a == "--tuners")
-      args.tuners = split(value());
-    else if (a == "--only")
-      args.only = value();
-    else if (a == "--quick") {
-      args.seeds = 5;
-      args.trials = 200;
-    } else if (a == "--transfer")
-      args.transfer = true;
-    else if (a == "--curves")
-      args.curves = value();
-    else if (a == "--needle")
-      args.needle = true;
-    else if (a == "--needle-neighbour")
-      args.needle_neighbour = double_value(a, value());
-    else if (a == "--early")
-      args.model = args.model.early();
-    else if (a == "--classic")
-      args.model = args.model.classic();
-    else if (a == "--previous")
-      args.model = args.model.previous();
-    else if (a == "--no-widen")
-      args.model.incumbent_widen = false;
-    else if (a == "--design")
-      args.model.initial_design = int_value(a, value());
-    else if (a == "--balanced-design")
-      args.model.design = DesignKind::balanced;
-    else if (a == "--min-batch")
-      args.model.min_batch = int_value(a, value());
-    else if (a == "--local-share")
-      args.model.local_share = double_value(a, value());
-    else if (a == "--adaptive-kappa")
-      args.model.adaptive_kappa = true;
-    else if (a == "--kappa")
-      args.model.kappa = double_value(a, value());
-    else if (a == "--incumbent-share")
-      args.model.incumbent_share = double_value(a, value());
-    else if (a == "--credit-top")  // ModelPolicyOptions::credit_top
-      args.model.credit_top = double_value(a, value());
-    else if (a == "--credit-max")
-      args.model.credit_max = double_value(a, value());
-    else if (a == "--credit-decay")
-      args.model.credit_decay = double_value(a, value());
-    else if (a == "--incumbent-max")
-      args.model.incumbent_max_share = double_value(a, value());
-    else if (a == "--diversity")
-      args.model.diversity = true;
-    else if (a == "--epsilon")
-      args.model.epsilon = double_value(a, value());
-    else if (a == "--first-batch")
-      args.model.first_batch = int_value(a, value());
-    else if (a == "--round-fraction")
-      args.model.round_fraction = double_value(a, value());
-    else if (a == "--incumbent-by-mean")
-      args.model.incumbent_by_mean = true;
-    else if (a == "--random-total")
-      args.model.random_total = int_value(a, value());
-    else if (a == "--cover-start")
-      args.model.cover_start = true;
-    else if (a == "--cover-share")
-      args.model.cover_share = double_value(a, value());
-    else if (a == "--incumbent-widen")
-      args.model.incumbent_widen = true;
-    else if (a == "--incumbent-adjacent")  // ModelPolicyOptions::incumbent_adjacent
-      args.model.incumbent_adjacent = true;
-    else if (a == "--incumbent-stratify")  // ModelPolicyOptions::incumbent_stratify
-      args.model.incumbent_stratify = double_value(a, value());
-    else if (a == "--incumbent-random") {  // ModelPolicyOptions::incumbent_random
-      const std::string v = value();
-      const double x = double_value(a, v);
-      if (!(x >= 0 && x <= 1)) {
-        fmt::print(stderr, "replay_efficiency: --incumbent-random is a share in [0, 1], not '{}'\n",
-                   v);
-        return 2;
-      }
-      args.model.incumbent_random = x;
-    } else if (a == "--label")
-      args.label = value();
-    else if (a == "--incumbent-centres")
-      args.model.incumbent_centres = int_value(a, value());
-    else if (a == "--no-plateaus")  // the default before the plateau handling
-      args.model = args.model.without_plateaus();
-    else if (a == "--incumbent-support")
-      args.model.incumbent_support = true;
-    else if (a == "--coverage-share")
-      args.model.coverage_share = double_value(a, value());
-    else if (a == "--recombine-share")
-      args.model.recombine_share = double_value(a, value());
-    else if (a == "--recombine-stall")
-      args.model.recombine_stall = int_value(a, value());
-    else if (a == "--gp-until")
-      args.model.gp_until = int_value(a, value());
-    else if (a == "--gp-kappa")
-      args.model.gp_kappa = double_value(a, value());
-    else if (a == "--plateau-share")
-      args.model.plateau_share = double_value(a, value());
-    else if (a == "--tie-tolerance")  // ModelPolicyOptions::tie_tolerance
-      args.model.tie_tolerance = double_value(a, value());
-    else if (a == "--first-seed")  // the same as --seed-offset
-      args.seed_offset = int_value(a, value());
-    else if (a == "--warm-trees")  // ModelPolicyOptions::warm_trees
-      args.model.warm_trees = int_value(a, value());
-    else if (a == "--chains")  // the annealing's chains
-      args.model.annealing.chains = int_value(a, value());
-    else if (a == "--temp")  // the annealing's starting temperature
-      args.model.annealing.temp_start = double_value(a, value());
-    else if (a == "--max-depth")  // the boosters' RankModelOptions
-      args.model.model.max_depth = int_value(a, value());
-    else if (a == "--model-rounds")
-      args.model.model.rounds = int_value(a, value());
-    else if (a == "--eta")
-      args.model.model.eta = double_value(a, value());
-    else if (a == "--min-child-weight")
-      args.model.model.min_child_weight = double_value(a, value());
-    else if (a == "--pairs-per-row")
-      args.model.model.pairs_per_row = int_value(a, value());
-    else if (a == "--objective") {  // pairwise (default), ndcg, regression
-      const std::string o = value();
-      if (o == "pairwise")
-        args.model.model.objective = cost_model::RankObjective::pairwise;
-      else if (o == "ndcg")
-        args.model.model.objective = cost_model::RankObjective::ndcg;
-      else if (o == "regression")
-        args.model.model.objective = cost_model::RankObjective::regression;
-      else {
-        fmt::print(stderr, "replay_efficiency: --objective is pairwise, ndcg or regression\n");
-        return 2;
-      }
-    } else if (a == "--grades")
-      args.model.model.grades = int_value(a, value());
-    else if (a == "--octaves")
-      args.model.model.octaves = double_value(a, value());
-    else if (a == "--restart")  // ModelPolicyOptions::restart_share
-      args.model.restart_share = double_value(a, value());
-    else if (a == "--bound-bias")  // ModelPolicyOptions::bound_bias
-      args.model.bound_bias = double_value(a, value());
-    else if (a == "--basin-share")  // ModelPolicyOptions::basin_share
-      args.model.basin_share = double_value(a, value());
-    else if (a == "--basin-stall")  // ModelPolicyOptions::basin_stall
-      args.model.basin_stall = int_value(a, value());
-    else if (a == "--ensemble")
-      args.model.ensemble = int_value(a, value());
-    else {
-      fmt::print(stderr, "replay_efficiency: unknown option {}\n", a);
-      return 2;
-    }
-  }
+  ModelPolicyOptions& m = args.model;
+  CLI::App app{"Search efficiency on replayed Kernel Tuner caches", "replay_efficiency"};
+  // Presets replace the model's options where they appear on the command line; the options
+  // below are assigned after the whole line is read, so they override any preset.
+  auto preset = [&](const std::string& name, const std::string& what, auto apply) {
+    app.add_flag_callback(name, apply, what)->trigger_on_parse()->group("Presets");
+  };
+  preset("--quick", "5 seeds, 200 trials", [&] { args.seeds = 5, args.trials = 200; });
+  preset("--early",
+         "xgb with every early-trial and local-search change (ModelPolicyOptions::early())",
+         [&] { m = m.early(); });
+  preset("--classic", "xgb with the former default (ModelPolicyOptions::classic())",
+         [&] { m = m.classic(); });
+  preset("--previous", "the default with the first-batch options spelled out (previous())",
+         [&] { m = m.previous(); });
+  preset("--no-plateaus", "the trust region before its handling of tied bests (without_plateaus())",
+         [&] { m = m.without_plateaus(); });
+
+  const auto positive = bench::positive();
+  app.add_option("--seeds", args.seeds, "seeds a tuner runs (the median is printed)")
+      ->check(positive);
+  app.add_option("--trials", args.trials, "trials a run")->check(positive);
+  app.add_option("--batch", args.batch, "the plan size")->check(positive);
+  app.add_option("--threads", args.threads, "seeds in parallel")->check(positive);
+  app.add_option("--seed-offset,--first-seed", args.seed_offset,
+                 "seeds N .. N + seeds - 1 instead of 0 ..: fresh seeds to confirm a choice");
+  app.add_flag("--per-seed", args.per_seed, "also print each xgb seed's trials to 95%");
+  app.add_option("--data", args.data, "the folder of Kernel Tuner caches");
+  app.add_option("--tuners", args.tuners, "tuners, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"xgb", "ga", "random", "grid"}));
+  app.add_option("--only", args.only, "only caches whose path holds this");
+  app.add_flag("--transfer", args.transfer,
+               "only the transfer table: ordered pairs of caches of one folder");
+  app.add_option("--curves", args.curves,
+                 "also append every seed's improvement points [trial, ms] to FILE, a JSON line "
+                 "per cache, tuner and seed (for bench/peer_compare)");
+  app.add_option("--label", args.label, "the xgb tuner's name in --curves");
+  app.add_flag("--needle", args.needle,
+               "each cache's needle variant instead (make_needle_cache: only its optimum within "
+               "95%, two knob changes from a plateau at 0.89)");
+  app.add_option("--needle-neighbour", args.needle_neighbour,
+                 "the needle's one-knob neighbours' ratio (0.8)");
+
+  // ModelPolicyOptions, one change at a time (each field's comment in model_policy.h).
+  const std::string model = "Model (ModelPolicyOptions)";
+  auto opt = [&](const std::string& name, auto& field, const std::string& what) {
+    return app.add_option(name, field, what)->group(model);
+  };
+  auto flag = [&](const std::string& name, bool& field, const std::string& what) {
+    return app.add_flag(name, field, what)->group(model);
+  };
+  auto share = CLI::Range(0.0, 1.0);
+  opt("--first-batch", m.first_batch, "the random first batch");
+  opt("--round-fraction", m.round_fraction, "a round's share of the records");
+  opt("--min-batch", m.min_batch, "the smallest round");
+  opt("--design", m.initial_design, "an initial design of N");
+  app.add_flag_callback(
+         "--balanced-design", [&] { m.design = DesignKind::balanced; },
+         "the design stratified over valid configurations")
+      ->group(model);
+  opt("--random-total", m.random_total, "random slots in the first rounds until N in all");
+  flag("--cover-start", m.cover_start, "the first batch covering every knob's values");
+  opt("--cover-share", m.cover_share, "only that share of it; the rest plain random")->check(share);
+  opt("--bound-bias", m.bound_bias,
+      "each choice knob of a first-batch draw at a bound with this probability")
+      ->check(share);
+  opt("--local-share", m.local_share, "the local search's share of a round")->check(share);
+  flag("--adaptive-kappa", m.adaptive_kappa, "the exploration weight from the members' agreement");
+  opt("--kappa", m.kappa, "the weight of the members' spread");
+  opt("--epsilon", m.epsilon, "the random share of a round")->check(share);
+  flag("--diversity", m.diversity, "diverse batches");
+  opt("--ensemble", m.ensemble, "boosters")->check(positive);
+  opt("--incumbent-share", m.incumbent_share, "the trust region around the best")->check(share);
+  opt("--incumbent-max", m.incumbent_max_share, "its largest share after stalls")->check(share);
+  flag("--incumbent-by-mean", m.incumbent_by_mean, "the trust region ranked by the members' mean");
+  flag("--incumbent-widen", m.incumbent_widen, "a stalled trust region half from radius 2");
+  app.add_flag("--no-widen{false}", m.incumbent_widen, "the trust region does not widen")
+      ->group(model);
+  flag("--incumbent-adjacent", m.incumbent_adjacent, "each radius: neighbouring knob values first");
+  opt("--incumbent-stratify", m.incumbent_stratify,
+      "that share of each radius in turns over the knobs changed")
+      ->check(share);
+  opt("--incumbent-random", m.incumbent_random,
+      "that share of the trust region's picks uniformly random among its candidates")
+      ->check(share);
+  opt("--incumbent-centres", m.incumbent_centres, "tied bests the trust region centres on");
+  flag("--incumbent-support", m.incumbent_support, "ties' candidates ranked by the ties near them");
+  opt("--plateau-share", m.plateau_share, "the trust region's share on a plateau")->check(share);
+  opt("--tie-tolerance", m.tie_tolerance, "ties within X of the best, relative");
+  opt("--coverage-share", m.coverage_share, "knob values not yet measured")->check(share);
+  opt("--recombine-share", m.recombine_share,
+      "crossings of the incumbent with each knob value's best configuration")
+      ->check(share);
+  opt("--recombine-stall", m.recombine_stall, "... after N plans without a better best");
+  opt("--restart", m.restart_share, "restart chains' share of the trust region")->check(share);
+  opt("--basin-share", m.basin_share, "the trust region's share climbing in a second basin")
+      ->check(share);
+  opt("--basin-stall", m.basin_stall, "... after N plans without a better best");
+  opt("--credit-top", m.credit_top, "a hit: within this top share of the records")->check(share);
+  opt("--credit-max", m.credit_max, "the trust region's largest share by credit")->check(share);
+  opt("--credit-decay", m.credit_decay, "picks and hits decay by this at each plan")->check(share);
+  opt("--gp-until", m.gp_until, "a Gaussian process ranks while the records are fewer (0: off)");
+  opt("--gp-kappa", m.gp_kappa, "... by mean + X sd");
+  opt("--warm-trees", m.warm_trees, "trees a warm refit adds");
+  opt("--chains", m.annealing.chains, "the annealing's chains");
+  opt("--temp", m.annealing.temp_start, "the annealing's starting temperature");
+  opt("--max-depth", m.model.max_depth, "the boosters' tree depth");
+  opt("--model-rounds", m.model.rounds, "the boosters' trees");
+  opt("--eta", m.model.eta, "the boosters' learning rate");
+  opt("--min-child-weight", m.model.min_child_weight, "the boosters' min_child_weight");
+  opt("--pairs-per-row", m.model.pairs_per_row, "rank pairs a record");
+  std::string objective;
+  opt("--objective", objective, "the boosters' objective")
+      ->check(CLI::IsMember({"pairwise", "ndcg", "regression"}));
+  opt("--grades", m.model.grades, "the ranking's relevance grades");
+  opt("--octaves", m.model.octaves, "the grades' span in octaves");
+  if (int rc = bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
+  if (objective == "pairwise") m.model.objective = cost_model::RankObjective::pairwise;
+  if (objective == "ndcg") m.model.objective = cost_model::RankObjective::ndcg;
+  if (objective == "regression") m.model.objective = cost_model::RankObjective::regression;
 
   if (!std::filesystem::is_directory(args.data)) {
     fmt::print(stderr, "replay_efficiency: no dataset folder {} (give one with --data DIR)\n",

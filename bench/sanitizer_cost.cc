@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_cli.h"
 #include "src/lower/lower.h"
 #include "src/measure/emulated_check.h"
 #include "kernels/template.h"
@@ -64,11 +65,11 @@ Timing time_case(const Case& c, bool sanitize, bool all_blocks, int runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = argc > 1 ? std::stoi(argv[1]) : 5;
-  if (runs < 1) {
-    fmt::print(stderr, "sanitizer_cost: runs must be >= 1\n");
-    return 2;
-  }
+  int runs = 5;
+  CLI::App app{"The emulator's sanitizer against the plain emulator", "sanitizer_cost"};
+  app.add_option("RUNS", runs, "runs per configuration (the median is kept)")
+      ->check(cutune::bench::positive());
+  if (int rc = cutune::bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     std::vector<Case> cases;
     {

@@ -62,7 +62,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -78,6 +77,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_cli.h"
 #include "cost_model/features.h"
 #include "kernels/template.h"
 #include "src/replay/kt_cache.h"
@@ -96,22 +96,6 @@ double now(clockid_t clock) {
 }
 double cpu_now() { return now(CLOCK_THREAD_CPUTIME_ID); }
 
-// A flag's number, or a one-line error and exit code 2.
-template <typename T>
-T number_flag(const std::string& flag, const std::string& v) {
-  T out{};
-  const char* end = v.data() + v.size();
-  auto [p, ec] = std::from_chars(v.data(), end, out);
-  if (ec != std::errc() || p != end || v.empty()) {
-    fmt::print(stderr, "tune_round: {} needs a number, got '{}'\n", flag, v);
-    std::exit(2);
-  }
-  return out;
-}
-int int_flag(const std::string& flag, const std::string& v) { return number_flag<int>(flag, v); }
-double real_flag(const std::string& flag, const std::string& v) {
-  return number_flag<double>(flag, v);
-}
 double wall_now() { return now(CLOCK_MONOTONIC); }
 
 // The extractor under test, counting its calls and their thread CPU time.
@@ -303,94 +287,60 @@ int main(int argc, char** argv) {
   int pipeline = 0;
   double trial_ms = 28, compile_ms = 7;
   std::string objective = "knobs";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) {
-      fmt::print(stderr, "tune_round: {} needs a value\n", a);
-      return 2;
-    }
-    std::string v = argv[++i];
-    if (a == "--cache")
-      cache = v;
-    else if (a == "--features")
-      kind = v;
-    else if (a == "--shape")
-      shape = v;
-    else if (a == "--records")
-      records = int_flag(a, v);
-    else if (a == "--repeats")
-      repeats = int_flag(a, v);
-    else if (a == "--acquisition")
-      acquisition = v;
-    else if (a == "--rounds")
-      rounds = int_flag(a, v);
-    else if (a == "--max-depth")
-      max_depth = int_flag(a, v);
-    else if (a == "--max-bin")
-      max_bin = int_flag(a, v);
-    else if (a == "--colsample")
-      colsample = real_flag(a, v);
-    else if (a == "--eta")
-      eta = real_flag(a, v);
-    else if (a == "--warm-trees")
-      warm_trees = int_flag(a, v);
-    else if (a == "--warm-rounds")
-      warm_rounds = int_flag(a, v);
-    else if (a == "--chains")
-      annealing.chains = int_flag(a, v);
-    else if (a == "--steps")
-      annealing.max_steps = int_flag(a, v);
-    else if (a == "--early-stop")
-      annealing.early_stop = int_flag(a, v);
-    else if (a == "--temp")
-      annealing.temp_start = real_flag(a, v);
-    else if (a == "--cascade")
-      cascade = int_flag(a, v);
-    else if (a == "--max-tree-growth")
-      max_tree_growth = real_flag(a, v);
-    else if (a == "--split-refit")
-      split_refit = int_flag(a, v);
-    else if (a == "--ensemble")
-      ensemble = int_flag(a, v);
-    else if (a == "--cascade-ensemble")
-      cascade_ensemble = int_flag(a, v);
-    else if (a == "--cascade-chains")
-      cascade_chains = int_flag(a, v);
-    else if (a == "--cascade-rounds")
-      cascade_rounds = int_flag(a, v);
-    else if (a == "--cascade-depth")
-      cascade_depth = int_flag(a, v);
-    else if (a == "--cascade-warm")
-      cascade_warm = int_flag(a, v);
-    else if (a == "--compare")
-      compare = int_flag(a, v);
-    else if (a == "--loop")
-      loop = int_flag(a, v);
-    else if (a == "--loop-full")
-      loop_full = int_flag(a, v) != 0;
-    else if (a == "--pipeline")
-      pipeline = int_flag(a, v);
-    else if (a == "--trial-ms")
-      trial_ms = real_flag(a, v);
-    else if (a == "--compile-ms")
-      compile_ms = real_flag(a, v);
-    else if (a == "--objective")
-      objective = v;
-    else if (a == "--seeds")
-      seeds = int_flag(a, v);
-    else {
-      fmt::print(stderr, "tune_round: unknown option {}\n", a);
-      return 2;
-    }
-  }
-  if (objective != "knobs" && objective != "ir") {
-    fmt::print(stderr, "tune_round: --objective must be knobs or ir\n");
-    return 2;
-  }
-  if (kind != "knobs" && kind != "ir") {
-    fmt::print(stderr, "tune_round: --features must be knobs or ir\n");
-    return 2;
-  }
+  CLI::App app{"The cost of one round of the model-based tuner", "tune_round"};
+  app.add_option("--cache", cache,
+                 "knobs: the Kernel Tuner cache replayed (default gemm/RTX_3090)");
+  app.add_option("--features", kind,
+                 "knobs (a replayed cache) or ir (the GEMM template, synthetic labels)")
+      ->check(CLI::IsMember({"knobs", "ir"}));
+  app.add_option("--shape", shape, "ir: the GEMM shape M,N,K");
+  app.add_option("--records", records, "records the cold round fits on");
+  app.add_option("--repeats", repeats, "fresh policies timed");
+  app.add_option("--acquisition", acquisition, "what the annealing ranks by")
+      ->check(CLI::IsMember({"ucb", "mean", "thompson"}));
+  app.add_option("--rounds", rounds,
+                 "boosting rounds (trees) of each booster (0: the tuner's default)");
+  app.add_option("--max-depth", max_depth, "tree depth (0: the tuner's default)");
+  app.add_option("--max-bin", max_bin, "histogram bins of the boosters");
+  app.add_option("--colsample", colsample, "column share each tree samples");
+  app.add_option("--eta", eta, "the boosters' learning rate");
+  app.add_option("--warm-trees", warm_trees,
+                 "trees a warm round adds (0: every round fits from scratch)");
+  app.add_option("--warm-rounds", warm_rounds, "rounds after the cold one, each 64 records later");
+  app.add_option("--chains", annealing.chains, "annealing chains");
+  app.add_option("--steps", annealing.max_steps, "annealing steps a chain");
+  app.add_option("--early-stop", annealing.early_stop, "the annealing's early stop (0: off)");
+  app.add_option("--temp", annealing.temp_start, "the annealing's starting temperature");
+  app.add_option("--cascade", cascade,
+                 "a knob-feature surrogate hands its K best to the main model (0: off)");
+  app.add_option("--max-tree-growth", max_tree_growth,
+                 "a refit past G times the cold trees fits from scratch (0: no cap)");
+  app.add_option("--split-refit", split_refit,
+                 "a cold fit on N records or more grows half its trees (0: off)");
+  app.add_option("--ensemble", ensemble, "the main model's boosters");
+  app.add_option("--cascade-ensemble", cascade_ensemble, "the surrogate's boosters");
+  app.add_option("--cascade-chains", cascade_chains,
+                 "annealing chains with the cascade on (0: --chains)");
+  app.add_option("--cascade-rounds", cascade_rounds,
+                 "the surrogate's trees at a cold fit (0: the main model's)");
+  app.add_option("--cascade-depth", cascade_depth, "the surrogate's tree depth");
+  app.add_option("--cascade-warm", cascade_warm,
+                 "trees a warm fit of the surrogate adds (0: the main model's)");
+  app.add_option("--compare", compare,
+                 "each repeat also runs a policy with a cascade of K and compares the batches");
+  app.add_option("--loop", loop,
+                 "instead: tuning runs of TRIALS trials, full search against the cascade");
+  app.add_option("--loop-full", loop_full, "1: --loop also runs the full search; 0: not");
+  app.add_option("--pipeline", pipeline,
+                 "instead: GPU tuning runs of TRIALS trials on a simulated GPU");
+  app.add_option("--trial-ms", trial_ms, "--pipeline: milliseconds in the worker a trial");
+  app.add_option("--compile-ms", compile_ms,
+                 "--pipeline: NVRTC milliseconds a configuration unless prefetched");
+  app.add_option("--objective", objective,
+                 "ir: the synthetic label (knob distances) or an emulated time from the IR")
+      ->check(CLI::IsMember({"knobs", "ir"}));
+  app.add_option("--seeds", seeds, "--loop, --pipeline: runs");
+  if (int rc = cutune::bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
 
   std::optional<replay::ReplayTask> task;
   std::unique_ptr<Template> tmpl;
