@@ -11,6 +11,7 @@
 // (src/tune/model_policy.h), for measuring one change at a time against the default.
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -304,7 +305,9 @@ int main(int argc, char** argv) {
   fmt::print("| cache | tuner | @25 | @50 | @100 | @200 | @400 | trials to 95% | P@200 | s |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
+  size_t cache_index = 0;
   for (const std::string& path : caches) {
+    ++cache_index;
     std::string name = std::filesystem::relative(path, args.data).string();
     replay::KtCache cache = replay::load_kt_cache(path);
     if (args.needle) {
@@ -337,10 +340,17 @@ int main(int argc, char** argv) {
       so.batch = args.batch;
       so.threads = args.threads;
       so.first_seed = static_cast<uint64_t>(args.seed_offset);
+      const auto start = std::chrono::steady_clock::now();
       StudyResult r = run_replay_study(
           task, [&] { return make_search_policy(kind, task.space(), features.get(), mo); }, so,
           [&](int done, int total) {
-            fmt::print(stderr, "\r{} {}: seed {}/{}   ", name, tuner, done, total);
+            // Progress: this cache's place, the seeds done, their rate and the time left.
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double rate = s > 0 ? done / s : 0;
+            fmt::print(stderr, "\r{} {} (cache {}/{}): seed {}/{}, {:.2f} seeds/s, ETA {:.0f} s   ",
+                       name, tuner, cache_index, caches.size(), done, total, rate,
+                       rate > 0 ? (total - done) / rate : 0.0);
           });
       fmt::print(stderr, "\n");
       std::string cells;

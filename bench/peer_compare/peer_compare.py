@@ -215,12 +215,15 @@ def cmd_kt(args):
                     tasks.append((args.data, rel, s, seed, args.budget))
     print(f"{len(tasks)} Kernel Tuner runs to do ({len(done)} done)", flush=True)
     n = 0
+    start = time.monotonic()
     with mp.Pool(args.jobs) as pool, open(out_path, "a") as out:
         for r in pool.imap_unordered(kt_one, tasks):
             out.write(json.dumps(r) + "\n")
             out.flush()
             n += 1
-            print(f"[{n}/{len(tasks)}] {r['cache']} {r['tuner']} seed {r['seed']}: "
+            rate = n / max(time.monotonic() - start, 1e-9)
+            print(f"[{n}/{len(tasks)}, {rate:.2f} runs/s, ETA {(len(tasks) - n) / rate:.0f} s] "
+                  f"{r['cache']} {r['tuner']} seed {r['seed']}: "
                   f"{r['trials']} trials, {r['restarts']} restarts, {r['seconds']} s", flush=True)
 
 
