@@ -11,6 +11,11 @@
 set -euo pipefail
 build=${1:-build}
 suite=${2:-}
+if [[ $# -gt 2 || ( -n $suite && $suite != --suite ) || $build == -* ]]; then
+  echo "core_figures.sh: usage: bench/core_figures.sh [BUILD_DIR] [--suite]" >&2
+  exit 2
+fi
+[[ -d $build ]] || { echo "core_figures.sh: no build folder $build" >&2; exit 2; }
 cutune=$build/src/cli/cutune
 sample=${CORE_SAMPLE:-100}
 seed=${CORE_SEED:-1}

@@ -18,6 +18,10 @@
 # programs link the whole project statically and compress about threefold.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [[ $# -gt 2 || ${1:-} == -* || ! -d ${1:-$root/build} ]]; then
+  echo "pack_device_build.sh: usage: bench/pack_device_build.sh [BUILD_DIR] [PACK_DIR] (BUILD_DIR a folder)" >&2
+  exit 2
+fi
 build=$(cd "${1:-$root/build}" && pwd)
 out=${2:-$root/device_pack}
 rm -rf "$out"

@@ -6,11 +6,21 @@ where the first HMMA and BAR sit in the loop, shared and global load kinds).
 usage: bench/sass_mix.py [path/to/cutune]   (default build/src/cli/cutune)
 Needs nvdisasm (cmake/install_deps.sh installs it); no GPU.
 """
+import argparse
 import json
 import subprocess
 import sys
 
-CUTUNE = sys.argv[1] if len(sys.argv) > 1 else "build/src/cli/cutune"
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line ("PROG: what is wrong (see --help)") and exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+cli = OneLineParser(description="The SASS mix of the main templates' references.")
+cli.add_argument("cutune", nargs="?", default="build/src/cli/cutune", help="the cutune binary")
+CUTUNE = cli.parse_args().cutune
 SGEMM_64 = {"knobs": {"block_m": 64, "block_n": 64, "block_k": 16, "thread_m": 4,
                       "thread_n": 4, "warp_n": 8, "frag_m": 4, "frag_n": 4, "vec_load": 4,
                       "smem_pad": 4, "double_buffer": 1, "unroll_k": 1}}

@@ -16,6 +16,11 @@ set -euo pipefail
 build=${1:-build}
 cost=${2:-50}
 trials=${3:-96}
+if [[ $# -gt 3 || ! $cost =~ ^[0-9]+$ || ! $trials =~ ^[1-9][0-9]*$ ]]; then
+  echo "scale_throughput.sh: usage: bench/scale_throughput.sh [BUILD_DIR] [T_MS] [TRIALS_PER_TASK] (whole numbers)" >&2
+  exit 2
+fi
+[[ -x $build/src/cli/cutune ]] || { echo "scale_throughput.sh: no cutune in $build/src/cli" >&2; exit 2; }
 data=$(cd "$(dirname "$0")/.." && pwd)/../shared/datasets
 cutune=$build/src/cli/cutune
 # Eight tasks searched at once: while some refit their models, the others keep the ranks busy.

@@ -11,6 +11,7 @@ budgets, and the median trials to reach 90% and 95% of the optimum.
 Each task's records are read from the log in trial order; the optimum is the cache's best
 (the summary's optimum_ms). Single process: transfer makes no difference to who measures.
 """
+import argparse
 import json
 import os
 import statistics
@@ -18,9 +19,30 @@ import subprocess
 import sys
 import tempfile
 
-build = sys.argv[1] if len(sys.argv) > 1 else "build"
-seeds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-trials = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line ("PROG: what is wrong (see --help)") and exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a whole number greater than 0, not '{text}'")
+    return value
+
+
+cli = OneLineParser(description="Transfer between the tasks of a replay suite.")
+cli.add_argument("build", nargs="?", default="build", help="the build folder (build)")
+cli.add_argument("seeds", nargs="?", type=positive_int, default=5, help="seeds (5)")
+cli.add_argument("trials", nargs="?", type=positive_int, default=64, help="trials a task (64)")
+args = cli.parse_args()
+build, seeds, trials = args.build, args.seeds, args.trials
 batch = 16
 budgets = [b for b in (8, 16, 32, 64, 128) if b <= trials]
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

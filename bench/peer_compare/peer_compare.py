@@ -436,9 +436,16 @@ def cmd_report(args):
     print("\n".join(head))
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line ("PROG: what is wrong (see --help)") and exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
 def main():
     global RESULTS
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", choices=["kt", "cutune", "report"])
     p.add_argument("--data", default=DEFAULT_DATA)
     p.add_argument("--seeds", type=int, default=BAR_SEEDS)

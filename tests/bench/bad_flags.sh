@@ -1,14 +1,21 @@
 #!/bin/bash
-# usage: bad_flags.sh BENCH_DIR
-# Each bench program, given a bad flag or value, must print one line on stderr that names what
-# is wrong and exit with code 2, before doing any work.
+# usage: bad_flags.sh BENCH_DIR [SOURCE_DIR]
+# Each bench program (and, given the source folder, each bench script), given a bad flag or
+# value, must print one line on stderr that names what is wrong and exit with code 2, before
+# doing any work.
 dir=$1
+src=${2:-}
 fail=0
 check() {  # PROGRAM EXPECTED_TEXT ARGS...
   local prog=$1 want=$2
   shift 2
   local err rc
-  err=$("$dir/$prog" "$@" 2>&1 >/dev/null)
+  local run=("$dir/$prog")
+  case $prog in
+    *.sh) run=(bash "$src/bench/$prog") ;;
+    *.py) run=(python3 "$src/bench/$prog") ;;
+  esac
+  err=$("${run[@]}" "$@" 2>&1 >/dev/null)
   rc=$?
   if [ "$rc" -ne 2 ] || [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ] ||
     ! printf '%s' "$err" | grep -qF -- "$want"; then
@@ -34,6 +41,13 @@ check core_emulator "RUNS" 64,64,64 gemm_nn -1
 check feature_speed "ONLY" 10 0.1 bogus
 check feature_speed "SECONDS" 10 zero
 check sanitizer_cost "RUNS" 2x
+if [ -n "$src" ]; then
+  check core_figures.sh "usage" --suite
+  check scale_throughput.sh "usage" "$dir/.." abc
+  check pack_device_build.sh "usage" /nonexistent/build
+  check suite_transfer.py "seeds" "$dir/.." x
+  check sass_mix.py "--bogus" --bogus
+fi
 # --help is not an error.
 "$dir/replay_efficiency" --help >/dev/null || { echo "FAIL: replay_efficiency --help"; fail=1; }
 exit $fail
