@@ -477,7 +477,14 @@ int main(int argc, char** argv) {
         }
         cpu += cpu_now() - t0;
         best_at.push_back(marks);
+        // Progress: runs done, that run's best, CPU seconds a run and the time left.
+        const double per_run = cpu / (seed + 1);
+        fmt::print(stderr,
+                   "\r{}: run {}/{} (its best {:.1f}/s), {:.1f} CPU-s a run, ETA {:.0f} s   ",
+                   survivors ? "cascade" : "full", seed + 1, seeds, best, per_run,
+                   per_run * (seeds - seed - 1));
       }
+      fmt::print(stderr, "\n");
       fmt::print("{}: {:.1f} s CPU for {} runs\n",
                  survivors ? fmt::format("cascade {}", survivors) : std::string("full"), cpu,
                  seeds);
