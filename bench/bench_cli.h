@@ -4,6 +4,7 @@
 // and exits 0.
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,23 @@ inline CLI::Validator positive() {
         return "a number greater than 0, not '" + text + "'";
       },
       "POSITIVE");
+}
+
+// A validator that accepts what `parse` (a project function that throws std::invalid_argument
+// on a bad name, such as parse_tuner_kind) accepts, with its message otherwise: the names stay
+// listed in one place.
+template <typename Parse>
+CLI::Validator accepted_by(Parse parse, const std::string& what) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        try {
+          parse(text);
+          return {};
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      },
+      what);
 }
 
 // Parses argv into the options bound on `app`. Returns -1 when the program goes on, else the

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", args.data, "the folder of Kernel Tuner caches");
   app.add_option("--tuners", args.tuners, "tuners, comma-separated")
       ->delimiter(',')
-      ->check(CLI::IsMember({"xgb", "ga", "random", "grid"}));
+      ->check(bench::accepted_by(parse_tuner_kind, "TUNER"));
   app.add_option("--only", args.only, "only caches whose path holds this");
   app.add_flag("--transfer", args.transfer,
                "only the transfer table: ordered pairs of caches of one folder");

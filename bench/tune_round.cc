@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
   app.add_option("--records", records, "records the cold round fits on");
   app.add_option("--repeats", repeats, "fresh policies timed");
   app.add_option("--acquisition", acquisition, "what the annealing ranks by")
-      ->check(CLI::IsMember({"ucb", "mean", "thompson"}));
+      ->check(bench::accepted_by(parse_acquisition, "ACQUISITION"));
   app.add_option("--rounds", rounds,
                  "boosting rounds (trees) of each booster (0: the tuner's default)");
   app.add_option("--max-depth", max_depth, "tree depth (0: the tuner's default)");
