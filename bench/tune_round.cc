@@ -18,8 +18,9 @@
 // boosters; 0: every round fits them from scratch).
 // --warm-rounds: rounds after the cold one, each 64 records later.
 // --ensemble: the main model's boosters (ModelPolicyOptions::ensemble, default 5).
-// --split-refit N: a fit from scratch on N records or more grows half of each booster's trees,
-// the next refit the rest (ModelPolicyOptions::split_refit_from, default 512; 0: off).
+// --split-refit N: a fit from scratch on N records or more grows a share of each booster's
+// trees, the next refits the rest (ModelPolicyOptions::split_refit_from, default 512; 0: off);
+// --split-parts P: over P rounds in all (ModelPolicyOptions::split_refit_parts, default 4).
 // --max-tree-growth G: a refit that would take a booster past G times its trees at a fit from
 // scratch fits from scratch (ModelPolicyOptions::max_tree_growth, default 4; 0: no cap).
 // --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
@@ -272,6 +273,7 @@ int main(int argc, char** argv) {
   int warm_rounds = 1;
   int ensemble = ModelPolicyOptions{}.ensemble;
   int split_refit = ModelPolicyOptions{}.split_refit_from;
+  int split_parts = ModelPolicyOptions{}.split_refit_parts;
   double max_tree_growth = ModelPolicyOptions{}.max_tree_growth;
   AnnealingOptions annealing;
   annealing.early_stop = 0;
@@ -316,7 +318,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-tree-growth", max_tree_growth,
                  "a refit past G times the cold trees fits from scratch (0: no cap)");
   app.add_option("--split-refit", split_refit,
-                 "a cold fit on N records or more grows half its trees (0: off)");
+                 "a cold fit on N records or more grows a share of its trees (0: off)");
+  app.add_option("--split-parts", split_parts,
+                 "... spread over this many rounds (the cold one and the refits after it)")
+      ->check(CLI::Range(2, 64));
   app.add_option("--ensemble", ensemble, "the main model's boosters");
   app.add_option("--cascade-ensemble", cascade_ensemble, "the surrogate's boosters");
   app.add_option("--cascade-chains", cascade_chains,
@@ -380,6 +385,7 @@ int main(int argc, char** argv) {
     o.warm_trees = warm_trees;
     o.ensemble = ensemble;
     o.split_refit_from = split_refit;
+    o.split_refit_parts = split_parts;
     o.max_tree_growth = max_tree_growth;
     o.model.nthread = 1;
     if (rounds > 0) o.model.rounds = o.ir_rounds = rounds;

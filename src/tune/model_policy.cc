@@ -133,9 +133,9 @@ AnnealingOptions resolve_annealing(const ModelPolicyOptions& o, std::string_view
   return a;
 }
 
-// Of a booster's `rounds` trees, those a split fit from scratch grows at once; the rest
-// come with the next refit (ModelPolicyOptions::split_refit_from).
-int split_first_half(int rounds) { return (rounds + 1) / 2; }
+// Of `trees` still to grow over `parts` rounds, those the first of them grows (a split fit from
+// scratch: ModelPolicyOptions::split_refit_from, split_refit_parts).
+int split_share(int trees, int parts) { return (trees + parts - 1) / std::max(parts, 1); }
 
 double thread_cpu_seconds() {
   timespec t{};
@@ -199,7 +199,9 @@ void ModelPolicy::reset(uint64_t seed) {
   warm_fits_ = 0;
   full_fit_rows_ = 0;
   pending_trees_ = 0;
+  pending_parts_ = 0;
   cascade_pending_ = 0;
+  cascade_parts_ = 0;
   margin_weight_ = 0;
   score_.clear();
   members_.clear();
@@ -404,10 +406,19 @@ void ModelPolicy::refit_and_plan() {
     if (cascade_) {
       int trees =
           options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees : options_.warm_trees;
-      if (warm && cascade_pending_ > 0) trees = cascade_pending_;
-      // Split as the main model's fit was (split_refit_from); 0: a whole fit.
-      const int fit_trees = !warm && pending_trees_ > 0 ? split_first_half(cascade_->rounds()) : 0;
-      cascade_pending_ = fit_trees > 0 ? cascade_->rounds() - fit_trees : 0;
+      // Split as the main model's fit was (split_refit_from, split_refit_parts); 0: a whole fit.
+      int fit_trees = 0;
+      if (warm && cascade_pending_ > 0) {
+        trees = split_share(cascade_pending_, cascade_parts_);
+        cascade_pending_ -= trees;
+        --cascade_parts_;
+      } else if (!warm && pending_trees_ > 0) {
+        fit_trees = split_share(cascade_->rounds(), pending_parts_ + 1);
+        cascade_pending_ = cascade_->rounds() - fit_trees;
+        cascade_parts_ = pending_parts_;
+      } else {
+        cascade_pending_ = cascade_parts_ = 0;
+      }
       cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_, fit_trees);
     }
     lap(round_times_.cascade);
@@ -1179,17 +1190,26 @@ void ModelPolicy::fit_ensemble(const cost_model::FeatureMatrix& x, const std::ve
   member_z_.clear();
   const int n = x.rows;
   const int count = std::max(1, options_.ensemble);
-  // Trees a member grows now: a split fit from scratch half of them, the refit after it the
-  // other half (instead of its warm trees: the fit from scratch spans two rounds).
+  // Trees a member grows now: a split fit from scratch a share of them, each of the next
+  // split_refit_parts - 1 refits a share of the rest (instead of its warm trees: the fit from
+  // scratch spans that many rounds).
   int fit_trees = model_options_.rounds;
-  const int warm_grow = warm && pending_trees_ > 0 ? pending_trees_ : options_.warm_trees;
-  pending_trees_ = 0;
-  // Only where the next refit is sure to be a warm one: a round adds at most plan_size
+  int warm_grow = options_.warm_trees;
+  if (warm && pending_trees_ > 0) {
+    warm_grow = split_share(pending_trees_, pending_parts_);
+    pending_trees_ -= warm_grow;
+    --pending_parts_;
+  } else {
+    pending_trees_ = pending_parts_ = 0;
+  }
+  // Only where the next refits are sure to be warm ones: a round adds at most plan_size
   // records, under refit_growth times these.
+  const int parts = std::max(2, options_.split_refit_parts);
   if (!warm && options_.split_refit_from > 0 && n >= options_.split_refit_from &&
-      options_.warm_trees > 0 && options_.refit_growth * n > options_.plan_size) {
-    fit_trees = split_first_half(model_options_.rounds);
+      options_.warm_trees > 0 && options_.refit_growth * n > (parts - 1) * options_.plan_size) {
+    fit_trees = split_share(model_options_.rounds, parts);
     pending_trees_ = model_options_.rounds - fit_trees;
+    pending_parts_ = parts - 1;
   }
   // Its own stream, so that the bootstrap draws depend only on the seed and the fit.
   std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(fits_));

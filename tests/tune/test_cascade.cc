@@ -277,6 +277,7 @@ TEST_CASE("a split fit from scratch splits the surrogate's fit too", "[cascade]"
   auto ir = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
   ModelPolicyOptions o = small(CascadeOptions::kAuto);
   o.split_refit_from = 50;
+  o.split_refit_parts = 2;
   o.cascade.rounds = 12;
   o.cascade.warm_trees = 3;
   ModelPolicy p(tmpl->space(), *ir, o);
@@ -297,4 +298,25 @@ TEST_CASE("a split fit from scratch splits the surrogate's fit too", "[cascade]"
   round(112, 144);  // from scratch again (144 >= 1.5 x 80), split again
   CHECK(p.member_trees() == V{10, 10, 10});
   CHECK(p.surrogate_trees() == V{6, 6, 6});
+
+  // Over three rounds (growth 1: 80 records cover two more rounds of 32 before the next
+  // fit from scratch at 160): a third of each model's trees a round.
+  o.split_refit_parts = 3;
+  o.refit_growth = 1.0;
+  ModelPolicy q(tmpl->space(), *ir, o);
+  q.reset(3);
+  auto thirds = [&](int from, int to) {
+    std::vector<Config> b(records.begin() + from, records.begin() + to);
+    q.observe(b, synthetic(b));
+    q.refit_and_plan();
+  };
+  thirds(0, 80);
+  CHECK(q.member_trees() == V{7, 7, 7});
+  CHECK(q.surrogate_trees() == V{4, 4, 4});
+  thirds(80, 112);
+  CHECK(q.member_trees() == V{14, 14, 14});
+  CHECK(q.surrogate_trees() == V{8, 8, 8});
+  thirds(112, 144);
+  CHECK(q.member_trees() == V{20, 20, 20});
+  CHECK(q.surrogate_trees() == V{12, 12, 12});
 }
