@@ -333,7 +333,7 @@ std::optional<Config> ConfigSpace::random_neighbour(const Config& config, std::m
     last_knob = i;
     if (is_valid(probe)) return probe;
   }
-  return probe;
+  return std::nullopt;
 }
 
 std::optional<uint64_t> ConfigSpace::count_valid(uint64_t limit) const {

@@ -136,9 +136,9 @@ class ConfigSpace {
   std::optional<Config> sample_valid(std::mt19937_64& rng, int max_tries = 100000) const;
   // Configurations that differ from `config` in exactly one knob; valid ones only if asked.
   std::vector<Config> neighbours(const Config& config, bool valid_only = true) const;
-  // One random neighbour (uniform knob among those with more than one entity, uniform other
-  // entity). Tries up to max_tries draws for a valid one and otherwise returns the last
-  // (invalid) draw; nullopt only when no knob has a second entity.
+  // One random valid neighbour (uniform knob among those with more than one entity, uniform
+  // other entity): up to max_tries draws; nullopt when none of them was valid or no knob has a
+  // second entity. The result is checked already (callers need not call is_valid again).
   std::optional<Config> random_neighbour(const Config& config, std::mt19937_64& rng,
                                          int max_tries = 64) const;
 

@@ -51,7 +51,7 @@ std::vector<Config> SimulatedAnnealing::find_best(const ScoreFunction& score, in
   for (int k = 0; k < steps; ++k) {
     for (size_t i = 0; i < chains_.size(); ++i) {
       std::optional<Config> n = space_.random_neighbour(chains_[i], rng);
-      next[i] = (n && space_.is_valid(*n)) ? std::move(*n) : chains_[i];
+      next[i] = n ? std::move(*n) : chains_[i];  // n is valid (random_neighbour checks)
     }
     std::vector<float> next_scores = score(next);
     for (size_t i = 0; i < chains_.size(); ++i) {

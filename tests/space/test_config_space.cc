@@ -217,6 +217,12 @@ TEST_CASE("neighbours differ in exactly one knob") {
   ConfigSpace frozen;
   frozen.define_choice("only", {3});
   CHECK_FALSE(frozen.random_neighbour(frozen.get(0), rng).has_value());
+  // No valid neighbour at all (every move breaks the constraint): nothing, not an invalid draw.
+  ConfigSpace pinned;
+  pinned.define_choice("a", {1, 2, 3});
+  pinned.define_choice("b", {1, 2, 3});
+  pinned.add_constraint("a equals b", [](const Config& x) { return x.get("a") == x.get("b"); });
+  CHECK_FALSE(pinned.random_neighbour(pinned.get(0), rng).has_value());
 }
 
 TEST_CASE("JSON round trip and malformed JSON") {
