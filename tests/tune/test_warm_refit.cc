@@ -116,98 +116,83 @@ TEST_CASE("a warm refit moves the scores, and the warm-started tuner finds the o
   }
 }
 
-TEST_CASE("a fit from scratch on many records is split over two rounds", "[warm_start]") {
-  CHECK(ModelPolicyOptions{}.split_refit_parts == 4);  // the default: four rounds, below
+// Rounds of 32 on the synthetic cache under `seed`: each round's member trees and pending
+// trees after its proposal, and every proposal's index.
+struct SplitRounds {
+  std::vector<std::vector<int>> trees;
+  std::vector<int> pending;
+  std::vector<uint64_t> proposed;
+};
+
+SplitRounds split_rounds(const ModelPolicyOptions& o, uint64_t seed, int rounds) {
   replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
   test::ValueFeatures features{task.space()};
+  ModelPolicy p(task.space(), features, o);
+  ReplayMeasurerAdapter m(task);
+  p.reset(seed);
+  SplitRounds out;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<Config> b = p.propose(32);
+    REQUIRE(b.size() == 32);
+    out.trees.push_back(p.member_trees());
+    out.pending.push_back(p.pending_trees());
+    for (const Config& c : b) out.proposed.push_back(c.index());
+    p.observe(b, m.measure(b));
+  }
+  return out;
+}
+
+TEST_CASE("a fit from scratch on many records is split over two rounds", "[warm_start]") {
+  CHECK(ModelPolicyOptions{}.split_refit_parts == 4);  // the default: four rounds, below
   // Rounds of 32, growth 0.5: fits from scratch at 32, 64, 96 and 160 records, warm at 128.
   // From 60 records a fit from scratch is split where half its records exceed a round: at 96
   // and 160 (at 64, 32 more records could reach the next fit from scratch first).
-  auto trees_each_round = [&](ModelPolicyOptions o, uint64_t seed) {
-    ModelPolicy p(task.space(), features, o);
-    ReplayMeasurerAdapter m(task);
-    p.reset(seed);
-    std::vector<std::vector<int>> trees;
-    std::vector<int> pending;
-    std::vector<uint64_t> proposed;
-    for (int r = 0; r < 6; ++r) {
-      std::vector<Config> b = p.propose(32);
-      REQUIRE(b.size() == 32);
-      trees.push_back(p.member_trees());
-      pending.push_back(p.pending_trees());
-      for (const Config& c : b) proposed.push_back(c.index());
-      p.observe(b, m.measure(b));
-    }
-    return std::make_tuple(trees, pending, proposed);
-  };
   ModelPolicyOptions o = warm_model(5, 0.5);
   o.first_batch = 0;  // a first batch of 32 too
   o.split_refit_from = 60;
   o.split_refit_parts = 2;
-  auto [trees, pending, proposed] = trees_each_round(o, 4);
+  SplitRounds r = split_rounds(o, 4, 6);
   using V = std::vector<int>;
   // At 128 the split fit is finished: its other 15 trees instead of the 5 warm ones.
-  CHECK(trees == std::vector<V>{{}, {30, 30, 30}, {30, 30, 30}, {15, 15, 15}, {30, 30, 30},
-                                {15, 15, 15}});
-  CHECK(pending == V{0, 0, 0, 15, 0, 15});
+  CHECK(r.trees == std::vector<V>{{}, {30, 30, 30}, {30, 30, 30}, {15, 15, 15}, {30, 30, 30},
+                                  {15, 15, 15}});
+  CHECK(r.pending == V{0, 0, 0, 15, 0, 15});
   // The same under the same seed.
-  CHECK(std::get<2>(trees_each_round(o, 4)) == proposed);
+  CHECK(split_rounds(o, 4, 6).proposed == r.proposed);
 
   // Off (0), or without warm fits to finish the split: every fit from scratch is whole.
   o.split_refit_from = 0;
-  CHECK(std::get<0>(trees_each_round(o, 4))[3] == V{30, 30, 30});
+  CHECK(split_rounds(o, 4, 6).trees[3] == V{30, 30, 30});
   o = warm_model(0, 0.5);
   o.first_batch = 0;
   o.split_refit_from = 60;
   o.split_refit_parts = 2;
-  CHECK(std::get<0>(trees_each_round(o, 4))[3] == V{30, 30, 30});
-  CHECK(std::get<1>(trees_each_round(o, 4))[3] == 0);
+  r = split_rounds(o, 4, 6);
+  CHECK(r.trees[3] == V{30, 30, 30});
+  CHECK(r.pending[3] == 0);
 }
 
 TEST_CASE("a split fit from scratch can span three rounds", "[warm_start]") {
-  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
-  test::ValueFeatures features{task.space()};
   // Rounds of 32, growth 1: fits from scratch at 32, 64 and 128 records, warm at 96, 160,
   // 192 and 224. From 100 records a fit from scratch is split over three rounds where its
   // records exceed two rounds: at 128 (a third of the trees), 160 and 192 (a third each).
-  auto trees_each_round = [&](ModelPolicyOptions o) {
-    ModelPolicy p(task.space(), features, o);
-    ReplayMeasurerAdapter m(task);
-    p.reset(4);
-    std::vector<std::vector<int>> trees;
-    std::vector<int> pending;
-    for (int r = 0; r < 8; ++r) {
-      std::vector<Config> b = p.propose(32);
-      REQUIRE(b.size() == 32);
-      trees.push_back(p.member_trees());
-      pending.push_back(p.pending_trees());
-      p.observe(b, m.measure(b));
-    }
-    return std::make_pair(trees, pending);
-  };
   ModelPolicyOptions o = warm_model(5, 1.0);
   o.first_batch = 0;
   o.split_refit_from = 100;
   o.split_refit_parts = 3;
-  auto [trees, pending] = trees_each_round(o);
+  SplitRounds r = split_rounds(o, 4, 8);
   using V = std::vector<int>;
-  CHECK(trees == std::vector<V>{{},
-                                {30, 30, 30},
-                                {30, 30, 30},
-                                {35, 35, 35},
-                                {10, 10, 10},
-                                {20, 20, 20},
-                                {30, 30, 30},
-                                {35, 35, 35}});
-  CHECK(pending == V{0, 0, 0, 0, 20, 10, 0, 0});
+  CHECK(r.trees == std::vector<V>{{}, {30, 30, 30}, {30, 30, 30}, {35, 35, 35}, {10, 10, 10},
+                                  {20, 20, 20}, {30, 30, 30}, {35, 35, 35}});
+  CHECK(r.pending == V{0, 0, 0, 0, 20, 10, 0, 0});
   // Growth 0.5: fits from scratch at 32, 64, 96 and 160. At 96 (48 records of growth, fewer
   // than two rounds: the second refit after it could be one from scratch) the fit is whole,
   // though two parts would split it; at 160 (80) it spans three rounds.
   o.refit_growth = 0.5;
-  std::tie(trees, pending) = trees_each_round(o);
-  CHECK(trees[3] == V{30, 30, 30});
-  CHECK(trees[5] == V{10, 10, 10});
-  CHECK(pending == V{0, 0, 0, 0, 0, 20, 10, 0});
+  r = split_rounds(o, 4, 8);
+  CHECK(r.trees[3] == V{30, 30, 30});
+  CHECK(r.trees[5] == V{10, 10, 10});
+  CHECK(r.pending == V{0, 0, 0, 0, 0, 20, 10, 0});
 }
 
 TEST_CASE("a refit that would pass the tree cap fits from scratch", "[warm_start]") {
