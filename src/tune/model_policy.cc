@@ -201,7 +201,6 @@ void ModelPolicy::reset(uint64_t seed) {
   pending_trees_ = 0;
   pending_parts_ = 0;
   cascade_pending_ = 0;
-  cascade_parts_ = 0;
   margin_weight_ = 0;
   score_.clear();
   members_.clear();
@@ -406,18 +405,17 @@ void ModelPolicy::refit_and_plan() {
     if (cascade_) {
       int trees =
           options_.cascade.warm_trees > 0 ? options_.cascade.warm_trees : options_.warm_trees;
-      // Split as the main model's fit was (split_refit_from, split_refit_parts); 0: a whole fit.
+      // Split as the main model's fit was (split_refit_from, split_refit_parts), over the same
+      // rounds: this one and the pending_parts_ left after it; fit_trees 0: a whole fit.
       int fit_trees = 0;
       if (warm && cascade_pending_ > 0) {
-        trees = split_share(cascade_pending_, cascade_parts_);
+        trees = split_share(cascade_pending_, pending_parts_ + 1);
         cascade_pending_ -= trees;
-        --cascade_parts_;
       } else if (!warm && pending_trees_ > 0) {
         fit_trees = split_share(cascade_->rounds(), pending_parts_ + 1);
         cascade_pending_ = cascade_->rounds() - fit_trees;
-        cascade_parts_ = pending_parts_;
       } else {
-        cascade_pending_ = cascade_parts_ = 0;
+        cascade_pending_ = 0;
       }
       cascade_->fit(observed_, labels, warm, trees, seed_, fits_, kappa_, fit_trees);
     }

@@ -537,8 +537,7 @@ class ModelPolicy : public SearchPolicy {
   int full_fit_rows_ = 0;                             // records at the last fit from scratch
   int pending_trees_ = 0;    // of a split fit from scratch, grown at the next refits
   int pending_parts_ = 0;    // the refits they are spread over
-  int cascade_pending_ = 0;  // the same for the cascade's surrogate
-  int cascade_parts_ = 0;
+  int cascade_pending_ = 0;  // the same for the cascade's surrogate (over the same parts)
   double margin_weight_ = 0;                          // w(n) of the current fit
   std::unordered_map<uint64_t, float> global_score_;  // transfer model, never changes
   std::unordered_map<uint64_t, float> score_;         // current model, cleared at each fit

@@ -284,11 +284,12 @@ TEST_CASE("a split fit from scratch splits the surrogate's fit too", "[cascade]"
   p.reset(3);
   std::vector<Config> records = distinct_valid(tmpl->space(), 144, 5);
   using V = std::vector<int>;
-  auto round = [&](int from, int to) {
+  auto round_of = [&](ModelPolicy& policy, int from, int to) {
     std::vector<Config> b(records.begin() + from, records.begin() + to);
-    p.observe(b, synthetic(b));
-    p.refit_and_plan();
+    policy.observe(b, synthetic(b));
+    policy.refit_and_plan();
   };
+  auto round = [&](int from, int to) { round_of(p, from, to); };
   round(0, 80);  // from scratch on 80 (40 > a round of 32): split
   CHECK(p.member_trees() == V{10, 10, 10});
   CHECK(p.surrogate_trees() == V{6, 6, 6});
@@ -305,11 +306,7 @@ TEST_CASE("a split fit from scratch splits the surrogate's fit too", "[cascade]"
   o.refit_growth = 1.0;
   ModelPolicy q(tmpl->space(), *ir, o);
   q.reset(3);
-  auto thirds = [&](int from, int to) {
-    std::vector<Config> b(records.begin() + from, records.begin() + to);
-    q.observe(b, synthetic(b));
-    q.refit_and_plan();
-  };
+  auto thirds = [&](int from, int to) { round_of(q, from, to); };
   thirds(0, 80);
   CHECK(q.member_trees() == V{7, 7, 7});
   CHECK(q.surrogate_trees() == V{4, 4, 4});
