@@ -6,17 +6,11 @@ where the first HMMA and BAR sit in the loop, shared and global load kinds).
 usage: bench/sass_mix.py [path/to/cutune]   (default build/src/cli/cutune)
 Needs nvdisasm (cmake/install_deps.sh installs it); no GPU.
 """
-import argparse
 import json
 import subprocess
 import sys
 
-class OneLineParser(argparse.ArgumentParser):
-    """A bad argument is one line ("PROG: what is wrong (see --help)") and exit code 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
-
+from one_line_parser import OneLineParser  # bench/, the script's folder
 
 cli = OneLineParser(description="The SASS mix of the main templates' references.")
 cli.add_argument("cutune", nargs="?", default="build/src/cli/cutune", help="the cutune binary")

@@ -19,12 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-
-class OneLineParser(argparse.ArgumentParser):
-    """A bad argument is one line ("PROG: what is wrong (see --help)") and exit code 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+from one_line_parser import OneLineParser  # bench/, the script's folder
 
 
 def positive_int(text):

@@ -40,6 +40,8 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))  # bench/, for one_line_parser
+from one_line_parser import OneLineParser  # noqa: E402
 RESULTS = os.path.join(HERE, "results")
 BAR_SEEDS = 20  # the issue's bar: medians of 20 seeds
 DEFAULT_DATA = os.path.join(ROOT, "..", "shared", "datasets")
@@ -434,13 +436,6 @@ def cmd_report(args):
     with open(os.path.join(RESULTS, name + ".json"), "w") as f:
         json.dump(summary, f, indent=1, default=str)
     print("\n".join(head))
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """A bad argument is one line ("PROG: what is wrong (see --help)") and exit code 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
 def main():

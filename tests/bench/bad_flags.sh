@@ -47,6 +47,7 @@ if [ -n "$src" ]; then
   check pack_device_build.sh "usage" /nonexistent/build
   check suite_transfer.py "seeds" "$dir/.." x
   check sass_mix.py "--bogus" --bogus
+  check peer_compare/peer_compare.py "--seeds" kt --seeds x
 fi
 # --help is not an error.
 "$dir/replay_efficiency" --help >/dev/null || { echo "FAIL: replay_efficiency --help"; fail=1; }
