@@ -44,6 +44,7 @@ struct Args {
   std::vector<std::string> tuners = {"xgb", "ga", "random", "grid"};
   std::string only;
   bool transfer = false;
+  double transfer_half = 64;  // the local records at which the global model's weight is 1/2
   std::string curves;
   bool needle = false;
   double needle_plateau = 0.89, needle_neighbour = 0.8;
@@ -86,7 +87,7 @@ std::string cell(std::optional<double> v, const char* fmt_spec = "{:.0f}") {
 // the whole of `source` (another GPU's cache of the same space).
 void transfer_row(const std::string& source_name, const replay::ReplayTask& source,
                   const std::string& target_name, const replay::ReplayTask& target,
-                  const Args& args) {
+                  const Args& args, std::map<std::string, StudyResult>& runs) {
   auto features = cost_model::make_knob_features(target.space());
   auto source_features = cost_model::make_knob_features(source.space());
   if (features->schema() != source_features->schema()) return;
@@ -101,25 +102,46 @@ void transfer_row(const std::string& source_name, const replay::ReplayTask& sour
   ModelPolicyOptions plain = args.model;
   plain.plan_size = args.batch;
   ModelPolicyOptions transfer = plain;
-  transfer.transfer = std::make_shared<TransferModel>(
+  auto global = std::make_shared<TransferModel>(
       TransferModel::train(cache_records(source), replay_task_key(target), featurize,
                            features->size(), features->schema()));
+  global->set_half_weight_at(args.transfer_half);
+  transfer.transfer = global;
   StudyOptions so;
   so.trials = args.trials;
   so.seeds = args.seeds;
   so.batch = args.batch;
   so.threads = args.threads;
+  so.first_seed = static_cast<uint64_t>(args.seed_offset);
+  // Runs by name: the target's own (without transfer: the same for every source, so once per
+  // target) and each pair's.
+  auto study = [&](const std::string& key, const ModelPolicyOptions& mo) -> const StudyResult& {
+    auto it = runs.find(key);
+    if (it == runs.end()) {
+      it = runs.emplace(key,
+                        run_replay_study(
+                            target,
+                            [&] { return make_model_policy(target.space(), *features, mo); }, so))
+               .first;
+    }
+    return it->second;
+  };
+  const std::string pair = source_name + " -> " + target_name;
+  const StudyResult* r[2] = {&study(target_name, plain), &study(pair, transfer)};
   std::string cells;
-  std::optional<double> t95[2];
-  for (int i = 0; i < 2; ++i) {
-    const ModelPolicyOptions& mo = i == 0 ? plain : transfer;
-    StudyResult r = run_replay_study(
-        target, [&] { return make_model_policy(target.space(), *features, mo); }, so);
-    t95[i] = r.median_trials_to(0.95);
-    for (int b : {25, 50, 100}) cells += fmt::format(" {:.3f} |", r.median_ratio_at(b));
+  for (const StudyResult* x : r) {
+    for (int b : {25, 50, 100}) cells += fmt::format(" {:.3f} |", x->median_ratio_at(b));
   }
-  fmt::print("| {} | {} |{} {} | {} |\n", source_name, target_name, cells, cell(t95[0]),
-             cell(t95[1]));
+  fmt::print("| {} | {} |{} {} | {} |\n", source_name, target_name, cells,
+             cell(r[0]->median_trials_to(0.95)), cell(r[1]->median_trials_to(0.95)));
+  if (args.per_seed) {
+    for (int i = 0; i < 2; ++i) {
+      std::string seeds;
+      for (const auto& t : r[i]->trials_to(0.95)) seeds += fmt::format(" {}", t ? *t : -1);
+      fmt::print("  {} seeds {}..: trials to 95%:{}\n", i == 0 ? target_name : pair,
+                 args.seed_offset, seeds);
+    }
+  }
   std::fflush(stdout);
 }
 
@@ -161,6 +183,9 @@ int main(int argc, char** argv) {
   app.add_option("--only", args.only, "only caches whose path holds this");
   app.add_flag("--transfer", args.transfer,
                "only the transfer table: ordered pairs of caches of one folder");
+  app.add_option("--transfer-half", args.transfer_half,
+                 "transfer: the local records at which the global model's weight is 1/2")
+      ->check(positive);
   app.add_option("--curves", args.curves,
                  "also append every seed's improvement points [trial, ms] to FILE, a JSON line "
                  "per cache, tuner and seed (for bench/peer_compare)");
@@ -270,6 +295,7 @@ int main(int argc, char** argv) {
 
   if (args.transfer) {
     std::map<std::string, replay::ReplayTask> loaded;
+    std::map<std::string, StudyResult> runs;
     for (const std::string& path : caches) {
       loaded.emplace(std::filesystem::relative(path, args.data).string(),
                      replay::ReplayTask::from_cache(replay::load_kt_cache(path)));
@@ -288,7 +314,7 @@ int main(int argc, char** argv) {
                                               std::filesystem::path(target_name).parent_path()) {
           continue;
         }
-        transfer_row(source_name, source, target_name, target, args);
+        transfer_row(source_name, source, target_name, target, args, runs);
       }
     }
     return 0;

@@ -29,6 +29,7 @@ check replay_efficiency "--trials" --trials 99999999999
 check replay_efficiency "foo" --tuners xgb,foo
 check replay_efficiency "--incumbent-random" --incumbent-random 1.5
 check replay_efficiency "--bogus" --bogus
+check replay_efficiency "--transfer-half" --transfer --transfer-half 0
 check replay_efficiency "--seeds" --seeds
 check tune_round "--records" --records 1e3x
 check tune_round "--features" --features gpu
