@@ -83,6 +83,13 @@ std::string cell(std::optional<double> v, const char* fmt_spec = "{:.0f}") {
   return v ? fmt::format(fmt::runtime(fmt_spec), *v) : std::string("-");
 }
 
+// "  NAME seeds N..: trials to 95%: t0 t1 ..." (-1: never), the line bench scripts compare.
+void print_per_seed(const std::string& name, int seed_offset, const StudyResult& r) {
+  std::string seeds;
+  for (const auto& t : r.trials_to(0.95)) seeds += fmt::format(" {}", t ? *t : -1);
+  fmt::print("  {} seeds {}..: trials to 95%:{}\n", name, seed_offset, seeds);
+}
+
 // One row of the transfer table: xgb on `target` without and with a global model trained on
 // the whole of `source` (another GPU's cache of the same space).
 void transfer_row(const std::string& source_name, const replay::ReplayTask& source,
@@ -135,12 +142,8 @@ void transfer_row(const std::string& source_name, const replay::ReplayTask& sour
   fmt::print("| {} | {} |{} {} | {} |\n", source_name, target_name, cells,
              cell(r[0]->median_trials_to(0.95)), cell(r[1]->median_trials_to(0.95)));
   if (args.per_seed) {
-    for (int i = 0; i < 2; ++i) {
-      std::string seeds;
-      for (const auto& t : r[i]->trials_to(0.95)) seeds += fmt::format(" {}", t ? *t : -1);
-      fmt::print("  {} seeds {}..: trials to 95%:{}\n", i == 0 ? target_name : pair,
-                 args.seed_offset, seeds);
-    }
+    print_per_seed(target_name, args.seed_offset, *r[0]);
+    print_per_seed(pair, args.seed_offset, *r[1]);
   }
   std::fflush(stdout);
 }
@@ -401,11 +404,7 @@ int main(int argc, char** argv) {
             sums.at[k] += r.median_ratio_at(std::min(std::array{50, 100, 200}[k], args.trials));
           }
         }
-        if (args.per_seed) {
-          std::string seeds;
-          for (const auto& t : r.trials_to(0.95)) seeds += fmt::format(" {}", t ? *t : -1);
-          fmt::print("  {} seeds {}..: trials to 95%:{}\n", name, args.seed_offset, seeds);
-        }
+        if (args.per_seed) print_per_seed(name, args.seed_offset, r);
       }
       std::fflush(stdout);
     }
