@@ -254,6 +254,8 @@ int main(int argc, char** argv) {
   opt("--basin-share", m.basin_share, "the trust region's share climbing in a second basin")
       ->check(share);
   opt("--basin-stall", m.basin_stall, "... after N plans without a better best");
+  opt("--basin-gain", m.basin_gain, "... better by at least this share (0: any gain)")
+      ->check(share);
   opt("--credit-top", m.credit_top, "a hit: within this top share of the records")->check(share);
   opt("--credit-max", m.credit_max, "the trust region's largest share by credit")->check(share);
   opt("--credit-decay", m.credit_decay, "picks and hits decay by this at each plan")->check(share);

@@ -218,6 +218,8 @@ void ModelPolicy::reset(uint64_t seed) {
   random_made_ = 0;
   best_at_plan_ = 0;
   stalled_ = 0;
+  basin_reference_ = 0;
+  basin_stalled_ = 0;
   incumbent_share_ = 0;
   origin_.clear();
   credit_picks_[0] = credit_picks_[1] = credit_hits_[0] = credit_hits_[1] = 0;
@@ -1304,6 +1306,12 @@ void ModelPolicy::plan() {
     ++stalled_;
   }
   best_at_plan_ = std::max(best_at_plan_, best);
+  if (best > basin_reference_ * (1 + std::max(1e-9, options_.basin_gain))) {
+    basin_stalled_ = 0;
+    basin_reference_ = best;
+  } else {
+    ++basin_stalled_;
+  }
   incumbent_share_ = 0;
   if (trained() && options_.incumbent_share > 0) {
     double base = options_.incumbent_share;
@@ -1342,7 +1350,8 @@ void ModelPolicy::plan() {
       }
     }
   }
-  if (trained() && options_.basin_share > 0 && stalled_ >= options_.basin_stall && !local.empty()) {
+  if (trained() && options_.basin_share > 0 && basin_stalled_ >= options_.basin_stall &&
+      !local.empty()) {
     // A share of the trust region's slots (at least one, and one stays with the incumbent)
     // goes to the second basin; a pick in both lists counts once.
     const int slots =

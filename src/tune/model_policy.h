@@ -140,6 +140,11 @@
 // optimum) keeps climbing from the best point it has measured of another, where the trust
 // region around the incumbent and annealing on a model fitted mostly to that basin do not go
 // (Kernel Tuner's basin hopping and iterated local searches climb from several starts).
+// The stall that starts it counts gains, not records: a plan counts as stalled unless the best
+// has risen by `basin_gain` (a share of it) since the last plan that counted as progress. On a
+// plateau (the best creeping up by a fraction of a percent from one near-tie to the next) the
+// trust region keeps finding a better configuration now and then, and a stall in records
+// would never come.
 //
 // A Gaussian process for the first trials. With `gp_until` > 0 and no transfer model, each fit
 // on fewer records than that also fits a Gaussian process (Matern 5/2, a length scale per knob) to
@@ -280,6 +285,11 @@ struct ModelPolicyOptions {
   // quarter, or after 3 plans, did less on the held-out caches.
   double basin_share = 0.5;
   int basin_stall = 4;
+  // The least relative gain of the best that counts as progress for basin_stall (0: any
+  // gain; the trust region's own stall count, incumbent_share's doubling, counts any gain).
+  // Default since the thirty-second session (bench/README.md section 7, "A second basin
+  // after a creeping best"): 0.02.
+  double basin_gain = 0.02;
   // A first batch toward the bounds (0: uniform; "A first batch toward the bounds" in the
   // header comment). Default since the twenty-fifth session (bench/README.md section 7):
   // 0.5; over 100 seeds the per-seed geometric mean of the trials to 95% 0.857 of the
@@ -555,6 +565,8 @@ class ModelPolicy : public SearchPolicy {
   std::vector<Config> design_;  // initial design, consumed from the front
   double best_at_plan_ = 0;     // best throughput measured at the last plan
   int stalled_ = 0;             // plans since the best last improved
+  double basin_reference_ = 0;  // the best when a plan last counted as progress for basin_gain
+  int basin_stalled_ = 0;       // plans since then
   double incumbent_share_ = 0;  // of the current round
   size_t design_next_ = 0;
   int random_made_ = 0;  // random proposals so far (the first batch and random_slots)

@@ -511,6 +511,71 @@ TEST_CASE("second basin: a configuration near a better one is no centre") {
   CHECK(round(0.5) == round(0));
 }
 
+TEST_CASE("second basin: a best creeping up by less than basin_gain counts as stalled") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  const ConfigSpace& space = task.space();
+  test::ValueFeatures features{space};
+  // After the first batch (best 1 s, a local best 1.5 s three changes from it) and one round
+  // in which a neighbour of the best beats it by `gain`: the next round's indices and its
+  // trust region's share.
+  struct Round {
+    std::vector<uint64_t> indices;
+    double trust_share = 0;
+    std::vector<Config> picks, first;
+    size_t far = 0;
+  };
+  auto round = [&](double share, double basin_gain, double gain) {
+    ModelPolicyOptions o = basin_model(share);
+    o.basin_stall = 1;  // one plan without enough gain
+    o.basin_gain = basin_gain;
+    o.round_fraction = 0.5;
+    ModelPolicy p(space, features, o);
+    p.reset(11);
+    Round r;
+    r.first = p.propose(32);
+    REQUIRE(r.first.size() == 32);
+    r.far = three_changes_from_first(r.first);
+    REQUIRE(r.far != 0);
+    std::vector<MeasureResult> results(r.first.size(), timed(3.0));
+    results[0] = timed(1.0);
+    results[r.far] = timed(1.5);
+    p.observe(r.first, results);
+    // The first plan counts as progress (nothing was best before): no second basin yet.
+    std::vector<Config> next = p.propose(32);
+    REQUIRE(next.size() == 16);
+    // The better neighbour: one change from the best, three from the local best (so that it
+    // stays the second basin's centre).
+    std::vector<MeasureResult> next_results(next.size(), timed(3.0));
+    bool found = false;
+    for (size_t i = 0; i < next.size() && !found; ++i) {
+      if (knob_changes(next[i], r.first[0]) == 1 && knob_changes(next[i], r.first[r.far]) == 3) {
+        next_results[i] = timed(1.0 / (1.0 + gain));
+        found = true;
+      }
+    }
+    REQUIRE(found);
+    p.observe(next, next_results);
+    r.picks = p.propose(32);
+    r.trust_share = p.incumbent_share();
+    for (const Config& c : r.picks) r.indices.push_back(c.index());
+    return r;
+  };
+  // A gain of 0.5%: progress for any gain (the round without the second basin), a stall for
+  // a gain of at least 2%.
+  CHECK(round(0.5, 0, 0.005).indices == round(0, 0, 0.005).indices);
+  Round creeping = round(0.5, 0.02, 0.005);
+  CHECK(creeping.indices != round(0, 0.02, 0.005).indices);
+  std::vector<Config> trust = head(creeping.picks, creeping.trust_share);
+  REQUIRE(trust.size() >= 2);
+  const size_t basin = std::max<size_t>(1, std::lround(0.5 * double(trust.size())));
+  for (size_t i = trust.size() - basin; i < trust.size(); ++i) {
+    INFO("pick " << i << " of " << trust.size());
+    CHECK(knob_changes(trust[i], creeping.first[creeping.far]) == 1);
+  }
+  // A gain of 5% is progress for both.
+  CHECK(round(0.5, 0.02, 0.05).indices == round(0, 0.02, 0.05).indices);
+}
+
 namespace {
 
 // The first batch of a model policy that draws every choice knob toward its bounds.
