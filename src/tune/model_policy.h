@@ -140,11 +140,10 @@
 // optimum) keeps climbing from the best point it has measured of another, where the trust
 // region around the incumbent and annealing on a model fitted mostly to that basin do not go
 // (Kernel Tuner's basin hopping and iterated local searches climb from several starts).
-// The stall that starts it counts gains, not records: a plan counts as stalled unless the best
-// has risen by `basin_gain` (a share of it) since the last plan that counted as progress. On a
-// plateau (the best creeping up by a fraction of a percent from one near-tie to the next) the
-// trust region keeps finding a better configuration now and then, and a stall in records
-// would never come.
+// "Improved" means by `basin_gain` (a share of the best) since the last plan that counted as
+// progress: on a plateau the trust region finds a slightly better neighbour now and then (the
+// best creeping up by a fraction of a percent from one near-tie to the next), and a count reset
+// by any gain would never reach basin_stall.
 //
 // A Gaussian process for the first trials. With `gp_until` > 0 and no transfer model, each fit
 // on fewer records than that also fits a Gaussian process (Matern 5/2, a length scale per knob) to
