@@ -8,7 +8,7 @@
 //                     [--data DIR] [--per-seed] [--curves FILE] [--needle] [--transfer] ...
 //
 // `replay_efficiency --help` lists every option; the model's are ModelPolicyOptions' fields
-// (src/tune/model_policy.h), for measuring one change at a time against the default.
+// (src/tune/model/options.h), for measuring one change at a time against the default.
 
 #include <array>
 #include <chrono>
@@ -48,7 +48,7 @@ struct Args {
   std::string curves;
   bool needle = false;
   double needle_plateau = 0.89, needle_neighbour = 0.8;
-  ModelPolicyOptions model;  // --early, --design, ...: the xgb tuner's options
+  ModelPolicyOptions model;  // --classic, --kappa, ...: the xgb tuner's options
   std::string label;         // --label: the xgb tuner's name in --curves (default "xgb")
 };
 
@@ -160,15 +160,8 @@ int main(int argc, char** argv) {
     app.add_flag_callback(name, apply, what)->trigger_on_parse()->group("Presets");
   };
   preset("--quick", "5 seeds, 200 trials", [&] { args.seeds = 5, args.trials = 200; });
-  preset("--early",
-         "xgb with every early-trial and local-search change (ModelPolicyOptions::early())",
-         [&] { m = m.early(); });
-  preset("--classic", "xgb with the former default (ModelPolicyOptions::classic())",
+  preset("--classic", "xgb as AutoTVM first published it (ModelPolicyOptions::classic())",
          [&] { m = m.classic(); });
-  preset("--previous", "the default with the first-batch options spelled out (previous())",
-         [&] { m = m.previous(); });
-  preset("--no-plateaus", "the trust region before its handling of tied bests (without_plateaus())",
-         [&] { m = m.without_plateaus(); });
 
   const auto positive = bench::positive();
   app.add_option("--seeds", args.seeds, "seeds a tuner runs (the median is printed)")
@@ -199,7 +192,7 @@ int main(int argc, char** argv) {
   app.add_option("--needle-neighbour", args.needle_neighbour,
                  "the needle's one-knob neighbours' ratio (0.8)");
 
-  // ModelPolicyOptions, one change at a time (each field's comment in model_policy.h).
+  // ModelPolicyOptions, one change at a time (each field's comment in src/tune/model/options.h).
   const std::string model = "Model (ModelPolicyOptions)";
   auto opt = [&](const std::string& name, auto& field, const std::string& what) {
     return app.add_option(name, field, what)->group(model);
@@ -211,57 +204,26 @@ int main(int argc, char** argv) {
   opt("--first-batch", m.first_batch, "the random first batch");
   opt("--round-fraction", m.round_fraction, "a round's share of the records");
   opt("--min-batch", m.min_batch, "the smallest round");
-  opt("--design", m.initial_design, "an initial design of N");
-  app.add_flag_callback(
-         "--balanced-design", [&] { m.design = DesignKind::balanced; },
-         "the design stratified over valid configurations")
-      ->group(model);
-  opt("--random-total", m.random_total, "random slots in the first rounds until N in all");
-  flag("--cover-start", m.cover_start, "the first batch covering every knob's values");
-  opt("--cover-share", m.cover_share, "only that share of it; the rest plain random")->check(share);
   opt("--bound-bias", m.bound_bias,
       "each choice knob of a first-batch draw at a bound with this probability")
       ->check(share);
-  opt("--local-share", m.local_share, "the local search's share of a round")->check(share);
-  flag("--adaptive-kappa", m.adaptive_kappa, "the exploration weight from the members' agreement");
   opt("--kappa", m.kappa, "the weight of the members' spread");
   opt("--epsilon", m.epsilon, "the random share of a round")->check(share);
-  flag("--diversity", m.diversity, "diverse batches");
   opt("--ensemble", m.ensemble, "boosters")->check(positive);
-  opt("--incumbent-share", m.incumbent_share, "the trust region around the best")->check(share);
-  opt("--incumbent-max", m.incumbent_max_share, "its largest share after stalls")->check(share);
-  flag("--incumbent-by-mean", m.incumbent_by_mean, "the trust region ranked by the members' mean");
-  flag("--incumbent-widen", m.incumbent_widen, "a stalled trust region half from radius 2");
-  app.add_flag("--no-widen{false}", m.incumbent_widen, "the trust region does not widen")
-      ->group(model);
-  flag("--incumbent-adjacent", m.incumbent_adjacent, "each radius: neighbouring knob values first");
-  opt("--incumbent-stratify", m.incumbent_stratify,
-      "that share of each radius in turns over the knobs changed")
+  opt("--incumbent-share", m.trust.share, "the trust region around the best")->check(share);
+  opt("--incumbent-max", m.trust.max_share, "its largest share after stalls")->check(share);
+  opt("--incumbent-centres", m.trust.centres, "tied bests the trust region centres on");
+  flag("--incumbent-support", m.trust.support, "ties' candidates ranked by the ties near them");
+  opt("--plateau-share", m.trust.plateau_share, "the trust region's share on a plateau")
       ->check(share);
-  opt("--incumbent-random", m.incumbent_random,
-      "that share of the trust region's picks uniformly random among its candidates")
+  opt("--basin-share", m.basin.share, "the trust region's share climbing in a second basin")
       ->check(share);
-  opt("--incumbent-centres", m.incumbent_centres, "tied bests the trust region centres on");
-  flag("--incumbent-support", m.incumbent_support, "ties' candidates ranked by the ties near them");
-  opt("--plateau-share", m.plateau_share, "the trust region's share on a plateau")->check(share);
-  opt("--tie-tolerance", m.tie_tolerance, "ties within X of the best, relative");
-  opt("--coverage-share", m.coverage_share, "knob values not yet measured")->check(share);
-  opt("--recombine-share", m.recombine_share,
-      "crossings of the incumbent with each knob value's best configuration")
+  opt("--basin-stall", m.basin.stall, "... after N plans without a better best");
+  opt("--basin-gain", m.basin.gain, "... better by at least this share (0: any gain)")
       ->check(share);
-  opt("--recombine-stall", m.recombine_stall, "... after N plans without a better best");
-  opt("--restart", m.restart_share, "restart chains' share of the trust region")->check(share);
-  opt("--basin-share", m.basin_share, "the trust region's share climbing in a second basin")
-      ->check(share);
-  opt("--basin-stall", m.basin_stall, "... after N plans without a better best");
-  opt("--basin-gain", m.basin_gain, "... better by at least this share (0: any gain)")
-      ->check(share);
-  opt("--credit-top", m.credit_top, "a hit: within this top share of the records")->check(share);
-  opt("--credit-max", m.credit_max, "the trust region's largest share by credit")->check(share);
-  opt("--credit-decay", m.credit_decay, "picks and hits decay by this at each plan")->check(share);
   opt("--gp-until", m.gp_until, "a Gaussian process ranks while the records are fewer (0: off)");
   opt("--gp-kappa", m.gp_kappa, "... by mean + X sd");
-  opt("--warm-trees", m.warm_trees, "trees a warm refit adds");
+  opt("--warm-trees", m.refit.warm_trees, "trees a warm refit adds");
   opt("--chains", m.annealing.chains, "the annealing's chains");
   opt("--temp", m.annealing.temp_start, "the annealing's starting temperature");
   opt("--max-depth", m.model.max_depth, "the boosters' tree depth");
@@ -275,6 +237,12 @@ int main(int argc, char** argv) {
   opt("--grades", m.model.grades, "the ranking's relevance grades");
   opt("--octaves", m.model.octaves, "the grades' span in octaves");
   if (int rc = bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
+  try {
+    m.validate();
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "replay_efficiency: {}\n", e.what());
+    return 2;
+  }
   if (objective == "pairwise") m.model.objective = cost_model::RankObjective::pairwise;
   if (objective == "ndcg") m.model.objective = cost_model::RankObjective::ndcg;
   if (objective == "regression") m.model.objective = cost_model::RankObjective::regression;

@@ -7,7 +7,7 @@
 // processes on the core do not count; the wall-clock time is printed beside it.
 //
 //   tune_round [--features knobs|ir] [--cache FILE] [--shape M,N,K] [--records 1000]
-//              [--repeats 3] [--acquisition ucb|mean] [--rounds 150] [--warm-trees 15]
+//              [--repeats 3] [--rounds 150] [--warm-trees 15]
 //              [--chains 128] [--steps 500] [--early-stop 0] [--temp 1] [--warm-rounds 1]
 //              [--ensemble 5] [--split-refit 512] [--max-tree-growth 4] [--cascade K]
 //              [--cascade-ensemble 5] [--compare K] [--loop TRIALS --seeds N]
@@ -19,10 +19,10 @@
 // --warm-rounds: rounds after the cold one, each 64 records later.
 // --ensemble: the main model's boosters (ModelPolicyOptions::ensemble, default 5).
 // --split-refit N: a fit from scratch on N records or more grows a share of each booster's
-// trees, the next refits the rest (ModelPolicyOptions::split_refit_from, default 512; 0: off);
-// --split-parts P: over P rounds in all (ModelPolicyOptions::split_refit_parts, default 4).
+// trees, the next refits the rest (RefitOptions::split_from, default 512; 0: off);
+// --split-parts P: over P rounds in all (RefitOptions::split_parts, default 4).
 // --max-tree-growth G: a refit that would take a booster past G times its trees at a fit from
-// scratch fits from scratch (ModelPolicyOptions::max_tree_growth, default 4; 0: no cap).
+// scratch fits from scratch (RefitOptions::max_tree_growth, default 4; 0: no cap).
 // --chains, --steps, --early-stop, --temp (starting temperature): the annealing's (early
 // stop 0: off, as by default here).
 // --cascade K: the annealing scores its steps with a knob-feature surrogate and hands its K
@@ -82,7 +82,7 @@
 #include "cost_model/features.h"
 #include "kernels/template.h"
 #include "src/replay/kt_cache.h"
-#include "src/tune/model_policy.h"
+#include "src/tune/model/model_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/tuner.h"
 
@@ -261,7 +261,6 @@ int main(int argc, char** argv) {
   std::string kind = "knobs";
   std::string cache = CUTUNE_SOURCE_DIR "/../shared/datasets/gemm/RTX_3090.json.gz";
   std::string shape = "1024,1024,1024";
-  std::string acquisition = "ucb";
   int records = 1000;
   int repeats = 3;
   int rounds = 0;     // 0: the policy's default (for IR features ModelPolicyOptions::ir_rounds)
@@ -269,12 +268,12 @@ int main(int argc, char** argv) {
   int max_bin = cost_model::RankModelOptions{}.max_bin;
   double colsample = cost_model::RankModelOptions{}.colsample;
   double eta = cost_model::RankModelOptions{}.eta;
-  int warm_trees = ModelPolicyOptions{}.warm_trees;
+  int warm_trees = RefitOptions{}.warm_trees;
   int warm_rounds = 1;
   int ensemble = ModelPolicyOptions{}.ensemble;
-  int split_refit = ModelPolicyOptions{}.split_refit_from;
-  int split_parts = ModelPolicyOptions{}.split_refit_parts;
-  double max_tree_growth = ModelPolicyOptions{}.max_tree_growth;
+  int split_refit = RefitOptions{}.split_from;
+  int split_parts = RefitOptions{}.split_parts;
+  double max_tree_growth = RefitOptions{}.max_tree_growth;
   AnnealingOptions annealing;
   annealing.early_stop = 0;
   int cascade = CascadeOptions::kAuto;
@@ -298,8 +297,6 @@ int main(int argc, char** argv) {
   app.add_option("--shape", shape, "ir: the GEMM shape M,N,K");
   app.add_option("--records", records, "records the cold round fits on");
   app.add_option("--repeats", repeats, "fresh policies timed");
-  app.add_option("--acquisition", acquisition, "what the annealing ranks by")
-      ->check(bench::accepted_by(parse_acquisition, "ACQUISITION"));
   app.add_option("--rounds", rounds,
                  "boosting rounds (trees) of each booster (0: the tuner's default)");
   app.add_option("--max-depth", max_depth, "tree depth (0: the tuner's default)");
@@ -382,18 +379,17 @@ int main(int argc, char** argv) {
     ModelPolicyOptions o;
     o.plan_size = 64;
     o.annealing = annealing;
-    o.warm_trees = warm_trees;
+    o.refit.warm_trees = warm_trees;
     o.ensemble = ensemble;
-    o.split_refit_from = split_refit;
-    o.split_refit_parts = split_parts;
-    o.max_tree_growth = max_tree_growth;
+    o.refit.split_from = split_refit;
+    o.refit.split_parts = split_parts;
+    o.refit.max_tree_growth = max_tree_growth;
     o.model.nthread = 1;
     if (rounds > 0) o.model.rounds = o.ir_rounds = rounds;
     if (max_depth > 0) o.model.max_depth = o.ir_max_depth = max_depth;
     o.model.max_bin = max_bin;
     o.model.colsample = colsample;
     o.model.eta = eta;
-    o.acquisition = parse_acquisition(acquisition);
     o.cascade.survivors = survivors;
     o.cascade.ensemble = cascade_ensemble;
     o.cascade.rounds = cascade_rounds;
@@ -456,9 +452,9 @@ int main(int argc, char** argv) {
   if (loop > 0) {
     const int k = cascade > 0 ? cascade : CascadeOptions::kAutoSurvivors;
     fmt::print(
-        "{} features, tuning runs of {} trials, {} seeds, acquisition {}: full search "
-        "against a cascade of {} ({} surrogate boosters); best true throughput (1/s)\n",
-        kind, loop, seeds, acquisition, k, cascade_ensemble);
+        "{} features, tuning runs of {} trials, {} seeds: full search against a cascade of {} "
+        "({} surrogate boosters); best true throughput (1/s)\n",
+        kind, loop, seeds, k, cascade_ensemble);
     for (int survivors : {0, k}) {
       if (survivors == 0 && !loop_full) continue;
       std::vector<std::vector<double>> best_at;  // per seed, after each 64 trials
@@ -466,7 +462,6 @@ int main(int argc, char** argv) {
       for (int seed = 0; seed < seeds; ++seed) {
         ModelPolicy policy(*space, *features, options(survivors));
         policy.reset(static_cast<uint64_t>(seed));
-        policy.set_budget(loop);
         int trials = 0;
         double best = 0;
         std::vector<double> marks;
@@ -519,13 +514,13 @@ int main(int argc, char** argv) {
   std::vector<MeasureResult> results = measure(configs);
 
   const ModelPolicy probe(*space, *features, options(cascade));
-  const cost_model::RankModelOptions model_options = probe.model_options();
+  const cost_model::RankModelOptions model_options = probe.surrogate().model_options();
   const AnnealingOptions resolved = probe.annealing_options();
   fmt::print(
-      "{} features ({} columns), {} records, acquisition {}, {} trees of depth {} a booster, "
+      "{} features ({} columns), {} records, {} trees of depth {} a booster, "
       "warm trees {}, annealing {} chains x {} steps (early stop {}), cascade {}, one thread, "
       "CPU seconds (wall)\n",
-      kind, features->size(), records, acquisition, model_options.rounds,
+      kind, features->size(), records, model_options.rounds,
       model_options.max_depth, warm_trees, resolved.chains, resolved.max_steps,
       resolved.early_stop,
       options(cascade).cascade.survivors_for(features->schema()));
@@ -590,7 +585,7 @@ int main(int argc, char** argv) {
       const std::string phase = round == 0 ? "cold" : fmt::format("warm {}", round);
       const double f0 = features->seconds_;
       const long c0 = features->calls_, u0 = features->unbuildable_;
-      const int warm0 = policy.warm_fits();
+      const int warm0 = policy.surrogate().warm_fits();
       double w0 = wall_now(), t0 = cpu_now();
       policy.refit_and_plan();
       double t1 = cpu_now();
@@ -604,7 +599,7 @@ int main(int argc, char** argv) {
           "{:.3f} s, batch of {} {:.3f} s, round {:.3f} s ({:.3f} s wall); of it {} feature "
           "vectors ({} unbuildable) {:.3f} s; batch's best half scores {:.3f}; phases: "
           "records' features {:.3f} s, fit {:.3f} s, surrogate fit {:.3f} s, plan {:.3f} s\n",
-          r, phase, policy.warm_fits() > warm0 ? "warm" : "full", policy.last_annealing_steps(),
+          r, phase, policy.surrogate().warm_fits() > warm0 ? "warm" : "full", policy.last_annealing_steps(),
           policy.last_annealing_change(), t1 - t0, batch.size(), t2 - t1, t2 - t0, w2 - w0,
           features->calls_ - c0, features->unbuildable_ - u0, features->seconds_ - f0, quality,
           policy.last_round_times().features, policy.last_round_times().fit,

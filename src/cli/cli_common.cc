@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -65,6 +66,24 @@ CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& d
             return text.starts_with('-') ? std::string("must be an integer >= 0") : std::string();
           },
           ""));
+}
+
+CLI::Validator number_in(double least, double most) {
+  return CLI::Validator(
+      [least, most](std::string& text) {
+        const std::string range = std::isinf(most) ? fmt::format(">= {}", least)
+                                                   : fmt::format("in [{}, {}]", least, most);
+        double v = std::nan("");
+        try {
+          size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) v = std::nan("");
+        } catch (const std::exception&) {
+        }
+        if (std::isfinite(v) && v >= least && v <= most) return std::string();
+        return fmt::format("must be a number {} (got {})", range, text);
+      },
+      "");
 }
 
 void require_readable_file(const std::string& path, const std::string& flag) {

@@ -48,6 +48,10 @@ struct TaskOptions {
 CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& description,
                              const std::string& name = "--seed");
 
+// For CLI11's check(): a finite number in [least, most] ("must be in [0, 1] (got nan)"; with
+// `most` infinite, "must be >= 0 ...").
+CLI::Validator number_in(double least, double most);
+
 // UsageError (one line, naming `flag`) unless `path` is a regular file this process can read.
 void require_readable_file(const std::string& path, const std::string& flag);
 // UsageError unless `path` is a file that can be created or appended to: not a directory, in

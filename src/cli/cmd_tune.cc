@@ -37,9 +37,7 @@ struct SearchArgs {
   int batch = 64;
   uint64_t seed = 0;
   std::string objective = "pairwise";
-  bool diversity = false;
   double epsilon = ModelPolicyOptions{}.epsilon;
-  std::string acquisition{to_string(ModelPolicyOptions{}.acquisition)};
   int ensemble = ModelPolicyOptions{}.ensemble;
   double kappa = ModelPolicyOptions{}.kappa;
   bool json = false;
@@ -54,17 +52,16 @@ struct SearchArgs {
     add_seed_option(cmd, seed, "search seed");
     cmd.add_option("--objective", objective, "xgb model objective: pairwise or regression")
         ->capture_default_str();
-    cmd.add_flag("--diversity", diversity, "xgb: diversity-aware choice of each batch");
     cmd.add_option("--epsilon", epsilon, "xgb: share of each batch drawn at random")
-        ->capture_default_str();
-    cmd.add_option("--acquisition", acquisition,
-                   "xgb: what annealing maximises: mean (one model), ucb (ensemble mean + "
-                   "kappa * spread) or thompson (one ensemble member per slot)")
-        ->capture_default_str();
-    cmd.add_option("--ensemble", ensemble, "xgb, ucb/thompson: boosters on bootstrap resamples")
-        ->capture_default_str();
-    cmd.add_option("--kappa", kappa, "xgb, ucb: weight of the ensemble's spread")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(number_in(0, 1));
+    cmd.add_option("--ensemble", ensemble, "xgb: boosters, each on a bootstrap resample")
+        ->capture_default_str()
+        ->check(number_in(1, 32));
+    cmd.add_option("--kappa", kappa,
+                   "xgb: the acquisition is the boosters' mean + kappa * their spread")
+        ->capture_default_str()
+        ->check(number_in(0, HUGE_VAL));
     cmd.add_flag("--json", json, "machine-readable output");
   }
 
@@ -73,14 +70,12 @@ struct SearchArgs {
     SearchOptions o;
     try {
       o.tuner = parse_tuner_kind(tuner);
-      o.model.acquisition = parse_acquisition(acquisition);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
     o.trials = trials;
     o.batch = batch;
     o.seed = seed;
-    o.model.diversity = diversity;
     o.model.epsilon = epsilon;
     o.model.ensemble = ensemble;
     o.model.kappa = kappa;

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cost_model/features.h"
-#include "src/tune/model_policy.h"
+#include "src/tune/model/model_policy.h"
 #include "src/tune/search_policy.h"
 
 namespace cutune {

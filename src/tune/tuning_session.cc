@@ -58,12 +58,11 @@ void SearchOptions::validate() const {
   require(remeasure_rounds >= 1,
           fmt::format("--remeasure-rounds must be >= 1 (got {})", remeasure_rounds));
   if (tuner != TunerKind::xgb) return;
-  require(model.epsilon >= 0 && model.epsilon <= 1,
-          fmt::format("--epsilon must be in [0, 1] (got {})", model.epsilon));
-  require(model.ensemble >= 2 && model.ensemble <= 32,
-          fmt::format("--ensemble must be in [2, 32] (got {})", model.ensemble));
-  require(std::isfinite(model.kappa) && model.kappa >= 0,
-          fmt::format("--kappa must be a finite number >= 0 (got {})", model.kappa));
+  try {
+    model.validate();
+  } catch (const std::invalid_argument& e) {
+    throw UserError(e.what());
+  }
 }
 
 TuningSession::TuningSession(TuningTask task, SearchOptions search, TransferSources transfer)

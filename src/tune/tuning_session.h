@@ -21,7 +21,7 @@
 #include "src/measure/measurer.h"
 #include "src/records/record.h"
 #include "src/space/config_space.h"
-#include "src/tune/model_policy.h"
+#include "src/tune/model/model_policy.h"
 #include "src/tune/search_policy.h"
 #include "src/tune/transfer_model.h"
 #include "src/tune/tuner.h"

@@ -24,10 +24,11 @@ check() {  # PROGRAM EXPECTED_TEXT ARGS...
   fi
 }
 check replay_efficiency "--seeds" --seeds 3x
-check replay_efficiency "--tie-tolerance" --tie-tolerance abc
+check replay_efficiency "--basin-gain" --basin-gain abc
 check replay_efficiency "--trials" --trials 99999999999
 check replay_efficiency "foo" --tuners xgb,foo
-check replay_efficiency "--incumbent-random" --incumbent-random 1.5
+check replay_efficiency "--incumbent-share" --incumbent-share 1.5
+check replay_efficiency "min_batch" --min-batch 0
 check replay_efficiency "--bogus" --bogus
 check replay_efficiency "--transfer-half" --transfer --transfer-half 0
 check replay_efficiency "--seeds" --seeds

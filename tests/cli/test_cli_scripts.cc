@@ -275,10 +275,11 @@ TEST_CASE("cli scripts: negative or NaN numbers are refused", "[cli]") {
   const std::string tune = "tune --replay " + write_cache(dir, "GPU A").string() +
                            " --quiet --log " + (dir / "x.jsonl").string() + " ";
   CHECK_ONE_LINE_ERROR(run_cutune(tune + "--seed -1"), 2, "--seed: must be an integer >= 0");
-  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--kappa nan"), 2, "--kappa must be a finite number");
-  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--kappa -2"), 2, "--kappa must be a finite number");
+  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--kappa nan"), 2, "--kappa: must be a number >= 0");
+  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--kappa -2"), 2, "--kappa: must be a number >= 0");
+  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--ensemble 0"), 2, "--ensemble: must be a number in [1, 32]");
   CHECK_ONE_LINE_ERROR(run_cutune(tune + "--trials -5"), 2, "--trials must be >= 1");
-  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--epsilon nan"), 2, "--epsilon must be in [0, 1]");
+  CHECK_ONE_LINE_ERROR(run_cutune(tune + "--epsilon nan"), 2, "--epsilon: must be a number in [0, 1]");
   CHECK_ONE_LINE_ERROR(run_cutune("verify gemm --shape 8,8,8 --seed -3"), 2,
                        "--seed: must be an integer >= 0");
   CHECK_FALSE(fs::exists(dir / "x.jsonl"));

@@ -10,8 +10,8 @@
 
 #include "cost_model/features.h"
 #include "kernels/template.h"
-#include "src/tune/cascade.h"
-#include "src/tune/model_policy.h"
+#include "src/tune/model/cascade.h"
+#include "src/tune/model/model_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "tests/tune/tune_fixtures.h"
 
@@ -53,23 +53,19 @@ ModelPolicyOptions small(int survivors) {
   o.plan_size = 32;
   o.min_batch = 1 << 20;
   o.model.rounds = 20;
-  o.warm_trees = 5;
+  o.refit.warm_trees = 5;
   o.ensemble = 3;
   o.annealing.chains = 32;
   o.annealing.max_steps = 60;
   o.annealing.early_stop = 0;
   o.epsilon = 0;
-  o.incumbent_share = 0;
+  o.trust.share = 0;
   o.cascade.survivors = survivors;
   o.cascade.ensemble = 3;
   return o;
 }
 
-std::vector<uint64_t> indices(const std::vector<Config>& cs) {
-  std::vector<uint64_t> out;
-  for (const Config& c : cs) out.push_back(c.index());
-  return out;
-}
+using test::indices;
 
 constexpr size_t kFormerCount = 168;
 constexpr uint64_t kFormerHash = 5226341539407740283ull;
@@ -120,7 +116,7 @@ TEST_CASE(
   cas.observe(batch, synthetic(batch));
   features.calls = 0;
   cas.refit_and_plan();
-  CHECK(cas.warm_fits() == 1);
+  CHECK(cas.surrogate().warm_fits() == 1);
   CHECK(features.calls <= k);
   CHECK(features.calls > 0);
 
@@ -160,16 +156,16 @@ TEST_CASE("IR features get the lighter boosters, knob features the model's own",
   ModelPolicyOptions o;  // the defaults: 150 trees of depth 6, IR capped at 50 of depth 4
   REQUIRE(o.model.rounds > o.ir_rounds);
   REQUIRE(o.model.max_depth > o.ir_max_depth);
-  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().rounds == o.ir_rounds);
-  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().max_depth == o.ir_max_depth);
-  CHECK(ModelPolicy(tmpl->space(), *knobs, o).model_options().rounds == o.model.rounds);
-  CHECK(ModelPolicy(tmpl->space(), *knobs, o).model_options().max_depth == o.model.max_depth);
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).surrogate().model_options().rounds == o.ir_rounds);
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).surrogate().model_options().max_depth == o.ir_max_depth);
+  CHECK(ModelPolicy(tmpl->space(), *knobs, o).surrogate().model_options().rounds == o.model.rounds);
+  CHECK(ModelPolicy(tmpl->space(), *knobs, o).surrogate().model_options().max_depth == o.model.max_depth);
   // A cap, not a setting: fewer trees asked for stay fewer; 0 lifts the cap.
   o.model.rounds = 20;
-  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().rounds == 20);
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).surrogate().model_options().rounds == 20);
   o.ir_rounds = 0;
   o.ir_max_depth = 0;
-  CHECK(ModelPolicy(tmpl->space(), *ir, o).model_options().max_depth == o.model.max_depth);
+  CHECK(ModelPolicy(tmpl->space(), *ir, o).surrogate().model_options().max_depth == o.model.max_depth);
 
   // The round's phases are timed; a smaller cap is taken as given.
   ModelPolicyOptions s = small(CascadeOptions::kAuto);
@@ -179,11 +175,11 @@ TEST_CASE("IR features get the lighter boosters, knob features the model's own",
   std::vector<Config> records = distinct_valid(tmpl->space(), 80, 5);
   p.observe(records, synthetic(records));
   p.refit_and_plan();
-  const ModelPolicy::RoundTimes& t = p.last_round_times();
+  const RoundTimes& t = p.last_round_times();
   CHECK(t.fit > 0);
   CHECK(t.cascade > 0);
   CHECK(t.plan > 0);
-  CHECK(p.model_options().max_depth == 2);
+  CHECK(p.surrogate().model_options().max_depth == 2);
 }
 
 TEST_CASE("with the cascade on, the annealing runs at most the cascade's chains", "[cascade]") {
@@ -194,12 +190,9 @@ TEST_CASE("with the cascade on, the annealing runs at most the cascade's chains"
   REQUIRE(o.annealing.chains > o.cascade.chains);
   CHECK(ModelPolicy(tmpl->space(), *ir, o).annealing_options().chains == o.cascade.chains);
   CHECK(ModelPolicy(tmpl->space(), *knobs, o).annealing_options().chains == o.annealing.chains);
-  // Off with the cascade off (survivors 0, or Thompson sampling, which has no cascade).
+  // Off with the cascade off (survivors 0).
   ModelPolicyOptions off = o;
   off.cascade.survivors = 0;
-  CHECK(ModelPolicy(tmpl->space(), *ir, off).annealing_options().chains == o.annealing.chains);
-  off = o;
-  off.acquisition = Acquisition::thompson;
   CHECK(ModelPolicy(tmpl->space(), *ir, off).annealing_options().chains == o.annealing.chains);
   // A cap: fewer chains asked for stay fewer; 0 lifts it.
   o.annealing.chains = 16;
@@ -244,15 +237,18 @@ TEST_CASE("with the cascade off the proposals are the former ones", "[cascade]")
   // 4 with half of each next to the best, and kappa 1 with rounds of n/8 from 2, which came
   // after b5cfa80, the Gaussian process of the first trials and the first batch toward the
   // bounds.
-  ModelPolicyOptions o = ModelPolicyOptions{}.without_plateaus();
+  ModelPolicyOptions o;
+  o.trust.centres = 4;
+  o.trust.support = false;
+  o.trust.plateau_share = 0;
   o.gp_until = 0;
   o.bound_bias = 0;
   o.kappa = 3.0;
   o.first_batch = 0;
   o.round_fraction = 0.5;
   o.min_batch = 8;
-  o.incumbent_share = 0.25;
-  o.incumbent_max_share = 0.5;
+  o.trust.share = 0.25;
+  o.trust.max_share = 0.5;
   o.plan_size = 32;
   o.model.rounds = 20;
   o.annealing.chains = 32;
@@ -276,8 +272,8 @@ TEST_CASE("a split fit from scratch splits the surrogate's fit too", "[cascade]"
   auto tmpl = make_template("gemm", {256, 192, 128}, "gemm_nn");
   auto ir = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
   ModelPolicyOptions o = small(CascadeOptions::kAuto);
-  o.split_refit_from = 50;
-  o.split_refit_parts = 2;
+  o.refit.split_from = 50;
+  o.refit.split_parts = 2;
   o.cascade.rounds = 12;
   o.cascade.warm_trees = 3;
   ModelPolicy p(tmpl->space(), *ir, o);
@@ -291,29 +287,29 @@ TEST_CASE("a split fit from scratch splits the surrogate's fit too", "[cascade]"
   };
   auto round = [&](int from, int to) { round_of(p, from, to); };
   round(0, 80);  // from scratch on 80 (40 > a round of 32): split
-  CHECK(p.member_trees() == V{10, 10, 10});
-  CHECK(p.surrogate_trees() == V{6, 6, 6});
+  CHECK(p.surrogate().member_trees() == V{10, 10, 10});
+  CHECK(p.surrogate().surrogate_trees() == V{6, 6, 6});
   round(80, 112);  // warm: the other halves
-  CHECK(p.member_trees() == V{20, 20, 20});
-  CHECK(p.surrogate_trees() == V{12, 12, 12});
+  CHECK(p.surrogate().member_trees() == V{20, 20, 20});
+  CHECK(p.surrogate().surrogate_trees() == V{12, 12, 12});
   round(112, 144);  // from scratch again (144 >= 1.5 x 80), split again
-  CHECK(p.member_trees() == V{10, 10, 10});
-  CHECK(p.surrogate_trees() == V{6, 6, 6});
+  CHECK(p.surrogate().member_trees() == V{10, 10, 10});
+  CHECK(p.surrogate().surrogate_trees() == V{6, 6, 6});
 
   // Over three rounds (growth 1: 80 records cover two more rounds of 32 before the next
   // fit from scratch at 160): a third of each model's trees a round.
-  o.split_refit_parts = 3;
-  o.refit_growth = 1.0;
+  o.refit.split_parts = 3;
+  o.refit.growth = 1.0;
   ModelPolicy q(tmpl->space(), *ir, o);
   q.reset(3);
   auto thirds = [&](int from, int to) { round_of(q, from, to); };
   thirds(0, 80);
-  CHECK(q.member_trees() == V{7, 7, 7});
-  CHECK(q.surrogate_trees() == V{4, 4, 4});
+  CHECK(q.surrogate().member_trees() == V{7, 7, 7});
+  CHECK(q.surrogate().surrogate_trees() == V{4, 4, 4});
   thirds(80, 112);
-  CHECK(q.member_trees() == V{14, 14, 14});
-  CHECK(q.surrogate_trees() == V{8, 8, 8});
+  CHECK(q.surrogate().member_trees() == V{14, 14, 14});
+  CHECK(q.surrogate().surrogate_trees() == V{8, 8, 8});
   thirds(112, 144);
-  CHECK(q.member_trees() == V{20, 20, 20});
-  CHECK(q.surrogate_trees() == V{12, 12, 12});
+  CHECK(q.surrogate().member_trees() == V{20, 20, 20});
+  CHECK(q.surrogate().surrogate_trees() == V{12, 12, 12});
 }

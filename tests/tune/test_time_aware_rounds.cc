@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/tune/model_policy.h"
+#include "src/tune/model/model_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/tuner.h"
 #include "tests/tune/tune_fixtures.h"

@@ -4,7 +4,7 @@
 
 #include "cost_model/ir_features.h"
 #include "kernels/template.h"
-#include "src/tune/model_policy.h"
+#include "src/tune/model/model_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/transfer_model.h"
 #include "tests/tune/tune_fixtures.h"

@@ -22,7 +22,7 @@
 #include "src/replay/replay_space.h"
 #include "src/measure/measurer.h"
 #include "src/records/record.h"
-#include "src/tune/model_policy.h"
+#include "src/tune/model/model_policy.h"
 #include "tests/dataset_skip.h"
 
 namespace cutune::test {
@@ -61,6 +61,28 @@ inline MeasureResult synthetic_result(const Config& c) {
   r.status = MeasureStatus::ok;
   r.timer = TimerKind::replay;
   r.times_s = {t * 1e-3};
+  return r;
+}
+
+// The knobs in which two configurations differ.
+inline int knob_changes(const Config& a, const Config& b) {
+  int d = 0;
+  for (size_t k = 0; k < a.entities().size(); ++k) d += a.entities()[k] != b.entities()[k];
+  return d;
+}
+
+// The configurations' indices, in order.
+inline std::vector<uint64_t> indices(const std::vector<Config>& cs) {
+  std::vector<uint64_t> out;
+  for (const Config& c : cs) out.push_back(c.index());
+  return out;
+}
+
+// A result that took `seconds`.
+inline MeasureResult timed(double seconds) {
+  MeasureResult r;
+  r.status = MeasureStatus::ok;
+  r.times_s = {seconds};
   return r;
 }
 

@@ -1,4 +1,4 @@
-#include "src/tune/cascade.h"
+#include "src/tune/model/cascade.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,8 +3,8 @@
 // features scores every annealing step, and only the best `survivors` distinct configurations
 // it reaches get the expensive features (IR) and are ranked by the main model's acquisition.
 // Annealing 128 chains x 500 steps reaches ~40k configurations a round never seen before (with
-// the cascade, 64 chains by default: fewer); IR vectors for 40k cost ~1.1 s (bench/README.md
-// section 7), knob vectors almost nothing.
+// the cascade, 64 chains by default: fewer); IR vectors for 40k cost about a second, knob
+// vectors almost nothing.
 //
 // The surrogate is an ensemble of boosters on the same records and labels as the main model
 // (each member on its own bootstrap resample, standardised by its mean and deviation over the
@@ -41,19 +41,13 @@ struct CascadeOptions {
   int survivors = kAuto;
   int ensemble = 5;  // surrogate boosters (1: one booster, its scores alone)
   // Trees of a surrogate booster at a fit from scratch, and added at a warm fit (0: the main
-  // model's). Scoring ~40k new configurations a round costs in proportion to the trees: with
-  // the main model's 150 and 15 the warm IR round takes 0.56 s of CPU, with 50 and 5 0.41 s
-  // (bench/README.md section 7).
+  // model's). Scoring ~40k new configurations a round costs in proportion to the trees.
   int rounds = 50;
   int warm_trees = 5;
-  // Depth of the surrogate's trees (0: the main model's `model.max_depth`). Depth 4 rather
-  // than 6: scoring walks a third fewer levels (the warm IR round's median 0.51 -> 0.45 s),
-  // and the tuning runs of bench/README.md section 7 ("A lighter IR model") were measured so.
+  // Depth of the surrogate's trees (0: the main model's `model.max_depth`).
   int max_depth = 4;
   // Annealing chains while the cascade is on: at most this many (0: AnnealingOptions::chains).
-  // The chains persist from round to round, so each round continues where the last stopped;
-  // 64 rather than 128 halves the plan's cost (the warm IR round 0.445 -> ~0.33 s) and was no
-  // worse on 48 seeds of both synthetic objectives (bench/README.md section 7).
+  // The chains persist from round to round, so each round continues where the last stopped.
   int chains = 64;
 };
 
