@@ -1,5 +1,5 @@
 #!/bin/bash
-# Reproduces the core figures of bench/README.md section 1:
+# Reproduces the core figures of bench/README.md section 6:
 #   1. compile throughput and ptxas outcome mix for GEMM 1024^3, 100 sampled configurations,
 #      with 1 and 2 NVRTC jobs;
 #   2. the emulator's time for the reference configuration on 256^3;

@@ -1,8 +1,8 @@
 #pragma once
 // A Gaussian-process regression over points of the unit cube, for the first trials of a search
-// (bench/README.md section 7, "A Gaussian process for the first trials"): with a few dozen
-// records, a smooth prior over the knobs' positions ranks what is unmeasured better than trees
-// fitted to them (Snoek, Larochelle and Adams, "Practical Bayesian Optimization of Machine
+// (bench/notes/search-experiments.md, "a Gaussian process ranks until 64 records"): with a few
+// dozen records, a smooth prior over the knobs' positions ranks what is unmeasured better than
+// trees fitted to them (Snoek, Larochelle and Adams, "Practical Bayesian Optimization of Machine
 // Learning Algorithms", NeurIPS 2012, after whom the kernel; the search ranks by an upper
 // bound, mean + kappa sd, as in GP-UCB, Srinivas et al., ICML 2010).
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Held-out caches for the search (bench/README.md §7, "Held-out caches"): the Kernel Tuner
+# Held-out caches for the search (bench/README.md §3, "Held-out caches"): the Kernel Tuner
 # caches of the benchmark hub that ../shared/datasets does not hold (other GPUs of the same
 # kernels, and pnpoly, a kernel the search was never tuned on). They are third-party data:
 # this script copies them from a clone of the hub into a folder outside the repository; they

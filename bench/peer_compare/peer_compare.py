@@ -12,7 +12,8 @@ curve after t trials is optimum time / true time of the best valid configuration
 
 Runs are appended to results/kt_runs.jsonl and results/cutune_runs.jsonl, one line per
 (cache, tuner, seed), holding only the improvement points of the curve; a rerun skips what is
-there (resumable). Kernel Tuner's quirks and how they are handled:
+there (resumable). The runs are not kept in git (only the summaries are): `run.sh kt` and
+`run.sh cutune` regenerate them, and `report` without them says so in one line and exits 2. Kernel Tuner's quirks and how they are handled:
   * its Latin-hypercube sampling (scipy.stats.qmc.LatinHypercube in bayes_opt) is unseeded:
     the class is replaced by one seeded from the run's seed;
   * bayes_opt takes failed entries kept in the space (cost sys.float_info.max) for valid
@@ -321,8 +322,16 @@ def censor(trials, cap):
 
 
 def cmd_report(args):
+    names = ("kt_runs.jsonl", "cutune_runs.jsonl")
+    absent = [n for n in names if not os.path.exists(os.path.join(RESULTS, n))]
+    if absent:
+        # The runs are not in git; a summary from one side or none would be empty.
+        print(f"peer_compare: no {' or '.join(absent)} in {RESULTS}: regenerate the runs with "
+              f"bench/peer_compare/run.sh kt and run.sh cutune (same --data, --results, --seeds)",
+              file=sys.stderr)
+        sys.exit(2)
     runs = {}
-    for name in ("kt_runs.jsonl", "cutune_runs.jsonl"):
+    for name in names:
         p = os.path.join(RESULTS, name)
         if os.path.exists(p):
             with open(p) as f:

@@ -46,7 +46,7 @@ check sanitizer_cost "RUNS" 2x
 if [ -n "$src" ]; then
   check core_figures.sh "usage" --suite
   check scale_throughput.sh "usage" "$dir/.." abc
-  check pack_device_build.sh "usage" /nonexistent/build
+  check device/pack_device_build.sh "usage" /nonexistent/build
   check suite_transfer.py "seeds" "$dir/.." x
   check sass_mix.py "--bogus" --bogus
   check peer_compare/peer_compare.py "--seeds" kt --seeds x

@@ -8,7 +8,7 @@ set -euo pipefail
 root=$1 build=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-bash "$root/bench/pack_device_build.sh" "$build" "$tmp/pack" > "$tmp/pack.txt"
+bash "$root/bench/device/pack_device_build.sh" "$build" "$tmp/pack" > "$tmp/pack.txt"
 mkdir "$tmp/elsewhere"
 mkdir "$tmp/tmpdir"
 (cd "$tmp/elsewhere" && TMPDIR="$tmp/tmpdir" OUT="$tmp/out" bash "$tmp/pack/device_check.sh" --dry-run > "$tmp/run.txt" 2>&1) ||
@@ -57,7 +57,7 @@ done
 # where the wall time went (time_split_s), which the next GPU run's summary reports.
 "$build/src/cli/cutune" tune gemm --shape 32,32,16 --device emulator --trials 4 --batch 4 \
   --log "$tmp/emulated.log" --json > "$tmp/tune.json" 2> /dev/null || fail "the emulator's tune failed"
-figures=$(bash -c "$(sed -n '/^json_number()/,/^}/p;/^figures_of()/,/^}/p' "$root/bench/device_check.sh")
+figures=$(bash -c "$(sed -n '/^json_number()/,/^}/p;/^figures_of()/,/^}/p' "$root/bench/device/device_check.sh")
   figures_of tune '$tmp/tune.json' 16384")
 for key in best_ms trials seconds trials_per_s measure_s propose_s; do
   grep -q "\"$key\": [0-9]" <<<"$figures" || fail "a tune step's figures lack $key: $figures"
@@ -65,7 +65,7 @@ done
 # A suite step's figures: every layer's set-up seconds listed.
 "$build/src/cli/cutune" tune-suite resnet18 --layers C8 --trials 2 --batch 2 --device emulator \
   --log "$tmp/suite.log" --quiet --json > "$tmp/suite.json" 2> /dev/null || fail "the emulator's suite failed"
-figures=$(bash -c "$(sed -n '/^json_number()/,/^}/p;/^figures_of()/,/^}/p' "$root/bench/device_check.sh")
+figures=$(bash -c "$(sed -n '/^json_number()/,/^}/p;/^figures_of()/,/^}/p' "$root/bench/device/device_check.sh")
   figures_of suite '$tmp/suite.json'")
 grep -q '"layer_setup_s": \[[0-9]' <<<"$figures" || fail "a suite step's figures lack layer_setup_s: $figures"
 rc=0

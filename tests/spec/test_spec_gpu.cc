@@ -21,7 +21,7 @@ using namespace cutune::spec;
 
 namespace {
 
-// The examples of the source tree, or (in a device pack, bench/pack_device_build.sh) those the
+// The examples of the source tree, or (in a device pack, bench/device/pack_device_build.sh) those the
 // check names.
 const std::string kExamples = [] {
   const char* moved = std::getenv("CUTUNE_EXAMPLES_DIR");

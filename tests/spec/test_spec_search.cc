@@ -71,8 +71,9 @@ TEST_CASE("transfer from another GPU's cache of the same kernel cuts the trials 
   const std::vector<int> transferred = trials_to_95(task, source, trials, seeds);
   INFO("median trials to 95%: alone " << alone[mid] << ", with transfer " << transferred[mid]);
   // With the RTX 2080 Ti's 6,768 measurements the first batches land near the optimum
-  // (bench/README.md §5b: median 6 trials against 86 over 5 seeds of 200 trials; 10 against
-  // 28 over 10 seeds of 100 since the first batch of 8 and the Gaussian process).
+  // (bench/README.md §4, "A user kernel's space": median 6 trials against 86 over 5 seeds of
+  // 200 trials; 10 against 28 over 10 seeds of 100 since the first batch of 8 and the Gaussian
+  // process).
   CHECK(transferred[mid] <= 16);
   CHECK(transferred[mid] * 2 <= alone[mid]);
 }

@@ -2,24 +2,24 @@
 # Packs a build for the device check on a GPU machine that has the driver, the CUDA toolkit and
 # NVIDIA's Python wheels but no Debian packages and no network:
 #   PACK/device_check.sh  run as `bash PACK/device_check.sh [ARGS]`: unpacks the payload into a
-#                         temporary folder and runs the check there (bench/device_check_launch.sh)
+#                         temporary folder and runs the check there (bench/device/device_check_launch.sh)
 #   PACK/manifest.txt     what is packed, and what was missing from the build
 #   PACK/payload.tar.gz   cutune_pack/ holding
-#     device_check.sh     the check itself (bench/device_check.sh)
+#     device_check.sh     the check itself (bench/device/device_check.sh)
 #     bin/                cutune, the worker, the gpu tests, export_example (debug info stripped)
 #     examples/           the T1 specs and kernels of examples/ (tune --spec, test_spec_gpu)
 #     lib/                every shared library they need that is neither glibc's nor CUDA's
 #                         (libxgboost, libdmlc, libfmt, libboost_context, libz, libstdc++, ...)
 # CUDA libraries are not packed: cutune finds them on the machine (cutune doctor says where).
 #
-#   bench/pack_device_build.sh [BUILD_DIR] [PACK_DIR]       (defaults: build, device_pack)
+#   bench/device/pack_device_build.sh [BUILD_DIR] [PACK_DIR]       (defaults: build, device_pack)
 #
 # Fails when the pack is over 40 MiB (the device tool carries at most 64 MiB with the tree); the
 # programs link the whole project statically and compress about threefold.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ $# -gt 2 || ${1:-} == -* || ! -d ${1:-$root/build} ]]; then
-  echo "pack_device_build.sh: usage: bench/pack_device_build.sh [BUILD_DIR] [PACK_DIR] (BUILD_DIR a folder)" >&2
+  echo "pack_device_build.sh: usage: bench/device/pack_device_build.sh [BUILD_DIR] [PACK_DIR] (BUILD_DIR a folder)" >&2
   exit 2
 fi
 build=$(cd "${1:-$root/build}" && pwd)
@@ -60,12 +60,12 @@ done | sort -u | while read -r name path; do
   echo "lib $name" >> "$pack/manifest.txt"
 done
 strip --strip-unneeded "$pack"/lib/*.so* 2>/dev/null || true
-cp "$root/bench/device_check.sh" "$pack/device_check.sh"
+cp "$root/bench/device/device_check.sh" "$pack/device_check.sh"
 cp -r "$root/examples" "$pack/examples"  # the user-kernel specs that tune --spec steps run
 
 tar -C "$stage" -czf "$out/payload.tar.gz" cutune_pack
 cp "$pack/manifest.txt" "$out/manifest.txt"
-cp "$root/bench/device_check_launch.sh" "$out/device_check.sh"
+cp "$root/bench/device/device_check_launch.sh" "$out/device_check.sh"
 
 size=$(du -sm "$out" | cut -f1)
 echo "pack: $out, ${size} MiB compressed ($(du -sm "$pack" | cut -f1) MiB unpacked): $(ls "$pack/bin" | tr '\n' ' ')"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The device check: runs a packed build (bench/pack_device_build.sh) on a machine with one NVIDIA
-# GPU, most valuable steps first, under one overall deadline, and brings back every figure.
+# The device check: runs a packed build (bench/device/pack_device_build.sh) on a machine with
+# one NVIDIA GPU, most valuable steps first, under one overall deadline, and brings back every
+# figure.
 #
 #   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth|bars] [--only REGEX]
 #
@@ -52,7 +53,7 @@ if [[ $plan != full && $plan != breadth && $plan != bars ]]; then
   echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth, bars)" >&2; exit 2
 fi
 if [[ ! -d "$pack/bin" ]]; then
-  echo "device_check.sh: $pack has no bin/: run the copy inside a pack (bench/pack_device_build.sh)" >&2
+  echo "device_check.sh: $pack has no bin/: run the copy inside a pack (bench/device/pack_device_build.sh)" >&2
   exit 2
 fi
 out=${OUT:-$PWD/device_check_out}
