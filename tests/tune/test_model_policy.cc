@@ -14,7 +14,7 @@ using namespace cutune;
 // search needs (N + 1) / 2 trials in expectation (about 2,600). Seeds 0-4, batch 32, as
 // bench/replay_efficiency --needle: the default xgb tuner's median run reaches the plateau
 // within 100 trials and the needle within 200 (153 trials on seeds 0-4; 152 over seeds 0-19
-// and 164 over 20-39 with the plateau handling, 172 and 182 without; bench/README.md §7).
+// and 164 over 20-39 with the plateau handling, 172 and 182 without; bench/notes/search-experiments.md).
 TEST_CASE("needle space: the needle is two knob changes from the plateau, xgb finds it") {
   const char* name = "convolution_old/RTX_3090.json.gz";
   test::require_dataset(name);
