@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <random>
 #include <set>
 
@@ -25,6 +27,13 @@
 using namespace cutune;
 
 namespace {
+
+// Ends the test case as skipped: exit 77, CTest's SKIP_RETURN_CODE (cutune_add_test), with the
+// reason on stdout.
+[[noreturn]] void skip(const std::string& reason) {
+  std::cout << "skipped: " << reason << std::endl;
+  std::exit(77);
+}
 
 CudnnConvProblem problem_of(const std::string& op, const std::vector<int64_t>& shape,
                             const std::string& template_name = "") {
@@ -194,10 +203,7 @@ TEST_CASE("the cuDNN problem round-trips as JSON and follows the template's decl
 TEST_CASE("cuDNN's graph API accepts the convolutions it is offered as a baseline", "[cudnn]") {
   // The tensors, the convolution and the operation finalize without a GPU; the operation
   // graph, its engines and their plans need a handle (test_gpu_conv).
-  if (!cudnn_version()) {
-    WARN("skipped: cuDNN unavailable: " << cudnn_unavailable_reason());
-    return;
-  }
+  if (!cudnn_version()) skip("cuDNN unavailable: " + cudnn_unavailable_reason());
   // C8 (28x28, 128 -> 256, 1x1, stride 2) in fp16 NHWC with its RSCK filter, the layer the
   // legacy API has no good tensor-core algorithm for; bf16 with padding, dilation and odd
   // sizes; an NCHW fp32 layer; and a depthwise one (C groups).
@@ -319,10 +325,8 @@ TEST_CASE("export round-trips a conv task through make_template", "[export]") {
 }
 
 TEST_CASE("tune-suite and bench conv2d without a GPU: one line, exit 1, no log", "[cli]") {
-  if (driver_api() != nullptr) {
-    SUCCEED("a driver is present; the no-device path is not reachable here");
-    return;
-  }
+  if (driver_api() != nullptr)
+    skip("a CUDA device is present; the no-device path is not reachable");
   const auto dir = fresh_dir("suite_cli");
   const std::string log = (dir / "suite.log").string();
   test::CliRun r = test::run_cutune("tune-suite resnet18 --trials 3 --log " + log);

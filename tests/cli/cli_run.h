@@ -3,6 +3,7 @@
 // its stdout, stderr and exit status.
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -31,16 +32,36 @@ inline std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
+// A folder of this process's own (mkdtemp), removed when the process exits (also by
+// std::exit, as a skipped test case does), so that test processes running side by side under
+// ctest -j neither share nor leave one. A forked child that exits leaves it to its parent.
+class ProcessTempDir {
+ public:
+  explicit ProcessTempDir(const std::string& prefix) : owner_(getpid()) {
+    std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    path_ = mkdtemp(templ.data());
+  }
+  ~ProcessTempDir() {
+    if (getpid() != owner_) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ProcessTempDir(const ProcessTempDir&) = delete;
+  ProcessTempDir& operator=(const ProcessTempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  pid_t owner_;
+  std::filesystem::path path_;
+};
+
 // `cwd`: the folder to run in (default: the test's own).
 inline CliRun run_cutune(const std::string& args, const std::filesystem::path& cwd = {}) {
   namespace fs = std::filesystem;
-  static const fs::path dir = [] {  // holds the captured output
-    std::string templ = (fs::temp_directory_path() / "cutune-cli-test-XXXXXX").string();
-    return fs::path(mkdtemp(templ.data()));
-  }();
+  static const ProcessTempDir dir("cutune-cli-test");  // holds the captured output
   CliRun r;
   r.command = std::string(CUTUNE_BINARY_DIR) + "/src/cli/cutune " + args;
-  const fs::path out = dir / "stdout", err = dir / "stderr";
+  const fs::path out = dir.path() / "stdout", err = dir.path() / "stderr";
   std::string shell = (cwd.empty() ? "" : "cd '" + cwd.string() + "' && ") + r.command + " >" +
                       out.string() + " 2>" + err.string() + " </dev/null";
   int raw = std::system(shell.c_str());

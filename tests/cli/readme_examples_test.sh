@@ -2,8 +2,8 @@
 # Runs the README's examples as written: every line starting with `cutune ` inside a fenced
 # block opened by ```sh readme-example (or ```sh (readme-example)), with the built binary first
 # on PATH. A line carrying the comment `# needs-gpu` is skipped where no GPU is present
-# (always, here: the test suite runs without one). Passes with a WARN when the README has no
-# such block yet.
+# (always, here: the test suite runs without one). Fails when the README has no such block,
+# or when every line of it is skipped: then nothing was checked.
 #
 # usage: readme_examples_test.sh CUTUNE_BINARY README.md
 
@@ -16,8 +16,8 @@ if [[ ! -x $binary ]]; then
   exit 1
 fi
 if [[ ! -f $readme ]]; then
-  echo "WARN: $readme does not exist; no README examples to run"
-  exit 0
+  echo "FAIL: $readme does not exist; no README examples to run"
+  exit 1
 fi
 
 mapfile -t examples < <(awk '
@@ -27,8 +27,8 @@ mapfile -t examples < <(awk '
 ' "$readme")
 
 if [[ ${#examples[@]} -eq 0 ]]; then
-  echo "WARN: $readme has no \`\`\`sh readme-example block with cutune lines; nothing to run"
-  exit 0
+  echo "FAIL: $readme has no \`\`\`sh readme-example block with cutune lines; nothing to run"
+  exit 1
 fi
 
 work=$(mktemp -d)
@@ -54,4 +54,8 @@ for line in "${examples[@]}"; do
   ran=$((ran + 1))
 done
 echo "$ran README example(s) run, $failed failed"
+if [[ $ran -eq 0 ]]; then
+  echo "FAIL: every README example needs a GPU; nothing was run"
+  exit 1
+fi
 [[ $failed -eq 0 ]]

@@ -198,7 +198,7 @@ TEST_CASE("parameters that disagree with the CudaSource are a compile error", "[
   REQUIRE_THAT(r.message, Contains("parameter 1 (n) of takes_int is not a pointer"));
 }
 
-TEST_CASE("CUTUNE_CXX chooses the compiler; a missing one is a compile error", "[emulator]") {
+TEST_CASE("CUTUNE_CXX chooses the compiler, a missing one is a compile error", "[emulator]") {
   CudaSource src = make_source("fill", R"(extern "C" __global__ void fill(float* __restrict__ out) {
   out[threadIdx.x] = 1.0f;
 }

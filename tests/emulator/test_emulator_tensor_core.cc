@@ -576,7 +576,7 @@ TEST_CASE("cp.async misuse: too many source bytes, a source past its buffer, mis
 
 // ---- __syncwarp and shuffles (CUDA C++ Programming Guide, "Warp Shuffle Functions") ----
 
-TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads; shuffles move lanes' values",
+TEST_CASE("__syncwarp orders a warp's shared-memory writes and reads, shuffles move lanes' values",
           "[emulator][tensor_core]") {
   CudaSource src = make_source(
       "warp_ops", R"(extern "C" __global__ void warp_ops(int* ints, float* floats, int mode) {

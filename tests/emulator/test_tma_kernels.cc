@@ -137,7 +137,7 @@ TEST_CASE("a block barrier does not wait for a TMA copy", "[tma][emulator]") {
                             Catch::Contains("with no wait on its mbarrier between them"));
 }
 
-TEST_CASE("a lane elected by elect.sync issues the copies; the emulator elects the last lane",
+TEST_CASE("a lane elected by elect.sync issues the copies, the emulator elects the last lane",
           "[tma][emulator]") {
   TileKernel k{37, 29, 40, TmaSwizzle::b128};
   k.elect_issuer = true;

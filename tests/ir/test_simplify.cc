@@ -42,7 +42,7 @@ TEST_CASE("integer constants fold", "[simplify]") {
   CHECK_SIMPLIFIES(cast(Type::f32(), i32(2)), f32(2.0));
 }
 
-TEST_CASE("float constants fold; x * 1 and x + 0 vanish", "[simplify]") {
+TEST_CASE("float constants fold, x * 1 and x + 0 vanish", "[simplify]") {
   Expr x = Var::make(Type::f32(), "x");
   CHECK_SIMPLIFIES(f32(1.5) * f32(2.0), f32(3.0));
   CHECK_SIMPLIFIES(f32(1.0) + f32(0.25), f32(1.25));

@@ -145,7 +145,7 @@ TEST_CASE("a barrier under a thread-dependent condition is an error", "[verify]"
   CHECK_VERIFIES(in_threads(Block::make({IfThenElse::make(tx < 32, touch(tx)), Sync::make()})));
 }
 
-TEST_CASE("shared memory within the opt-in limit passes; above it is an error", "[verify]") {
+TEST_CASE("shared memory within the opt-in limit passes, above it is an error", "[verify]") {
   auto with_shared = [](int64_t floats) {
     Buffer s = Buffer::make("S", Type::f32(), MemoryScope::shared, floats);
     return For::make("tx", 0, 32, ForKind::thread_x,

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "kernels/template.h"
+#include "src/measure/correctness.h"
 #include "src/measure/emulator_measurer.h"
 #include "src/measure/gpu_measurer.h"
 #include "src/measure/gpu_timer.h"
@@ -379,7 +380,10 @@ TEST_CASE("the emulator measurer runs a tiny GEMM and labels its times", "[measu
     CHECK(x.ok());
     CHECK(x.timer == TimerKind::emulator);
     CHECK(x.times_s.size() == 1);
+    // Checked (not -1, "unchecked") and within the float32 rule for an 8-long reduction.
     CHECK(x.max_rel_error >= 0);
+    CHECK(x.max_rel_error <= error_tolerance("float32", 8));
+    CHECK(x.extra["tolerance"] == error_tolerance("float32", 8));
     CHECK(x.extra["emulated"] == true);
   }
 }

@@ -33,7 +33,7 @@ TEST_CASE("baseline ratios cover only the tasks with both times", "[records]") {
   CHECK_THROWS_AS(baseline_ratios({1.0}, {}), std::logic_error);
 }
 
-TEST_CASE("records keep their trial number and kind; older lines have neither", "[records]") {
+TEST_CASE("records keep their trial number and kind, older lines have neither", "[records]") {
   Record r = testing::make_record(testing::gemm_task(), 7, {1e-3, 2e-3});
   r.trial = 41;
   r.kind = RecordKind::remeasure;

@@ -177,7 +177,7 @@ TEST_CASE("the curve is infinite until the first ok trial", "[report]") {
   CHECK(to_json(failed)["best"].is_null());
 }
 
-TEST_CASE("trials in proposal order; re-measurements are not trials but rank the top",
+TEST_CASE("trials in proposal order, re-measurements are not trials but rank the top",
           "[report]") {
   const TaskKey t = gemm_task();
   // Arrival order 2, 0, 1 (results stream in as they finish), then a re-measurement of config 7.
@@ -253,7 +253,7 @@ TEST_CASE("a replayed cache's space: the expectation and the rounds use the whol
   CHECK(s.rounds[0].quality == Approx((3.5 + 5.5 + 4.5 + 5) / 8 / 4));
 }
 
-TEST_CASE("the baseline is the median of the records' baseline_s; ratio = baseline / best",
+TEST_CASE("the baseline is the median of the records' baseline_s, ratio = baseline / best",
           "[report]") {
   std::vector<Record> r = sample_records();
   r[0] = with_baseline(r[0], 6e-3);

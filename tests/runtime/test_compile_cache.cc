@@ -47,7 +47,7 @@ TEST_CASE("FNV-1a 64 matches the reference values and separates fields", "[cache
   CHECK(Fnv1a64().add("x").value() == Fnv1a64().add("x").value());
 }
 
-TEST_CASE("second compile is a cache hit with identical bytes; another arch misses", "[cache]") {
+TEST_CASE("second compile is a cache hit with identical bytes, another arch misses", "[cache]") {
   NvrtcBuilder builder(BuildOptions{});
   const CompileResult first = builder.compile(test::axpy_source());
   REQUIRE(first.ok());

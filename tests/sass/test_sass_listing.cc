@@ -112,7 +112,7 @@ TEST_CASE("two kernels in one listing are two functions, labels kept apart") {
   CHECK(*fs[0].instructions[10].target == 0x50);
 }
 
-TEST_CASE("loops are backward branches; the main loop is the largest innermost one") {
+TEST_CASE("loops are backward branches, the main loop is the largest innermost one") {
   const Function f = parse_nvdisasm(kNested).at(0);
   std::vector<Loop> loops = find_loops(f);
   REQUIRE(loops.size() == 4);

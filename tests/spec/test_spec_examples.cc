@@ -3,13 +3,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
 #include <fmt/format.h>
 
+#include "src/measure/correctness.h"
 #include "src/runtime/nvrtc_builder.h"
+#include "src/spec/spec_buffers.h"
 #include "src/spec/spec_verify.h"
 
 using namespace cutune;
@@ -42,7 +45,83 @@ void verify_sample(const SpecTask& task, int count, uint64_t seed) {
   }
 }
 
+// Runs `params` of `task` once in the emulator on the arguments filled as the spec says and
+// returns every argument (inputs as filled, outputs as the kernel left them).
+std::vector<ArgData> emulate(const SpecTask& task, const std::vector<int64_t>& params) {
+  const KernelSpec& spec = task.spec();
+  const SpecInstance in = task.instantiate(params);
+  std::vector<ArgData> args;
+  std::vector<emu::HostBuffer> buffers;
+  std::vector<emu::ScalarArg> scalars;
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
+    const ArgData& a = args.emplace_back(
+        make_argument(spec.arguments[i], int(i), in.elements[i], in.fill_values[i], 1));
+    if (spec.arguments[i].is_scalar) {
+      emu::ScalarArg& s = scalars.emplace_back();
+      s.type = storage_type(a.type);
+      std::memcpy(s.bits.data(), a.bytes.data(), a.bytes.size());
+    } else {
+      buffers.push_back({storage_type(a.type), a.bytes});
+    }
+  }
+  emu::EmulatorOptions options;
+  options.host_threads = 2;
+  emu::Emulator emulator(options);
+  const emu::EmuResult r = emulator.run(task.emulator_source(in), buffers, scalars);
+  INFO(r.message);
+  REQUIRE(r.status == emu::EmuStatus::ok);
+  size_t next = 0;
+  for (size_t i = 0; i < spec.arguments.size(); ++i)
+    if (!spec.arguments[i].is_scalar) args[i].bytes = std::move(buffers[next++].bytes);
+  return args;
+}
+
 }  // namespace
+
+// The tests above compare configurations with the reference configuration only; these compare
+// the reference configuration with the operator itself, computed on the host from the same
+// inputs, so that a bug every configuration shares is caught too.
+TEST_CASE("conv2d example: the reference configuration computes the convolution") {
+  const int width = 37, height = 21, filter = 7;  // odd sizes: partial blocks at both edges
+  const SpecTask task = load_example("conv2d/conv2d.json", {width, height});
+  const std::vector<ArgData> args = emulate(task, task.spec().reference.configuration);
+  const std::vector<float> output = args[0].to_floats(), input = args[1].to_floats(),
+                           weights = args[2].to_floats();
+  const int in_width = width + filter - 1;
+  REQUIRE(output.size() == size_t(width * height));
+  REQUIRE(input.size() == size_t(in_width * (height + filter - 1)));
+  REQUIRE(weights.size() == size_t(filter * filter));
+  std::vector<float> expected(output.size());
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      double sum = 0;
+      for (int i = 0; i < filter; ++i)
+        for (int j = 0; j < filter; ++j)
+          sum += double(input[(y + i) * in_width + x + j]) * weights[i * filter + j];
+      expected[y * width + x] = float(sum);
+    }
+  }
+  const CompareResult c = compare_outputs(output.data(), expected.data(), int64_t(output.size()));
+  const double tolerance = error_tolerance("float32", filter * filter);
+  INFO(c.describe(tolerance));
+  CHECK(c.ok(tolerance));
+}
+
+TEST_CASE("reduction example: the reference configuration computes the sum") {
+  const int n = 1003;  // small enough that one element more or less is beyond the tolerance
+  const SpecTask task = load_example("reduction/reduce.json", {n});
+  const std::vector<ArgData> args = emulate(task, task.spec().reference.configuration);
+  const std::vector<float> out = args[0].to_floats(), in = args[1].to_floats();
+  REQUIRE(out.size() == 1);
+  REQUIRE(in.size() == size_t(n));
+  double sum = 0;
+  for (float v : in) sum += v;
+  const float expected = float(sum);
+  const CompareResult c = compare_outputs(out.data(), &expected, 1);
+  const double tolerance = error_tolerance("float32", n);
+  INFO(c.describe(tolerance));
+  CHECK(c.ok(tolerance));
+}
 
 TEST_CASE("conv2d example: sampled configurations match the reference in the emulator") {
   verify_sample(load_example("conv2d/conv2d.json", {67, 45}), 20, 1);

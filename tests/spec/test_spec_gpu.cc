@@ -81,7 +81,7 @@ TEST_CASE("conv2d example on the GPU: constant memory and scalars") {
   measure_sample(SpecTask(std::move(spec)), 12);
 }
 
-TEST_CASE("a template kernel runs on the GPU; a planted bug is a wrong answer") {
+TEST_CASE("a template kernel runs on the GPU, a planted bug is a wrong answer") {
   skip_without_device();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "cutune_spec_gpu";
   std::filesystem::create_directories(dir);

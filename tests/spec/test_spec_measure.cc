@@ -111,7 +111,7 @@ TEST_CASE("a spec's worker task carries buffers, scalars by value and constant m
   CHECK(back.user->reference_launch.grid == Dim3{4, 3, 1});
 }
 
-TEST_CASE("an expected-output file travels in the blob; no reference kernel runs") {
+TEST_CASE("an expected-output file travels in the blob, no reference kernel runs") {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "cutune_spec_out";
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(kExamples + "/reduction/reduce.cu", dir / "reduce.cu",

@@ -301,7 +301,7 @@ TEST_CASE("wgmmas kept in flight across slices (mma_pipe) match, with a producer
         "wgmmas stay in flight across slices only with a producer or a ring of 3 or more slots");
 }
 
-TEST_CASE("rings without a producer refill their slots; with mma_pipe one slice less ahead",
+TEST_CASE("rings without a producer refill their slots, with mma_pipe one slice less ahead",
           "[wgmma][tma][emulator]") {
   // cp.async rings (released by the block's barrier) and TMA rings without a producer
   // (released through their empty barriers: the elected thread waits for a slot's release
