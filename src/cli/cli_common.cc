@@ -16,9 +16,12 @@
 
 namespace cutune::cli {
 
-void TaskOptions::add_to(CLI::App& cmd, bool with_arch) {
-  cmd.add_option("op", op, "operator (see `cutune ops`)")->required();
-  cmd.add_option("--shape", shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K")->required();
+void TaskOptions::add_to(CLI::App& cmd, bool with_arch, bool or_spec) {
+  cmd.add_option("op", op, or_spec ? "operator (see `cutune ops`), or --spec FILE"
+                                   : "operator (see `cutune ops`)")
+      ->required(!or_spec);
+  cmd.add_option("--shape", shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K")
+      ->required(!or_spec);
   cmd.add_option("--template", template_name, "schedule template (default: the operator's first)");
   if (with_arch) {
     cmd.add_option("--arch", arch,
@@ -65,6 +68,12 @@ CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& d
             return text.starts_with('-') ? std::string("must be an integer >= 0") : std::string();
           },
           ""));
+}
+
+void reject_given(const CLI::App& cmd, const std::vector<std::string>& names,
+                  const std::string& why) {
+  for (const std::string& name : names)
+    if (cmd.count(name) > 0) throw UsageError(fmt::format("{} {}", name, why));
 }
 
 void require_readable_file(const std::string& path, const std::string& flag) {
