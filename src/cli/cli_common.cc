@@ -17,9 +17,12 @@
 
 namespace cutune::cli {
 
-void TaskOptions::add_to(CLI::App& cmd, bool with_arch) {
-  cmd.add_option("op", op, "operator (see `cutune ops`)")->required();
-  cmd.add_option("--shape", shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K")->required();
+void TaskOptions::add_to(CLI::App& cmd, bool with_arch, bool or_spec) {
+  cmd.add_option("op", op, or_spec ? "operator (see `cutune ops`), or --spec FILE"
+                                   : "operator (see `cutune ops`)")
+      ->required(!or_spec);
+  cmd.add_option("--shape", shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K")
+      ->required(!or_spec);
   cmd.add_option("--template", template_name, "schedule template (default: the operator's first)");
   if (with_arch) {
     cmd.add_option("--arch", arch,
@@ -84,6 +87,10 @@ CLI::Validator number_in(double least, double most) {
         return fmt::format("must be a number {} (got {})", range, text);
       },
       "");
+void reject_given(const CLI::App& cmd, const std::vector<std::string>& names,
+                  const std::string& why) {
+  for (const std::string& name : names)
+    if (cmd.count(name) > 0) throw UsageError(fmt::format("{} {}", name, why));
 }
 
 void require_readable_file(const std::string& path, const std::string& flag) {

@@ -38,7 +38,9 @@ struct TaskOptions {
   std::string arch;  // empty: the detected GPU's, else sm_90
   bool json = false;
 
-  void add_to(CLI::App& cmd, bool with_arch = true);
+  // With `or_spec` (the command takes --spec FILE instead, TaskOrSpec), OP and --shape are
+  // optional here and checked by the command.
+  void add_to(CLI::App& cmd, bool with_arch = true, bool or_spec = false);
   std::unique_ptr<Template> make() const;
   std::string resolved_arch() const;
   ir::TargetLimits limits() const;
@@ -51,6 +53,10 @@ CLI::Option* add_seed_option(CLI::App& cmd, uint64_t& seed, const std::string& d
 // For CLI11's check(): a finite number in [least, most] ("must be in [0, 1] (got nan)"; with
 // `most` infinite, "must be >= 0 ...").
 CLI::Validator number_in(double least, double most);
+// A UsageError "NAME WHY" for the first of `names` (options of `cmd`) that its command line
+// gave.
+void reject_given(const CLI::App& cmd, const std::vector<std::string>& names,
+                  const std::string& why);
 
 // UsageError (one line, naming `flag`) unless `path` is a regular file this process can read.
 void require_readable_file(const std::string& path, const std::string& flag);

@@ -1,5 +1,6 @@
 // cutune compile: lower and compile a sample of configurations with NVRTC, reporting the
-// verifier's rejections, compile failures and the ptxas outcome (registers, spills).
+// verifier's rejections, compile failures and the ptxas outcome (registers, spills); with
+// --spec, a user kernel's configurations (cmd_spec.cc).
 
 #include <chrono>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_spec.h"
 #include "src/lower/lower.h"
 #include "src/runtime/device.h"
 #include "src/runtime/nvrtc_builder.h"
@@ -145,15 +147,26 @@ void run_compile(const CompileArgs& args) {
 void add_compile_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compile", "compile a sample of configurations with NVRTC");
   auto args = std::make_shared<CompileArgs>();
-  args->task.add_to(*cmd);
-  cmd->add_option("--sample", args->sample, "configurations to sample")->capture_default_str();
+  auto form = std::make_shared<TaskOrSpec>();
+  form->add_to(*cmd);
+  cmd->add_option("--sample", args->sample,
+                  "configurations to sample (default: 100; with --spec 200, or all valid ones "
+                  "when there are no more)");
   cmd->add_option("--jobs,-j", args->jobs, "compiler threads")->capture_default_str();
   add_seed_option(*cmd, args->seed, "sampling seed");
   cmd->add_option("--cache-dir", args->cache_dir, "on-disk cubin cache (default: none)");
   cmd->add_flag("--sass", args->sass,
                 "with --json: each compiled configuration's registers, spills and main-loop "
                 "instruction mix (needs nvdisasm)");
-  cmd->callback([args] { run_compile(*args); });
+  cmd->callback([cmd, args, form] {
+    if (form->wants_spec({"--cache-dir", "--sass"})) {
+      const int sample = cmd->count("--sample") > 0 ? args->sample : 200;
+      spec_form::run_compile(form->spec(), sample, args->jobs, args->seed);
+      return;
+    }
+    args->task = form->task;
+    run_compile(*args);
+  });
 }
 
 }  // namespace cutune::cli

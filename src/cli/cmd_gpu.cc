@@ -5,7 +5,7 @@
 // log in the same worker, with the same timer and the same L2 flush, interleaved (baseline,
 // tuned, baseline, tuned, ...: measure_interleaved), so their ratio is fair. The log's record
 // must come from this GPU's kind (--any-device to take another's); without an ok record the
-// baseline is still timed and printed.
+// baseline is still timed and printed. Their --spec forms (and `export --t4`) are cmd_spec.cc's.
 
 #include <filesystem>
 #include <iostream>
@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_spec.h"
 #include "src/lower/lower.h"
 #include "src/records/tuning_log.h"
 #include "src/runtime/device.h"
@@ -270,18 +271,47 @@ void run_bench(const BenchArgs& args) {
 
 void add_gpu_commands(CLI::App& app) {
   auto* ex = app.add_subcommand(
-      "export", "write the best kernel of each task in a log as .cubin, .cu and manifest.json");
+      "export",
+      "write the best kernel of each task in a log as .cubin, .cu and manifest.json (with "
+      "--spec: of a user kernel's log; with --t4: the log's measurements as T4 results)");
   auto ex_args = std::make_shared<ExportArgs>();
+  auto ex_spec = std::make_shared<SpecOptions>();
+  auto ex_task = std::make_shared<std::string>();
+  auto ex_t4 = std::make_shared<bool>(false);
   ex->add_option("log", ex_args->log, "tuning log")->required();
-  ex->add_option("--out", ex_args->out, "output folder")->required();
+  ex->add_option("--out", ex_args->out, "output folder (with --t4: the file to write)")
+      ->required();
   ex->add_flag("--json", ex_args->json, "machine-readable output");
-  ex->callback([ex_args] { run_export(*ex_args); });
+  ex->add_option("--spec", ex_spec->spec_path,
+                 "T1 kernel specification (JSON): export the best configuration of that kernel");
+  ex->add_option("--problem-size", ex_spec->problem_size,
+                 "with --spec: replace the spec's ProblemSize, e.g. 256,256");
+  ex->add_option("--arch", ex_spec->arch,
+                 "with --spec: target architecture (default: detected GPU, else sm_90)");
+  ex->add_flag("--t4", *ex_t4, "write the log's measurements as T4 results (JSON) to --out");
+  ex->add_option("--task", *ex_task, "with --spec or --t4: the task, when the log holds several");
+  ex->callback([ex, ex_args, ex_spec, ex_task, ex_t4] {
+    const bool spec = ex->count("--spec") > 0;
+    if (*ex_t4) {
+      if (spec) throw UsageError("give --spec FILE or --t4, not both");
+      reject_given(*ex, {"--json", "--problem-size", "--arch"}, "does not go with --t4");
+      return spec_form::run_t4_export(ex_args->log, ex_args->out, *ex_task);
+    }
+    if (spec) {
+      ex_spec->json = ex_args->json;
+      return spec_form::run_export(*ex_spec, ex_args->log, ex_args->out, *ex_task);
+    }
+    reject_given(*ex, {"--problem-size", "--arch", "--task"}, "goes with --spec FILE");
+    run_export(*ex_args);
+  });
 
   auto* bench = app.add_subcommand("bench",
                                    "time cuBLAS (gemm) or cuDNN (conv2d, depthwise_conv2d) and the "
-                                   "tuned kernel of a log on the GPU");
+                                   "tuned kernel of a log on the GPU (with --spec: a user "
+                                   "kernel's reference configuration, given ones and a log's best)");
   auto bench_args = std::make_shared<BenchArgs>();
-  bench_args->task.add_to(*bench, /*with_arch=*/false);
+  auto bench_form = std::make_shared<TaskOrSpec>();
+  bench_form->add_to(*bench, /*with_arch=*/false);
   bench->add_option("--log", bench_args->log, "tuning log whose best kernel for the task is timed");
   bench->add_flag("--no-flush", bench_args->no_flush, "keep L2 warm between runs");
   bench->add_option("--device", bench_args->device, "CUDA device ordinal")->capture_default_str();
@@ -297,9 +327,13 @@ void add_gpu_commands(CLI::App& app) {
       ->expected(1, -1);
   bench->add_flag("--any-device", bench_args->any_device,
                   "take the log's best record even when another GPU kind measured it");
-  bench->callback([bench_args] {
+  bench->callback([bench_args, bench_form] {
+    if (bench_form->wants_spec({"--device", "--rounds", "--any-device"}))
+      return spec_form::run_bench(bench_form->spec(), bench_args->configs, bench_args->log,
+                                  bench_args->seconds, bench_args->no_flush);
     if (bench_args->rounds < 1 || bench_args->rounds > 100)
       throw UsageError(fmt::format("--rounds must be in [1, 100] (got {})", bench_args->rounds));
+    bench_args->task = bench_form->task;
     run_bench(*bench_args);
   });
 

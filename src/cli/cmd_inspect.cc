@@ -1,10 +1,12 @@
-// cutune ops | space | show: what the operators, templates and spaces are.
+// cutune ops | space | show: what the operators, templates and spaces are (space and show
+// also of a --spec kernel: cmd_spec.cc).
 
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_spec.h"
 #include "src/ir/ir_printer.h"
 #include "src/lower/lower.h"
 
@@ -118,17 +120,29 @@ void add_inspect_commands(CLI::App& app) {
   ops->add_flag("--json", *ops_json, "machine-readable output");
   ops->callback([ops_json] { run_ops(*ops_json); });
 
-  auto* space = app.add_subcommand("space", "show a template's knobs and the size of its space");
-  auto space_opts = std::make_shared<TaskOptions>();
+  auto* space = app.add_subcommand(
+      "space", "show a template's knobs (or a --spec kernel's parameters) and the size of its space");
+  auto space_opts = std::make_shared<TaskOrSpec>();
   space_opts->add_to(*space, false);
-  space->callback([space_opts] { run_space(*space_opts); });
+  space->callback([space_opts] {
+    if (space_opts->wants_spec())
+      spec_form::run_space(space_opts->spec());
+    else
+      run_space(space_opts->task);
+  });
 
-  auto* show = app.add_subcommand("show", "print one configuration's IR and CUDA source");
-  auto show_opts = std::make_shared<TaskOptions>();
+  auto* show = app.add_subcommand(
+      "show", "print one configuration's IR and CUDA source (with --spec: its defines and launch)");
+  auto show_opts = std::make_shared<TaskOrSpec>();
   auto config = std::make_shared<std::string>();
   show_opts->add_to(*show);
   show->add_option("--config", *config, "configuration index or JSON")->required();
-  show->callback([show_opts, config] { run_show(*show_opts, *config); });
+  show->callback([show_opts, config] {
+    if (show_opts->wants_spec())
+      spec_form::run_show(show_opts->spec(), *config);
+    else
+      run_show(show_opts->task, *config);
+  });
 }
 
 }  // namespace cutune::cli

@@ -1,6 +1,6 @@
-// `--spec SPEC.json` on space / show / compile / verify / tune / bench: the same commands for a
-// user's own CUDA kernel described by a T1 file (src/spec). main.cc hands the command line
-// here when it names --spec, so the operator commands' files need no change.
+// `--spec SPEC.json` on space / show / compile / verify / bench / export: the same commands for
+// a user's own CUDA kernel described by a T1 file (src/spec). Those commands register --spec
+// themselves (TaskOrSpec) and call spec_form:: here for it; also `export --t4` and `cache`.
 
 #include <chrono>
 #include <filesystem>
@@ -28,45 +28,6 @@ namespace cutune::cli {
 
 namespace {
 
-struct SpecOptions {
-  std::string spec_path;
-  std::string problem_size;  // overrides the spec's ProblemSize
-  std::string arch;
-  bool json = false;
-
-  void add_to(CLI::App& cmd) {
-    cmd.add_option("--spec", spec_path, "T1 kernel specification (JSON)")->required();
-    cmd.add_option("--problem-size", problem_size, "replace the spec's ProblemSize, e.g. 256,256");
-    cmd.add_option("--arch", arch, "target architecture (default: detected GPU, else sm_90)");
-    cmd.add_flag("--json", json, "machine-readable output");
-  }
-
-  spec::KernelSpec load(bool require_kernel_file) const {
-    spec::KernelSpec s = spec::load_kernel_spec(spec_path, require_kernel_file);
-    if (!problem_size.empty()) {
-      std::vector<int64_t> sizes = parse_shape(problem_size);
-      if (sizes.size() != s.problem_size.size())
-        throw UsageError(fmt::format("--problem-size has {} values; the spec's ProblemSize has {}",
-                                     sizes.size(), s.problem_size.size()));
-      s.problem_size = sizes;
-    }
-    return s;
-  }
-
-  std::string resolved_arch() const { return arch.empty() ? default_arch() : arch; }
-
-  DeviceInfo device() const {
-    const std::string a = resolved_arch();
-    for (const DeviceInfo& d : list_devices())
-      if (d.arch() == a) return d;
-    try {
-      return target_limits(a);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
-};
-
 // `count` distinct valid configurations: all of them when there are no more, else a sample.
 std::vector<Config> pick_configs(const ConfigSpace& space, int count, uint64_t seed) {
   std::vector<Config> out;
@@ -92,6 +53,75 @@ std::vector<Config> pick_configs(const ConfigSpace& space, int count, uint64_t s
   if (out.empty()) throw UsageError("the spec's space has no valid configuration");
   return out;
 }
+
+}  // namespace
+
+spec::KernelSpec SpecOptions::load(bool require_kernel_file) const {
+  spec::KernelSpec s = spec::load_kernel_spec(spec_path, require_kernel_file);
+  if (!problem_size.empty()) {
+    std::vector<int64_t> sizes = parse_shape(problem_size);
+    if (sizes.size() != s.problem_size.size())
+      throw UsageError(fmt::format("--problem-size has {} values; the spec's ProblemSize has {}",
+                                   sizes.size(), s.problem_size.size()));
+    s.problem_size = sizes;
+  }
+  return s;
+}
+
+std::string SpecOptions::resolved_arch() const { return arch.empty() ? default_arch() : arch; }
+
+DeviceInfo SpecOptions::device() const {
+  const std::string a = resolved_arch();
+  for (const DeviceInfo& d : list_devices())
+    if (d.arch() == a) return d;
+  try {
+    return target_limits(a);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+void TaskOrSpec::add_to(CLI::App& cmd, bool with_arch) {
+  cmd_ = &cmd;
+  with_arch_ = with_arch;
+  task.add_to(cmd, with_arch, /*or_spec=*/true);
+  cmd.add_option("--spec", spec_path,
+                 "T1 kernel specification (JSON): a kernel of your own, in place of OP and "
+                 "--shape");
+  cmd.add_option("--problem-size", problem_size,
+                 "with --spec: replace the spec's ProblemSize, e.g. 256,256");
+  if (!with_arch)
+    cmd.add_option("--arch", task.arch,
+                   "with --spec: target architecture (default: detected GPU, else sm_90)");
+}
+
+bool TaskOrSpec::wants_spec(const std::vector<std::string>& operator_only,
+                           const std::vector<std::string>& spec_only) const {
+  const bool has_op = cmd_->count("op") > 0, has_spec = cmd_->count("--spec") > 0;
+  if (has_op && has_spec) throw UsageError("give an operator or --spec FILE, not both");
+  if (!has_op && !has_spec)
+    throw UsageError(
+        fmt::format("give an operator or --spec FILE (see cutune {} --help)", cmd_->get_name()));
+  if (has_spec) {
+    std::vector<std::string> names = {"--shape", "--template"};
+    names.insert(names.end(), operator_only.begin(), operator_only.end());
+    reject_given(*cmd_, names, "goes with an operator, not --spec");
+    return true;
+  }
+  std::vector<std::string> names = {"--problem-size"};
+  if (!with_arch_) names.push_back("--arch");
+  names.insert(names.end(), spec_only.begin(), spec_only.end());
+  reject_given(*cmd_, names, "goes with --spec FILE, not an operator");
+  if (task.shape.empty()) throw UsageError("--shape is required with an operator");
+  return false;
+}
+
+SpecOptions TaskOrSpec::spec() const {
+  return {.spec_path = spec_path, .problem_size = problem_size, .arch = task.arch,
+          .json = task.json};
+}
+
+namespace spec_form {
 
 void run_space(const SpecOptions& opts) {
   spec::SpecTask task(opts.load(false));
@@ -286,6 +316,10 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed,
   fmt::print("{} of {} passed in {:.1f} s\n", passed, configs.size(), seconds);
 }
 
+}  // namespace spec_form
+
+namespace {
+
 // Writes beside the target and renames, so a reader never sees half a file.
 void write_json_file(const std::string& path, const nlohmann::ordered_json& j) {
   const std::string tmp = path + ".tmp";
@@ -333,62 +367,18 @@ void add_interop_commands(CLI::App& app) {
   });
 }
 
-bool spec_requested(int argc, char** argv) {
-  if (argc < 3) return false;
-  if (std::string(argv[1]) == "export") {
-    for (int i = 2; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--t4" || a == "--spec" || a.rfind("--spec=", 0) == 0) return true;
-    }
-    return false;
-  }
-  // `tune --spec` is cmd_tune.cc's (it shares the search options and --replay).
-  static const std::set<std::string> kCommands = {"space", "show", "compile", "verify", "bench"};
-  if (!kCommands.count(argv[1])) return false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--spec" || a.rfind("--spec=", 0) == 0) return true;
-  }
-  return false;
-}
+namespace spec_form {
 
-int run_t4_export(int argc, char** argv) {
-  CLI::App app{"cutune export LOG --t4 --out FILE: a log's measurements in the T4 results format"};
-  std::string log, out, task;
-  bool t4 = false;
-  app.add_option("log", log, "tuning log (JSON lines)")->required();
-  app.add_flag("--t4", t4, "write T4 results (JSON)");
-  app.add_option("--out", out, "the T4 file to write")->required();
-  app.add_option("--task", task, "the task, when the log holds several");
-  try {
-    app.parse(argc - 1, argv + 1);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) + " (see cutune export --t4 --help)");
-  }
+// `export LOG --t4 --out FILE`: a log's measurements in the T4 results format.
+void run_t4_export(const std::string& log, const std::string& out, const std::string& task) {
   std::vector<Record> records = log_records(log, task);
   write_json_file(out, spec::records_to_t4(records));
   fmt::print("wrote {} results to {}\n", records.size(), out);
-  return 0;
 }
 
 // `export LOG --spec SPEC --out DIR`: the best configuration's cubin, source and manifest.
-int run_spec_export(int argc, char** argv) {
-  CLI::App app{"cutune export LOG --spec SPEC --out DIR: the best kernel of a spec task's log"};
-  std::string log, out, task_filter, arch;
-  SpecOptions opts;
-  opts.add_to(app);
-  app.add_option("log", log, "tuning log (JSON lines)")->required();
-  app.add_option("--out", out, "output folder")->required();
-  app.add_option("--task", task_filter, "the task, when the log holds several");
-  try {
-    app.parse(argc - 1, argv + 1);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) + " (see cutune export --spec FILE --help)");
-  }
+void run_export(const SpecOptions& opts, const std::string& log, const std::string& out,
+                const std::string& task_filter) {
   if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
     throw UsageError(fmt::format("--out {} exists and is not a folder", out));
   const spec::SpecTask task(opts.load(true));
@@ -396,38 +386,20 @@ int run_spec_export(int argc, char** argv) {
       spec::export_spec_best(task, log_records(log, task_filter), out, opts.arch);
   if (opts.json) {
     print_json(e.manifest_json);
-    return 0;
+    return;
   }
   fmt::print("wrote {}, {} and {} ({} {}: config {}, {:.4g} ms)\n", e.cubin.string(),
              e.source.string(), e.manifest.string(), e.manifest_json["symbol"].get<std::string>(),
              e.manifest_json["arch"].get<std::string>(),
              e.manifest_json["config_index"].get<uint64_t>(),
              e.manifest_json["time_ms"].get<double>());
-  return 0;
 }
 
 // `bench --spec SPEC [--config C]... [--log LOG]`: the reference configuration, the given ones
 // and the log's best, each checked and timed on the GPU with the tuner's harness (longer runs,
 // no early stop).
-int run_spec_bench(int argc, char** argv) {
-  CLI::App app{"cutune bench --spec SPEC: time a user kernel's configurations on the GPU"};
-  SpecOptions opts;
-  opts.add_to(app);
-  std::vector<std::string> configs;
-  std::string log;
-  double seconds = 2.0;
-  bool no_flush = false;
-  app.add_option("--config", configs, "configurations to time (index or JSON)")->expected(1, -1);
-  app.add_option("--log", log, "a tuning log whose best configuration is timed too");
-  app.add_option("--seconds", seconds, "time cap per kernel")->capture_default_str();
-  app.add_flag("--no-flush", no_flush, "keep L2 warm between runs");
-  try {
-    app.parse(argc - 1, argv + 1);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) + " (see cutune bench --spec FILE --help)");
-  }
+void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
+               const std::string& log, double seconds, bool no_flush) {
   if (!(seconds > 0 && seconds <= 60)) throw UsageError("--seconds must be in (0, 60]");
   const spec::SpecTask task(opts.load(true));
   std::vector<std::pair<std::string, Config>> todo;
@@ -501,7 +473,7 @@ int run_spec_bench(int argc, char** argv) {
             results.front().median_s() / results[i].median_s();
   if (opts.json) {
     print_json(out);
-    return 0;
+    return;
   }
   fmt::print("{} ({}), {}, L2 flush {}\n", measurer->device_name(), measurer->target_arch(),
              opts.spec_path, no_flush ? "off" : "on");
@@ -519,51 +491,8 @@ int run_spec_bench(int argc, char** argv) {
                    : "",
                r["config"].dump());
   }
-  return 0;
 }
 
-int run_spec_command(int argc, char** argv) {
-  const std::string command = argv[1];
-  if (command == "export") {
-    for (int i = 2; i < argc; ++i)
-      if (std::string(argv[i]) == "--t4") return run_t4_export(argc, argv);
-    return run_spec_export(argc, argv);
-  }
-  if (command == "bench") return run_spec_bench(argc, argv);
-  CLI::App app{fmt::format("cutune {} --spec: a user kernel described by a T1 file", command)};
-  SpecOptions opts;
-  opts.add_to(app);
-  int sample = command == "compile" ? 200 : 20;
-  int jobs = 1;
-  uint64_t seed = 0;
-  std::string config;
-  if (command == "compile" || command == "verify") {
-    app.add_option("--sample", sample, "configurations (all valid ones when there are no more)")
-        ->capture_default_str();
-    app.add_option("--seed", seed, "sampling seed")->capture_default_str();
-  }
-  if (command == "compile") app.add_option("--jobs", jobs, "NVRTC threads")->capture_default_str();
-  if (command == "verify")
-    app.add_option("--config", config, "check this one configuration (index or JSON)");
-  if (command == "show")
-    app.add_option("--config", config, "configuration index or JSON")->required();
-  try {
-    app.parse(argc - 1, argv + 1);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) +
-                     fmt::format(" (see cutune {} --spec FILE --help)", command));
-  }
-  if (command == "space")
-    run_space(opts);
-  else if (command == "show")
-    run_show(opts, config);
-  else if (command == "compile")
-    run_compile(opts, sample, jobs, seed);
-  else
-    run_verify(opts, sample, seed, config);
-  return 0;
-}
+}  // namespace spec_form
 
 }  // namespace cutune::cli

@@ -1,19 +1,77 @@
 #pragma once
-// The `--spec SPEC.json` forms of space / show / compile / verify / tune / bench, and the
-// interoperability commands `cache` and `export --t4` (cmd_spec.cc, cmd_interop.cc).
+// The `--spec SPEC.json` forms of space / show / compile / verify / bench / export, `export
+// --t4`, and the interoperability command `cache` (all in cmd_spec.cc). Each of those commands
+// registers --spec on itself (TaskOrSpec) and its callback calls the functions below for the
+// spec form. `tune --spec` is cmd_tune.cc's (it shares the search options and --replay).
 
-namespace CLI {
-class App;
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/cli/cli_common.h"
+
+namespace cutune {
+struct DeviceInfo;
+namespace spec {
+struct KernelSpec;
 }
+}  // namespace cutune
 
 namespace cutune::cli {
 
-// Whether argv is `cutune COMMAND ... --spec ...` for a command that takes a spec, or
-// `cutune export ... --t4 ...`.
-bool spec_requested(int argc, char** argv);
-// Runs that command (or `export LOG --t4 --out FILE`); errors as UserError (exit 2). Returns
-// the exit code.
-int run_spec_command(int argc, char** argv);
+// What a --spec form reads: the T1 file and the options its command took.
+struct SpecOptions {
+  std::string spec_path;
+  std::string problem_size;  // overrides the spec's ProblemSize
+  std::string arch;
+  bool json = false;
+
+  spec::KernelSpec load(bool require_kernel_file) const;
+  std::string resolved_arch() const;
+  DeviceInfo device() const;
+};
+
+// The two forms of space / show / compile / verify / bench on one command: `OP --shape S
+// [--template T]` (an operator) or `--spec FILE [--problem-size P]` (a user's kernel).
+struct TaskOrSpec {
+  TaskOptions task;  // OP, --shape, --template, --arch, --json
+  std::string spec_path;
+  std::string problem_size;
+
+  // Registers OP (optional), --shape, --template, --arch, --json, --spec and --problem-size.
+  // Without `with_arch` the operator form takes no --arch (only --spec does).
+  void add_to(CLI::App& cmd, bool with_arch = true);
+  // Whether the command line asked for the spec form. A UsageError (one line) when it gave
+  // both OP and --spec or neither, OP without --shape, or an option of the other form: the
+  // command's own `operator_only` and `spec_only` besides --shape, --template and
+  // --problem-size.
+  bool wants_spec(const std::vector<std::string>& operator_only = {},
+                 const std::vector<std::string>& spec_only = {}) const;
+  // The spec form's options: --spec, --problem-size, --arch and --json.
+  SpecOptions spec() const;
+
+ private:
+  CLI::App* cmd_ = nullptr;
+  bool with_arch_ = true;
+};
+
+// The spec forms, called from their commands' callbacks; errors as UsageError (exit 2).
+namespace spec_form {
+void run_space(const SpecOptions& opts);
+void run_show(const SpecOptions& opts, const std::string& config_text);
+void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed);
+void run_verify(const SpecOptions& opts, int sample, uint64_t seed,
+                const std::string& config_text);
+// `bench --spec SPEC [--config C]... [--log LOG]`.
+void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
+               const std::string& log, double seconds, bool no_flush);
+// `export LOG --spec SPEC --out DIR [--task T]`.
+void run_export(const SpecOptions& opts, const std::string& log, const std::string& out,
+                const std::string& task_filter);
+// `export LOG --t4 --out FILE [--task T]`.
+void run_t4_export(const std::string& log, const std::string& out, const std::string& task);
+}  // namespace spec_form
+
 // `cutune cache LOG --out FILE`.
 void add_interop_commands(CLI::App& app);
 

@@ -1,6 +1,7 @@
 // cutune verify: run sampled configurations in the CPU emulator against the CPU reference.
 // Scripts can trust its exit code: 0 only when every configuration passed, 1 when any failed,
-// crashed, raced, timed out or was rejected by the verifier, 2 for bad input.
+// crashed, raced, timed out or was rejected by the verifier, 2 for bad input. With --spec, a
+// user kernel's configurations against its reference configuration (cmd_spec.cc).
 
 #include <chrono>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_spec.h"
 #include "src/measure/correctness.h"
 #include "src/measure/emulated_check.h"
 
@@ -179,8 +181,11 @@ void add_verify_command(CLI::App& app) {
       "run configurations in the CPU emulator against a CPU reference; exit 1 unless "
       "all pass");
   auto args = std::make_shared<VerifyArgs>();
-  args->task.add_to(*cmd);
-  cmd->add_option("--sample", args->sample, "configurations to sample")->capture_default_str();
+  auto form = std::make_shared<TaskOrSpec>();
+  form->add_to(*cmd);
+  cmd->add_option("--sample", args->sample,
+                  "configurations to sample (default: 10; with --spec 20, or all valid ones when "
+                  "there are no more)");
   add_seed_option(*cmd, args->seed, "sampling seed");
   cmd->add_option("--config", args->config, "check this one configuration (index or JSON)");
   cmd->add_option("--tolerance", args->tolerance,
@@ -194,7 +199,15 @@ void add_verify_command(CLI::App& app) {
   cmd->add_flag("--all-blocks", args->all_blocks,
                 "run every block with the sanitizer (default: the grid's corners, their "
                 "neighbours and the middle block; the rest run plain)");
-  cmd->callback([args] { run_verify(*args); });
+  cmd->callback([cmd, args, form] {
+    if (form->wants_spec({"--tolerance", "--shrink", "--no-racecheck", "--all-blocks"})) {
+      const int sample = cmd->count("--sample") > 0 ? args->sample : 20;
+      spec_form::run_verify(form->spec(), sample, args->seed, args->config);
+      return;
+    }
+    args->task = form->task;
+    run_verify(*args);
+  });
 }
 
 }  // namespace cutune::cli

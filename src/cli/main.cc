@@ -77,7 +77,6 @@ int main(int argc, char** argv) {
   }
   cutune::cli::set_command_line(argc, argv);
   try {
-    if (cutune::cli::spec_requested(argc, argv)) return cutune::cli::run_spec_command(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

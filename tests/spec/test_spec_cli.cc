@@ -1,6 +1,8 @@
-// The --spec forms of tune, bench and export as a user runs them: without a GPU they say so in
-// one line and leave no log; over a Kernel Tuner cache of the same kernel, tune --spec
-// --replay searches, resumes and transfers; bad input is one line and exit code 2.
+// The --spec forms as a user runs them: every command that takes --spec shows it in its --help
+// and takes exactly one of an operator or --spec; space, show, compile and verify --spec work
+// without a GPU; tune and bench --spec say in one line that there is none and leave no log;
+// over a Kernel Tuner cache of the same kernel, tune --spec --replay searches, resumes and
+// transfers; bad input is one line and exit code 2.
 
 #include <catch2/catch.hpp>
 
@@ -13,6 +15,7 @@
 #include "tests/dataset_skip.h"
 
 using cutune::driver_api;
+using cutune::test::CliRun;
 using cutune::test::run_cutune;
 
 namespace {
@@ -26,7 +29,101 @@ std::filesystem::path scratch(const std::string& name) {
   return p;
 }
 
+nlohmann::json parse_stdout(const CliRun& r) {
+  INFO_RUN(r);
+  REQUIRE(r.status == 0);
+  nlohmann::json j;
+  REQUIRE_NOTHROW(j = nlohmann::json::parse(r.out));
+  return j;
+}
+
+// One line on stderr that says `needle`, nothing on stdout, exit code 2.
+void check_usage_error(const std::string& args, const std::string& needle) {
+  const CliRun r = run_cutune(args);
+  INFO_RUN(r);
+  CHECK(r.status == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::StartsWith("cutune: ") && Catch::Contains(needle));
+}
+
 }  // namespace
+
+TEST_CASE("every command that takes --spec shows it in its --help") {
+  for (const std::string command :
+       {"space", "show", "compile", "verify", "bench", "export", "tune"}) {
+    const CliRun r = run_cutune(command + " --help");
+    INFO_RUN(r);
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("--spec"));
+  }
+  const CliRun r = run_cutune("verify --help");
+  CHECK_THAT(r.out, Catch::Contains("--problem-size"));
+  CHECK_THAT(run_cutune("export --help").out, Catch::Contains("--t4"));
+}
+
+TEST_CASE("a command takes an operator or --spec FILE: neither or both is one line, exit 2") {
+  const std::string spec = kSource + "/examples/reduction/reduce.json";
+  for (const std::string command : {"space", "compile", "verify", "bench"}) {
+    check_usage_error(command, "give an operator or --spec FILE");
+    check_usage_error(command + " --shape 4,4,4", "give an operator or --spec FILE");
+    check_usage_error(command + " gemm --shape 4,4,4 --spec " + spec, "not both");
+    check_usage_error(command + " --spec " + spec + " gemm", "not both");
+  }
+  check_usage_error("show --config 0", "give an operator or --spec FILE");
+  check_usage_error("show gemm --shape 4,4,4 --spec " + spec + " --config 0", "not both");
+  // An operator still needs its shape; an option of the other form is refused, not ignored.
+  check_usage_error("compile gemm", "--shape");
+  check_usage_error("compile --spec " + spec + " --shape 4,4,4", "--shape");
+  check_usage_error("show --spec " + spec + " --template gemm_simt --config 0", "--template");
+  check_usage_error("compile --spec " + spec + " --sass --json", "--sass");
+  check_usage_error("verify --spec " + spec + " --tolerance 0.1", "--tolerance");
+  check_usage_error("bench --spec " + spec + " --rounds 3", "--rounds");
+  check_usage_error("compile gemm --shape 4,4,4 --problem-size 4096", "--problem-size");
+  check_usage_error("space gemm --shape 4,4,4 --arch sm_90", "--arch");
+  check_usage_error("bench gemm --shape 4,4,4 --arch sm_90", "--arch");
+  check_usage_error("export /nonexistent.jsonl --out /tmp/x --task t", "--task");
+  check_usage_error("export /nonexistent.jsonl --out /tmp/x --t4 --spec " + spec, "not both");
+  check_usage_error("export /nonexistent.jsonl --out /tmp/x --t4 --json", "--json");
+}
+
+TEST_CASE("space, show, compile and verify --spec describe, compile and check a user kernel") {
+  const std::string spec = kSource + "/examples/reduction/reduce.json";
+  nlohmann::json j = parse_stdout(run_cutune("space --spec " + spec + " --json"));
+  CHECK(j["kernel"] == "reduce_sum");
+  CHECK(j["problem_size"] == nlohmann::json({16777216}));
+  CHECK(j["size"] == 216);
+  CHECK(j["valid"] == 210);  // block_size_x 1024 with 2048 blocks is over the condition
+  const CliRun text = run_cutune("space --spec " + spec + " --problem-size 4096");
+  INFO_RUN(text);
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("kernel reduce_sum in") &&
+                           Catch::Contains("problem size [4096]") &&
+                           Catch::Contains("space size 216, valid 210"));
+
+  j = parse_stdout(run_cutune("show --spec " + spec + " --problem-size 4096 --config 0 --json"));
+  CHECK(j["kernel"] == "reduce_sum");
+  CHECK(j["block"] == nlohmann::json({32, 1, 1}));  // config 0: the first value of each
+  CHECK(j["grid"] == nlohmann::json({64, 1, 1}));   // min(64, 4096 / 32)
+  CHECK_THAT(j["source"].get<std::string>(), Catch::Contains("reduce_sum"));
+
+  j = parse_stdout(
+      run_cutune("compile --spec " + spec + " --sample 2 --jobs 2 --seed 1 --arch sm_80 --json"));
+  CHECK(j["arch"] == "sm_80");
+  CHECK(j["configs"] == 2);
+  CHECK(j["compiled"] == 2);
+  CHECK(j["failed"] == 0);
+
+  // Without --sample, verify --spec checks 20 configurations (the operator form: 10).
+  j = parse_stdout(run_cutune("verify --spec " + spec + " --problem-size 4096 --seed 2 --json"));
+  CHECK(j["total"] == 20);
+  CHECK(j["passed"] == 20);
+  const CliRun one =
+      run_cutune("verify --spec " + spec + " --problem-size 4096 --config 5 --sample 1");
+  INFO_RUN(one);
+  CHECK(one.status == 0);
+  CHECK_THAT(one.out, Catch::Contains("1 of 1 passed"));
+}
 
 TEST_CASE("tune --spec and bench --spec measure on a GPU, or say in one line that there is none") {
   const auto log = scratch("gpu.jsonl");
