@@ -87,6 +87,8 @@ CLI::Validator number_in(double least, double most) {
         return fmt::format("must be a number {} (got {})", range, text);
       },
       "");
+}
+
 void reject_given(const CLI::App& cmd, const std::vector<std::string>& names,
                   const std::string& why) {
   for (const std::string& name : names)

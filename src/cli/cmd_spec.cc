@@ -20,6 +20,7 @@
 #include "src/records/tuning_log.h"
 #include "src/spec/interop.h"
 #include "src/spec/spec_export.h"
+#include "src/measure/emulated_verify.h"
 #include "src/measure/worker_process.h"
 #include "src/spec/spec_measurer.h"
 #include "src/spec/spec_verify.h"
@@ -265,8 +266,8 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
              seconds > 0 ? configs.size() / seconds : 0.0, jobs);
 }
 
-void run_verify(const SpecOptions& opts, int sample, uint64_t seed,
-                const std::string& config_text) {
+void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::string& config_text,
+                const VerifySanitizer& sanitizer) {
   if (sample < 1) throw UsageError("--sample must be >= 1");
   spec::SpecTask task(opts.load(true));
   std::vector<Config> configs;
@@ -274,46 +275,53 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed,
     configs.push_back(parse_config(task.space(), config_text));
   else
     configs = pick_configs(task.space(), sample, seed);
-  emu::Emulator emulator;
+  emu::Emulator emulator(verify_emulator_options(sanitizer));
   spec::SpecVerifier verifier(task, emulator, opts.device());
-  if (!verifier.reference()) throw UsageError(verifier.reference_error());
-  int passed = 0, rejected = 0;
-  std::string last_rejection;
-  nlohmann::json results = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < configs.size(); ++i) {
-    spec::SpecCheck r = verifier.check(configs[i]);
-    passed += r.passed;
-    if (r.status == "rejected") {
-      ++rejected;
-      last_rejection = r.message;
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (!verifier.reference()) {
+    // A spec the reference cannot come from is bad input; a reference configuration (or
+    // kernel) that races, goes out of bounds or crashes is a failed check of the kernel.
+    if (!verifier.reference_check()) throw UsageError(verifier.reference_error());
+    const spec::SpecCheck& r = *verifier.reference_check();
+    if (opts.json) {
+      print_json({{"spec", opts.spec_path},
+                  {"reference", {{"status", r.status}, {"message", r.message}}},
+                  {"passed", 0},
+                  {"total", configs.size()},
+                  {"seconds", seconds()},
+                  {"results", nlohmann::json::array()}});
+    } else {
+      fmt::print("reference  {:<13} {}\n", r.status, r.message);
+      fmt::print("0 of {} passed: the reference failed, so no configuration was checked\n",
+                 configs.size());
     }
-    const bool finite = std::isfinite(r.max_rel_error);
-    results.push_back(
-        {{"config", configs[i].to_json()},
-         {"passed", r.passed},
-         {"status", r.status},
-         {"max_rel_error", finite ? nlohmann::json(r.max_rel_error) : nlohmann::json(nullptr)},
-         {"message", r.message}});
-    if (!opts.json)
-      fmt::print("[{}/{}] config {:>8}  {:<13} max rel error {:<9} {}\n", i + 1, configs.size(),
-                 configs[i].index(), r.passed ? "passed" : r.status,
-                 finite ? fmt::format("{:.2e}", r.max_rel_error) : "-", r.message);
+    throw ExitStatus{1};
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (rejected == static_cast<int>(configs.size()))
+  VerifyReport report(configs.size());
+  std::string last_rejection;
+  for (const Config& config : configs) {
+    const spec::SpecCheck r = verifier.check(config);
+    if (r.status == "rejected") last_rejection = r.message;
+    const std::string line = report.add(config, r);
+    if (!opts.json) fmt::print("{}\n", line);
+  }
+  if (report.rejected() == static_cast<int>(configs.size()))
     throw UsageError(
         fmt::format("no configuration of {} can run: {}", opts.spec_path, last_rejection));
   if (opts.json) {
     print_json({{"spec", opts.spec_path},
-                {"passed", passed},
+                {"passed", report.passed()},
+                {"rejected", report.rejected()},
                 {"total", configs.size()},
-                {"seconds", seconds},
-                {"results", results}});
-    return;
+                {"seconds", seconds()},
+                {"results", report.results()}});
+  } else {
+    fmt::print("{}\n", report.summary(seconds(), "by the spec's conditions or device limits"));
   }
-  fmt::print("{} of {} passed in {:.1f} s\n", passed, configs.size(), seconds);
+  if (!report.all_passed()) throw ExitStatus{1};
 }
 
 }  // namespace spec_form

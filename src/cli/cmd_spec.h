@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/cli/cli_common.h"
+#include "src/measure/emulated_verify.h"
 
 namespace cutune {
 struct DeviceInfo;
@@ -61,7 +62,7 @@ void run_space(const SpecOptions& opts);
 void run_show(const SpecOptions& opts, const std::string& config_text);
 void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed);
 void run_verify(const SpecOptions& opts, int sample, uint64_t seed,
-                const std::string& config_text);
+                const std::string& config_text, const VerifySanitizer& sanitizer);
 // `bench --spec SPEC [--config C]... [--log LOG]`.
 void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
                const std::string& log, double seconds, bool no_flush);

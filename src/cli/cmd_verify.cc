@@ -13,6 +13,7 @@
 #include "src/cli/cmd_spec.h"
 #include "src/measure/correctness.h"
 #include "src/measure/emulated_check.h"
+#include "src/measure/emulated_verify.h"
 
 namespace cutune::cli {
 
@@ -128,32 +129,13 @@ void run_verify(const VerifyArgs& args) {
   if (!args.task.json) {
     fmt::print("tolerance {:.3g} ({})\n", tolerance, tolerance_source);
   }
-  emu::EmulatorOptions emulator_options;
-  emulator_options.racecheck = !args.no_racecheck;
-  emulator_options.sanitize_all_blocks = args.all_blocks;
-  emu::Emulator emulator(emulator_options);
-  nlohmann::json results = nlohmann::json::array();
-  int passed = 0, rejected = 0;
+  emu::Emulator emulator(verify_emulator_options({!args.no_racecheck, args.all_blocks}));
+  VerifyReport report(configs.size());
   auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < configs.size(); ++i) {
-    EmulatedCheck r = check_in_emulator(*tmpl, configs[i], limits, emulator, tolerance);
-    passed += r.passed;
-    rejected += r.status == "rejected";
-    results.push_back(
-        {{"config", configs[i].to_json()},
-         {"passed", r.passed},
-         {"status", r.status},
-         {"max_rel_error", std::isfinite(r.max_rel_error) ? nlohmann::json(r.max_rel_error)
-                                                          : nlohmann::json(nullptr)},
-         {"message", r.message},
-         {"compile_seconds", r.compile_seconds},
-         {"run_seconds", r.run_seconds}});
-    if (!args.task.json) {
-      fmt::print("[{}/{}] config {:>10}  {:<13} max rel error {:<10} {}\n", i + 1, configs.size(),
-                 configs[i].index(), r.passed ? "passed" : r.status,
-                 std::isfinite(r.max_rel_error) ? fmt::format("{:.2e}", r.max_rel_error) : "-",
-                 r.message);
-    }
+  for (const Config& config : configs) {
+    const std::string line =
+        report.add(config, check_in_emulator(*tmpl, config, limits, emulator, tolerance));
+    if (!args.task.json) fmt::print("{}\n", line);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (args.task.json) {
@@ -161,16 +143,15 @@ void run_verify(const VerifyArgs& args) {
                 {"shape", tmpl->shape()},
                 {"tolerance", tolerance},
                 {"tolerance_source", tolerance_source},
-                {"passed", passed},
-                {"rejected", rejected},
+                {"passed", report.passed()},
+                {"rejected", report.rejected()},
                 {"total", configs.size()},
                 {"seconds", seconds},
-                {"results", results}});
+                {"results", report.results()}});
   } else {
-    fmt::print("{} of {} passed ({} rejected by the verifier) in {:.1f} s\n", passed,
-               configs.size(), rejected, seconds);
+    fmt::print("{}\n", report.summary(seconds, "by the verifier"));
   }
-  if (passed != int(configs.size())) throw ExitStatus{1};
+  if (!report.all_passed()) throw ExitStatus{1};
 }
 
 }  // namespace
@@ -194,15 +175,13 @@ void add_verify_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--shrink", args->shrink,
                 "a GEMM too large to emulate is checked at a smaller shape with the same tails");
-  cmd->add_flag("--no-racecheck", args->no_racecheck,
-                "skip the emulator's data-race check (bounds and uninitialised reads stay)");
-  cmd->add_flag("--all-blocks", args->all_blocks,
-                "run every block with the sanitizer (default: the grid's corners, their "
-                "neighbours and the middle block; the rest run plain)");
+  cmd->add_flag("--no-racecheck", args->no_racecheck, kNoRacecheckHelp);
+  cmd->add_flag("--all-blocks", args->all_blocks, kAllBlocksHelp);
   cmd->callback([cmd, args, form] {
-    if (form->wants_spec({"--tolerance", "--shrink", "--no-racecheck", "--all-blocks"})) {
+    if (form->wants_spec({"--tolerance", "--shrink"})) {
       const int sample = cmd->count("--sample") > 0 ? args->sample : 20;
-      spec_form::run_verify(form->spec(), sample, args->seed, args->config);
+      spec_form::run_verify(form->spec(), sample, args->seed, args->config,
+                            {!args->no_racecheck, args->all_blocks});
       return;
     }
     args->task = form->task;

@@ -1,12 +1,14 @@
 // The --spec forms as a user runs them: every command that takes --spec shows it in its --help
 // and takes exactly one of an operator or --spec; space, show, compile and verify --spec work
-// without a GPU; tune and bench --spec say in one line that there is none and leave no log;
-// over a Kernel Tuner cache of the same kernel, tune --spec --replay searches, resumes and
-// transfers; bad input is one line and exit code 2.
+// without a GPU, and verify --spec runs a user kernel of our own with the emulator's sanitizer
+// (a race, a shared write out of bounds: exit 1); tune and bench --spec say in one line that
+// there is none and leave no log; over a Kernel Tuner cache of the same kernel, tune --spec
+// --replay searches, resumes and transfers; bad input is one line and exit code 2.
 
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -123,6 +125,127 @@ TEST_CASE("space, show, compile and verify --spec describe, compile and check a 
   INFO_RUN(one);
   CHECK(one.status == 0);
   CHECK_THAT(one.out, Catch::Contains("1 of 1 passed"));
+}
+
+// A tiled kernel of our own, out[i] = in[i] + in[i-1] (out[0] = in[0]): each block stages its
+// tile of `in` in a __shared__ array and reads its left neighbour's element from there, after
+// `barrier` (a __syncthreads, or nothing: a race). `tile` is the array's length. The spec's
+// reference is a second kernel that reads global memory only, unless `own_reference` (then it
+// is the default configuration, as a new user's spec has it). ProblemSize 100, block sizes 32
+// and 64: two configurations of 4 and 2 blocks.
+std::string tile_kernel_spec(const std::string& name, const std::string& barrier,
+                             const std::string& tile, bool own_reference = false) {
+  const auto dir = scratch(name);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "shift.cu") << "extern \"C\" __global__ void shift_add(float* out, const "
+                                     "float* in, int n) {\n"
+                                     "  __shared__ float tile["
+                                  << tile << "];\n"
+                                  << R"(  const int i = blockIdx.x * block_size_x + threadIdx.x;
+  tile[threadIdx.x] = i < n ? in[i] : 0.0f;
+  )" << barrier << R"(
+  float left = 0.0f;
+  if (threadIdx.x > 0) left = tile[threadIdx.x - 1];
+  else if (i > 0 && i <= n) left = in[i - 1];
+  if (i < n) out[i] = tile[threadIdx.x] + left;
+}
+
+extern "C" __global__ void shift_add_reference(float* out, const float* in, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] + (i > 0 ? in[i - 1] : 0.0f);
+}
+)";
+  nlohmann::json spec = nlohmann::json::parse(R"({
+  "General": {"BenchmarkName": "shift_add", "OutputFormat": "JSON", "FormatVersion": 1},
+  "ConfigurationSpace": {
+    "TuningParameters": [{"Name": "block_size_x", "Type": "int", "Values": "[32, 64]", "Default": 32}],
+    "Conditions": []
+  },
+  "KernelSpecification": {
+    "Language": "CUDA", "BenchmarkName": "shift_add", "KernelName": "shift_add",
+    "KernelFile": "shift.cu", "GlobalSizeType": "CUDA",
+    "LocalSize": {"X": "block_size_x", "Y": "1", "Z": "1"},
+    "GlobalSize": {"X": "(ProblemSize[0] + block_size_x - 1) // block_size_x", "Y": "1", "Z": "1"},
+    "ProblemSize": [100], "SharedMemory": 0,
+    "Reference": {"KernelName": "shift_add_reference"},
+    "Arguments": [
+      {"Name": "out", "Type": "float", "MemoryType": "Vector", "AccessType": "WriteOnly",
+       "FillType": "Constant", "FillValue": 0.0, "Size": "ProblemSize[0]", "Output": 1},
+      {"Name": "in", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly",
+       "FillType": "Random", "FillValue": 1.0, "Size": "ProblemSize[0]"},
+      {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": "ProblemSize[0]"}
+    ]
+  }
+})");
+  if (own_reference) spec["KernelSpecification"].erase("Reference");
+  std::ofstream(dir / "shift.json") << spec.dump(1);
+  return (dir / "shift.json").string();
+}
+
+const std::string kSync = "__syncthreads();";
+
+}  // namespace
+
+TEST_CASE("verify --spec: a tiled user kernel with its __syncthreads verifies clean",
+          "[spec_verify][emulator]") {
+  const auto r = run_cutune("verify --spec " + tile_kernel_spec("clean", kSync, "block_size_x") +
+                            " --sample 2");
+  INFO_RUN(r);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("2 of 2 passed"));
+  CHECK(r.err.empty());
+}
+
+TEST_CASE(
+    "verify --spec: the same kernel without its __syncthreads is a race in every "
+    "configuration, exit 1",
+    "[spec_verify][emulator]") {
+  const std::string spec = tile_kernel_spec("race", "", "block_size_x");
+  const auto r = run_cutune("verify --spec " + spec + " --sample 2 --json");
+  INFO_RUN(r);
+  CHECK(r.status == 1);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["passed"] == 0);
+  REQUIRE(j["results"].size() == 2);
+  for (const auto& row : j["results"]) {
+    CHECK(row["status"] == "race");
+    CHECK_THAT(row["message"].get<std::string>(),
+               Catch::Contains("data race on shared tile[") &&
+                   Catch::Contains("no __syncthreads between them"));
+  }
+  // Without the race check the threads' values happen to be right (the emulator runs a block's
+  // threads in turn): the race goes unseen, as before the sanitizer reached --spec.
+  const auto off = run_cutune("verify --spec " + spec + " --config 0 --no-racecheck");
+  INFO_RUN(off);
+  CHECK(off.status == 0);
+  CHECK_THAT(off.out, Catch::Contains("1 of 1 passed"));
+}
+
+TEST_CASE("verify --spec: a reference configuration that races is reported, exit 1",
+          "[spec_verify][emulator]") {
+  // A new user's spec: the reference is the kernel's own default configuration.
+  const auto r =
+      run_cutune("verify --spec " + tile_kernel_spec("race_reference", "", "block_size_x", true) +
+                 " --sample 2");
+  INFO_RUN(r);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("reference  race") &&
+                        Catch::Contains("data race on shared tile[") &&
+                        Catch::Contains("0 of 2 passed"));
+}
+
+TEST_CASE("verify --spec: a shared write out of bounds is reported, exit 1",
+          "[spec_verify][emulator]") {
+  // The tile is one element short: the block's last thread writes past it.
+  const auto r =
+      run_cutune("verify --spec " + tile_kernel_spec("shared_oob", kSync, "block_size_x - 1") +
+                 " --config 1 --json");
+  INFO_RUN(r);
+  CHECK(r.status == 1);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["results"].size() == 1);
+  CHECK(j["results"][0]["status"] == "shared_out_of_bounds");
+  CHECK_THAT(j["results"][0]["message"].get<std::string>(), Catch::Contains("tile"));
 }
 
 TEST_CASE("tune --spec and bench --spec measure on a GPU, or say in one line that there is none") {

@@ -82,7 +82,7 @@ TEST_CASE("policies never propose configurations observed from elsewhere (a resu
   }
 }
 
-TEST_CASE("the same seed gives the same proposals; another seed, others") {
+TEST_CASE("the same seed gives the same proposals, another seed others") {
   Fixture f;
   for (TunerKind kind : kAll) {
     INFO("tuner " << to_string(kind));
