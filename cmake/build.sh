@@ -4,6 +4,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/cmake/install_deps.sh"
 build="${CUTUNE_BUILD_DIR:-$root/build}"
+# ccache (found by CMakeLists.txt) keys objects by paths relative to the checkout and not by
+# the build folder, so that a clone in another folder reuses what this machine compiled before
+# (the debug information then names the first folder's build directory).
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 jobs="${CUTUNE_JOBS:-$(nproc)}"
 if [[ ! -f "$build/build.ninja" ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

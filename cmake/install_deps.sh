@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
+  ccache       # rebuilds of other checkouts (worktrees, CI's clone) reuse objects; optional
   libxgboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
   libboost-context-dev zlib1g-dev
   libeigen3-dev  # the Gaussian process of the first trials (cost_model/gaussian_process.cc)

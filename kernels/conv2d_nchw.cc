@@ -304,7 +304,9 @@ const TemplateRegistrar kConv2dNchw{
      "in NHWC with an RSCK filter (conv2d_nhwc)",
      true, [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
        return std::make_unique<Conv2dNchwTemplate>(conv2d_shape(s));
-     }}};
+     },
+     false,
+     {"conv2d", "fp32", "fp32", "nchw", "simt"}}};
 
 }  // namespace
 

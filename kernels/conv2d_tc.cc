@@ -167,7 +167,9 @@ struct TcConvRegistrars {
             [op = std::string(op), input,
              out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
               return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape, op), input, out16);
-            }});
+            },
+            false,
+            {"conv2d", in, out16 ? in : "fp32", "nhwc", "mma"}});
       }
     }
   }

@@ -146,7 +146,8 @@ struct WgmmaConvRegistrars {
               return std::make_unique<Conv2dWgmmaTemplate>(conv2d_shape(shape, op), input, out16);
             },
             // On Hopper the operator's default (conv2d_<type>_nhwc: fp32 output) is this one.
-            !out16});
+            !out16,
+            {"conv2d", in, out16 ? in : "fp32", "nhwc", "wgmma"}});
       }
     }
   }

@@ -215,7 +215,9 @@ const TemplateRegistrar kDepthwiseNchw{
      "fp32 depthwise 2-D convolution in NCHW, filter [C,1,R,S] (channel multiplier 1)", true,
      [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
        return std::make_unique<DepthwiseConv2dTemplate>(depthwise_shape(s));
-     }}};
+     },
+     false,
+     {"depthwise_conv2d", "fp32", "fp32", "nchw", "simt"}}};
 
 }  // namespace
 

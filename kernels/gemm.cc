@@ -324,10 +324,12 @@ std::unique_ptr<Template> make_gemm(const std::vector<int64_t>& shape, GemmLayou
 
 const TemplateRegistrar kGemmNn{
     {"gemm", "gemm_nn", kGemmShape, kGemmDescription, true,
-     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nn); }}};
+     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nn); }, false,
+     {"gemm", "fp32", "fp32", "nn", "simt"}}};
 const TemplateRegistrar kGemmNt{
     {"gemm", "gemm_nt", kGemmShape, kGemmDescription, false,
-     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nt); }}};
+     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nt); }, false,
+     {"gemm", "fp32", "fp32", "nt", "simt"}}};
 
 }  // namespace
 

@@ -101,7 +101,9 @@ struct TcGemmRegistrars {
               const std::vector<int64_t> s = shape_of_size(op, shape, 3, "M,N,K");
               return std::unique_ptr<Template>(
                   std::make_unique<GemmTcTemplate>(s[0], s[1], s[2], layout, input, out16));
-            }});
+            },
+            false,
+            {"gemm", in, out16 ? in : "fp32", layout == GemmLayout::nn ? "nn" : "nt", "mma"}});
       }
     }
   }

@@ -154,7 +154,8 @@ struct WgmmaGemmRegistrars {
                   std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], layout, input, out16));
             },
             // On Hopper the operator's default (gemm_<type>_nn: B [K,N], fp32 C) is this one.
-            layout == GemmLayout::nn && !out16});
+            layout == GemmLayout::nn && !out16,
+            {"gemm", in, out16 ? in : "fp32", layout == GemmLayout::nn ? "nn" : "nt", "wgmma"}});
       }
     }
   }

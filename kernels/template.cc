@@ -30,6 +30,10 @@ const TemplateEntry* find_entry(const std::string& name) {
 
 TemplateRegistrar::TemplateRegistrar(TemplateEntry entry) {
   CUTUNE_CHECK(!entry.op.empty() && !entry.name.empty() && entry.make, entry.name);
+  const TaskParams& p = entry.params;
+  CUTUNE_CHECK(!p.computation.empty() && !p.dtype.empty() && !p.out_dtype.empty() &&
+                   !p.layout.empty() && !p.family.empty(),
+               "template " + entry.name + " registered without its task parameters");
   CUTUNE_CHECK(find_entry(entry.name) == nullptr, "template " + entry.name + " registered twice");
   registry().push_back(std::move(entry));
 }
@@ -89,6 +93,103 @@ std::unique_ptr<Template> make_template(const std::string& op, const std::vector
     return find_entry(name)->make(shape);
   }
   unknown_operator(op);
+}
+
+const TaskParams& template_params(const std::string& name) {
+  const TemplateEntry* e = find_entry(name);
+  if (e == nullptr) throw TaskError(fmt::format("unknown template '{}'", name));
+  return e->params;
+}
+
+namespace {
+
+// "dtype fp16, layout nt" for the fields of `p` that `given` sets.
+std::string described(const TaskParams& p, const TaskParams& given) {
+  std::vector<std::string> parts;
+  auto add = [&](const char* what, const std::string& g, const std::string& v) {
+    if (!g.empty()) parts.push_back(fmt::format("{} {}", what, v));
+  };
+  add("dtype", given.dtype, p.dtype);
+  add("out-dtype", given.out_dtype, p.out_dtype);
+  add("layout", given.layout, p.layout);
+  add("family", given.family, p.family);
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The parameters of every template of `computation` (of `dtype` where not empty), as
+// "dtype/out-dtype/layout/family".
+std::string supported(const std::string& computation, const std::string& dtype) {
+  std::vector<std::string> out;
+  for (const TemplateEntry& e : registry()) {
+    const TaskParams& p = e.params;
+    if (p.computation != computation || (!dtype.empty() && p.dtype != dtype)) continue;
+    out.push_back(fmt::format("{}/{}/{}/{}", p.dtype, p.out_dtype, p.layout, p.family));
+  }
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+}  // namespace
+
+ResolvedTemplate resolve_template(const TaskRequest& r, const std::string& arch) {
+  // The operator name: one of before (its templates share computation and dtype), or the
+  // computation's operator for the dtype asked (fp32 when none).
+  std::string op, computation;
+  const TaskParams given{"", r.dtype, r.out_dtype, r.layout, r.family};
+  bool is_op = false, is_computation = false;
+  for (const TemplateEntry& e : registry()) {
+    is_op |= e.op == r.op;
+    is_computation |= e.params.computation == r.op;
+  }
+  if (is_op && !(is_computation && !r.dtype.empty())) {
+    op = r.op;
+    const TaskParams& d = template_params(default_template(op));
+    computation = d.computation;
+    if (!r.dtype.empty() && r.dtype != d.dtype) {
+      throw TaskError(fmt::format("{} is {}; for --dtype {} name the computation: {} --dtype {}",
+                                  op, d.dtype, r.dtype, computation, r.dtype));
+    }
+  } else if (is_computation) {
+    computation = r.op;
+    const std::string dtype = r.dtype.empty() ? "fp32" : r.dtype;
+    for (const TemplateEntry& e : registry()) {
+      if (e.params.computation == computation && e.params.dtype == dtype && e.op_default) op = e.op;
+    }
+    if (op.empty()) {
+      throw TaskError(fmt::format("{} has no template for --dtype {} (dtype/out-dtype/layout/family: {})",
+                                  computation, dtype, supported(computation, "")));
+    }
+  } else {
+    unknown_operator(r.op);
+  }
+  if (!r.template_name.empty()) {
+    const TemplateEntry* e = find_entry(r.template_name);
+    if (e == nullptr || e->op != op) {
+      make_template(op, {}, r.template_name);  // throws: unknown template, naming the known
+      throw TaskError(fmt::format("unknown template '{}' for {}", r.template_name, op));
+    }
+    TaskParams want = e->params;
+    if (!r.dtype.empty()) want.dtype = r.dtype;
+    if (!r.out_dtype.empty()) want.out_dtype = r.out_dtype;
+    if (!r.layout.empty()) want.layout = r.layout;
+    if (!r.family.empty()) want.family = r.family;
+    if (!(want == e->params)) {
+      throw TaskError(fmt::format("template {} has {}; asked: {}", e->name,
+                                  described(e->params, given), described(want, given)));
+    }
+    return {op, e->name};
+  }
+  // The parameters not given are those of the operator's default template for the target.
+  TaskParams want = template_params(default_template(op, arch));
+  if (!r.dtype.empty()) want.dtype = r.dtype;
+  if (!r.out_dtype.empty()) want.out_dtype = r.out_dtype;
+  if (!r.layout.empty()) want.layout = r.layout;
+  if (!r.family.empty()) want.family = r.family;
+  for (const TemplateEntry& e : registry()) {
+    if (e.op == op && e.params == want) return {op, e.name};
+  }
+  throw TaskError(fmt::format("{} has no template with {} (dtype/out-dtype/layout/family: {})",
+                              computation, described(want, given),
+                              supported(computation, want.dtype)));
 }
 
 std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int64_t>& shape,

@@ -67,6 +67,16 @@ class Template {
   virtual std::vector<std::string> buffer_names() const { return {}; }
 };
 
+// What a template computes, as task parameters (operators as data): the computation ("gemm",
+// "conv2d", "depthwise_conv2d"), the inputs' and the output's element type ("fp32", "fp16",
+// "bf16"), the layout ("nn" or "nt": GEMM's B stored [K,N] or [N,K]; "nchw" or "nhwc" for a
+// convolution's input) and the instruction family of its schedule ("simt": FMA; "mma":
+// mma.sync tensor cores; "wgmma": Hopper's warpgroup MMA).
+struct TaskParams {
+  std::string computation, dtype, out_dtype, layout, family;
+  bool operator==(const TaskParams&) const = default;
+};
+
 // The registry of operators. Each schedule template's file in kernels/ registers itself with a
 // static registrar, so that a new operator is one new file and nothing else changes:
 //
@@ -87,6 +97,7 @@ struct TemplateEntry {
   // same computation and layouts as the op_default one, on the instructions that reach that
   // architecture's tensor-core rate (wgmma; mma.sync runs at about half of it there).
   bool sm90_default = false;
+  TaskParams params;  // every field set
 };
 struct TemplateRegistrar {
   explicit TemplateRegistrar(TemplateEntry entry);
@@ -104,6 +115,21 @@ std::vector<OpInfo> list_ops();
 // The template `op` gets when none is named, for the target `arch` ("sm_90"; empty: the
 // operator's default for any architecture). TaskError for an unknown operator.
 std::string default_template(const std::string& op, const std::string& arch = "");
+// What a user asks for: `op` a computation ("gemm") or an operator name ("gemm_fp16", which fixes
+// the dtype; the names of before, which logs hold), and the task parameters given (empty: those
+// of the operator's default template for the target), or a template by name.
+struct TaskRequest {
+  std::string op, dtype, out_dtype, layout, family, template_name;
+};
+// The registered template a request names: its operator and template name. TaskError, one line
+// naming what the computation supports, when none has those parameters or a named template
+// contradicts them.
+struct ResolvedTemplate {
+  std::string op, name;
+};
+ResolvedTemplate resolve_template(const TaskRequest& request, const std::string& arch);
+// A registered template's parameters; TaskError for an unknown name.
+const TaskParams& template_params(const std::string& name);
 // `template_name` empty: default_template(op, arch).
 std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
                                         const std::string& template_name = "",

@@ -23,7 +23,9 @@ void TaskOptions::add_to(CLI::App& cmd, bool with_arch, bool or_spec) {
       ->required(!or_spec);
   cmd.add_option("--shape", shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K")
       ->required(!or_spec);
-  cmd.add_option("--template", template_name, "schedule template (default: the operator's first)");
+  cmd.add_option("--template", template_name,
+                 "schedule template (default: the one the task parameters name)");
+  add_params_to(cmd);
   if (with_arch) {
     cmd.add_option("--arch", arch,
                    "target architecture, e.g. sm_90 (default: detected GPU, else sm_90)");
@@ -31,10 +33,26 @@ void TaskOptions::add_to(CLI::App& cmd, bool with_arch, bool or_spec) {
   cmd.add_flag("--json", json, "machine-readable output");
 }
 
+void TaskOptions::add_params_to(CLI::App& cmd) {
+  cmd.add_option("--dtype", dtype, "input element type: fp32, fp16 or bf16 (default: fp32)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  cmd.add_option("--out-dtype", out_dtype,
+                 "output element type (default: fp32; fp16 or bf16 like the inputs)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  cmd.add_option("--layout", layout,
+                 "nn or nt (GEMM: B stored [K,N] or [N,K]); nchw or nhwc (convolution input)")
+      ->check(CLI::IsMember({"nn", "nt", "nchw", "nhwc"}));
+  cmd.add_option("--family", family,
+                 "instructions: simt (FMA), mma (mma.sync tensor cores) or wgmma (Hopper); "
+                 "default: the target's best")
+      ->check(CLI::IsMember({"simt", "mma", "wgmma"}));
+}
+
 std::unique_ptr<Template> TaskOptions::make() const {
-  // Without a template named, the operator's default for the target (on Hopper its wgmma one).
-  std::unique_ptr<Template> t = make_template(op, parse_shape(shape), template_name,
-                                              template_name.empty() ? resolved_arch() : "");
+  // The parameters not given are the operator's default template's for the target (on Hopper
+  // its wgmma one).
+  const ResolvedTemplate r = resolve_template(request(), resolved_arch());
+  std::unique_ptr<Template> t = make_template(r.op, parse_shape(shape), r.name);
   if (!arch.empty()) require_arch_supports(*t, arch);
   return t;
 }

@@ -1,6 +1,7 @@
 // cutune ops | space | show: what the operators, templates and spaces are (space and show
 // also of a --spec kernel: cmd_spec.cc).
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -14,13 +15,29 @@ namespace cutune::cli {
 
 namespace {
 
+nlohmann::json params_json(const TaskParams& p) {
+  return {{"computation", p.computation},
+          {"dtype", p.dtype},
+          {"out_dtype", p.out_dtype},
+          {"layout", p.layout},
+          {"family", p.family}};
+}
+
+// By computation: each template with the task parameters that name it (--dtype, --out-dtype,
+// --layout, --family) and the operator name of before that it belongs to.
 void run_ops(bool json) {
   std::vector<OpInfo> ops = list_ops();
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const OpInfo& o : ops) {
+      nlohmann::json params = nlohmann::json::object();
+      for (const std::string& t : o.templates) params[t] = params_json(template_params(t));
+      const TaskParams& d = template_params(o.templates.front());
       nlohmann::json j = {{"op", o.op},
+                          {"computation", d.computation},
+                          {"dtype", d.dtype},
                           {"templates", o.templates},
+                          {"params", params},
                           {"default", o.templates.front()},
                           {"shape", o.shape_help},
                           {"description", o.description}};
@@ -30,15 +47,34 @@ void run_ops(bool json) {
     print_json(out);
     return;
   }
+  std::vector<std::string> computations;
   for (const OpInfo& o : ops) {
-    std::string templates;
-    for (const std::string& t : o.templates) templates += (templates.empty() ? "" : ", ") + t;
-    fmt::print("{:<17} --shape {}\n{:17} templates: {}\n", o.op, o.shape_help, "", templates);
-    const std::string defaults =
-        o.sm90_default.empty()
-            ? fmt::format("default: {}", o.templates.front())
-            : fmt::format("default: {} (on sm_90: {})", o.templates.front(), o.sm90_default);
-    fmt::print("{:17} {}\n{:17} {}\n", "", defaults, "", o.description);
+    const std::string& c = template_params(o.templates.front()).computation;
+    if (std::find(computations.begin(), computations.end(), c) == computations.end())
+      computations.push_back(c);
+  }
+  for (const std::string& c : computations) {
+    bool first = true;
+    for (const OpInfo& o : ops) {
+      if (template_params(o.templates.front()).computation != c) continue;
+      if (first) {
+        fmt::print("{} --shape {}\n  {:<6} {:<11} {:<8} {:<8} {:<30} {}\n", c, o.shape_help,
+                   "--dtype", "--out-dtype", "--layout", "--family", "template", "operator");
+        first = false;
+      }
+      for (const std::string& t : o.templates) {
+        const TaskParams& p = template_params(t);
+        std::string note;
+        if (t == o.templates.front()) note = o.sm90_default.empty() ? ", default" : ", default off sm_90";
+        if (t == o.sm90_default) note = ", default on sm_90";
+        fmt::print("  {:<7} {:<11} {:<8} {:<8} {:<30} {}{}\n", p.dtype, p.out_dtype, p.layout,
+                   p.family, t, o.op, note);
+      }
+    }
+    for (const OpInfo& o : ops) {
+      if (template_params(o.templates.front()).computation == c)
+        fmt::print("  {}: {}\n", o.op, o.description);
+    }
   }
 }
 

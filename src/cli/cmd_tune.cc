@@ -106,7 +106,7 @@ struct ReplaySource {
 };
 
 struct TuneArgs {
-  std::string op, shape, template_name, arch;
+  TaskOptions task;  // OP --shape [--template] [--dtype ...] [--arch]; --json is the search's
   SearchArgs search;
   std::string log;
   bool resume = false;
@@ -251,16 +251,20 @@ void run_tune_emulated(const TuneArgs& args, SearchOptions search, TaskOptions t
 // `tune --spec SPEC.json`: a user's kernel (src/spec) measured on the GPU, searched on its
 // knob features (there is no IR), with transfer from logs or caches over the same parameters.
 void run_tune_spec(const TuneArgs& args, SearchOptions search) {
-  if (!args.op.empty() || !args.shape.empty() || !args.template_name.empty())
-    throw UsageError("--spec names the kernel and its problem size; drop OP/--shape/--template");
+  const TaskRequest r = args.task.request();
+  if (!r.op.empty() || !args.task.shape.empty() || !r.template_name.empty() || !r.dtype.empty() ||
+      !r.out_dtype.empty() || !r.layout.empty() || !r.family.empty())
+    throw UsageError(
+        "--spec names the kernel and its problem size; drop OP/--shape/--template/--dtype/"
+        "--out-dtype/--layout/--family");
   if (distributed::process_count() > 1)
     throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
   require_readable_file(args.replay.spec, "--spec");
   const spec::SpecTask task(spec::load_kernel_spec(args.replay.spec));
   task.source();  // a missing kernel file is named before anything else
   GpuMeasureOptions gpu;
-  gpu.arch = args.arch;
-  gpu.devices = select_devices(args.devices, list_devices(), args.arch);
+  gpu.arch = args.task.arch;
+  gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
   std::unique_ptr<Measurer> measurer;
   try {
     measurer = spec::make_spec_measurer(task, gpu);
@@ -293,7 +297,7 @@ void run_tune(const TuneArgs& args) {
   if (!args.log.empty()) require_writable_file(args.log, "--log");
 
   if (!args.replay.cache.empty()) {
-    if (!args.op.empty() || !args.shape.empty()) {
+    if (!args.task.op.empty() || !args.task.shape.empty()) {
       throw UsageError("--replay takes the operator and shape from the cache; drop OP/--shape");
     }
     replay::ReplayTask task = args.replay.load();
@@ -317,19 +321,15 @@ void run_tune(const TuneArgs& args) {
   }
 
   if (!args.replay.spec.empty()) return run_tune_spec(args, search);
-  if (args.op.empty() || args.shape.empty()) {
+  if (args.task.op.empty() || args.task.shape.empty()) {
     throw UsageError("tune needs OP and --shape (or --spec SPEC.json, or --replay CACHE)");
   }
-  TaskOptions task_options;
-  task_options.op = args.op;
-  task_options.shape = args.shape;
-  task_options.template_name = args.template_name;
-  task_options.arch = args.arch;
+  TaskOptions task_options = args.task;
   auto tmpl = task_options.make();
   if (args.device == "emulator") return run_tune_emulated(args, search, task_options, *tmpl);
   GpuMeasureOptions gpu;
-  gpu.arch = args.arch;
-  gpu.devices = select_devices(args.devices, list_devices(), args.arch);
+  gpu.arch = args.task.arch;
+  gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
   // Before the log is touched: without a GPU this ends the command, leaving no file behind.
   std::unique_ptr<Measurer> measurer;
   try {
@@ -364,7 +364,7 @@ void run_tune(const TuneArgs& args) {
 void run_tune_scaled(const TuneArgs& args) {
   const SearchOptions search = args.search.options();
   if (args.resume && args.log.empty()) throw UsageError("--resume needs --log FILE");
-  if (!args.op.empty() || !args.shape.empty() || !args.replay.spec.empty())
+  if (!args.task.op.empty() || !args.task.shape.empty() || !args.replay.spec.empty())
     throw UsageError(
         "a replay suite takes operators and shapes from its caches; drop OP/--shape/--spec");
   if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
@@ -423,14 +423,10 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (!args.replay.spec.empty())
     throw UsageError("under mpirun, tune measures operators (OP --shape) or caches (--replay)");
-  if (args.op.empty() || args.shape.empty()) throw UsageError("tune needs OP and --shape");
+  if (args.task.op.empty() || args.task.shape.empty()) throw UsageError("tune needs OP and --shape");
   if (!args.log.empty() && distributed::process_rank() == 0)
     require_writable_file(args.log, "--log");
-  TaskOptions task_options;
-  task_options.op = args.op;
-  task_options.shape = args.shape;
-  task_options.template_name = args.template_name;
-  task_options.arch = args.arch;
+  TaskOptions task_options = args.task;
   const std::unique_ptr<Template> tmpl = task_options.make();
   const bool emulated = args.device == "emulator";
   distributed::MeasurerFactory factory;
@@ -449,8 +445,8 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     // Each rank picks among its own GPUs, when it first measures (rank 0: at once).
     factory = [&tmpl, &args](int) {
       GpuMeasureOptions gpu;
-      gpu.arch = args.arch;
-      gpu.devices = select_devices(args.devices, list_devices(), args.arch);
+      gpu.arch = args.task.arch;
+      gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
       return make_gpu_measurer(*tmpl, gpu);
     };
     search.remeasure_top = args.remeasure_top < 0 ? 8 : args.remeasure_top;
@@ -630,10 +626,13 @@ void add_tune_commands(CLI::App& app) {
   auto* tune = app.add_subcommand("tune", "tune an operator on the GPU, or replay a cache");
   auto targs = std::make_shared<TuneArgs>();
   targs->replay.flag = "--replay";
-  tune->add_option("op", targs->op, "operator (see `cutune ops`); omitted with --replay");
-  tune->add_option("--shape", targs->shape, "problem shape, e.g. 1024,1024,1024 for gemm M,N,K");
-  tune->add_option("--template", targs->template_name, "schedule template (default: the first)");
-  tune->add_option("--arch", targs->arch, "target architecture (default: the GPU's)");
+  tune->add_option("op", targs->task.op, "operator (see `cutune ops`); omitted with --replay");
+  tune->add_option("--shape", targs->task.shape,
+                   "problem shape, e.g. 1024,1024,1024 for gemm M,N,K");
+  tune->add_option("--template", targs->task.template_name,
+                   "schedule template (default: the one the task parameters name)");
+  targs->task.add_params_to(*tune);
+  tune->add_option("--arch", targs->task.arch, "target architecture (default: the GPU's)");
   targs->search.add_to(*tune);
   tune->add_option("--log", targs->log,
                    "tuning log every record is appended to (default: cutune-TEMPLATE-SHAPE-ARCH"
@@ -693,7 +692,7 @@ void add_tune_commands(CLI::App& app) {
       throw UsageError("--device emulator measures operators; drop --replay");
     if (targs->remeasure_top < -1) throw UsageError("--remeasure-top must be >= 0");
     const bool scaled = distributed::process_count() > 1 || targs->coordinator_only;
-    if (targs->replays.empty() && !targs->op.empty() && scaled)
+    if (targs->replays.empty() && !targs->task.op.empty() && scaled)
       return run_tune_operator_scaled(*targs);
     if (targs->replays.size() > 1 || scaled) return run_tune_scaled(*targs);
     if (!targs->replays.empty()) targs->replay.cache = targs->replays.front();

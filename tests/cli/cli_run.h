@@ -78,3 +78,15 @@ inline CliRun run_cutune(const std::string& args, const std::filesystem::path& c
   INFO("$ " << (r).command << "\nexit " << (r).status << "\nstdout:\n" \
             << (r).out << "stderr:\n"                                  \
             << (r).err)
+
+// A run that failed as a user error: exit `code`, one line on stderr that starts "cutune: " and
+// says `needle`.
+#define CHECK_ONE_LINE_ERROR(run, code, needle)        \
+  do {                                                 \
+    const ::cutune::test::CliRun& r_ = (run);         \
+    INFO_RUN(r_);                                      \
+    CHECK(r_.status == (code));                        \
+    CHECK(r_.err_lines() == 1);                        \
+    CHECK_THAT(r_.err, Catch::StartsWith("cutune: ")); \
+    CHECK_THAT(r_.err, Catch::Contains(needle));       \
+  } while (0)

@@ -46,7 +46,53 @@ TEST_CASE("cli: ops lists gemm and its templates", "[cli]") {
     }
   }
   CHECK(found);
-  CHECK_THAT(text.out, Catch::Contains("default: conv2d_bf16_nhwc (on sm_90: conv2d_bf16_wgmma_nhwc)"));
+  // By computation, each template with the parameters that name it.
+  CHECK_THAT(text.out, Catch::Matches(R"([\s\S]*\n  bf16 +fp32 +nhwc +wgmma +conv2d_bf16_wgmma_nhwc +conv2d_bf16, default on sm_90\n[\s\S]*)"));
+  CHECK_THAT(text.out, Catch::Matches(R"([\s\S]*\n  fp32 +fp32 +nt +simt +gemm_nt +gemm\n[\s\S]*)"));
+  for (const json& op : j) {
+    for (const auto& [name, p] : op["params"].items()) {
+      INFO(name);
+      CHECK(p["computation"] == op["computation"]);
+      CHECK(p["dtype"] == op["dtype"]);
+    }
+  }
+}
+
+TEST_CASE("cli: an operator is a computation and its task parameters", "[cli]") {
+  // --dtype, --layout, --out-dtype and --family name a template; what is not given is the
+  // operator's default's for the target; the operator names of before fix the dtype.
+  auto kernel = [](const std::string& args) {
+    const CliRun r = run_cutune("show " + args + " --config 0 --json");
+    INFO_RUN(r);
+    REQUIRE(r.status == 0);
+    return parse_stdout(r)["kernel_name"].get<std::string>();
+  };
+  CHECK(kernel("gemm --shape 64,64,64 --arch sm_90") == "gemm_nn");
+  CHECK(kernel("gemm --shape 64,64,64 --layout nt") == "gemm_nt");
+  CHECK(kernel("gemm --shape 64,64,64 --dtype fp16 --layout nt --arch sm_90") ==
+        "gemm_fp16_wgmma_nt");
+  CHECK(kernel("gemm --shape 64,64,64 --dtype fp16 --layout nt --arch sm_86") == "gemm_fp16_nt");
+  CHECK(kernel("gemm --shape 64,64,64 --dtype bf16 --family mma --out-dtype bf16 --arch sm_90") ==
+        "gemm_bf16_nn_out16");
+  CHECK(kernel("gemm_fp16 --shape 64,64,64 --layout nt --family mma") == "gemm_fp16_nt");
+  CHECK(kernel("conv2d --shape 1,8,8,8,8,3,3 --dtype fp16 --arch sm_90") ==
+        "conv2d_fp16_wgmma_nhwc");
+  CHECK(kernel("conv2d --shape 1,8,8,8,8,3,3 --layout nhwc") == "conv2d_nhwc");
+  // A template named with parameters that agree is kept.
+  CHECK(kernel("gemm --shape 64,64,64 --dtype fp16 --template gemm_fp16_nt --layout nt") ==
+        "gemm_fp16_nt");
+  // What no template has, or a template that contradicts a parameter: one line, exit 2.
+  CHECK_ONE_LINE_ERROR(run_cutune("show gemm --shape 64,64,64 --family wgmma --config 0"), 2,
+                       "gemm has no template with family wgmma");
+  CHECK_ONE_LINE_ERROR(run_cutune("show depthwise_conv2d --shape 1,8,8,8,3,3 --dtype fp16 --config 0"),
+                       2, "depthwise_conv2d has no template for --dtype fp16");
+  CHECK_ONE_LINE_ERROR(
+      run_cutune("show gemm --shape 64,64,64 --template gemm_nt --layout nn --config 0"), 2,
+      "template gemm_nt has layout nt; asked: layout nn");
+  CHECK_ONE_LINE_ERROR(run_cutune("show gemm_fp16 --shape 64,64,64 --dtype bf16 --config 0"), 2,
+                       "gemm_fp16 is fp16");
+  CHECK_ONE_LINE_ERROR(run_cutune("show gemm --shape 64,64,64 --dtype fp8 --config 0"), 2,
+                       "--dtype");
 }
 
 TEST_CASE("cli: an operator's default template follows the target architecture", "[cli]") {

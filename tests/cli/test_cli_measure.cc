@@ -151,3 +151,28 @@ TEST_CASE("tune --transfer-from learns from the fp16 variant of a bf16 template"
         "cutune: --transfer-from: no usable records of another task with this task's features "
         "(of its template, or of one with the same features)\n");
 }
+
+TEST_CASE("a log of an operator name of before resumes under its task parameters", "[cli]") {
+  // Written by `tune gemm_fp16 --template gemm_fp16_nt`; resumed by the same task spelled as a
+  // computation with parameters; a run that names another template refuses the log.
+  const fs::path log = scratch_dir() / "fp16_nt.jsonl";
+  fs::remove(log);
+  const std::string common = " --shape 16,16,16 --device emulator --batch 2 --seed 1 --quiet ";
+  auto first =
+      run_cutune("tune gemm_fp16 --template gemm_fp16_nt" + common + "--trials 2 --log " + log.string());
+  INFO_RUN(first);
+  REQUIRE(first.status == 0);
+  REQUIRE(log_lines(log).size() == 2);
+  CHECK(log_lines(log)[0]["task"]["template"] == "gemm_fp16_nt");
+  auto resumed = run_cutune("tune gemm --dtype fp16 --layout nt --family mma" + common +
+                            "--trials 3 --resume --log " + log.string());
+  INFO_RUN(resumed);
+  REQUIRE(resumed.status == 0);
+  CHECK(resumed.out.find("3 trials (2 resumed, 1 measured)") != std::string::npos);
+  CHECK(log_lines(log).size() == 3);
+  auto other = run_cutune("tune gemm --dtype fp16 --layout nn --family mma" + common +
+                          "--trials 4 --resume --log " + log.string());
+  INFO_RUN(other);
+  CHECK(other.status == 2);
+  CHECK(log_lines(log).size() == 3);
+}

@@ -23,16 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#define CHECK_ONE_LINE_ERROR(run, code, needle)        \
-  do {                                                 \
-    const CliRun& r_ = (run);                          \
-    INFO_RUN(r_);                                      \
-    CHECK(r_.status == (code));                        \
-    CHECK(r_.err_lines() == 1);                        \
-    CHECK_THAT(r_.err, Catch::StartsWith("cutune: ")); \
-    CHECK_THAT(r_.err, Catch::Contains(needle));       \
-  } while (0)
-
 fs::path scratch() {
   std::string templ = (fs::temp_directory_path() / "cutune-scripts-XXXXXX").string();
   return fs::path(mkdtemp(templ.data()));

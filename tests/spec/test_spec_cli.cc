@@ -127,6 +127,8 @@ TEST_CASE("space, show, compile and verify --spec describe, compile and check a 
   CHECK_THAT(one.out, Catch::Contains("1 of 1 passed"));
 }
 
+namespace {
+
 // A tiled kernel of our own, out[i] = in[i] + in[i-1] (out[0] = in[0]): each block stages its
 // tile of `in` in a __shared__ array and reads its left neighbour's element from there, after
 // `barrier` (a __syncthreads, or nothing: a race). `tile` is the array's length. The spec's

@@ -45,8 +45,18 @@ TEST_CASE(
       {"annealing.max_steps", [](auto& o) { o.annealing.max_steps = 0; }},
       {"model.rounds", [](auto& o) { o.model.rounds = 0; }},
       {"model.max_depth", [](auto& o) { o.model.max_depth = 0; }},
+      {"model.eta", [](auto& o) { o.model.eta = 0; }},
+      {"model.subsample", [](auto& o) { o.model.subsample = 1.5; }},
+      {"model.colsample", [](auto& o) { o.model.colsample = 0; }},
+      {"model.min_child_weight", [](auto& o) { o.model.min_child_weight = -1; }},
+      {"model.pairs_per_row", [](auto& o) { o.model.pairs_per_row = 0; }},
+      {"model.max_bin", [](auto& o) { o.model.max_bin = 0; }},
       {"cascade.survivors", [](auto& o) { o.cascade.survivors = -2; }},
       {"cascade.ensemble", [](auto& o) { o.cascade.ensemble = 0; }},
+      {"cascade.rounds", [](auto& o) { o.cascade.rounds = -1; }},
+      {"cascade.warm_trees", [](auto& o) { o.cascade.warm_trees = -1; }},
+      {"cascade.max_depth", [](auto& o) { o.cascade.max_depth = -1; }},
+      {"cascade.chains", [](auto& o) { o.cascade.chains = -1; }},
   };
   for (const auto& [field, spoil] : bad) {
     INFO(field);

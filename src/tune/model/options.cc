@@ -56,10 +56,23 @@ void ModelPolicyOptions::validate() const {
   at_least(annealing.max_steps, 1, "annealing.max_steps");
   at_least(model.rounds, 1, "model.rounds");
   at_least(model.max_depth, 1, "model.max_depth");
+  require(std::isfinite(model.eta) && model.eta > 0 && model.eta <= 1, "model.eta", "in (0, 1]",
+          model.eta);
+  require(model.subsample > 0 && model.subsample <= 1, "model.subsample", "in (0, 1]",
+          model.subsample);
+  require(model.colsample > 0 && model.colsample <= 1, "model.colsample", "in (0, 1]",
+          model.colsample);
+  at_least(model.min_child_weight, 0, "model.min_child_weight");
+  at_least(model.pairs_per_row, 1, "model.pairs_per_row");
+  at_least(model.max_bin, 1, "model.max_bin");
   require(cascade.survivors >= CascadeOptions::kAuto, "cascade.survivors", ">= -1 (auto)",
           cascade.survivors);
   require(cascade.ensemble >= 1 && cascade.ensemble <= 32, "cascade.ensemble", "in [1, 32]",
           cascade.ensemble);
+  at_least(cascade.rounds, 0, "cascade.rounds");
+  at_least(cascade.warm_trees, 0, "cascade.warm_trees");
+  at_least(cascade.max_depth, 0, "cascade.max_depth");
+  at_least(cascade.chains, 0, "cascade.chains");
 }
 
 ModelPolicyOptions ModelPolicyOptions::classic() const {
