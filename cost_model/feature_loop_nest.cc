@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "src/base/int_math.h"
 #include "src/ir/intrinsics.h"
 #include "src/ir/tma_intrinsics.h"
 
@@ -40,13 +41,9 @@ bool is_arithmetic(NodeKind k) {
          k == NodeKind::Mod || k == NodeKind::Min || k == NodeKind::Max;
 }
 
-int64_t floor_div(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-int64_t floor_mod(int64_t a, int64_t b) { return b == 0 ? 0 : a - floor_div(a, b) * b; }
+// The IR's division and remainder, 0 for a zero divisor (a bound the analysis cannot use).
+int64_t div_or_zero(int64_t a, int64_t b) { return b == 0 ? 0 : floor_div(a, b); }
+int64_t mod_or_zero(int64_t a, int64_t b) { return b == 0 ? 0 : floor_mod(a, b); }
 
 // A range of values; `known` false means unbounded.
 struct Range {
@@ -168,9 +165,9 @@ inline int64_t apply(NodeKind op, int64_t a, int64_t b) {
     case NodeKind::Mul:
       return a * b;
     case NodeKind::Div:
-      return floor_div(a, b);
+      return div_or_zero(a, b);
     case NodeKind::Mod:
-      return floor_mod(a, b);
+      return mod_or_zero(a, b);
     case NodeKind::Min:
       return std::min(a, b);
     case NodeKind::Max:

@@ -12,6 +12,7 @@
 #include "cost_model/feature_occupancy.h"
 #include "cost_model/features.h"
 #include "kernels/template.h"
+#include "src/base/hash.h"
 #include "src/ir/ir_visitor.h"
 
 namespace cutune::cost_model {
@@ -38,14 +39,6 @@ class NameCollector : public ir::IRVisitor {
     IRVisitor::visit_node(op);
   }
 };
-
-uint64_t fnv1a(std::string_view text, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 class IrFeatures final : public FeatureExtractor {
  public:

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/hash.h"
 #include "src/emulator/postlude.h"
 #include "src/emulator/prelude_text.h"
 
@@ -56,13 +57,8 @@ const std::vector<std::string> kBaseFlags = {"-std=c++17",
                                              "-fvisibility=hidden",
                                              "-fstack-clash-protection"};
 
-uint64_t fnv1a(uint64_t h, std::string_view s) {
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h ^ 0xff;  // separates consecutive fields
-}
+// FNV-1a over `s`, then a separator between consecutive fields.
+uint64_t hash_field(uint64_t h, std::string_view s) { return fnv1a(s, h) ^ 0xff; }
 
 std::string unique_suffix() {
   static std::atomic<uint64_t> counter{0};
@@ -142,10 +138,10 @@ CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work
     out.seconds = elapsed();
     return out;
   }
-  uint64_t h = fnv1a(1469598103934665603ull, prelude);
-  h = fnv1a(h, code);
-  h = fnv1a(h, postlude.text);
-  for (const std::string& c : cmd) h = fnv1a(h, c);
+  uint64_t h = hash_field(1469598103934665603ull, prelude);
+  h = hash_field(h, code);
+  h = hash_field(h, postlude.text);
+  for (const std::string& c : cmd) h = hash_field(h, c);
   std::string stem = fmt::format("k{:016x}", h);
 
   out.path = work_dir / (stem + ".so");

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/int_math.h"
 #include "src/emulator/emu_assert.h"
 #include "src/emulator/postlude.h"
 
@@ -71,7 +72,6 @@ cutune_emu_abi::Dim3 block_of(uint64_t linear) {
           static_cast<unsigned>(linear / (uint64_t{g.x} * g.y))};
 }
 
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // Strips a demangled local name ("gemm_nn::A_shared") to the variable's own.
 std::string variable_name(const char* mangled) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "src/base/int_math.h"
 #include "src/ir/ir_equality.h"
 #include "src/ir/ir_mutator.h"
 #include "src/ir/ir_operators.h"
@@ -24,14 +25,6 @@ Interval scale(const Interval& i, int64_t c) {
   }
   return {i.hi ? Bound(*i.hi * c) : std::nullopt, i.lo ? Bound(*i.lo * c) : std::nullopt};
 }
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
 // Sum of coefficient * term, plus a constant. Terms are non-linear Int32 expressions.
 struct Linear {

@@ -73,22 +73,6 @@ PtxasInfo ptxas_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
-Fnv1a64& Fnv1a64::add(std::string_view field) {
-  const uint64_t size = field.size();
-  mix(&size, sizeof size);
-  mix(field.data(), field.size());
-  return *this;
-}
-
-void Fnv1a64::mix(const void* data, size_t size) {
-  constexpr uint64_t kPrime = 0x100000001b3ull;
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    state_ ^= bytes[i];
-    state_ *= kPrime;
-  }
-}
-
 CompileCache::CompileCache(std::optional<std::filesystem::path> directory, size_t memory_entries)
     : directory_(std::move(directory)), memory_entries_(memory_entries) {
   if (!directory_) return;

@@ -17,20 +17,10 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "src/base/hash.h"
 #include "src/runtime/compile_result.h"
 
 namespace cutune {
-
-// 64-bit FNV-1a. add() takes each field with its length, so ("ab","c") and ("a","bc") differ.
-class Fnv1a64 {
- public:
-  Fnv1a64& add(std::string_view field);
-  uint64_t value() const { return state_; }
-
- private:
-  void mix(const void* data, size_t size);
-  uint64_t state_ = 0xcbf29ce484222325ull;
-};
 
 class CompileCache {
  public:
