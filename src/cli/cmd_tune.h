@@ -1,0 +1,137 @@
+#pragma once
+// The pieces of `cutune tune` shared by its files: the search options every tuning command
+// takes, the task and measuring options of tune, the run summary; cmd_tune.cc runs one task in
+// this process, cmd_tune_scaled.cc replay suites and MPI jobs, cmd_replay.cc `cutune replay`.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "src/cli/cli_common.h"
+#include "src/records/tuning_log.h"
+#include "src/replay/kt_cache.h"
+#include "src/replay/replay_space.h"
+#include "src/replay/t1_spec.h"
+#include "src/tune/tuner.h"
+#include "src/tune/tuning_session.h"
+
+namespace cutune::cli {
+
+struct SearchArgs {
+  std::string tuner = "xgb";
+  int trials = 200;
+  int batch = 64;
+  uint64_t seed = 0;
+  std::string objective = "pairwise";
+  double epsilon = ModelPolicyOptions{}.epsilon;
+  int ensemble = ModelPolicyOptions{}.ensemble;
+  double kappa = ModelPolicyOptions{}.kappa;
+  bool json = false;
+
+  // The defaults shown by --help are the values held when this is called.
+  void add_to(CLI::App& cmd) {
+    cmd.add_option("--tuner", tuner, "search policy: xgb, ga, random or grid")
+        ->capture_default_str();
+    cmd.add_option("--trials", trials, "configurations to measure")->capture_default_str();
+    cmd.add_option("--batch", batch, "configurations per batch (and per model refit)")
+        ->capture_default_str();
+    add_seed_option(cmd, seed, "search seed");
+    cmd.add_option("--objective", objective, "xgb model objective: pairwise or regression")
+        ->capture_default_str();
+    cmd.add_option("--epsilon", epsilon, "xgb: share of each batch drawn at random")
+        ->capture_default_str()
+        ->check(number_in(0, 1));
+    cmd.add_option("--ensemble", ensemble, "xgb: boosters, each on a bootstrap resample")
+        ->capture_default_str()
+        ->check(number_in(1, 32));
+    cmd.add_option("--kappa", kappa,
+                   "xgb: the acquisition is the boosters' mean + kappa * their spread")
+        ->capture_default_str()
+        ->check(number_in(0, HUGE_VAL));
+    cmd.add_flag("--json", json, "machine-readable output");
+  }
+
+  // UsageError for an unknown name or an out-of-range value.
+  SearchOptions options() const {
+    SearchOptions o;
+    try {
+      o.tuner = parse_tuner_kind(tuner);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    o.trials = trials;
+    o.batch = batch;
+    o.seed = seed;
+    o.model.epsilon = epsilon;
+    o.model.ensemble = ensemble;
+    o.model.kappa = kappa;
+    if (objective == "regression") {
+      o.model.model.objective = cost_model::RankObjective::regression;
+    } else if (objective != "pairwise") {
+      throw UsageError(
+          fmt::format("unknown --objective '{}' (expected pairwise or regression)", objective));
+    }
+    o.validate();
+    return o;
+  }
+};
+
+struct ReplaySource {
+  std::string cache;
+  std::string spec;
+  bool noise = false;
+  std::string flag = "--cache";  // the option that names the cache, for messages
+
+  replay::ReplayTask load() const {
+    require_readable_file(cache, flag);
+    if (!spec.empty()) require_readable_file(spec, "--spec");
+    replay::KtCache c = replay::load_kt_cache(cache);
+    if (spec.empty()) return replay::ReplayTask::from_cache(std::move(c));
+    return replay::ReplayTask::from_spec(std::move(c), replay::load_t1_spec(spec));
+  }
+};
+
+struct TuneArgs {
+  TaskOptions task;  // OP --shape [--template] [--dtype ...] [--arch]; --json is the search's
+  SearchArgs search;
+  std::string log;
+  bool resume = false;
+  std::vector<std::string> transfer_from;
+  ReplaySource replay;
+  bool quiet = false;
+  std::string devices;  // --devices: all, or GPU ordinals (src/measure/device_selection.h)
+  std::vector<std::string> replays;  // --replay: one cache, or several (a replay suite)
+  double replay_cost_ms = 0;
+  bool coordinator_only = false;
+  int concurrent_tasks = 0;
+  std::string device = "gpu";  // --device: gpu, or emulator (correctness only, no GPU time)
+  int remeasure_top = -1;      // -1: 8 on a GPU, off for the emulator and replays
+  int remeasure_rounds = 3;
+  bool no_pipeline = false;
+  bool no_transfer = false;  // replay suite: tasks do not learn from earlier ones
+};
+
+std::vector<std::filesystem::path> as_paths(const std::vector<std::string>& v);
+
+nlohmann::json summary_json(const TaskKey& task, const TuneSummary& s, const std::string& log,
+                            std::optional<double> flops);
+
+void print_summary(const TaskKey& task, const TuneSummary& s, const std::string& log,
+                   std::optional<double> flops);
+
+// With no --log, the records still go to a file, named after the task, in the working folder.
+std::string default_log(const TaskKey& key);
+
+// Several caches, or an MPI job (cmd_tune_scaled.cc).
+void run_tune_scaled(const TuneArgs& args);
+// `mpirun -n R cutune tune OP --shape ...` (cmd_tune_scaled.cc).
+void run_tune_operator_scaled(const TuneArgs& args);
+// `cutune replay` (cmd_replay.cc).
+void add_replay_command(CLI::App& app);
+
+}  // namespace cutune::cli
