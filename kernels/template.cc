@@ -69,6 +69,11 @@ namespace {
   throw TaskError(fmt::format("unknown operator '{}' (known: {})", op, known));
 }
 
+[[noreturn]] void unknown_template(const OpInfo& o, const std::string& name) {
+  throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", name, o.op,
+                              fmt::join(o.templates, ", ")));
+}
+
 }  // namespace
 
 std::string default_template(const std::string& op, const std::string& arch) {
@@ -81,14 +86,12 @@ std::string default_template(const std::string& op, const std::string& arch) {
 }
 
 std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
-                                        const std::string& template_name,
-                                        const std::string& arch) {
+                                        const std::string& template_name, const std::string& arch) {
   for (const OpInfo& o : list_ops()) {
     if (o.op != op) continue;
     const std::string name = template_name.empty() ? default_template(op, arch) : template_name;
     if (std::find(o.templates.begin(), o.templates.end(), name) == o.templates.end()) {
-      throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", template_name, op,
-                                  fmt::join(o.templates, ", ")));
+      unknown_template(o, template_name);
     }
     return find_entry(name)->make(shape);
   }
@@ -155,23 +158,29 @@ ResolvedTemplate resolve_template(const TaskRequest& r, const std::string& arch)
       if (e.params.computation == computation && e.params.dtype == dtype && e.op_default) op = e.op;
     }
     if (op.empty()) {
-      throw TaskError(fmt::format("{} has no template for --dtype {} (dtype/out-dtype/layout/family: {})",
-                                  computation, dtype, supported(computation, "")));
+      throw TaskError(
+          fmt::format("{} has no template for --dtype {} (dtype/out-dtype/layout/family: {})",
+                      computation, dtype, supported(computation, "")));
     }
   } else {
     unknown_operator(r.op);
   }
+  // `p` with the parameters the request gives.
+  const auto asked = [&r](TaskParams p) {
+    if (!r.dtype.empty()) p.dtype = r.dtype;
+    if (!r.out_dtype.empty()) p.out_dtype = r.out_dtype;
+    if (!r.layout.empty()) p.layout = r.layout;
+    if (!r.family.empty()) p.family = r.family;
+    return p;
+  };
   if (!r.template_name.empty()) {
     const TemplateEntry* e = find_entry(r.template_name);
     if (e == nullptr || e->op != op) {
-      make_template(op, {}, r.template_name);  // throws: unknown template, naming the known
-      throw TaskError(fmt::format("unknown template '{}' for {}", r.template_name, op));
+      for (const OpInfo& o : list_ops()) {
+        if (o.op == op) unknown_template(o, r.template_name);
+      }
     }
-    TaskParams want = e->params;
-    if (!r.dtype.empty()) want.dtype = r.dtype;
-    if (!r.out_dtype.empty()) want.out_dtype = r.out_dtype;
-    if (!r.layout.empty()) want.layout = r.layout;
-    if (!r.family.empty()) want.family = r.family;
+    const TaskParams want = asked(e->params);
     if (!(want == e->params)) {
       throw TaskError(fmt::format("template {} has {}; asked: {}", e->name,
                                   described(e->params, given), described(want, given)));
@@ -179,11 +188,7 @@ ResolvedTemplate resolve_template(const TaskRequest& r, const std::string& arch)
     return {op, e->name};
   }
   // The parameters not given are those of the operator's default template for the target.
-  TaskParams want = template_params(default_template(op, arch));
-  if (!r.dtype.empty()) want.dtype = r.dtype;
-  if (!r.out_dtype.empty()) want.out_dtype = r.out_dtype;
-  if (!r.layout.empty()) want.layout = r.layout;
-  if (!r.family.empty()) want.family = r.family;
+  const TaskParams want = asked(template_params(default_template(op, arch)));
   for (const TemplateEntry& e : registry()) {
     if (e.op == op && e.params == want) return {op, e.name};
   }

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 namespace cutune {
 
 Rings neighbour_rings(const ConfigSpace& space, std::span<const Config> centres,
-                      const std::unordered_set<uint64_t>& exclude, int radius,
-                      std::mt19937_64& rng) {
+                      const std::unordered_set<uint64_t>& exclude, int radius, uint64_t stream) {
   const auto& knobs = space.knobs();
   Rings out;
+  std::optional<std::mt19937_64> rng;  // seeded at the first draw: most spaces need none
   std::unordered_set<uint64_t> seen;
   auto consider = [&](const std::vector<int32_t>& e, std::vector<Config>& ring) {
     Config c(&space, e);
@@ -56,15 +57,16 @@ Rings neighbour_rings(const ConfigSpace& space, std::span<const Config> centres,
       if (knobs[k].cardinality() > 1) movable.push_back(k);
     }
     if (movable.size() < 2) continue;
+    if (!rng) rng.emplace(stream);
     std::uniform_int_distribution<size_t> knob(0, movable.size() - 1);
     const size_t draws = std::max<size_t>(256, 4 * kMaxPairDraws / centres.size());
     for (size_t d = 0; d < std::min(kMaxPairDraws, draws); ++d) {
-      const size_t i = movable[knob(rng)], j = movable[knob(rng)];
+      const size_t i = movable[knob(*rng)], j = movable[knob(*rng)];
       if (i == j) continue;
       e = base;
       for (size_t k : {i, j}) {
         std::uniform_int_distribution<int64_t> other(0, knobs[k].cardinality() - 2);
-        const int64_t v = other(rng);
+        const int64_t v = other(*rng);
         e[k] = static_cast<int32_t>(v >= base[k] ? v + 1 : v);
       }
       consider(e, out.radius2);

@@ -22,11 +22,10 @@ struct Rings {
 // changes (radius2) from any of `centres`, each once (a configuration near several centres
 // where it is first met). Centre by centre: its radius 1 knob by knob in value order, then its
 // radius 2 in the same order; where a centre has more than kMaxPairDraws two-change neighbours
-// (a wide space), its radius 2 is that many draws from `rng` instead, shared out among the
-// centres (at least 256 each).
+// (a wide space), its radius 2 is that many draws from a generator seeded with `stream`
+// instead, shared out among the centres (at least 256 each).
 Rings neighbour_rings(const ConfigSpace& space, std::span<const Config> centres,
-                      const std::unordered_set<uint64_t>& exclude, int radius,
-                      std::mt19937_64& rng);
+                      const std::unordered_set<uint64_t>& exclude, int radius, uint64_t stream = 0);
 inline constexpr size_t kMaxPairDraws = 4096;
 
 // The knobs in which two configurations differ, counted no further than most + 1.

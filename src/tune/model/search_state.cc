@@ -23,10 +23,7 @@ void SearchState::record(const Config& config, double throughput) {
   } else {
     throughput_[it->second] = std::max(throughput_[it->second], throughput);
   }
-}
-
-double SearchState::best() const {
-  return throughput_.empty() ? 0.0 : *std::max_element(throughput_.begin(), throughput_.end());
+  best_ = std::max(best_, throughput);
 }
 
 std::vector<size_t> SearchState::best_first() const {

@@ -39,7 +39,7 @@ class SearchState {
   double throughput(size_t i) const { return throughput_[i]; }
 
   // The best throughput measured (0 when none).
-  double best() const;
+  double best() const { return best_; }
   // The least throughput that counts as tied with the best (exact ties, up to rounding).
   double tie_floor() const { return best() * (1 - 1e-9); }
   // Record positions, best throughput first (ties in the order measured).
@@ -53,6 +53,7 @@ class SearchState {
   std::unordered_map<uint64_t, size_t> row_of_;  // index -> position in records_
   std::vector<Config> records_;
   std::vector<double> throughput_;
+  double best_ = 0;
 };
 
 }  // namespace cutune

@@ -100,11 +100,10 @@ void Surrogate::refit(std::span<const Config> records, std::span<const double> t
     t0 = t;
   };
   if (any_ok) {
-    const std::vector<Config> rows(records.begin(), records.end());
     cost_model::FeatureMatrix x = features_.matrix(records);
     lap(times.features);
     std::vector<float> margin;
-    if (options_.transfer) margin = transfer_margin(rows);
+    if (options_.transfer) margin = transfer_margin({records.begin(), records.end()});
     int trees = 0;
     for (const Member& m : members_) trees = std::max(trees, m.model.trees());
     const RefitOptions& r = options_.refit;

@@ -57,8 +57,7 @@ std::vector<Config> TrustRegion::incumbent_picks(const SearchState& state, int c
   for (size_t i = 0; i < ties.size() && static_cast<int>(i) < trust_.centres; ++i) {
     centres.push_back(state.config(ties[i]));
   }
-  std::mt19937_64 rng(stream);
-  Rings rings = neighbour_rings(space_, centres, state.visited(), 2, rng);
+  Rings rings = neighbour_rings(space_, centres, state.visited(), 2, stream);
   std::vector<Config> out;
   if (trust_.support && ties.size() > 1) {
     // Both radii together, by how many ties lie within two knob changes, then by the
@@ -103,7 +102,6 @@ std::vector<Config> TrustRegion::basin_picks(const SearchState& state, int count
   if (count <= 0 || state.best() <= 0) return {};
   const std::vector<size_t> order = state.best_first();
   const double floor = state.tie_floor();
-  std::mt19937_64 unused;  // radius 1 draws nothing
   for (size_t i = 0; i < order.size(); ++i) {
     const size_t c = order[i];
     const double t = state.throughput(c);
@@ -117,7 +115,7 @@ std::vector<Config> TrustRegion::basin_picks(const SearchState& state, int count
     }
     if (!local_best) continue;
     std::vector<Config> ring =
-        neighbour_rings(space_, std::span(&state.config(c), 1), state.visited(), 1, unused).radius1;
+        neighbour_rings(space_, std::span(&state.config(c), 1), state.visited(), 1).radius1;
     if (!ring.empty()) return best_by(ring, score, count);
   }
   return {};
