@@ -15,12 +15,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    std::string templ = (fs::temp_directory_path() / "cutune-cli-measure-XXXXXX").string();
-    return fs::path(mkdtemp(templ.data()));
-  }();
-  return dir;
+const fs::path& scratch_dir() {
+  static const cutune::test::ProcessTempDir dir("cutune-cli-measure");
+  return dir.path();
 }
 
 std::vector<nlohmann::json> log_lines(const fs::path& p) {
