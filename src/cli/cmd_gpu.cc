@@ -15,15 +15,12 @@
 
 #include "src/cli/cli_common.h"
 #include "src/cli/cmd_spec.h"
-#include "src/lower/lower.h"
 #include "src/records/tuning_log.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/export/export_log.h"
-#include "src/runtime/nvrtc_builder.h"
 #include "src/measure/worker_gpu.h"
 #include "src/measure/worker_main.h"
-#include "src/measure/worker_process.h"
 #include "src/measure/gpu_measurer.h"
 
 namespace cutune::cli {
@@ -114,56 +111,18 @@ void run_bench(const BenchArgs& args) {
   options.min_repeats = std::max(20 / std::max(args.rounds, 1), 5);
   options.max_repeats = 1000;
   options.max_measure_seconds = args.seconds / std::max(args.rounds, 1);
+  options.timeout_seconds = 30;
   options.early_stop_factor = 0;
-  std::vector<char> expected;
-  WorkerTask task = worker_task(*tmpl, options, &expected);
-  WorkerOptions worker_options;
-  worker_options.command = {"/proc/self/exe", "__worker"};
-  worker_options.measure_timeout_s = 30 + args.seconds;
-  WorkerSupervisor worker(worker_options);
-  worker.set_task(task, std::move(expected));
-
-  MeasureRequest baseline_request;
-  baseline_request.id = 0;
-  baseline_request.what = MeasureWhat::baseline;
-  // cuBLAS is a GEMM's reference itself; cuDNN is checked against the CPU reference too.
-  baseline_request.check = !gemm;
+  options.compile_jobs = 1;
   const std::string baseline_name = !gemm                                       ? "cudnn"
                                     : declared.gemm.input == ir::DType::Float32 ? "cublas_sgemm"
                                                                                 : "cublas_gemm_ex";
-  std::vector<MeasureRequest> requests = {baseline_request};
-  ir::TargetLimits limits;
-  limits.arch = device.arch();
-  limits.max_threads_per_block = device.max_threads_per_block;
-  limits.max_static_shared_bytes = std::min(device.max_shared_per_block, 48 * 1024);
-  limits.max_shared_bytes_optin = device.max_shared_per_block_optin;
-  NvrtcBuilder builder(BuildOptions{.arch = device.arch(), .extra_flags = {}});
-  // A kernel's request: `what` names the configuration in errors ("config N of the log").
-  auto kernel_request = [&](const Config& config, const std::string& what) {
-    const Lowered lowered = lower(*tmpl, config, limits);
-    if (!lowered.ok())
-      throw UsageError(fmt::format("{} does not lower for {}", what, device.arch()));
-    const CompileResult compiled = builder.compile(*lowered.source);
-    if (!compiled.ok())
-      throw UsageError(fmt::format("{} does not compile: {}", what, compiled.log));
-    MeasureRequest request;
-    request.id = int(requests.size());
-    request.kernel_name = lowered.source->kernel_name;
-    request.launch = lowered.source->launch;
-    request.cubin = compiled.cubin;
-    // The measurer's own binding: tensor maps (TMA) are parameters too, encoded by the worker.
-    if (std::string error = bind_kernel_arguments(*lowered.source, tmpl->tensors(), request);
-        !error.empty())
-      throw UsageError(fmt::format("{}: {}", what, error));
-    requests.push_back(std::move(request));
-  };
-  if (record) {
-    kernel_request(tmpl->space().get(record->config_index),
-                   fmt::format("config {} of the log", record->config_index));
-  }
-  for (const Config& c : configs) kernel_request(c, fmt::format("--config {}", c.index()));
-  const std::vector<MeasureResult> timed = measure_interleaved(
-      [&](const MeasureRequest& r) { return worker.measure(r); }, requests, args.rounds);
+  // The record's configuration first, then the --config ones, all through the tuner's measurer.
+  std::vector<Config> timed_configs;
+  if (record) timed_configs.push_back(tmpl->space().get(record->config_index));
+  timed_configs.insert(timed_configs.end(), configs.begin(), configs.end());
+  std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, options, device);
+  const std::vector<MeasureResult> timed = measurer->versus_baseline(timed_configs, args.rounds);
   const MeasureResult& baseline_result = timed[0];
 
   const double peak = fp32_peak_flops(device);

@@ -22,7 +22,8 @@
 #include "src/spec/spec_export.h"
 #include "src/measure/emulated_verify.h"
 #include "src/measure/worker_process.h"
-#include "src/spec/spec_measurer.h"
+#include "src/measure/gpu_measurer.h"
+#include "src/spec/spec_kernel_task.h"
 #include "src/spec/spec_verify.h"
 
 namespace cutune::cli {
@@ -444,7 +445,7 @@ void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
   gpu.early_stop_factor = 0;
   std::unique_ptr<Measurer> measurer;
   try {
-    measurer = spec::make_spec_measurer(task, gpu);
+    measurer = make_gpu_measurer(spec::spec_kernel_task(task), gpu);
   } catch (const NoDeviceError& e) {
     throw NoDeviceError(fmt::format("{}; without a GPU: cutune verify --spec {} (the emulator)",
                                     e.what(), opts.spec_path));

@@ -24,7 +24,7 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/runtime/driver_api.h"
-#include "src/spec/spec_measurer.h"
+#include "src/spec/spec_kernel_task.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
@@ -176,7 +176,7 @@ void run_tune_spec(const TuneArgs& args, SearchOptions search) {
   gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
   std::unique_ptr<Measurer> measurer;
   try {
-    measurer = spec::make_spec_measurer(task, gpu);
+    measurer = make_gpu_measurer(spec::spec_kernel_task(task), gpu);
   } catch (const NoDeviceError& e) {
     throw NoDeviceError(fmt::format(
         "{}; without a GPU: cutune verify --spec {} (the emulator), or cutune tune --spec {} "

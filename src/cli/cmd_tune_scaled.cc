@@ -23,7 +23,7 @@
 #include "src/replay/kt_cache.h"
 #include "src/replay/t1_spec.h"
 #include "src/runtime/driver_api.h"
-#include "src/spec/spec_measurer.h"
+#include "src/spec/spec_kernel_task.h"
 #include "src/tune/policies.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"

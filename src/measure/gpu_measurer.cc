@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "src/lower/lower.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/nvrtc_builder.h"
@@ -26,12 +25,6 @@ namespace {
 std::string first_line(const std::string& text) {
   const size_t end = text.find('\n');
   return end == std::string::npos ? text : text.substr(0, end);
-}
-
-std::string join(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& l : lines) out += (out.empty() ? "" : "; ") + l;
-  return out;
 }
 
 // Compiles sources on `jobs` threads in index order, so the first results are ready first and
@@ -68,28 +61,28 @@ class CompilePipeline {
 
 class GpuMeasurer final : public Measurer {
  public:
-  GpuMeasurer(const Template& tmpl, const GpuMeasureOptions& options, DeviceInfo device)
-      : tmpl_(tmpl),
+  GpuMeasurer(std::unique_ptr<KernelTask> task, const GpuMeasureOptions& options,
+              DeviceInfo device)
+      : task_(std::move(task)),
         options_(options),
-        device_(std::move(device)),
-        limits_(verifier_limits(device_)),
-        builder_(make_build_options(options, device_), std::max(options.compile_jobs, 1),
+        target_(measuring_target(std::move(device), options)),
+        builder_(make_build_options(*task_, target_), std::max(options.compile_jobs, 1),
                  options.cache_dir.empty()
                      ? std::nullopt
                      : std::optional<std::filesystem::path>(options.cache_dir)),
         worker_(make_worker_options(options),
                 options.devices.empty() ? std::vector<int>{options.device} : options.devices) {
-    if (!options.arch.empty()) limits_.arch = options.arch;
-    std::vector<char> expected;
-    WorkerTask task = worker_task(tmpl, options, &expected);
+    WorkerSetup setup = task_->worker_setup(options_, builder_, target_, /*with_baseline=*/true);
     try {
-      worker_.set_task(task, std::move(expected));
+      worker_.set_task(setup.task, std::move(setup.blob));
     } catch (const WorkerError& e) {
-      if (task.reference != ReferenceKind::baseline) throw;
-      // Without cuBLAS in the worker, the template's own CPU reference still checks answers.
-      task = worker_task(tmpl, options, &expected, /*allow_baseline=*/false);
-      worker_.set_task(task, std::move(expected));
+      if (setup.task.reference != ReferenceKind::baseline) throw;
+      // Without the library in the worker, the task's own reference still checks answers.
+      setup = task_->worker_setup(options_, builder_, target_, /*with_baseline=*/false);
+      worker_.set_task(setup.task, std::move(setup.blob));
     }
+    // A baseline that is the reference itself (cuBLAS for a GEMM) has nothing to be checked by.
+    check_baseline_ = setup.task.reference != ReferenceKind::baseline;
   }
 
   ~GpuMeasurer() override {
@@ -97,10 +90,10 @@ class GpuMeasurer final : public Measurer {
     if (prefetch_.joinable()) prefetch_.join();
   }
 
-  // Lowers and compiles the next batch on a thread of its own while this one is measured; the
-  // builder's cache then hands measure() the cubins, and the real compile times are kept.
-  // Called during a measurement too (from the tuner's background proposal): the lock keeps it
-  // apart from measure_streaming's look at the running prefetch.
+  // Makes and compiles the next batch's instances on a thread of its own while this one is
+  // measured; the builder's cache then hands measure() the cubins, and the real compile times
+  // are kept. Called during a measurement too (from the tuner's background proposal): the lock
+  // keeps it apart from measure_streaming's look at the running prefetch.
   void prefetch(const std::vector<Config>& next) override {
     std::lock_guard<std::mutex> lock(prefetch_mutex_);
     if (prefetch_.joinable()) prefetch_.join();
@@ -110,8 +103,8 @@ class GpuMeasurer final : public Measurer {
       try {
         std::vector<CudaSource> sources;
         for (const Config& c : next) {
-          Lowered lowered = lower(tmpl_, c, limits_);
-          if (lowered.ok()) sources.push_back(*lowered.source);
+          InstanceOrWhy made = task_->instance(c, target_);
+          if (made.instance) sources.push_back(std::move(made.instance->source));
         }
         const std::vector<CompileResult> compiled = builder_.compile_batch(sources);
         std::lock_guard<std::mutex> lock(prefetched_mutex_);
@@ -139,29 +132,30 @@ class GpuMeasurer final : public Measurer {
         prefetch_.join();
     }
     std::vector<MeasureResult> results(batch.size());
-    std::vector<CudaSource> sources;
-    std::vector<size_t> slot;  // sources[j] belongs to batch[slot[j]]
+    std::vector<KernelInstance> instances;
+    std::vector<size_t> slot;  // instances[j] belongs to batch[slot[j]]
     for (size_t i = 0; i < batch.size(); ++i) {
-      Lowered lowered = lower(tmpl_, batch[i], limits_);
-      if (!lowered.ok()) {
+      InstanceOrWhy made = task_->instance(batch[i], target_);
+      if (!made.instance) {
         results[i].status = MeasureStatus::invalid;
-        results[i].error = join(lowered.verify.errors);
+        results[i].error = made.why;
         if (on_result) on_result(i, results[i]);
         continue;
       }
-      sources.push_back(*lowered.source);
+      instances.push_back(std::move(*made.instance));
       slot.push_back(i);
     }
-    const std::vector<CudaSource> kept = sources;
+    std::vector<CudaSource> sources;
+    for (const KernelInstance& in : instances) sources.push_back(in.source);
     CompilePipeline pipeline(builder_, std::move(sources), options_.compile_jobs);
-    std::vector<MeasureResult> compiled_info(kept.size());  // compile time and ptxas extras
+    std::vector<MeasureResult> compiled_info(instances.size());  // compile time, ptxas extras
     // Candidate j's final result (compile time, ptxas extras, which GPU), handed over at once.
     const auto finish = [&](size_t j, const PoolResult& measured) {
       MeasureResult& result = results[slot[j]];
       result = measured.result;
       {  // compiled ahead: the time of that compile, not of the cache lookup
         std::lock_guard<std::mutex> lock(prefetched_mutex_);
-        auto it = prefetched_s_.find(builder_.cache_key(kept[j]));
+        auto it = prefetched_s_.find(builder_.cache_key(instances[j].source));
         if (it != prefetched_s_.end()) {
           compiled_info[j].compile_s = it->second;
           if (compiled_info[j].extra.is_object()) compiled_info[j].extra["compiled_ahead"] = true;
@@ -179,30 +173,66 @@ class GpuMeasurer final : public Measurer {
       if (on_result) on_result(slot[j], result);
     };
     worker_.run(
-        kept.size(),
-        [&](size_t j) {
-          WorkerPool::Prepared prepared;
+        instances.size(),
+        [&](size_t j) -> WorkerPool::Prepared {
           try {
-            prepared = prepare_compiled(kept[j], pipeline.get(j), compiled_info[j]);
+            Candidate c =
+                compiled_candidate(instances[j], pipeline.get(j), target_.device, options_.check);
+            compiled_info[j] = c.result;
+            if (c.runnable) return std::move(c.request);
+            return std::move(c.result);
           } catch (const std::exception& e) {
             MeasureResult failed;
             failed.status = MeasureStatus::compile_error;
             failed.error = first_line(e.what());
-            prepared = std::move(failed);
+            return failed;
           }
-          return prepared;
         },
         finish);
     return results;
   }
 
-  std::string device_name() const override { return device_.name; }
-  std::string target_arch() const override { return limits_.arch; }
+  std::vector<MeasureResult> versus_baseline(const std::vector<Config>& configs,
+                                             int rounds) override {
+    std::vector<MeasureResult> out(configs.size() + 1);
+    std::vector<MeasureRequest> requests(1);
+    requests[0].what = MeasureWhat::baseline;
+    requests[0].check = check_baseline_ && options_.check;
+    std::vector<size_t> slot = {0};  // requests[j] belongs to out[slot[j]]
+    for (size_t i = 0; i < configs.size(); ++i) {
+      InstanceOrWhy made = task_->instance(configs[i], target_);
+      if (!made.instance) {
+        out[i + 1].status = MeasureStatus::invalid;
+        out[i + 1].error = made.why;
+        continue;
+      }
+      Candidate c = compiled_candidate(*made.instance, builder_.compile(made.instance->source),
+                                       target_.device, options_.check);
+      if (!c.runnable) {
+        out[i + 1] = std::move(c.result);
+        continue;
+      }
+      requests.push_back(std::move(c.request));
+      slot.push_back(i + 1);
+    }
+    const auto send = [this](const MeasureRequest& request) {
+      MeasureReply reply;
+      reply.result = worker_.run(1, [&](size_t) { return request; }).at(0).result;
+      return reply;
+    };
+    std::vector<MeasureResult> timed = measure_interleaved(send, requests, rounds);
+    for (size_t j = 0; j < timed.size(); ++j) out[slot[j]] = std::move(timed[j]);
+    return out;
+  }
+
+  std::string device_name() const override { return target_.device.name; }
+  std::string target_arch() const override { return target_.limits.arch; }
 
  private:
-  static BuildOptions make_build_options(const GpuMeasureOptions& o, const DeviceInfo& d) {
+  static BuildOptions make_build_options(const KernelTask& task, const MeasuringTarget& target) {
     BuildOptions b;
-    b.arch = o.arch.empty() ? d.arch() : o.arch;
+    b.arch = target.limits.arch;
+    b.extra_flags = task.compiler_flags();
     return b;
   }
 
@@ -214,55 +244,12 @@ class GpuMeasurer final : public Measurer {
     return w;
   }
 
-  // The request for a compiled candidate, or its result when it cannot run; `info` gets the
-  // compile time and ptxas extras either way. Runs on the pool's threads, one per candidate.
-  WorkerPool::Prepared prepare_compiled(const CudaSource& source, const CompileResult& compiled,
-                                        MeasureResult& info) const {
-    MeasureResult& result = info;
-    result.compile_s = compiled.seconds;
-    if (!compiled.ok()) {
-      result.status = MeasureStatus::compile_error;
-      result.error = first_line(compiled.log);
-      return result;
-    }
-    const PtxasInfo& p = compiled.ptxas;
-    result.extra = {{"registers", p.registers},
-                    {"spill_bytes", p.spill_store_bytes + p.spill_load_bytes},
-                    {"static_smem_bytes", p.shared_bytes}};
-    const int64_t threads = int64_t(source.launch.block.volume());
-    const int64_t smem = int64_t(p.shared_bytes) + source.launch.dynamic_smem_bytes;
-    if (p.parsed && int64_t(p.registers) * threads > device_.regs_per_block) {
-      result.status = MeasureStatus::invalid;
-      result.error = fmt::format("{} registers x {} threads exceed the {} registers of a block",
-                                 p.registers, threads, device_.regs_per_block);
-      return result;
-    }
-    if (smem > device_.max_shared_per_block_optin) {
-      result.status = MeasureStatus::invalid;
-      result.error = fmt::format("{} bytes of shared memory exceed the {} a block may have", smem,
-                                 device_.max_shared_per_block_optin);
-      return result;
-    }
-    MeasureRequest request;
-    request.kernel_name = source.kernel_name;
-    request.launch = source.launch;
-    request.check = options_.check;
-    request.cubin = compiled.cubin;
-    if (std::string error = bind_kernel_arguments(source, tmpl_.tensors(), request);
-        !error.empty()) {
-      result.status = MeasureStatus::invalid;
-      result.error = error;
-      return result;
-    }
-    return request;
-  }
-
-  const Template& tmpl_;
+  std::unique_ptr<KernelTask> task_;
   GpuMeasureOptions options_;
-  DeviceInfo device_;
-  ir::TargetLimits limits_;
+  MeasuringTarget target_;
   NvrtcBuilder builder_;
   WorkerPool worker_;  // one worker per GPU; it keeps the best time for early stopping
+  bool check_baseline_ = true;
   std::mutex prefetch_mutex_;  // guards prefetch_ and prefetching_
   std::thread prefetch_;
   std::unordered_set<uint64_t> prefetching_;  // the batch prefetch_ compiles
@@ -272,24 +259,46 @@ class GpuMeasurer final : public Measurer {
 
 }  // namespace
 
-std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
-                                  MeasureRequest& request) {
-  request.args.clear();
-  request.maps.clear();
-  for (const KernelParam& param : source.params) {
-    // A tensor map is encoded by the worker over the tensor it describes.
-    const std::string& tensor = param.tensor_map ? param.tensor_map->buffer : param.name;
-    auto it = std::find_if(tensors.begin(), tensors.end(),
-                           [&](const TensorSpec& t) { return t.name == tensor; });
-    if (param.tensor_map && it != tensors.end()) {
-      request.maps.resize(source.params.size());
-      request.maps[request.args.size()] = *param.tensor_map;
-    } else if (!param.is_pointer || it == tensors.end()) {
-      return fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);
-    }
-    request.args.push_back(int(it - tensors.begin()));
+Candidate compiled_candidate(const KernelInstance& instance, const CompileResult& compiled,
+                             const DeviceInfo& device, bool check) {
+  Candidate out;
+  MeasureResult& result = out.result;
+  result.compile_s = compiled.seconds;
+  if (!compiled.ok()) {
+    result.status = MeasureStatus::compile_error;
+    result.error = first_line(compiled.log);
+    return out;
   }
-  return "";
+  const PtxasInfo& p = compiled.ptxas;
+  result.extra = {{"registers", p.registers},
+                  {"spill_bytes", p.spill_store_bytes + p.spill_load_bytes},
+                  {"static_smem_bytes", p.shared_bytes}};
+  const LaunchSpec& launch = instance.source.launch;
+  const int64_t threads = int64_t(launch.block.volume());
+  if (p.parsed && int64_t(p.registers) * threads > device.regs_per_block) {
+    result.status = MeasureStatus::invalid;
+    result.error = fmt::format("{} registers x {} threads exceed the {} registers of a block",
+                               p.registers, threads, device.regs_per_block);
+    return out;
+  }
+  const int64_t smem = int64_t(p.shared_bytes) + launch.dynamic_smem_bytes;
+  const int64_t smem_limit = std::max(device.max_shared_per_block_optin, device.max_shared_per_block);
+  if (smem > smem_limit) {
+    result.status = MeasureStatus::invalid;
+    result.error = fmt::format("{} bytes of shared memory exceed the {} a block may have", smem,
+                               smem_limit);
+    return out;
+  }
+  out.runnable = true;
+  MeasureRequest& request = out.request;
+  request.kernel_name = compiled.kernel_name;  // a name expression's lowered name
+  request.launch = launch;
+  if (p.parsed) request.launch.static_smem_bytes = uint32_t(p.shared_bytes);
+  request.args = instance.args;
+  request.maps = instance.maps;
+  request.check = check;
+  request.cubin = compiled.cubin;
+  return out;
 }
 
 TimingOptions timing_options(const GpuMeasureOptions& o) {
@@ -304,42 +313,6 @@ TimingOptions timing_options(const GpuMeasureOptions& o) {
   t.target_rel_ci = o.target_rel_ci;
   t.early_stop_factor = o.early_stop_factor;
   return t;
-}
-
-WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
-                       std::vector<char>* expected, bool allow_baseline) {
-  WorkerTask task;
-  task.device = options.device;
-  task.seed = options.seed;
-  task.reduction_length = tmpl.reduction_length();
-  task.timing = timing_options(options);
-  const std::vector<TensorSpec> tensors = tmpl.tensors();
-  for (const TensorSpec& t : tensors)
-    task.tensors.push_back(
-        {t.name, storage_dtype(t.type.dtype), t.elements, t.is_output, t.zero_init});
-  if (allow_baseline) task.baseline = tmpl.baseline();
-  expected->clear();
-  if (!options.check) return task;
-
-  if (task.baseline.kind == BaselineSpec::Kind::gemm) {
-    // cuBLAS computes the reference on the GPU: a CPU GEMM of 4096³ would take minutes.
-    task.reference = ReferenceKind::baseline;
-    return task;
-  }
-  task.reference = ReferenceKind::host;
-  std::vector<std::vector<float>> values;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const WorkerTensor& t = task.tensors[i];
-    values.push_back(t.is_output ? std::vector<float>(size_t(t.elements), 0.0f)
-                                 : input_values(options.seed, int(i), t.elements, t.dtype));
-  }
-  tmpl.reference(values);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (!tensors[i].is_output) continue;
-    const char* bytes = reinterpret_cast<const char*>(values[i].data());
-    expected->insert(expected->end(), bytes, bytes + values[i].size() * sizeof(float));
-  }
-  return task;
 }
 
 std::vector<MeasureResult> measure_interleaved(
@@ -390,14 +363,31 @@ DeviceInfo measuring_device(const GpuMeasureOptions& options) {
   return devices[size_t(wanted.front())];
 }
 
+MeasuringTarget measuring_target(DeviceInfo device, const GpuMeasureOptions& options) {
+  MeasuringTarget target{std::move(device), {}};
+  target.limits = verifier_limits(target.device);
+  if (!options.arch.empty()) target.limits.arch = options.arch;
+  return target;
+}
+
+std::unique_ptr<Measurer> make_gpu_measurer(std::unique_ptr<KernelTask> task,
+                                            const GpuMeasureOptions& options) {
+  return make_gpu_measurer(std::move(task), options, measuring_device(options));
+}
+
+std::unique_ptr<Measurer> make_gpu_measurer(std::unique_ptr<KernelTask> task,
+                                            const GpuMeasureOptions& options, DeviceInfo device) {
+  return std::make_unique<GpuMeasurer>(std::move(task), options, std::move(device));
+}
+
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl,
                                             const GpuMeasureOptions& options) {
-  return std::make_unique<GpuMeasurer>(tmpl, options, measuring_device(options));
+  return make_gpu_measurer(template_kernel_task(tmpl), options);
 }
 
 std::unique_ptr<Measurer> make_gpu_measurer(const Template& tmpl, const GpuMeasureOptions& options,
                                             DeviceInfo device) {
-  return std::make_unique<GpuMeasurer>(tmpl, options, std::move(device));
+  return make_gpu_measurer(template_kernel_task(tmpl), options, std::move(device));
 }
 
 }  // namespace cutune

@@ -5,6 +5,7 @@
 // status, never an exception.
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,14 @@ class Measurer {
   // configuration with every round's times; a configuration that fails in any round keeps
   // that failure. extra["remeasure_rounds"] says how many rounds its times come from.
   virtual std::vector<MeasureResult> remeasure(const std::vector<Config>& configs, int rounds);
+
+  // The task's library baseline (cuBLAS, cuDNN) and `configs`, measured in turn `rounds`
+  // times (baseline, configs, baseline, configs, ...: measure_interleaved in gpu_measurer.h)
+  // with one worker's harness, timer and L2 flush, so that their ratios are fair: results[0]
+  // is the baseline's, results[1 + i] configs[i]'s. Only the GPU measurer has a baseline; the
+  // default throws std::logic_error.
+  virtual std::vector<MeasureResult> versus_baseline(const std::vector<Config>& configs,
+                                                     int rounds);
 };
 
 // The defaults, here so that every library with a measurer (src/tune links no measuring
@@ -82,6 +91,10 @@ inline std::vector<MeasureResult> Measurer::remeasure(const std::vector<Config>&
     merged[i].extra["remeasure_rounds"] = rounds_ok[i];
   }
   return merged;
+}
+
+inline std::vector<MeasureResult> Measurer::versus_baseline(const std::vector<Config>&, int) {
+  throw std::logic_error("this measurer times no library baseline");
 }
 
 }  // namespace cutune

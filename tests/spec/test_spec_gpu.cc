@@ -13,7 +13,8 @@
 #include <random>
 
 #include "src/runtime/driver_api.h"
-#include "src/spec/spec_measurer.h"
+#include "src/measure/gpu_measurer.h"
+#include "src/spec/spec_kernel_task.h"
 #include "src/spec/spec_verify.h"
 
 using namespace cutune;
@@ -45,7 +46,7 @@ GpuMeasureOptions options() {
 // `count` sampled valid configurations (the reference first) measured; all must be ok or
 // refused for registers, and every ok one matches the reference.
 void measure_sample(const SpecTask& task, int count) {
-  std::unique_ptr<Measurer> m = make_spec_measurer(task, options());
+  std::unique_ptr<Measurer> m = make_gpu_measurer(spec_kernel_task(task), options());
   std::vector<Config> batch = {task.config_of(task.spec().reference.configuration)};
   std::mt19937_64 rng(5);
   while (int(batch.size()) < count) batch.push_back(*task.space().sample_valid(rng));
@@ -109,7 +110,7 @@ __global__ void scale(T* out, const T* in, int n) {
       "FillValue": 1.0, "Size": "ProblemSize[0]"},
      {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": "ProblemSize[0]"}]}})";
   const SpecTask task(load_kernel_spec(dir / "spec.json"));
-  std::unique_ptr<Measurer> m = make_spec_measurer(task, options());
+  std::unique_ptr<Measurer> m = make_gpu_measurer(spec_kernel_task(task), options());
   const std::vector<MeasureResult> r =
       m->measure({task.config_of({64}), task.config_of({128}), task.config_of({256})});
   INFO(r[0].error << " | " << r[1].error << " | " << r[2].error);

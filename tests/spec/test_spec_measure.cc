@@ -12,10 +12,11 @@
 
 #include <fmt/format.h>
 
+#include "src/measure/gpu_measurer.h"
 #include "src/measure/worker_process.h"
 #include "src/spec/spec_buffers.h"
 #include "src/spec/spec_export.h"
-#include "src/spec/spec_measurer.h"
+#include "src/spec/spec_kernel_task.h"
 
 using namespace cutune;
 using namespace cutune::spec;
@@ -145,7 +146,10 @@ TEST_CASE("each configuration becomes a request, or a result saying why it canno
   const SpecInstance in = task.instantiate(std::vector<int64_t>{128, 64, 2, 1});
   const CompileResult compiled = builder.compile(task.nvrtc_source(in));
   REQUIRE(compiled.ok());
-  const SpecCandidate c = spec_candidate(task, t.reference, in, compiled, device, true);
+  const InstanceOrWhy k = spec_kernel_instance(task, t.reference, in, device);
+  REQUIRE(k.instance);
+  CHECK(k.instance->args == std::vector<int>{0, 1, 2});
+  const Candidate c = compiled_candidate(*k.instance, compiled, device, true);
   REQUIRE(c.runnable);
   CHECK(c.request.kernel_name == "reduce_sum");
   CHECK(c.request.args == std::vector<int>{0, 1, 2});
@@ -156,21 +160,54 @@ TEST_CASE("each configuration becomes a request, or a result saying why it canno
 
   CompileResult broken;
   broken.log = "reduce.cu(3): error: identifier \"oops\" is undefined\nmore";
-  const SpecCandidate e = spec_candidate(task, t.reference, in, broken, device, true);
+  const Candidate e = compiled_candidate(*k.instance, broken, device, true);
   CHECK_FALSE(e.runnable);
   CHECK(e.result.status == MeasureStatus::compile_error);
   CHECK(e.result.error == "reduce.cu(3): error: identifier \"oops\" is undefined");
 
   SpecInstance other = in;
   other.elements[1] = 8192;  // sizes that follow a parameter cannot share the task's buffers
-  const SpecCandidate s = spec_candidate(task, t.reference, other, compiled, device, true);
-  CHECK(s.result.status == MeasureStatus::invalid);
-  CHECK_THAT(s.result.error, Catch::Contains("allocated once"));
+  const InstanceOrWhy s = spec_kernel_instance(task, t.reference, other, device);
+  CHECK_FALSE(s.instance);
+  CHECK_THAT(s.why, Catch::Contains("allocated once"));
 
   const TaskKey key = spec_task_key(task, "sm_90", "NVIDIA H200");
   CHECK(key.op == "spec");
   CHECK(key.template_name == "reduce_sum");
   CHECK(key.shape == std::vector<int64_t>{4096});
+}
+
+TEST_CASE("a spec's configurations go through the templates' GPU measurer") {
+  // The one measurer over a user kernel's task, without a GPU: conditions and launch limits
+  // answer before NVRTC, NVRTC compiles the rest, and the (fake) worker gets the spec's
+  // arguments and a request for each compiled candidate.
+  const SpecTask task = load_example("reduction/reduce.json", {4096});
+  GpuMeasureOptions o;
+  o.worker_command = fake_worker().command;
+  std::unique_ptr<Measurer> m =
+      make_gpu_measurer(spec_kernel_task(task), o, target_limits("sm_90"));
+  const std::vector<Config> batch = {
+      task.config_of({128, 64, 2, 1}),
+      task.config_of({1024, 2048, 1, 0}),  // 1024 * 2048 threads break the spec's condition
+      task.config_of({256, 256, 1, 0})};
+  std::vector<size_t> arrived;
+  const std::vector<MeasureResult> r =
+      m->measure_streaming(batch, [&](size_t i, const MeasureResult&) { arrived.push_back(i); });
+  REQUIRE(r.size() == 3);
+  CHECK(arrived.size() == 3);
+  CHECK(r[1].status == MeasureStatus::invalid);
+  CHECK_THAT(r[1].error, Catch::StartsWith("condition"));
+  for (size_t i : {size_t(0), size_t(2)}) {
+    INFO(r[i].error);
+    // The fake worker knows no "reduce_sum": it answers with its message, after the candidate
+    // was compiled (ptxas extras) and sent with the spec's three arguments.
+    CHECK_THAT(r[i].error, Catch::Contains("fake backend"));
+    CHECK(r[i].compile_s > 0);
+    CHECK(r[i].extra.contains("registers"));
+    CHECK(r[i].extra.at("cubin_bytes").get<size_t>() > 0);
+    CHECK(r[i].extra.at("user").at("arguments").size() == 3);
+  }
+  CHECK(m->target_arch() == "sm_90");
 }
 
 TEST_CASE("a template kernel compiles through an NVRTC name expression") {

@@ -11,7 +11,7 @@
 #include "cost_model/features.h"
 #include "src/replay/kt_cache.h"
 #include "src/replay/replay_space.h"
-#include "src/spec/spec_measurer.h"
+#include "src/spec/spec_kernel_task.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/replay_study.h"
 #include "src/tune/tuning_session.h"

@@ -21,8 +21,11 @@ TEST_CASE("a TMA template kernel's tensor maps reach the worker's request",
   REQUIRE(l.ok());
   const std::vector<TensorSpec> tensors = tmpl->tensors();  // C, A, B
 
-  MeasureRequest request;
-  REQUIRE(bind_kernel_arguments(*l.source, tensors, request).empty());
+  KernelInstance bound;
+  REQUIRE(bind_kernel_arguments(*l.source, tensors, bound).empty());
+  MeasureRequest request;  // compiled_candidate copies the binding into the request
+  request.args = bound.args;
+  request.maps = bound.maps;
   // Parameters: C, A, B, then A's and B's maps, each in its tensor's place.
   REQUIRE(request.args == std::vector<int>{0, 1, 2, 1, 2});
   REQUIRE(request.maps.size() == 5);
@@ -52,7 +55,7 @@ TEST_CASE("a TMA template kernel's tensor maps reach the worker's request",
   CHECK(back.maps == request.maps);
 
   // A cp.async configuration's request has no maps; a parameter that is no tensor is refused.
-  MeasureRequest plain;
+  KernelInstance plain;
   Lowered cp = lower(*tmpl, refs[0], ir::TargetLimits{});
   REQUIRE(cp.ok());
   REQUIRE(bind_kernel_arguments(*cp.source, tensors, plain).empty());

@@ -1,0 +1,112 @@
+#include "src/measure/template_task.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "src/lower/lower.h"
+#include "src/measure/correctness.h"
+
+namespace cutune {
+
+namespace {
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += (out.empty() ? "" : "; ") + l;
+  return out;
+}
+
+class TemplateKernelTask final : public KernelTask {
+ public:
+  explicit TemplateKernelTask(const Template& tmpl) : tmpl_(tmpl), tensors_(tmpl.tensors()) {}
+
+  WorkerSetup worker_setup(const GpuMeasureOptions& options, NvrtcBuilder& /*builder*/,
+                           const MeasuringTarget& /*target*/, bool with_baseline) const override {
+    WorkerSetup setup;
+    setup.task = worker_task(tmpl_, options, &setup.blob, with_baseline);
+    return setup;
+  }
+
+  InstanceOrWhy instance(const Config& config, const MeasuringTarget& target) const override {
+    InstanceOrWhy out;
+    Lowered lowered = lower(tmpl_, config, target.limits);
+    if (!lowered.ok()) {
+      out.why = join(lowered.verify.errors);
+      return out;
+    }
+    KernelInstance in;
+    in.source = std::move(*lowered.source);
+    out.why = bind_kernel_arguments(in.source, tensors_, in);
+    if (out.why.empty()) out.instance = std::move(in);
+    return out;
+  }
+
+ private:
+  const Template& tmpl_;
+  std::vector<TensorSpec> tensors_;
+};
+
+}  // namespace
+
+std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
+                                  KernelInstance& instance) {
+  instance.args.clear();
+  instance.maps.clear();
+  for (const KernelParam& param : source.params) {
+    // A tensor map is encoded by the worker over the tensor it describes.
+    const std::string& tensor = param.tensor_map ? param.tensor_map->buffer : param.name;
+    auto it = std::find_if(tensors.begin(), tensors.end(),
+                           [&](const TensorSpec& t) { return t.name == tensor; });
+    if (param.tensor_map && it != tensors.end()) {
+      instance.maps.resize(source.params.size());
+      instance.maps[instance.args.size()] = *param.tensor_map;
+    } else if (!param.is_pointer || it == tensors.end()) {
+      return fmt::format("kernel parameter '{}' is not one of the template's tensors", param.name);
+    }
+    instance.args.push_back(int(it - tensors.begin()));
+  }
+  return "";
+}
+
+WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
+                       std::vector<char>* expected, bool allow_baseline) {
+  WorkerTask task;
+  task.device = options.device;
+  task.seed = options.seed;
+  task.reduction_length = tmpl.reduction_length();
+  task.timing = timing_options(options);
+  const std::vector<TensorSpec> tensors = tmpl.tensors();
+  for (const TensorSpec& t : tensors)
+    task.tensors.push_back(
+        {t.name, storage_dtype(t.type.dtype), t.elements, t.is_output, t.zero_init});
+  if (allow_baseline) task.baseline = tmpl.baseline();
+  expected->clear();
+  if (!options.check) return task;
+
+  if (task.baseline.kind == BaselineSpec::Kind::gemm) {
+    // cuBLAS computes the reference on the GPU: a CPU GEMM of 4096³ would take minutes.
+    task.reference = ReferenceKind::baseline;
+    return task;
+  }
+  task.reference = ReferenceKind::host;
+  std::vector<std::vector<float>> values;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const WorkerTensor& t = task.tensors[i];
+    values.push_back(t.is_output ? std::vector<float>(size_t(t.elements), 0.0f)
+                                 : input_values(options.seed, int(i), t.elements, t.dtype));
+  }
+  tmpl.reference(values);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].is_output) continue;
+    const char* bytes = reinterpret_cast<const char*>(values[i].data());
+    expected->insert(expected->end(), bytes, bytes + values[i].size() * sizeof(float));
+  }
+  return task;
+}
+
+std::unique_ptr<KernelTask> template_kernel_task(const Template& tmpl) {
+  return std::make_unique<TemplateKernelTask>(tmpl);
+}
+
+}  // namespace cutune

@@ -1,0 +1,33 @@
+#pragma once
+// A template's kernel task for the GPU measurer: each configuration lowered to CUDA C (the
+// template's IR, simplified and verified) with its parameters bound to the template's
+// tensors; the worker's tensors filled from the seed, checked against cuBLAS for a GEMM and
+// against the template's CPU reference otherwise, with the template's declared baseline.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/template.h"
+#include "src/measure/kernel_task.h"
+
+namespace cutune {
+
+// Fills request.args with the index in `tensors` of each of `source`'s parameters, and
+// request.maps (indexed like args; empty when there is none) with the description of each
+// tensor-map parameter, which the worker encodes over the tensor it names. Returns why a
+// parameter is neither a tensor nor a map over one ("" when all are).
+std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
+                                  KernelInstance& instance);
+
+// What the worker gets for `tmpl`: tensors by storage type, seed, the template's declared
+// baseline (when `allow_baseline`), and the reference: the baseline's own for a GEMM (cuBLAS
+// on the GPU), else the template's CPU reference on the same rounded inputs, whose outputs
+// fill `expected`.
+WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
+                       std::vector<char>* expected, bool allow_baseline = true);
+
+// `tmpl` must outlive the task.
+std::unique_ptr<KernelTask> template_kernel_task(const Template& tmpl);
+
+}  // namespace cutune
