@@ -111,17 +111,49 @@ float half_value(uint16_t bits) { return from_f16(bits); }
 uint16_t bfloat16_bits(float value) { return to_bf16(value); }
 float bfloat16_value(uint16_t bits) { return bits_float(uint32_t(bits) << 16); }
 
+namespace {
+
+// The element types besides the floating three, with their widths.
+constexpr std::pair<const char*, int64_t> kOtherTypes[] = {
+    {"float64", 8}, {"int8", 1},  {"int16", 2},  {"int32", 4}, {"int64", 8},
+    {"uint8", 1},   {"uint16", 2}, {"uint32", 4}, {"uint64", 8}};
+
+template <class T>
+void widen(const char* bytes, std::vector<float>& out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    T v;
+    std::memcpy(&v, bytes + i * sizeof(T), sizeof(T));
+    out[i] = float(v);
+  }
+}
+
+bool is_storage(const std::string& dtype) {
+  return dtype == "float32" || dtype == "float16" || dtype == "bfloat16";
+}
+
+void require_storage(const std::string& dtype) {
+  if (!is_storage(dtype))
+    throw std::invalid_argument(fmt::format(
+        "'{}' is not a storage type of generated values (float32, float16, bfloat16)", dtype));
+}
+
+}  // namespace
+
 int64_t dtype_bytes(const std::string& dtype) {
   if (dtype == "float32") return 4;
   if (dtype == "float16" || dtype == "bfloat16") return 2;
-  throw std::invalid_argument(
-      fmt::format("unknown tensor dtype '{}' (known: float32, float16, bfloat16)", dtype));
+  for (const auto& [name, width] : kOtherTypes)
+    if (dtype == name) return width;
+  throw std::invalid_argument(fmt::format(
+      "unknown element type '{}' (known: float32, float16, bfloat16, float64, int8 ... int64, "
+      "uint8 ... uint64)",
+      dtype));
 }
 
 float round_to_storage(float value, const std::string& dtype) {
   if (dtype == "float16") return from_f16(to_f16(value));
   if (dtype == "bfloat16") return bits_float(uint32_t(to_bf16(value)) << 16);
-  dtype_bytes(dtype);
+  require_storage(dtype);
   return value;
 }
 
@@ -134,6 +166,7 @@ std::vector<float> input_values(uint64_t seed, int tensor_index, int64_t element
 }
 
 std::vector<char> encode_values(const std::vector<float>& values, const std::string& dtype) {
+  require_storage(dtype);
   const int64_t width = dtype_bytes(dtype);
   std::vector<char> bytes(values.size() * size_t(width));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -150,6 +183,16 @@ std::vector<char> encode_values(const std::vector<float>& values, const std::str
 std::vector<float> decode_values(const char* bytes, int64_t elements, const std::string& dtype) {
   const int64_t width = dtype_bytes(dtype);
   std::vector<float> values(size_t(std::max<int64_t>(elements, 0)));
+  if (dtype == "float64") widen<double>(bytes, values);
+  else if (dtype == "int8") widen<int8_t>(bytes, values);
+  else if (dtype == "int16") widen<int16_t>(bytes, values);
+  else if (dtype == "int32") widen<int32_t>(bytes, values);
+  else if (dtype == "int64") widen<int64_t>(bytes, values);
+  else if (dtype == "uint8") widen<uint8_t>(bytes, values);
+  else if (dtype == "uint16") widen<uint16_t>(bytes, values);
+  else if (dtype == "uint32") widen<uint32_t>(bytes, values);
+  else if (dtype == "uint64") widen<uint64_t>(bytes, values);
+  if (!is_storage(dtype)) return values;
   if (width == 4) {
     if (!values.empty()) std::memcpy(values.data(), bytes, values.size() * 4);
     return values;

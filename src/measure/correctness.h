@@ -33,17 +33,21 @@ float half_value(uint16_t bits);
 uint16_t bfloat16_bits(float value);
 float bfloat16_value(uint16_t bits);
 
-// Bytes of one element: 4, 2, 2; std::invalid_argument (one line) for another name.
+// Bytes of one element of a storage type (4, 2, 2) or of a user kernel's element types
+// (float64, int8 ... int64, uint8 ... uint64); std::invalid_argument (one line) for another
+// name.
 int64_t dtype_bytes(const std::string& dtype);
 
-// `value` rounded to nearest even in a storage type (unchanged for float32).
+// `value` rounded to nearest even in a storage type (unchanged for float32);
+// std::invalid_argument for a type that is not one.
 float round_to_storage(float value, const std::string& dtype);
 
 // fill_input rounded to `dtype`: what a kernel reading that tensor sees, as floats.
 std::vector<float> input_values(uint64_t seed, int tensor_index, int64_t elements,
                                 const std::string& dtype);
 
-// The bytes of `values` stored as `dtype` (rounded to nearest even), and back.
+// The bytes of `values` stored as `dtype` (rounded to nearest even), and back; decode_values
+// also widens every other element type of dtype_bytes (doubles and 64-bit integers rounded).
 std::vector<char> encode_values(const std::vector<float>& values, const std::string& dtype);
 std::vector<float> decode_values(const char* bytes, int64_t elements, const std::string& dtype);
 

@@ -74,12 +74,21 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   WorkerTask task;
   task.device = options.device;
   task.seed = options.seed;
-  task.reduction_length = tmpl.reduction_length();
   task.timing = timing_options(options);
   const std::vector<TensorSpec> tensors = tmpl.tensors();
-  for (const TensorSpec& t : tensors)
-    task.tensors.push_back(
-        {t.name, storage_dtype(t.type.dtype), t.elements, t.is_output, t.zero_init});
+  for (const TensorSpec& t : tensors) {
+    WorkerArgument a;
+    a.name = t.name;
+    a.elem = storage_dtype(t.type.dtype);
+    a.elements = t.elements;
+    a.is_output = t.is_output;
+    // Inputs from the seed; outputs start as NaN, so an element never written fails, except
+    // a split-K output, which the kernel adds into: zero before the check and every timed run.
+    a.init = !t.is_output ? ArgInit::seeded : t.zero_init ? ArgInit::zero : ArgInit::nan;
+    a.reset_each_run = t.zero_init;
+    if (t.is_output) a.tolerance = error_tolerance(a.elem, tmpl.reduction_length());
+    task.arguments.push_back(std::move(a));
+  }
   if (allow_baseline) task.baseline = tmpl.baseline();
   expected->clear();
   if (!options.check) return task;
@@ -92,9 +101,9 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   task.reference = ReferenceKind::host;
   std::vector<std::vector<float>> values;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const WorkerTensor& t = task.tensors[i];
-    values.push_back(t.is_output ? std::vector<float>(size_t(t.elements), 0.0f)
-                                 : input_values(options.seed, int(i), t.elements, t.dtype));
+    const WorkerArgument& a = task.arguments[i];
+    values.push_back(a.is_output ? std::vector<float>(size_t(a.elements), 0.0f)
+                                 : input_values(options.seed, int(i), a.elements, a.elem));
   }
   tmpl.reference(values);
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -20,10 +20,11 @@ namespace cutune {
 std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
                                   KernelInstance& instance);
 
-// What the worker gets for `tmpl`: tensors by storage type, seed, the template's declared
-// baseline (when `allow_baseline`), and the reference: the baseline's own for a GEMM (cuBLAS
-// on the GPU), else the template's CPU reference on the same rounded inputs, whose outputs
-// fill `expected`.
+// What the worker gets for `tmpl`: its tensors as arguments by storage type (inputs from the
+// seed, outputs as NaN or, split-K, zero; each output's tolerance for the reduction length),
+// the template's declared baseline (when `allow_baseline`), and the reference: the
+// baseline's own for a GEMM (cuBLAS on the GPU), else the template's CPU reference on the
+// same rounded inputs, whose outputs fill `expected` (the task's blob).
 WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
                        std::vector<char>* expected, bool allow_baseline = true);
 

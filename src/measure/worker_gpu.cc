@@ -1,6 +1,7 @@
 #include "src/measure/worker_gpu.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -102,18 +103,29 @@ struct CandidateFailure {
   std::string error;
 };
 
+// How replies name the reference, by the task's kind (cuDNN's replaces "cpu" where it agrees).
+const char* reference_label(ReferenceKind k) {
+  switch (k) {
+    case ReferenceKind::host:
+      return "cpu";
+    case ReferenceKind::file:
+      return "file";
+    case ReferenceKind::baseline:
+      return "cublas";
+    case ReferenceKind::kernel:
+      return "reference kernel";
+    case ReferenceKind::none:
+      break;
+  }
+  return "none";
+}
+
 class GpuBackend final : public WorkerBackend {
  public:
   GpuBackend() = default;
 
-  void setup(const WorkerTask& task, std::vector<char> expected_blob) override {
+  void setup(const WorkerTask& task, std::vector<char> blob) override {
     release();
-    user_.reset();
-    if (task.user) {  // a user kernel's task: worker_gpu_spec.cc
-      user_ = make_gpu_user_backend();
-      user_->setup(task, std::move(expected_blob));
-      return;
-    }
     task_ = task;
     const auto setup_start = std::chrono::steady_clock::now();
     auto lap_start = setup_start;
@@ -130,33 +142,51 @@ class GpuBackend final : public WorkerBackend {
       throw std::runtime_error(fmt::format("no CUDA device {}", task.device));
     device_ = devices[size_t(task.device)];
 
-    for (size_t i = 0; i < task.tensors.size(); ++i) {
-      const WorkerTensor& t = task.tensors[i];
-      buffers_.emplace_back(size_t(t.bytes()));
-      if (!t.is_output)
-        buffers_.back().upload(
-            encode_values(input_values(task.seed, int(i), t.elements, t.dtype), t.dtype).data());
-      else
-        buffers_.back().fill_bytes(0);
+    // The blob's sections, in order (worker_protocol.h); task_from_frame checked its size.
+    size_t offset = 0;
+    const auto take = [&](int64_t bytes) {
+      if (offset + size_t(bytes) > blob.size())
+        throw std::runtime_error("the task's blob is shorter than its arguments");
+      std::vector<char> out(blob.begin() + long(offset), blob.begin() + long(offset + size_t(bytes)));
+      offset += size_t(bytes);
+      return out;
+    };
+    const size_t n = task.arguments.size();
+    initial_.assign(n, {});
+    buffers_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const WorkerArgument& a = task.arguments[i];
+      std::vector<char> bytes;
+      if (a.init == ArgInit::blob) bytes = take(a.bytes());
+      if (a.init == ArgInit::seeded)
+        bytes = encode_values(input_values(task.seed, int(i), a.elements, a.elem), a.elem);
+      if (a.kind != ArgKind::buffer) {
+        initial_[i] = std::move(bytes);
+        continue;
+      }
+      buffers_[i].emplace(size_t(std::max<int64_t>(a.bytes(), 1)));
+      if (a.init == ArgInit::seeded && !a.is_output && !a.reset_each_run) {
+        buffers_[i]->upload(bytes.data());  // an input: never reset, so no host copy
+        continue;
+      }
+      initial_[i] = std::move(bytes);
+      reset(i);
     }
     lap("inputs");
-    expected_.assign(task.tensors.size(), {});
-    if (task.reference == ReferenceKind::host) {
-      size_t offset = 0;
-      for (size_t i = 0; i < task.tensors.size(); ++i) {
-        if (!task.tensors[i].is_output) continue;
-        const size_t bytes = size_t(task.tensors[i].elements) * sizeof(float);
-        if (offset + bytes > expected_blob.size())
-          throw std::runtime_error("the expected outputs are shorter than the output tensors");
-        expected_[i].resize(size_t(task.tensors[i].elements));
-        std::memcpy(expected_[i].data(), expected_blob.data() + offset, bytes);
-        offset += bytes;
+    expected_.assign(n, {});
+    if (task.reference == ReferenceKind::host || task.reference == ReferenceKind::file) {
+      for (size_t i = 0; i < n; ++i) {
+        if (!task.arguments[i].is_output) continue;
+        const std::vector<char> bytes = take(task.arguments[i].elements * int64_t(sizeof(float)));
+        expected_[i].resize(size_t(task.arguments[i].elements));
+        std::memcpy(expected_[i].data(), bytes.data(), bytes.size());
       }
     }
+    if (task.reference == ReferenceKind::kernel) run_reference_kernel(take(task.reference_cubin_bytes));
     if (task.baseline.kind == BaselineSpec::Kind::gemm) {
       const GemmBaseline& g = task.baseline.gemm;
       for (int index : {g.a, g.b, g.c})
-        if (index < 0 || size_t(index) >= buffers_.size())
+        if (index < 0 || size_t(index) >= n || !buffers_[size_t(index)])
           throw std::runtime_error("the GEMM baseline names a tensor the task lacks");
       cublas_.emplace();
       if (task.reference == ReferenceKind::baseline) {
@@ -167,22 +197,16 @@ class GpuBackend final : public WorkerBackend {
       if (g.input != ir::DType::Float32) find_cublas_algorithm();
     }
     lap("reference");
-    tolerances_.assign(task.tensors.size(), 0.0);
-    for (size_t i = 0; i < task.tensors.size(); ++i)
-      if (task.tensors[i].is_output)
-        tolerances_[i] = error_tolerance(task.tensors[i].dtype, task.reduction_length);
     if (task.timing.flush_l2) flusher_.emplace(device_.l2_bytes);
     timer_ = make_kernel_timer(task.timing.prefer_cupti, &timer_note_);
-    reference_name_ = task.reference == ReferenceKind::host       ? "cpu"
-                      : task.reference == ReferenceKind::baseline ? "cublas"
-                                                                  : "none";
+    reference_name_ = reference_label(task.reference);
     lap("timer");
     conv_ = cudnn_conv_problem(task.baseline);
     if (conv_) setup_cudnn();
     if (conv_) lap("cudnn");
     // The references are final now: each one's error floor once, not once a candidate.
-    scales_.assign(task.tensors.size(), 1.0);
-    for (size_t i = 0; i < expected_.size(); ++i)
+    scales_.assign(n, 1.0);
+    for (size_t i = 0; i < n; ++i)
       if (!expected_[i].empty())
         scales_[i] = compare_scale(expected_[i].data(), int64_t(expected_[i].size()));
     check_threads_ = int(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
@@ -190,7 +214,6 @@ class GpuBackend final : public WorkerBackend {
   }
 
   MeasureReply measure(const MeasureRequest& request) override {
-    if (user_) return user_->measure(request);
     MeasureReply reply;
     reply.id = request.id;
     MeasureResult& result = reply.result;
@@ -215,9 +238,10 @@ class GpuBackend final : public WorkerBackend {
     // Where the worker's time for this request went (seconds): the GPU samples, and inside
     // "run", loading the module, the checked launch with its comparison, the timed runs.
     result.extra["phase_s"] = phases_;
-    // The first reply of a task also says where the task's setup went (seconds): context, inputs
-    // (allocation and upload), reference (the CPU's copied in, or cuBLAS's with its handle),
-    // timer (L2 flush buffer, CUPTI), cudnn (algorithm search and warm re-timing), total.
+    // The first reply of a task also says where the task's setup went (seconds): context,
+    // inputs (allocation and upload), reference (the expected outputs copied in, or computed
+    // by cuBLAS or the reference kernel), timer (L2 flush buffer, CUPTI), cudnn (algorithm
+    // search and warm re-timing), total.
     if (!setup_phases_.empty()) {
       result.extra["setup_s"] = std::move(setup_phases_);
       setup_phases_ = nlohmann::json::object();
@@ -236,6 +260,134 @@ class GpuBackend final : public WorkerBackend {
   ~GpuBackend() override { release(); }
 
  private:
+  // A loaded kernel: its module and function, and the value of each parameter (an argument's
+  // address, a scalar's bytes, or a tensor map over a buffer), which `args` points at.
+  struct Loaded {
+    std::optional<Module> module;
+    CUfunction function = nullptr;
+    std::vector<std::array<char, 16>> values;
+    std::vector<CUtensorMap> maps;  // reserved: args point into it
+    std::vector<void*> args;
+  };
+
+  CUdeviceptr pointer(size_t i) const { return buffers_[i]->get(); }
+
+  // Argument `i` back to its initial bytes (buffers only).
+  void reset(size_t i) {
+    if (!buffers_[i] || task_.arguments[i].bytes() == 0) return;
+    switch (task_.arguments[i].init) {
+      case ArgInit::nan:
+        buffers_[i]->fill_bytes(0xff);
+        return;
+      case ArgInit::zero:
+        buffers_[i]->fill_bytes(0);
+        return;
+      case ArgInit::seeded:
+      case ArgInit::blob:
+        buffers_[i]->upload(initial_[i].data());
+        return;
+    }
+  }
+
+  void reset_outputs() {
+    for (size_t i = 0; i < buffers_.size(); ++i)
+      if (task_.arguments[i].is_output) reset(i);
+  }
+
+  // Loads `cubin`'s `kernel` (with `launch`'s dynamic shared memory), fills the module's
+  // __constant__ arguments, and binds each parameter to the argument `arg_indices` names.
+  // Throws CandidateFailure.
+  Loaded load(const std::vector<char>& cubin, const std::string& kernel, const LaunchSpec& launch,
+              const std::vector<int>& arg_indices,
+              const std::vector<std::optional<ir::TensorMapDesc>>& maps) {
+    const DriverApi& api = require_driver();
+    Loaded l;
+    guarded(
+        [&] {
+          l.module.emplace(Cubin{cubin, kernel, device_.arch()});
+          l.function = l.module->function(kernel, launch.dynamic_smem_bytes);
+        },
+        true, "loading the kernel");
+    // Constant memory belongs to the module: every load gets the arguments' bytes.
+    for (size_t i = 0; i < task_.arguments.size(); ++i) {
+      const WorkerArgument& a = task_.arguments[i];
+      if (a.kind != ArgKind::constant) continue;
+      CUdeviceptr symbol = 0;
+      size_t bytes = 0;
+      if (api.cuModuleGetGlobal_v2(&symbol, &bytes, l.module->get(), a.name.c_str()) !=
+          CUDA_SUCCESS)
+        throw CandidateFailure{MeasureStatus::launch_error, false,
+                               fmt::format("the kernel has no __constant__ symbol '{}'", a.name)};
+      if (bytes < size_t(a.bytes()))
+        throw CandidateFailure{MeasureStatus::launch_error, false,
+                               fmt::format("__constant__ '{}' has {} bytes; the task fills {}",
+                                           a.name, bytes, a.bytes())};
+      guarded(
+          [&] {
+            CUTUNE_CU_CHECK(api.cuMemcpyHtoD_v2(symbol, initial_[i].data(), size_t(a.bytes())));
+          },
+          false, "filling constant memory");
+    }
+    l.maps.reserve(arg_indices.size());
+    for (size_t p = 0; p < arg_indices.size(); ++p) {
+      const int index = arg_indices[p];
+      if (index < 0 || size_t(index) >= task_.arguments.size() ||
+          task_.arguments[size_t(index)].kind == ArgKind::constant)
+        throw CandidateFailure{
+            MeasureStatus::launch_error, false,
+            fmt::format("kernel parameter {} names argument {}, which is no buffer or scalar of "
+                        "the task's {}",
+                        p, index, task_.arguments.size())};
+      const WorkerArgument& a = task_.arguments[size_t(index)];
+      std::array<char, 16> v{};
+      if (a.kind == ArgKind::scalar) {
+        if (a.bytes() > int64_t(v.size()))
+          throw CandidateFailure{MeasureStatus::launch_error, false,
+                                 fmt::format("scalar '{}' of {} bytes", a.name, a.bytes())};
+        std::memcpy(v.data(), initial_[size_t(index)].data(), size_t(a.bytes()));
+      } else {
+        const CUdeviceptr address = pointer(size_t(index));
+        std::memcpy(v.data(), &address, sizeof address);
+      }
+      l.values.push_back(v);
+      // A tensor-map parameter gets the map encoded over its buffer, in place of the pointer.
+      if (p < maps.size() && maps[p]) {
+        if (a.kind != ArgKind::buffer)
+          throw CandidateFailure{MeasureStatus::launch_error, false,
+                                 fmt::format("a tensor map over scalar '{}'", a.name)};
+        try {
+          guarded([&] { l.maps.push_back(encode_tensor_map(api, *maps[p], a.elements,
+                                                           pointer(size_t(index)))); },
+                  true, "encoding a tensor map");
+        } catch (const std::invalid_argument& e) {
+          throw CandidateFailure{MeasureStatus::launch_error, false, e.what()};
+        }
+      }
+    }
+    size_t next_map = 0;
+    for (size_t p = 0; p < l.values.size(); ++p)
+      l.args.push_back(p < maps.size() && maps[p] ? static_cast<void*>(&l.maps[next_map++])
+                                                  : static_cast<void*>(l.values[p].data()));
+    return l;
+  }
+
+  // The reference kernel on the task's initial arguments: its outputs become the expected ones.
+  void run_reference_kernel(const std::vector<char>& cubin) {
+    try {
+      Loaded ref = load(cubin, task_.reference_kernel, task_.reference_launch,
+                        task_.reference_args, {});
+      reset_outputs();
+      launch_kernel(ref.function, task_.reference_launch, ref.args.data());
+      CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
+      for (size_t i = 0; i < task_.arguments.size(); ++i)
+        if (task_.arguments[i].is_output) expected_[i] = download_values(i);
+    } catch (const CandidateFailure& f) {
+      throw std::runtime_error("the reference kernel failed: " + f.error);
+    } catch (const CudaError& e) {
+      throw std::runtime_error(std::string("the reference kernel failed: ") + e.what());
+    }
+  }
+
   static GemmStorage gemm_storage(ir::DType t) {
     return t == ir::DType::Float16    ? GemmStorage::float16
            : t == ir::DType::BFloat16 ? GemmStorage::bfloat16
@@ -248,8 +400,7 @@ class GpuBackend final : public WorkerBackend {
   void cublas_gemm() {
     const GemmBaseline& g = task_.baseline.gemm;
     const SgemmShape shape{g.m, g.n, g.k, g.b_transposed};
-    const CUdeviceptr a = buffers_[size_t(g.a)].get(), b = buffers_[size_t(g.b)].get(),
-                      c = buffers_[size_t(g.c)].get();
+    const CUdeviceptr a = pointer(size_t(g.a)), b = pointer(size_t(g.b)), c = pointer(size_t(g.c));
     if (g.input == ir::DType::Float32 && g.output == ir::DType::Float32) {
       cublas_->sgemm(shape, a, b, c);
       return;
@@ -266,7 +417,7 @@ class GpuBackend final : public WorkerBackend {
     try {
       const std::vector<CublasAlgoPerf> algos = cublas_->find_gemm_ex(
           {g.m, g.n, g.k, g.b_transposed}, gemm_storage(g.input), gemm_storage(g.output),
-          buffers_[size_t(g.a)].get(), buffers_[size_t(g.b)].get(), buffers_[size_t(g.c)].get());
+          pointer(size_t(g.a)), pointer(size_t(g.b)), pointer(size_t(g.c)));
       info["cublaslt_algos"] = std::count_if(algos.begin(), algos.end(),
                                              [](const auto& a) { return a.ok && a.lt_index >= 0; });
       if (!cublas_->lt_note().empty()) info["cublaslt_note"] = cublas_->lt_note();
@@ -290,11 +441,11 @@ class GpuBackend final : public WorkerBackend {
     }
   }
 
-  // Tensor `i` read back and widened to floats from its storage type.
+  // Argument `i` read back and widened to floats from its element type.
   std::vector<float> download_values(size_t i) const {
-    std::vector<char> bytes(buffers_[i].bytes());
-    buffers_[i].download(bytes.data());
-    return decode_values(bytes.data(), task_.tensors[i].elements, task_.tensors[i].dtype);
+    std::vector<char> bytes(buffers_[i]->bytes());
+    buffers_[i]->download(bytes.data());
+    return decode_values(bytes.data(), task_.arguments[i].elements, task_.arguments[i].elem);
   }
 
   void release() {
@@ -309,6 +460,8 @@ class GpuBackend final : public WorkerBackend {
     flusher_.reset();
     timer_.reset();
     buffers_.clear();
+    initial_.clear();
+    expected_.clear();
     context_.reset();
   }
 
@@ -329,12 +482,7 @@ class GpuBackend final : public WorkerBackend {
 
   void run(const MeasureRequest& request, MeasureResult& result) {
     const DriverApi& api = require_driver();
-    std::optional<Module> module;
-    CUfunction function = nullptr;
-    std::vector<CUdeviceptr> pointers;
-    std::vector<CUtensorMap> maps;  // reserved: args point into it
-    maps.reserve(request.args.size());
-    std::vector<void*> args;
+    Loaded loaded;
     std::function<void()> launch;
 
     if (request.what == MeasureWhat::baseline) {
@@ -351,63 +499,32 @@ class GpuBackend final : public WorkerBackend {
       guarded([&] { keep_busy(launch, 0.3); }, true, "baseline warm-up");
     } else {
       const auto load_start = std::chrono::steady_clock::now();
-      guarded(
-          [&] {
-            Cubin cubin{request.cubin, request.kernel_name, device_.arch()};
-            module.emplace(cubin);
-            function = module->function(request.kernel_name, request.launch.dynamic_smem_bytes);
-          },
-          true, "loading the kernel");
+      loaded = load(request.cubin, request.kernel_name, request.launch, request.args,
+                    request.maps);
       phases_["load"] = seconds_since(load_start);
-      for (int index : request.args) {
-        if (index < 0 || size_t(index) >= buffers_.size())
-          throw CandidateFailure{
-              MeasureStatus::launch_error, false,
-              fmt::format("kernel argument names tensor {} of {}", index, buffers_.size())};
-        pointers.push_back(buffers_[size_t(index)].get());
-      }
-      // A tensor-map parameter gets the map encoded over its tensor, in place of the pointer.
-      for (size_t i = 0; i < pointers.size(); ++i) {
-        if (i >= request.maps.size() || !request.maps[i]) {
-          args.push_back(&pointers[i]);
-          continue;
-        }
-        const int64_t elements = task_.tensors[size_t(request.args[i])].elements;
-        try {
-          guarded([&] { maps.push_back(encode_tensor_map(api, *request.maps[i], elements,
-                                                         pointers[i])); },
-                  true, "encoding a tensor map");
-        } catch (const std::invalid_argument& e) {
-          throw CandidateFailure{MeasureStatus::launch_error, false, e.what()};
-        }
-        args.push_back(&maps.back());
-      }
-      launch = [&] { launch_kernel(function, request.launch, args.data()); };
+      launch = [&] { launch_kernel(loaded.function, request.launch, loaded.args.data()); };
     }
 
     const auto check_start = std::chrono::steady_clock::now();
     if (request.check && task_.reference != ReferenceKind::none) {
-      // Outputs start as NaN bytes, so an element the kernel never writes fails; zero_init
-      // outputs start at zero as the kernel expects.
-      for (size_t i = 0; i < buffers_.size(); ++i)
-        if (task_.tensors[i].is_output)
-          guarded([&] { buffers_[i].fill_bytes(task_.tensors[i].zero_init ? 0x00 : 0xff); }, false,
-                  "clearing outputs");
+      // Outputs start from their initial bytes: NaN where a never-written element must fail,
+      // zero where the kernel adds into them, a user kernel's own initial values.
+      guarded([&] { reset_outputs(); }, false, "resetting outputs");
       guarded(launch, true, "launch");
       guarded([&] { CUTUNE_CU_CHECK(api.cuCtxSynchronize()); }, false, "kernel");
       double worst = 0;
       std::string failure;
       for (size_t i = 0; i < buffers_.size(); ++i) {
-        if (!task_.tensors[i].is_output || expected_[i].empty()) continue;
+        const WorkerArgument& a = task_.arguments[i];
+        if (!a.is_output || expected_[i].empty()) continue;
         // One host buffer, reused: a fresh 64 MiB vector a candidate costs its page faults.
-        staging_.resize(size_t(buffers_[i].bytes()));
-        guarded([&] { buffers_[i].download(staging_.data()); }, false, "reading outputs");
-        const CompareResult c =
-            compare_stored(staging_.data(), task_.tensors[i].dtype, expected_[i].data(),
-                           task_.tensors[i].elements, scales_[i], check_threads_);
+        staging_.resize(size_t(a.bytes()));
+        guarded([&] { buffers_[i]->download(staging_.data()); }, false, "reading outputs");
+        const CompareResult c = compare_stored(staging_.data(), a.elem, expected_[i].data(),
+                                               a.elements, scales_[i], check_threads_);
         worst = std::max(worst, c.max_rel_error);
-        if (!c.ok(tolerances_[i]) && failure.empty())
-          failure = fmt::format("{}: {}", task_.tensors[i].name, c.describe(tolerances_[i]));
+        if (!c.ok(a.tolerance) && failure.empty())
+          failure = fmt::format("{}: {}", a.name, c.describe(a.tolerance));
       }
       result.max_rel_error = std::isfinite(worst) ? worst : 1e300;
       phases_["check"] = seconds_since(check_start);
@@ -434,16 +551,17 @@ class GpuBackend final : public WorkerBackend {
     for (int i = 0; i < o.warmup; ++i) guarded(launch, true, "warm-up launch");
     guarded([&] { CUTUNE_CU_CHECK(api.cuCtxSynchronize()); }, false, "warm-up");
 
-    // Before each timed run: zero_init outputs back to zero (the kernel adds into them), then
-    // the L2 flush. Neither is inside the kernel's timed interval.
-    const std::function<void()> flush = [this] {
+    // Before each timed run: the arguments reset every run back to their initial bytes (a
+    // split-K output the kernel adds into), then the L2 flush. Neither is inside the kernel's
+    // timed interval. Other outputs keep what the previous run left, as in Kernel Tuner.
+    const std::function<void()> before_each = [this] {
       for (size_t i = 0; i < buffers_.size(); ++i)
-        if (task_.tensors[i].zero_init) buffers_[i].fill_bytes(0);
+        if (task_.arguments[i].reset_each_run) reset(i);
       if (flusher_) flusher_->flush();
     };
     try {
-      run_timed_rounds(o, timer_, timer_note_, flush, launch, best_so_far_s, kernels_per_run,
-                       flusher_ ? flusher_->bytes() : 0, result);
+      run_timed_rounds(o, timer_, timer_note_, before_each, launch, best_so_far_s,
+                       kernels_per_run, flusher_ ? flusher_->bytes() : 0, result);
     } catch (const TimedRunFailure& f) {
       throw CandidateFailure{f.status, true, f.error};
     }
@@ -455,9 +573,10 @@ class GpuBackend final : public WorkerBackend {
   // cuDNN (or when it disagrees) the CPU reference stays and the replies say why.
   void setup_cudnn() {
     const CudnnConvProblem& p = *conv_;
-    const int tensors = int(buffers_.size());
+    const int tensors = int(task_.arguments.size());
     if (p.input >= tensors || p.filter >= tensors || p.output >= tensors || p.input < 0 ||
-        p.filter < 0 || p.output < 0 || !task_.tensors[size_t(p.output)].is_output) {
+        p.filter < 0 || p.output < 0 || !task_.arguments[size_t(p.output)].is_output ||
+        !buffers_[size_t(p.input)] || !buffers_[size_t(p.filter)] || !buffers_[size_t(p.output)]) {
       cudnn_note_ = "the cuDNN problem does not match the task's tensors";
       return;
     }
@@ -467,18 +586,18 @@ class GpuBackend final : public WorkerBackend {
       cudnn_.emplace(p);
       const CudnnConvDescriptors d = cudnn_descriptors(p);
       if (d.filter_needs_transpose) {
-        std::vector<char> rsck(buffers_[size_t(p.filter)].bytes());
-        buffers_[size_t(p.filter)].download(rsck.data());
+        std::vector<char> rsck(buffers_[size_t(p.filter)]->bytes());
+        buffers_[size_t(p.filter)]->download(rsck.data());
         const std::vector<char> krsc = rsck_to_krsc_bytes(rsck, p.r, p.s, p.c, p.k, width);
         cudnn_filter_.emplace(krsc.size());
         cudnn_filter_->upload(krsc.data());
       }
       // cuDNN writes its output in the input's type; a task whose output is wider (fp16 in,
       // fp32 out) gets a buffer of its own for cuDNN, which is then timed but checks nothing.
-      if (p.dtype != task_.tensors[y].dtype)
-        cudnn_output_.emplace(size_t(task_.tensors[y].elements * width));
+      if (p.dtype != task_.arguments[y].elem)
+        cudnn_output_.emplace(size_t(task_.arguments[y].elements * width));
       const std::vector<CudnnAlgoPerf> algos =
-          cudnn_->find(buffers_[size_t(p.input)].get(), cudnn_filter_pointer(), buffers_[y].get());
+          cudnn_->find(pointer(size_t(p.input)), cudnn_filter_pointer(), pointer(y));
       const CudnnAlgoPerf fastest = algos.front();
       // The reference: an implicit-GEMM algorithm sums products like a direct convolution;
       // FFT and Winograd transforms add their own rounding error.
@@ -514,10 +633,10 @@ class GpuBackend final : public WorkerBackend {
             compare_outputs(reference.data(), expected_[y].data(), int64_t(reference.size()));
         baseline["cudnn_vs_cpu_max_rel_error"] =
             std::isfinite(c.max_rel_error) ? c.max_rel_error : 1e300;
-        if (!c.ok(tolerances_[y])) {
+        if (!c.ok(task_.arguments[y].tolerance)) {
           use = false;
           cudnn_note_ = "cuDNN (" + exact->name +
-                        ") disagrees with the CPU reference: " + c.describe(tolerances_[y]);
+                        ") disagrees with the CPU reference: " + c.describe(task_.arguments[y].tolerance);
         }
       }
       if (use) {
@@ -553,28 +672,29 @@ class GpuBackend final : public WorkerBackend {
   }
 
   CUdeviceptr cudnn_filter_pointer() const {
-    return cudnn_filter_ ? cudnn_filter_->get() : buffers_[size_t(conv_->filter)].get();
+    return cudnn_filter_ ? cudnn_filter_->get() : pointer(size_t(conv_->filter));
   }
 
   CUdeviceptr cudnn_output_pointer() const {
-    return cudnn_output_ ? cudnn_output_->get() : buffers_[size_t(conv_->output)].get();
+    return cudnn_output_ ? cudnn_output_->get() : pointer(size_t(conv_->output));
   }
 
   void cudnn_forward() {
-    cudnn_->forward(buffers_[size_t(conv_->input)].get(), cudnn_filter_pointer(),
+    cudnn_->forward(pointer(size_t(conv_->input)), cudnn_filter_pointer(),
                     cudnn_output_pointer());
   }
 
   // Runs `algo` once and returns the output; leaves `algo` chosen.
   std::vector<float> cudnn_output(const CudnnAlgoPerf& algo) {
     cudnn_->choose(algo);
-    DeviceBuffer& y = cudnn_output_ ? *cudnn_output_ : buffers_[size_t(conv_->output)];
+    DeviceBuffer& y = cudnn_output_ ? *cudnn_output_ : *buffers_[size_t(conv_->output)];
     y.fill_bytes(0xff);
     cudnn_forward();
     CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
     std::vector<char> bytes(y.bytes());
     y.download(bytes.data());
-    return decode_values(bytes.data(), task_.tensors[size_t(conv_->output)].elements, conv_->dtype);
+    return decode_values(bytes.data(), task_.arguments[size_t(conv_->output)].elements,
+                         conv_->dtype);
   }
 
   std::optional<CudnnConvProblem> conv_;
@@ -588,19 +708,18 @@ class GpuBackend final : public WorkerBackend {
   std::string cudnn_note_;
   std::string reference_name_ = "none";
 
-  std::unique_ptr<WorkerBackend> user_;  // the backend of a user kernel's task
   WorkerTask task_;
   std::optional<PrimaryContext> context_;
   DeviceInfo device_;
-  std::vector<DeviceBuffer> buffers_;
-  std::vector<std::vector<float>> expected_;
+  std::vector<std::optional<DeviceBuffer>> buffers_;  // per argument: buffers only
+  std::vector<std::vector<char>> initial_;  // per argument: bytes to reset from (blob, seeded)
+  std::vector<std::vector<float>> expected_;  // per argument: outputs with a reference
   std::optional<CublasGemm> cublas_;
   std::optional<L2Flusher> flusher_;
   std::unique_ptr<KernelTimer> timer_;
   std::string timer_note_;
-  std::vector<double> tolerances_;  // per tensor; outputs only
-  std::vector<double> scales_;      // per tensor: compare_scale of expected_ (set_task)
-  std::vector<char> staging_;       // host copy of the output being checked
+  std::vector<double> scales_;  // per argument: compare_scale of expected_ (setup)
+  std::vector<char> staging_;   // host copy of the output being checked
   int check_threads_ = 1;
 };
 

@@ -1,8 +1,11 @@
 #pragma once
-// The worker's GPU backend: one task's device state (context, tensors with fixed-seed inputs,
-// the reference output, the L2 flush buffer, the timer) and the measurement of one candidate:
-// load, check against the reference, warm up, time until stable. Runs inside the worker
-// process only, so a kernel that faults or hangs takes down nothing but the worker.
+// The worker's GPU backend, one for templates' and user kernels' tasks: one task's device state
+// (context, the arguments made by their fill rule: seeded inputs, NaN or zero outputs, a user
+// kernel's bytes, scalars and __constant__ values; the reference outputs; the L2 flush buffer,
+// the timer) and the measurement of one candidate: load (filling constant memory, binding
+// buffers, scalars and tensor maps), check against the reference, warm up, time until stable.
+// Runs inside the worker process only, so a kernel that faults or hangs takes down nothing but
+// the worker.
 
 #include <functional>
 #include <memory>
@@ -29,17 +32,13 @@ namespace cutune {
 //     baseline_timer, baseline_max_rel_error, cudnn_reference_algo,
 //     cudnn_vs_cpu_max_rel_error;
 //   - every reply says which reference checked it: extra.reference = cudnn | cpu | cublas |
-//     none, and extra.cudnn_note why cuDNN was not used where it was asked for.
-// A request with MeasureWhat::baseline times the baseline like a candidate (checked against
-// the reference), for `cutune bench`.
+//     file | reference kernel | none, and extra.cudnn_note why cuDNN was not used where it
+//     was asked for.
+// The other references (worker_protocol.h): a spec's expected-output file comes in the blob
+// like a template's CPU reference; a spec's reference kernel runs once at setup on the initial
+// arguments. A request with MeasureWhat::baseline times the baseline like a candidate (checked
+// against the reference), for `cutune bench`.
 std::unique_ptr<WorkerBackend> make_gpu_backend();
-
-// The backend make_gpu_backend() hands a user kernel's task (WorkerTask::user) to
-// (worker_gpu_spec.cc): the parent's argument bytes, scalars by value, __constant__ symbols
-// filled after every module load, outputs reset to their initial bytes before every launch,
-// and the reference kernel run once at setup unless the expected outputs came with the task.
-// Timed like the templates' kernels (warm-up, L2 flush, the same stop rule).
-std::unique_ptr<WorkerBackend> make_gpu_user_backend();
 
 // How a failed driver call of a candidate is recorded. `at_launch`: cuLaunchKernel itself
 // returned it (a refused launch, unless the error is a sticky one left by the kernel before).

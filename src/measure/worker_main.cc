@@ -20,17 +20,10 @@ class FakeBackend final : public WorkerBackend {
   explicit FakeBackend(int fd) : fd_(fd) {}
 
   void setup(const WorkerTask& task, std::vector<char> blob) override {
-    for (const WorkerTensor& t : task.tensors)
-      if (t.name == "fail_setup") throw std::runtime_error("fake setup failure requested");
+    for (const WorkerArgument& a : task.arguments)
+      if (a.name == "fail_setup") throw std::runtime_error("fake setup failure requested");
     ++setups_;
-    user_ = task.user ? user_summary(*task.user, blob) : nlohmann::json();
-    // What a GPU backend would allocate for this task, and how it would start each output.
-    tensor_bytes_ = nlohmann::json::array();
-    zero_init_ = nlohmann::json::array();
-    for (const WorkerTensor& t : task.tensors) {
-      tensor_bytes_.push_back(t.bytes());
-      zero_init_.push_back(t.zero_init);
-    }
+    task_ = summary(task, blob);
     baseline_ = task.baseline.to_json();
     device_ = task.device;
   }
@@ -59,10 +52,8 @@ class FakeBackend final : public WorkerBackend {
                     {"setups", setups_},
                     {"device", device_},
                     {"cubin_bytes", r.cubin.size()},
-                    {"tensor_bytes", tensor_bytes_},
-                    {"zero_init", zero_init_},
+                    {"task", task_},
                     {"baseline", baseline_}};
-    if (!user_.is_null()) result.extra["user"] = user_;
     if (what == "fake_ok" || what == "fake_slow") {
       result.status = MeasureStatus::ok;
       result.times_s = {1e-3 * double(1 + r.id % 3)};
@@ -83,40 +74,47 @@ class FakeBackend final : public WorkerBackend {
   }
 
  private:
-  // What a GPU backend would see of a user kernel's task: per argument its kind, size and
-  // first (up to 8) initial bytes in hex, and the blob's other sections.
-  static nlohmann::json user_summary(const UserKernelTask& u, const std::vector<char>& blob) {
+  // What a GPU backend would make of the task: per argument its kind, element type, size,
+  // fill rule and (for blob-filled ones) first up to 8 initial bytes in hex; the blob's other
+  // sections.
+  static nlohmann::json summary(const WorkerTask& t, const std::vector<char>& blob) {
+    static const char* kinds[] = {"buffer", "scalar", "constant"};
+    static const char* inits[] = {"seeded", "blob", "nan", "zero"};
     nlohmann::json args = nlohmann::json::array();
     size_t offset = 0;
-    for (const UserArgument& a : u.arguments) {
-      std::string hex;
-      for (int64_t i = 0; i < std::min<int64_t>(a.bytes, 8); ++i) {
-        static const char digits[] = "0123456789abcdef";
-        const auto b = static_cast<unsigned char>(blob[offset + size_t(i)]);
-        hex += digits[b >> 4];
-        hex += digits[b & 15];
+    for (const WorkerArgument& a : t.arguments) {
+      nlohmann::json j = {{"name", a.name},
+                          {"kind", kinds[int(a.kind)]},
+                          {"elem", a.elem},
+                          {"bytes", a.bytes()},
+                          {"init", inits[int(a.init)]},
+                          {"is_output", a.is_output},
+                          {"reset_each_run", a.reset_each_run},
+                          {"tolerance", a.tolerance}};
+      if (a.init == ArgInit::blob) {
+        std::string hex;
+        for (int64_t i = 0; i < std::min<int64_t>(a.bytes(), 8); ++i) {
+          static const char digits[] = "0123456789abcdef";
+          const auto b = static_cast<unsigned char>(blob[offset + size_t(i)]);
+          hex += digits[b >> 4];
+          hex += digits[b & 15];
+        }
+        j["first_bytes"] = hex;
+        offset += size_t(a.bytes());
       }
-      args.push_back({{"name", a.name},
-                      {"kind", a.kind == UserArgKind::scalar     ? "scalar"
-                               : a.kind == UserArgKind::constant ? "constant"
-                                                                 : "buffer"},
-                      {"bytes", a.bytes},
-                      {"is_output", a.is_output},
-                      {"first_bytes", hex}});
-      offset += size_t(a.bytes);
+      args.push_back(std::move(j));
     }
     return {{"arguments", args},
-            {"expected_bytes", u.expected_bytes()},
-            {"reference_kernel", u.reference_kernel},
-            {"reference_args", u.reference_args},
-            {"reference_cubin_bytes", u.reference_cubin_bytes},
+            {"expected_bytes", t.expected_bytes()},
+            {"reference_kernel", t.reference_kernel},
+            {"reference_args", t.reference_args},
+            {"reference_cubin_bytes", t.reference_cubin_bytes},
             {"blob_bytes", blob.size()}};
   }
 
   int fd_;
   int setups_ = 0;
-  nlohmann::json user_;
-  nlohmann::json tensor_bytes_, zero_init_, baseline_;
+  nlohmann::json task_, baseline_;
   int device_ = -1;
 };
 

@@ -24,16 +24,16 @@ class WorkerBackend {
 
 // The fake backend picks its behaviour from the request's kernel name:
 //   fake_ok       answers ok, one time of (1 + id % 3) ms, extra {pid, setups, device,
-//                 cubin_bytes, tensor_bytes and zero_init per task tensor, the task's baseline,
-//                 and for a user kernel's task `user`: its arguments' kinds, sizes and first
-//                 initial bytes, the expected and reference-cubin sizes}
+//                 cubin_bytes, the task's baseline, and `task`: its arguments' kinds, element
+//                 types, sizes, fill rules and first blob bytes, the expected and
+//                 reference-cubin sizes}
 //   fake_slow     sleeps 0.3 s, then answers like fake_ok
 //   fake_wrong    answers wrong_answer
 //   fake_poison   answers runtime_error with context_poisoned
 //   fake_sleep    never answers (the watchdog's case)
 //   fake_crash    dies of SIGSEGV;  fake_abort: SIGABRT;  fake_exit: exits 3 without answering
 //   fake_garbage  writes bytes that are not a frame
-// A task with a tensor named "fail_setup" fails its setup.
+// A task with an argument named "fail_setup" fails its setup.
 std::unique_ptr<WorkerBackend> make_fake_backend(int fd);
 
 // Serves frames on `fd` until shutdown or the parent goes away; returns the exit code.

@@ -16,19 +16,24 @@
 
 namespace cutune {
 
-int64_t WorkerTensor::bytes() const { return elements * dtype_bytes(dtype); }
+int64_t WorkerArgument::bytes() const { return elements * dtype_bytes(elem); }
 
-int64_t UserKernelTask::argument_bytes() const {
+int64_t WorkerTask::blob_argument_bytes() const {
   int64_t n = 0;
-  for (const UserArgument& a : arguments) n += a.bytes;
+  for (const WorkerArgument& a : arguments) n += a.init == ArgInit::blob ? a.bytes() : 0;
   return n;
 }
 
-int64_t UserKernelTask::expected_bytes() const {
+int64_t WorkerTask::expected_bytes() const {
   int64_t n = 0;
-  if (expected_in_blob)
-    for (const UserArgument& a : arguments) n += a.is_output ? a.bytes : 0;
+  if (reference == ReferenceKind::host || reference == ReferenceKind::file)
+    for (const WorkerArgument& a : arguments) n += a.is_output ? a.elements * 4 : 0;
   return n;
+}
+
+int64_t WorkerTask::blob_bytes() const {
+  return blob_argument_bytes() + expected_bytes() +
+         (reference == ReferenceKind::kernel ? reference_cubin_bytes : 0);
 }
 
 namespace {
@@ -126,66 +131,16 @@ Dim3 dim3_from_json(const nlohmann::json& j) {
   return Dim3{j[0].get<uint32_t>(), j[1].get<uint32_t>(), j[2].get<uint32_t>()};
 }
 
-std::string_view reference_name(ReferenceKind k) {
-  switch (k) {
-    case ReferenceKind::none:
-      return "none";
-    case ReferenceKind::host:
-      return "host";
-    case ReferenceKind::baseline:
-      return "baseline";
-  }
-  return "none";
-}
+// The names of an enum's values on the wire, in the enum's order.
+constexpr const char* kReferenceNames[] = {"none", "host", "file", "baseline", "kernel"};
+constexpr const char* kArgKindNames[] = {"buffer", "scalar", "constant"};
+constexpr const char* kArgInitNames[] = {"seeded", "blob", "nan", "zero"};
 
-ReferenceKind parse_reference(const std::string& s) {
-  if (s == "none") return ReferenceKind::none;
-  if (s == "host") return ReferenceKind::host;
-  if (s == "baseline") return ReferenceKind::baseline;
-  throw std::invalid_argument(fmt::format("worker message: unknown reference '{}'", s));
-}
-
-const char* user_arg_kind_name(UserArgKind k) {
-  return k == UserArgKind::scalar ? "scalar" : k == UserArgKind::constant ? "constant" : "buffer";
-}
-
-UserArgKind parse_user_arg_kind(const std::string& s) {
-  if (s == "buffer") return UserArgKind::buffer;
-  if (s == "scalar") return UserArgKind::scalar;
-  if (s == "constant") return UserArgKind::constant;
-  throw std::invalid_argument(fmt::format("worker message: unknown argument kind '{}'", s));
-}
-
-nlohmann::json user_task_json(const UserKernelTask& u) {
-  nlohmann::json args = nlohmann::json::array();
-  for (const UserArgument& a : u.arguments)
-    args.push_back({{"name", a.name},
-                    {"kind", user_arg_kind_name(a.kind)},
-                    {"elem", a.elem},
-                    {"bytes", a.bytes},
-                    {"is_output", a.is_output},
-                    {"tolerance", a.tolerance}});
-  return {{"arguments", args},
-          {"expected_in_blob", u.expected_in_blob},
-          {"reference_kernel", u.reference_kernel},
-          {"reference_launch", to_json(u.reference_launch)},
-          {"reference_args", u.reference_args},
-          {"reference_cubin_bytes", u.reference_cubin_bytes}};
-}
-
-UserKernelTask user_task_from_json(const nlohmann::json& j) {
-  UserKernelTask u;
-  for (const nlohmann::json& a : field(j, "arguments"))
-    u.arguments.push_back({get<std::string>(a, "name"),
-                           parse_user_arg_kind(get<std::string>(a, "kind")),
-                           get<std::string>(a, "elem"), get<int64_t>(a, "bytes"),
-                           get<bool>(a, "is_output"), get<double>(a, "tolerance")});
-  u.expected_in_blob = get<bool>(j, "expected_in_blob");
-  u.reference_kernel = get<std::string>(j, "reference_kernel");
-  u.reference_launch = launch_spec_from_json(field(j, "reference_launch"));
-  u.reference_args = get<std::vector<int>>(j, "reference_args");
-  u.reference_cubin_bytes = get<int64_t>(j, "reference_cubin_bytes");
-  return u;
+template <class E, size_t N>
+E parse_name(const char* const (&names)[N], const std::string& s, const char* what) {
+  for (size_t i = 0; i < N; ++i)
+    if (s == names[i]) return static_cast<E>(i);
+  throw std::invalid_argument(fmt::format("worker message: unknown {} '{}'", what, s));
 }
 
 }  // namespace
@@ -289,25 +244,30 @@ MeasureResult measure_result_from_json(const nlohmann::json& j) {
   return r;
 }
 
-Frame task_frame(const WorkerTask& t, std::vector<char> expected_outputs) {
+Frame task_frame(const WorkerTask& t, std::vector<char> blob) {
   Frame f;
   f.kind = FrameKind::task;
-  nlohmann::json tensors = nlohmann::json::array();
-  for (const WorkerTensor& x : t.tensors)
-    tensors.push_back({{"name", x.name},
-                       {"dtype", x.dtype},
-                       {"elements", x.elements},
-                       {"is_output", x.is_output},
-                       {"zero_init", x.zero_init}});
+  nlohmann::json arguments = nlohmann::json::array();
+  for (const WorkerArgument& a : t.arguments)
+    arguments.push_back({{"name", a.name},
+                         {"kind", kArgKindNames[int(a.kind)]},
+                         {"elem", a.elem},
+                         {"elements", a.elements},
+                         {"init", kArgInitNames[int(a.init)]},
+                         {"is_output", a.is_output},
+                         {"reset_each_run", a.reset_each_run},
+                         {"tolerance", a.tolerance}});
   f.header = {{"device", t.device},
               {"seed", t.seed},
-              {"tensors", tensors},
-              {"reference", std::string(reference_name(t.reference))},
+              {"arguments", arguments},
+              {"reference", kReferenceNames[int(t.reference)]},
+              {"reference_kernel", t.reference_kernel},
+              {"reference_launch", to_json(t.reference_launch)},
+              {"reference_args", t.reference_args},
+              {"reference_cubin_bytes", t.reference_cubin_bytes},
               {"baseline", t.baseline.to_json()},
-              {"reduction_length", t.reduction_length},
               {"timing", to_json(t.timing)}};
-  if (t.user) f.header["user"] = user_task_json(*t.user);
-  f.blob = std::move(expected_outputs);
+  f.blob = std::move(blob);
   return f;
 }
 
@@ -317,25 +277,34 @@ WorkerTask task_from_frame(const Frame& f) {
   WorkerTask t;
   t.device = get<int>(j, "device");
   t.seed = get<uint64_t>(j, "seed");
-  for (const nlohmann::json& x : field(j, "tensors")) {
-    WorkerTensor w{get<std::string>(x, "name"), get<std::string>(x, "dtype"),
-                   get<int64_t>(x, "elements"), get<bool>(x, "is_output"),
-                   get<bool>(x, "zero_init")};
-    w.bytes();  // an unknown dtype is a malformed task
-    t.tensors.push_back(std::move(w));
+  for (const nlohmann::json& x : field(j, "arguments")) {
+    WorkerArgument a;
+    a.name = get<std::string>(x, "name");
+    a.kind = parse_name<ArgKind>(kArgKindNames, get<std::string>(x, "kind"), "argument kind");
+    a.elem = get<std::string>(x, "elem");
+    a.elements = get<int64_t>(x, "elements");
+    a.init = parse_name<ArgInit>(kArgInitNames, get<std::string>(x, "init"), "argument init");
+    a.is_output = get<bool>(x, "is_output");
+    a.reset_each_run = get<bool>(x, "reset_each_run");
+    a.tolerance = get<double>(x, "tolerance");
+    a.bytes();  // an unknown element type is a malformed task
+    if (a.init == ArgInit::seeded) round_to_storage(0.0f, a.elem);  // floating types only
+    if (a.elements < 0)
+      throw std::invalid_argument(fmt::format("worker message: argument '{}' has {} elements",
+                                              a.name, a.elements));
+    t.arguments.push_back(std::move(a));
   }
-  t.reference = parse_reference(get<std::string>(j, "reference"));
+  t.reference = parse_name<ReferenceKind>(kReferenceNames, get<std::string>(j, "reference"),
+                                          "reference");
+  t.reference_kernel = get<std::string>(j, "reference_kernel");
+  t.reference_launch = launch_spec_from_json(field(j, "reference_launch"));
+  t.reference_args = get<std::vector<int>>(j, "reference_args");
+  t.reference_cubin_bytes = get<int64_t>(j, "reference_cubin_bytes");
   t.baseline = BaselineSpec::from_json(field(j, "baseline"));
-  t.reduction_length = get<int64_t>(j, "reduction_length");
   t.timing = timing_options_from_json(field(j, "timing"));
-  if (j.contains("user")) {
-    t.user = user_task_from_json(j.at("user"));
-    const int64_t want = t.user->argument_bytes() + t.user->expected_bytes() +
-                         t.user->reference_cubin_bytes;
-    if (want != int64_t(f.blob.size()))
-      throw std::invalid_argument(fmt::format(
-          "worker message: a user task's blob has {} bytes, its arguments {}", f.blob.size(), want));
-  }
+  if (t.blob_bytes() != int64_t(f.blob.size()))
+    throw std::invalid_argument(fmt::format("worker message: the task's blob has {} bytes, not {}",
+                                            f.blob.size(), t.blob_bytes()));
   return t;
 }
 

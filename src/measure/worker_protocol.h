@@ -7,7 +7,8 @@
 // The parent speaks first and the worker answers every frame with exactly one frame:
 //
 //   parent                                   worker
-//   task    {WorkerTask}  blob: expected  -> ready {} | failed {"error": ...}
+//   task    {WorkerTask}  blob: arguments, expected outputs, reference cubin
+//                                         -> ready {} | failed {"error": ...}
 //   measure {MeasureRequest} blob: cubin  -> result {MeasureReply}
 //   shutdown {}                           -> (exits 0)
 //
@@ -69,66 +70,69 @@ struct TimingOptions {
   double early_stop_factor = 3.0;  // stop after min_repeats when median > factor * best so far
 };
 
-// A global tensor of the task, in kernel parameter order.
-struct WorkerTensor {
-  std::string name;
-  std::string dtype = "float32";  // storage: float32, float16 or bfloat16 (correctness.h)
-  int64_t elements = 0;
-  bool is_output = false;
-  bool zero_init = false;  // outputs: zeroed before every launch (split-K adds into it)
+// A task's argument: a template's tensor or a user kernel's argument, in the order that
+// requests' `args` name them.
+enum class ArgKind {
+  buffer,   // device memory; the kernel gets its address
+  scalar,   // passed by value (at most 16 bytes)
+  constant  // fills the module's __constant__ symbol of its name after every load
+};
 
-  int64_t bytes() const;  // elements times the dtype's width
+// How an argument's initial bytes are made, once per task.
+enum class ArgInit {
+  seeded,  // input_values(seed, argument index, ...) of its (floating) element type
+  blob,    // the task's blob carries them (a user kernel's arguments)
+  nan,     // 0xff bytes: an output element a kernel never writes fails the check
+  zero     // zero bytes: an output a split-K kernel adds into
+};
+
+struct WorkerArgument {
+  std::string name;
+  ArgKind kind = ArgKind::buffer;
+  // float32, float16, bfloat16 (correctness.h), float64, int8 ... int64, uint8 ... uint64
+  std::string elem = "float32";
+  int64_t elements = 0;
+  ArgInit init = ArgInit::seeded;
+  bool is_output = false;       // back to its initial bytes before the checked launch; compared
+  bool reset_each_run = false;  // back to its initial bytes before every timed run too
+  double tolerance = 0;         // outputs: the largest accepted error (correctness.h)
+
+  int64_t bytes() const;  // elements times the element's width
 };
 
 // How the worker gets the right answer, once per task.
 enum class ReferenceKind {
-  none,     // outputs are not checked
-  host,     // the parent sends the expected outputs (concatenated, as float32 whatever
-            //   the output's dtype) as the blob
-  baseline  // the task's baseline (cuBLAS) computes them on the GPU
+  none,      // outputs are not checked
+  host,      // the template's CPU reference: the outputs' expected values come in the blob
+  file,      // a spec's expected-output file: the same, named apart in replies
+  baseline,  // the task's baseline (cuBLAS) computes them on the GPU
+  kernel     // the reference kernel (its cubin in the blob) computes them at setup
 };
 
-// A user kernel's task (src/spec): arguments as raw bytes of the user's element types, made by
-// the parent; scalars are passed by value, constants fill the module's __constant__ symbol of
-// that name after every load. The task's blob is every argument's initial bytes in order, then
-// (with expected_in_blob) the expected bytes of every output in order, then the reference
-// kernel's cubin. Without expected_in_blob the worker runs the reference kernel once at setup
-// (on the same initial bytes) and its outputs are the reference.
-enum class UserArgKind { buffer, scalar, constant };
-
-struct UserArgument {
-  std::string name;
-  UserArgKind kind = UserArgKind::buffer;
-  std::string elem = "float32";  // float16, bfloat16, float32, float64, int8 ... uint64
-  int64_t bytes = 0;             // all elements
-  bool is_output = false;
-  double tolerance = 0;  // outputs: the largest accepted error (correctness.h)
-};
-
-struct UserKernelTask {
-  std::vector<UserArgument> arguments;
-  bool expected_in_blob = false;
-  std::string reference_kernel;   // lowered name in the reference cubin
-  LaunchSpec reference_launch;
-  std::vector<int> reference_args;  // per kernel parameter, the argument it takes
-  int64_t reference_cubin_bytes = 0;
-
-  int64_t argument_bytes() const;  // sum over arguments
-  int64_t expected_bytes() const;  // sum over outputs when expected_in_blob, else 0
-};
-
+// The task a worker sets up once and measures candidates against. Its blob is, in order: the
+// initial bytes of every ArgInit::blob argument; with a host or file reference, the expected
+// values of every output as float32 (whatever its element type); with a kernel reference, the
+// reference kernel's cubin.
 struct WorkerTask {
   int device = 0;
-  std::optional<UserKernelTask> user;  // set: a user kernel; `tensors` is then empty
-  uint64_t seed = 0;  // inputs are fill_input(seed, tensor index, ...)
-  std::vector<WorkerTensor> tensors;
+  uint64_t seed = 0;  // seeded arguments are input_values(seed, argument index, ...)
+  std::vector<WorkerArgument> arguments;
   ReferenceKind reference = ReferenceKind::none;
-  // The vendor-library computation of the task (the template's declaration): timed as the
+  // The reference kernel (ReferenceKind::kernel): its lowered name, launch, the argument each
+  // of its parameters takes, and its cubin's size.
+  std::string reference_kernel;
+  LaunchSpec reference_launch;
+  std::vector<int> reference_args;
+  int64_t reference_cubin_bytes = 0;
+  // The vendor-library computation of the task (a template's declaration): timed as the
   // baseline, and the reference where `reference` says so. A convolution's cuDNN output is
   // checked against the host reference first and then replaces it.
   BaselineSpec baseline;
-  int64_t reduction_length = 1;  // for the tolerance
   TimingOptions timing;
+
+  int64_t blob_argument_bytes() const;  // the ArgInit::blob arguments' bytes
+  int64_t expected_bytes() const;       // 4 bytes per output element with a host or file reference
+  int64_t blob_bytes() const;           // all three sections
 };
 
 // One candidate. `what` selects the kernel or, for baselines, the library call timed with the
@@ -140,9 +144,9 @@ struct MeasureRequest {
   MeasureWhat what = MeasureWhat::kernel;
   std::string kernel_name;
   LaunchSpec launch;
-  std::vector<int> args;    // per kernel parameter, the task tensor it points at
-  // Per kernel parameter (empty: none is): a TMA tensor map over tensor args[i], which the
-  // worker encodes for that tensor's device address and passes in place of the pointer.
+  std::vector<int> args;    // per kernel parameter, the task argument it takes
+  // Per kernel parameter (empty: none is): a TMA tensor map over argument args[i], which the
+  // worker encodes for that buffer's device address and passes in place of the pointer.
   std::vector<std::optional<ir::TensorMapDesc>> maps;
   std::vector<char> cubin;  // travels as the blob
   std::string source;       // the CUDA C: the emulator backend runs it; empty for a GPU
@@ -166,7 +170,9 @@ MeasureResult measure_result_from_json(const nlohmann::json& j);
 
 // Frames for each message. The *_from_frame functions throw std::invalid_argument (one line)
 // when a field is missing or has the wrong type.
-Frame task_frame(const WorkerTask& task, std::vector<char> expected_outputs);
+// task_from_frame also refuses a blob whose size is not task.blob_bytes() and an
+// argument whose element type is unknown (or not floating where it is seeded).
+Frame task_frame(const WorkerTask& task, std::vector<char> blob);
 WorkerTask task_from_frame(const Frame& frame);
 Frame measure_frame(const MeasureRequest& request);
 MeasureRequest measure_request_from_frame(Frame frame);

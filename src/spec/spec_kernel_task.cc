@@ -79,54 +79,54 @@ SpecWorkerTask spec_worker_task(const SpecTask& task, const GpuMeasureOptions& o
   t.device = options.device;
   t.seed = options.seed;
   t.timing = timing_options(options);
-  UserKernelTask u;
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     const SpecArgument& a = spec.arguments[i];
     const ArgData d = make_argument(a, int(i), in.elements[i], in.fill_values[i], options.seed);
-    UserArgument w;
+    WorkerArgument w;
     w.name = a.name;
-    w.kind = a.is_scalar     ? UserArgKind::scalar
-             : a.is_constant ? UserArgKind::constant
-                             : UserArgKind::buffer;
+    w.kind = a.is_scalar     ? ArgKind::scalar
+             : a.is_constant ? ArgKind::constant
+                             : ArgKind::buffer;
     w.elem = elem_name(a.type);
-    w.bytes = int64_t(d.bytes.size());
-    w.is_output = a.is_output && !a.is_scalar && !a.is_constant;
+    w.elements = d.elements();
+    w.init = ArgInit::blob;
+    w.is_output = a.is_output && w.kind == ArgKind::buffer;
     w.tolerance = w.is_output ? output_tolerance(spec, a.type) : 0.0;
-    u.arguments.push_back(std::move(w));
+    t.arguments.push_back(std::move(w));
     append(out.blob, d.bytes);
   }
-  if (!options.check) {
-    // Nothing to compare with: every argument is an input and no reference runs.
-    for (UserArgument& a : u.arguments) a.is_output = false;
-    u.expected_in_blob = true;
-  } else if (ref.kind == SpecReference::Kind::output_file) {
-    u.expected_in_blob = true;
-    for (size_t i = 0; i < spec.arguments.size(); ++i)
-      if (u.arguments[i].is_output)
-        append(out.blob, read_raw(ref.output_file, spec.arguments[i].type, in.elements[i],
-                                  "Reference.OutputFile")
-                             .bytes);
-  } else {
-    if (auto why = SpecTask::launch_violation(in, device))
-      throw SpecError("the reference configuration cannot launch: " + *why);
-    std::string name, file;
-    if (ref.kind == SpecReference::Kind::kernel) {
-      name = ref.kernel_name;
-      if (ref.kernel_file != spec.kernel_file)
-        file = read_file(ref.kernel_file, "Reference.KernelFile");
+  if (!options.check) return out;  // nothing to compare with: no reference runs
+  if (ref.kind == SpecReference::Kind::output_file) {
+    t.reference = ReferenceKind::file;
+    for (size_t i = 0; i < spec.arguments.size(); ++i) {
+      if (!t.arguments[i].is_output) continue;
+      const std::vector<float> expected =
+          read_raw(ref.output_file, spec.arguments[i].type, in.elements[i], "Reference.OutputFile")
+              .to_floats();
+      const char* p = reinterpret_cast<const char*>(expected.data());
+      out.blob.insert(out.blob.end(), p, p + expected.size() * sizeof(float));
     }
-    const CudaSource source = task.nvrtc_source(in, name, file);
-    const CompileResult c = builder.compile(source);
-    if (!c.ok())
-      throw SpecError(fmt::format("the reference ({}) does not compile: {}", source.kernel_name,
-                                  first_line(c.log)));
-    u.reference_kernel = c.kernel_name;
-    u.reference_launch = in.launch;
-    u.reference_args = kernel_arg_indices(spec);
-    u.reference_cubin_bytes = int64_t(c.cubin.size());
-    out.blob.insert(out.blob.end(), c.cubin.begin(), c.cubin.end());
+    return out;
   }
-  t.user = std::move(u);
+  if (auto why = SpecTask::launch_violation(in, device))
+    throw SpecError("the reference configuration cannot launch: " + *why);
+  std::string name, file;
+  if (ref.kind == SpecReference::Kind::kernel) {
+    name = ref.kernel_name;
+    if (ref.kernel_file != spec.kernel_file)
+      file = read_file(ref.kernel_file, "Reference.KernelFile");
+  }
+  const CudaSource source = task.nvrtc_source(in, name, file);
+  const CompileResult c = builder.compile(source);
+  if (!c.ok())
+    throw SpecError(fmt::format("the reference ({}) does not compile: {}", source.kernel_name,
+                                first_line(c.log)));
+  t.reference = ReferenceKind::kernel;
+  t.reference_kernel = c.kernel_name;
+  t.reference_launch = in.launch;
+  t.reference_args = kernel_arg_indices(spec);
+  t.reference_cubin_bytes = int64_t(c.cubin.size());
+  out.blob.insert(out.blob.end(), c.cubin.begin(), c.cubin.end());
   return out;
 }
 

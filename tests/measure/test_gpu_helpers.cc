@@ -232,11 +232,12 @@ TEST_CASE("the worker task for GEMM asks cuBLAS and others carry the CPU referen
   const GemmBaseline& g = t.baseline.gemm;
   CHECK(g.m == 64);
   CHECK(g.b_transposed);
-  CHECK(t.tensors.at(size_t(g.c)).name == "C");
-  CHECK(t.tensors.at(size_t(g.a)).name == "A");
-  CHECK(t.tensors.at(size_t(g.b)).name == "B");
+  CHECK(t.arguments.at(size_t(g.c)).name == "C");
+  CHECK(t.arguments.at(size_t(g.a)).name == "A");
+  CHECK(t.arguments.at(size_t(g.b)).name == "B");
   CHECK_FALSE(t.timing.flush_l2);
-  CHECK(t.reduction_length == 16);
+  // C's tolerance is the rule's for a 16-long fp32 reduction.
+  CHECK(t.arguments.at(size_t(g.c)).tolerance == error_tolerance("float32", 16));
 
   const WorkerTask h = worker_task(*gemm, o, &expected, /*allow_baseline=*/false);
   CHECK(h.reference == ReferenceKind::host);

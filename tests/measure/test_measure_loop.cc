@@ -219,7 +219,9 @@ TEST_CASE("bench's requests are measured in turn through a fake worker", "[measu
   w.command = {env != nullptr ? env : CUTUNE_TEST_WORKER, "--fake"};
   WorkerSupervisor worker(w);
   WorkerTask task;
-  task.tensors = {{"A", "float32", 16, false, false}, {"C", "float32", 16, true, false}};
+  task.arguments.resize(2);
+  task.arguments[0] = {.name = "A", .elements = 16};
+  task.arguments[1] = {.name = "C", .elements = 16, .init = ArgInit::nan, .is_output = true};
   worker.set_task(task, {});
   std::vector<MeasureRequest> requests(3);
   requests[0].id = 0;

@@ -31,7 +31,9 @@ WorkerOptions fake_worker() {
 
 WorkerTask small_task() {
   WorkerTask t;
-  t.tensors = {{"C", "float32", 16, true}, {"A", "float32", 8, false}};
+  t.arguments.resize(2);
+  t.arguments[0] = {.name = "C", .elements = 16, .init = ArgInit::nan, .is_output = true};
+  t.arguments[1] = {.name = "A", .elements = 8};
   return t;
 }
 

@@ -28,12 +28,22 @@ std::string tool(const char* env, const char* built) {
   return moved ? moved : built;
 }
 
+WorkerArgument argument(const std::string& name, const std::string& elem, int64_t elements,
+                        bool is_output) {
+  WorkerArgument a;
+  a.name = name;
+  a.elem = elem;
+  a.elements = elements;
+  a.is_output = is_output;
+  a.init = is_output ? ArgInit::nan : ArgInit::seeded;
+  return a;
+}
+
+// A template-like task: an output C, an input A, nothing to check against (an empty blob).
 WorkerTask small_task() {
   WorkerTask t;
   t.seed = 7;
-  t.tensors = {{"C", "float32", 16, true}, {"A", "float32", 8, false}};
-  t.reference = ReferenceKind::host;
-  t.reduction_length = 4;
+  t.arguments = {argument("C", "float32", 16, true), argument("A", "float32", 8, false)};
   return t;
 }
 
@@ -108,23 +118,37 @@ TEST_CASE("a task round-trips", "[worker]") {
   t.reference = ReferenceKind::baseline;
   t.baseline =
       BaselineSpec::of(GemmBaseline{5, 6, 7, true, ir::DType::Float16, ir::DType::Float32});
-  t.tensors[0].zero_init = true;
-  t.tensors[1].dtype = "bfloat16";
+  t.arguments[0].init = ArgInit::zero;
+  t.arguments[0].reset_each_run = true;
+  t.arguments[0].tolerance = 0.125;
+  t.arguments[1].elem = "bfloat16";
   t.timing.flush_l2 = false;
   t.timing.max_repeats = 33;
-  const WorkerTask back = task_from_frame(task_frame(t, {'a', 'b'}));
+  const WorkerTask back = task_from_frame(task_frame(t, {}));
   CHECK(back.seed == 7);
-  CHECK(back.tensors.size() == 2);
-  CHECK(back.tensors[0].is_output);
-  CHECK(back.tensors[1].elements == 8);
+  CHECK(back.arguments.size() == 2);
+  CHECK(back.arguments[0].is_output);
+  CHECK(back.arguments[1].elements == 8);
   CHECK(back.reference == ReferenceKind::baseline);
   REQUIRE(back.baseline.kind == BaselineSpec::Kind::gemm);
   CHECK(back.baseline.gemm == t.baseline.gemm);
-  CHECK(back.tensors[0].zero_init);
-  CHECK(back.tensors[1].dtype == "bfloat16");
-  CHECK(back.tensors[1].bytes() == 16);
+  CHECK(back.arguments[0].init == ArgInit::zero);
+  CHECK(back.arguments[0].reset_each_run);
+  CHECK(back.arguments[0].tolerance == 0.125);
+  CHECK(back.arguments[1].init == ArgInit::seeded);
+  CHECK(back.arguments[1].elem == "bfloat16");
+  CHECK(back.arguments[1].bytes() == 16);
   CHECK_FALSE(back.timing.flush_l2);
   CHECK(back.timing.max_repeats == 33);
+
+  // A blob of the wrong size, an unknown element type, or a seeded integer is refused.
+  CHECK_THROWS_WITH(task_from_frame(task_frame(t, {'a', 'b'})),
+                    Catch::Contains("blob has 2 bytes, not 0"));
+  t.arguments[1].elem = "complex64";
+  CHECK_THROWS_WITH(task_from_frame(task_frame(t, {})), Catch::Contains("complex64"));
+  t.arguments[1].elem = "int32";
+  CHECK_THROWS_WITH(task_from_frame(task_frame(t, {})),
+                    Catch::Contains("not a storage type of generated values"));
 }
 
 TEST_CASE("garbage and truncated frames are reported and not trusted", "[worker]") {
@@ -221,7 +245,7 @@ TEST_CASE("a slow answer inside the watchdog is fine", "[worker]") {
 
 TEST_CASE("a worker that cannot take the task is a WorkerError", "[worker]") {
   WorkerTask t = small_task();
-  t.tensors.push_back({"fail_setup", "float32", 1, false});
+  t.arguments.push_back(argument("fail_setup", "float32", 1, false));
   WorkerSupervisor s(fake_worker());
   CHECK_THROWS_WITH(s.set_task(t, {}), Catch::Contains("fake setup failure"));
 
@@ -257,9 +281,24 @@ TEST_CASE("16-bit and split-K tensors reach the worker sized and started by thei
     const MeasureReply reply = s.measure(request(1, "fake_ok"));
     REQUIRE(reply.result.ok());
     const nlohmann::json& e = reply.result.extra;
-    CHECK(e["tensor_bytes"] ==
-          nlohmann::json({m * n * c.c_bytes, m * k * c.ab_bytes, k * n * c.ab_bytes}));
-    CHECK(e["zero_init"] == nlohmann::json({c.c_zero_init, false, false}));
+    const nlohmann::json& args = e.at("task").at("arguments");
+    REQUIRE(args.size() == 3);
+    CHECK(args[0]["bytes"] == m * n * c.c_bytes);
+    CHECK(args[1]["bytes"] == m * k * c.ab_bytes);
+    CHECK(args[2]["bytes"] == k * n * c.ab_bytes);
+    // C starts at zero and is reset before every run where split-K adds into it, else NaN.
+    CHECK(args[0]["init"] == (c.c_zero_init ? "zero" : "nan"));
+    CHECK(args[0]["reset_each_run"] == c.c_zero_init);
+    CHECK(args[1]["init"] == "seeded");
+    CHECK(args[2]["reset_each_run"] == false);
+    // Each output's tolerance is the rule's for its dtype and the reduction length.
+    CHECK(args[0]["tolerance"].get<double>() ==
+          error_tolerance(c.c_bytes == 4 ? "float32" : tmpl->tensors()[0].type.dtype ==
+                                                               ir::DType::Float16
+                                                           ? "float16"
+                                                           : "bfloat16",
+                          k));
+    CHECK(args[1]["tolerance"] == 0.0);
     const BaselineSpec b = BaselineSpec::from_json(e["baseline"]);
     REQUIRE(b.kind == BaselineSpec::Kind::gemm);
     CHECK(b.gemm.input == tmpl->tensors()[1].type.dtype);
@@ -275,21 +314,23 @@ TEST_CASE("a 16-bit convolution carries the CPU reference on rounded inputs", "[
   const WorkerTask task = worker_task(*tmpl, o, &expected);
   CHECK(task.reference == ReferenceKind::host);
   REQUIRE(task.baseline.kind == BaselineSpec::Kind::conv);
-  CHECK(task.tensors[0].dtype == "float16");
+  CHECK(task.arguments[0].elem == "float16");
   // The expected outputs travel as float32 whatever the output's dtype.
-  REQUIRE(expected.size() == size_t(task.tensors[0].elements) * sizeof(float));
+  REQUIRE(expected.size() == size_t(task.arguments[0].elements) * sizeof(float));
+  CHECK(task.blob_bytes() == int64_t(expected.size()));
   // They are the reference on the inputs rounded to fp16, exactly as the worker fills them.
   std::vector<std::vector<float>> values;
-  for (size_t i = 0; i < task.tensors.size(); ++i)
-    values.push_back(task.tensors[i].is_output
-                         ? std::vector<float>(size_t(task.tensors[i].elements), 0.0f)
-                         : input_values(o.seed, int(i), task.tensors[i].elements, "float16"));
+  for (size_t i = 0; i < task.arguments.size(); ++i)
+    values.push_back(task.arguments[i].is_output
+                         ? std::vector<float>(size_t(task.arguments[i].elements), 0.0f)
+                         : input_values(o.seed, int(i), task.arguments[i].elements, "float16"));
   tmpl->reference(values);
   CHECK(std::memcmp(expected.data(), values[0].data(), expected.size()) == 0);
   WorkerSupervisor s(fake_worker());
   s.set_task(task, expected);
   const MeasureReply reply = s.measure(request(1, "fake_ok"));
-  CHECK(reply.result.extra["tensor_bytes"][0] == task.tensors[0].elements * 2);
+  CHECK(reply.result.extra["task"]["arguments"][0]["bytes"] == task.arguments[0].elements * 2);
+  CHECK(reply.result.extra["task"]["expected_bytes"] == expected.size());
 }
 
 TEST_CASE("a user kernel's task: argument sizes, scalar bytes and constant uploads arrive right",
@@ -298,16 +339,22 @@ TEST_CASE("a user kernel's task: argument sizes, scalar bytes and constant uploa
   // floats for the __constant__ symbol "coeffs"; then the reference cubin (here 4 bytes).
   WorkerTask t;
   t.seed = 2;
-  UserKernelTask u;
-  u.arguments = {{"out", UserArgKind::buffer, "int32", 24, true, 0.0},
-                 {"in", UserArgKind::buffer, "float32", 20, false, 0.0},
-                 {"n", UserArgKind::scalar, "int32", 4, false, 0.0},
-                 {"coeffs", UserArgKind::constant, "float32", 12, false, 0.0}};
-  u.reference_kernel = "ref";
-  u.reference_launch.grid = {2, 1, 1};
-  u.reference_args = {0, 1, 2};
-  u.reference_cubin_bytes = 4;
-  t.user = u;
+  const auto blob_argument = [](const std::string& name, ArgKind kind, const std::string& elem,
+                                int64_t elements, bool is_output) {
+    WorkerArgument a = argument(name, elem, elements, is_output);
+    a.kind = kind;
+    a.init = ArgInit::blob;
+    return a;
+  };
+  t.arguments = {blob_argument("out", ArgKind::buffer, "int32", 6, true),
+                 blob_argument("in", ArgKind::buffer, "float32", 5, false),
+                 blob_argument("n", ArgKind::scalar, "int32", 1, false),
+                 blob_argument("coeffs", ArgKind::constant, "float32", 3, false)};
+  t.reference = ReferenceKind::kernel;
+  t.reference_kernel = "ref";
+  t.reference_launch.grid = {2, 1, 1};
+  t.reference_args = {0, 1, 2};
+  t.reference_cubin_bytes = 4;
   std::vector<char> blob(24 + 20, 0);
   const int32_t n = 77;
   const float coeffs[3] = {0.5f, 1.5f, -2.0f};
@@ -315,20 +362,22 @@ TEST_CASE("a user kernel's task: argument sizes, scalar bytes and constant uploa
   blob.insert(blob.end(), reinterpret_cast<const char*>(coeffs),
               reinterpret_cast<const char*>(coeffs) + 12);
   blob.insert(blob.end(), {'c', 'u', 'b', 'n'});
+  CHECK(t.blob_bytes() == int64_t(blob.size()));
 
   const WorkerTask back = task_from_frame(task_frame(t, blob));
-  REQUIRE(back.user);
-  CHECK(back.user->arguments[2].kind == UserArgKind::scalar);
-  CHECK(back.user->arguments[3].name == "coeffs");
-  CHECK(back.user->reference_args == std::vector<int>{0, 1, 2});
-  CHECK(back.user->reference_launch.grid == Dim3{2, 1, 1});
+  CHECK(back.arguments[2].kind == ArgKind::scalar);
+  CHECK(back.arguments[3].name == "coeffs");
+  CHECK(back.arguments[3].init == ArgInit::blob);
+  CHECK(back.reference == ReferenceKind::kernel);
+  CHECK(back.reference_args == std::vector<int>{0, 1, 2});
+  CHECK(back.reference_launch.grid == Dim3{2, 1, 1});
   CHECK_THROWS_WITH(task_from_frame(task_frame(t, std::vector<char>(blob.begin(), blob.end() - 1))),
                     Catch::Contains("blob has"));
 
   WorkerSupervisor s(fake_worker());
   s.set_task(t, blob);
   const MeasureReply reply = s.measure(request(1, "fake_ok"));
-  const nlohmann::json& got = reply.result.extra.at("user");
+  const nlohmann::json& got = reply.result.extra.at("task");
   CHECK(got["blob_bytes"] == blob.size());
   CHECK(got["reference_cubin_bytes"] == 4);
   CHECK(got["arguments"][0]["bytes"] == 24);

@@ -56,28 +56,30 @@ TEST_CASE("a spec's worker task carries buffers, scalars by value and constant m
   GpuMeasureOptions options;
   options.seed = 3;
   const SpecWorkerTask t = spec_worker_task(task, options, builder, device);
-  REQUIRE(t.task.user);
-  const UserKernelTask& u = *t.task.user;
+  const WorkerTask& u = t.task;
   REQUIRE(u.arguments.size() == 5);
-  CHECK(u.arguments[0].kind == UserArgKind::buffer);
+  for (const WorkerArgument& a : u.arguments) CHECK(a.init == ArgInit::blob);
+  CHECK(u.arguments[0].kind == ArgKind::buffer);
   CHECK(u.arguments[0].is_output);
+  CHECK_FALSE(u.arguments[0].reset_each_run);
   CHECK(u.arguments[0].tolerance > 0);
-  CHECK(u.arguments[0].bytes == 64 * 48 * 4);
-  CHECK(u.arguments[1].bytes == (64 + 6) * (48 + 6) * 4);
-  CHECK(u.arguments[2].kind == UserArgKind::constant);
+  CHECK(u.arguments[0].bytes() == 64 * 48 * 4);
+  CHECK(u.arguments[1].bytes() == (64 + 6) * (48 + 6) * 4);
+  CHECK(u.arguments[2].kind == ArgKind::constant);
   CHECK(u.arguments[2].name == "d_filter");
-  CHECK(u.arguments[2].bytes == 49 * 4);
-  CHECK(u.arguments[3].kind == UserArgKind::scalar);
+  CHECK(u.arguments[2].bytes() == 49 * 4);
+  CHECK(u.arguments[3].kind == ArgKind::scalar);
   CHECK(u.arguments[3].elem == "int32");
-  CHECK(u.arguments[4].bytes == 4);
+  CHECK(u.arguments[4].bytes() == 4);
   // The reference is the default configuration, compiled here and run by the worker.
-  CHECK_FALSE(u.expected_in_blob);
+  CHECK(u.reference == ReferenceKind::kernel);
+  CHECK(u.expected_bytes() == 0);
   CHECK(u.reference_kernel == "conv2d");
   CHECK(u.reference_args == std::vector<int>{0, 1, 3, 4});
   CHECK(u.reference_launch.block == Dim3{16, 16, 1});
   CHECK(u.reference_launch.grid == Dim3{4, 3, 1});
   CHECK(u.reference_cubin_bytes > 1000);
-  CHECK(int64_t(t.blob.size()) == u.argument_bytes() + u.reference_cubin_bytes);
+  CHECK(int64_t(t.blob.size()) == u.blob_argument_bytes() + u.reference_cubin_bytes);
 
   // Through the real frames to the fake worker, which reports what it received.
   WorkerSupervisor worker(fake_worker());
@@ -86,7 +88,7 @@ TEST_CASE("a spec's worker task carries buffers, scalars by value and constant m
   r.kernel_name = "fake_ok";
   const MeasureReply reply = worker.measure(r);
   REQUIRE(reply.result.status == MeasureStatus::ok);
-  const nlohmann::json& got = reply.result.extra.at("user");
+  const nlohmann::json& got = reply.result.extra.at("task");
   CHECK(got["blob_bytes"] == t.blob.size());
   CHECK(got["reference_cubin_bytes"] == u.reference_cubin_bytes);
   CHECK(got["reference_args"] == u.reference_args);
@@ -101,15 +103,14 @@ TEST_CASE("a spec's worker task carries buffers, scalars by value and constant m
   const ArgData filter = make_argument(task.spec().arguments[2], 2, 49, 1.0, options.seed);
   CHECK(args[2]["first_bytes"] == hex(filter.bytes.data(), 8));
   CHECK(args[0]["first_bytes"] == "0000000000000000");  // the output's constant fill, 0.0
-  for (size_t i = 0; i < 5; ++i) CHECK(args[i]["bytes"] == u.arguments[i].bytes);
+  for (size_t i = 0; i < 5; ++i) CHECK(args[i]["bytes"] == u.arguments[i].bytes());
 
   // A blob that does not match the arguments is a malformed task.
   Frame f = task_frame(t.task, std::vector<char>(t.blob.begin(), t.blob.end() - 1));
   CHECK_THROWS_WITH(task_from_frame(f), Catch::Contains("blob has"));
   const WorkerTask back = task_from_frame(task_frame(t.task, t.blob));
-  REQUIRE(back.user);
-  CHECK(back.user->arguments[2].name == "d_filter");
-  CHECK(back.user->reference_launch.grid == Dim3{4, 3, 1});
+  CHECK(back.arguments[2].name == "d_filter");
+  CHECK(back.reference_launch.grid == Dim3{4, 3, 1});
 }
 
 TEST_CASE("an expected-output file travels in the blob, no reference kernel runs") {
@@ -128,10 +129,11 @@ TEST_CASE("an expected-output file travels in the blob, no reference kernel runs
   const SpecTask task(load_kernel_spec(dir / "spec.json"));
   NvrtcBuilder builder(BuildOptions{"sm_90", task.spec().compiler_options});
   const SpecWorkerTask t = spec_worker_task(task, {}, builder, target_limits("sm_90"));
-  const UserKernelTask& u = *t.task.user;
-  CHECK(u.expected_in_blob);
+  const WorkerTask& u = t.task;
+  CHECK(u.reference == ReferenceKind::file);
   CHECK(u.reference_cubin_bytes == 0);
   CHECK(u.expected_bytes() == 4);
+  CHECK(u.blob_bytes() == int64_t(t.blob.size()));
   float tail = 0;
   std::memcpy(&tail, t.blob.data() + t.blob.size() - 4, 4);
   CHECK(tail == expected);
@@ -205,7 +207,7 @@ TEST_CASE("a spec's configurations go through the templates' GPU measurer") {
     CHECK(r[i].compile_s > 0);
     CHECK(r[i].extra.contains("registers"));
     CHECK(r[i].extra.at("cubin_bytes").get<size_t>() > 0);
-    CHECK(r[i].extra.at("user").at("arguments").size() == 3);
+    CHECK(r[i].extra.at("task").at("arguments").size() == 3);
   }
   CHECK(m->target_arch() == "sm_90");
 }
@@ -248,7 +250,7 @@ __global__ void scale(T* out, const T* in, int n) {
   CHECK(c.kernel_name.find("scale") != std::string::npos);
   CHECK(c.ptxas.parsed);
   const SpecWorkerTask t = spec_worker_task(task, {}, builder, target_limits("sm_90"));
-  CHECK(t.task.user->reference_kernel.rfind("_Z", 0) == 0);
+  CHECK(t.task.reference_kernel.rfind("_Z", 0) == 0);
   std::filesystem::remove_all(dir);
 }
 
