@@ -1,7 +1,7 @@
 #include "src/measure/worker_gpu.h"
+#include "src/measure/worker_arguments.h"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -20,7 +20,6 @@
 #include "src/runtime/cuda_module.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
-#include "src/runtime/tensor_map_encode.h"
 #include "src/measure/gpu_timer.h"
 #include "src/measure/l2_flush.h"
 #include "src/measure/nvml_api.h"
@@ -72,8 +71,7 @@ void run_timed_rounds(const TimingOptions& o, std::unique_ptr<KernelTimer>& time
       throw TimedRunFailure{f.status, fmt::format("timed run: {}", e.what())};
     } catch (const std::runtime_error& e) {
       if (timer->kind() != TimerKind::cupti)
-        throw TimedRunFailure{MeasureStatus::runtime_error,
-                              fmt::format("timed run: {}", e.what())};
+        throw TimedRunFailure{MeasureStatus::runtime_error, fmt::format("timed run: {}", e.what())};
       // CUPTI could not account for the runs (records lost or foreign kernels): events from
       // now on, and say so.
       timer_note = fmt::format("fell back to CUDA events: {}", e.what());
@@ -95,13 +93,6 @@ void run_timed_rounds(const TimingOptions& o, std::unique_ptr<KernelTimer>& time
 }
 
 namespace {
-
-// A candidate's failure, carried out of the measuring code to become its result.
-struct CandidateFailure {
-  MeasureStatus status;
-  bool poisoned;
-  std::string error;
-};
 
 // How replies name the reference, by the task's kind (cuDNN's replaces "cpu" where it agrees).
 const char* reference_label(ReferenceKind k) {
@@ -147,52 +138,35 @@ class GpuBackend final : public WorkerBackend {
     const auto take = [&](int64_t bytes) {
       if (offset + size_t(bytes) > blob.size())
         throw std::runtime_error("the task's blob is shorter than its arguments");
-      std::vector<char> out(blob.begin() + long(offset), blob.begin() + long(offset + size_t(bytes)));
+      std::vector<char> out(blob.begin() + long(offset),
+                            blob.begin() + long(offset + size_t(bytes)));
       offset += size_t(bytes);
       return out;
     };
-    const size_t n = task.arguments.size();
-    initial_.assign(n, {});
-    buffers_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const WorkerArgument& a = task.arguments[i];
-      std::vector<char> bytes;
-      if (a.init == ArgInit::blob) bytes = take(a.bytes());
-      if (a.init == ArgInit::seeded)
-        bytes = encode_values(input_values(task.seed, int(i), a.elements, a.elem), a.elem);
-      if (a.kind != ArgKind::buffer) {
-        initial_[i] = std::move(bytes);
-        continue;
-      }
-      buffers_[i].emplace(size_t(std::max<int64_t>(a.bytes(), 1)));
-      if (a.init == ArgInit::seeded && !a.is_output && !a.reset_each_run) {
-        buffers_[i]->upload(bytes.data());  // an input: never reset, so no host copy
-        continue;
-      }
-      initial_[i] = std::move(bytes);
-      reset(i);
-    }
+    args_ = DeviceArguments(task, take);
+    const size_t n = args_.size();
     lap("inputs");
     expected_.assign(n, {});
     if (task.reference == ReferenceKind::host || task.reference == ReferenceKind::file) {
       for (size_t i = 0; i < n; ++i) {
-        if (!task.arguments[i].is_output) continue;
-        const std::vector<char> bytes = take(task.arguments[i].elements * int64_t(sizeof(float)));
-        expected_[i].resize(size_t(task.arguments[i].elements));
+        if (!args_[i].is_output) continue;
+        const std::vector<char> bytes = take(args_[i].elements * int64_t(sizeof(float)));
+        expected_[i].resize(size_t(args_[i].elements));
         std::memcpy(expected_[i].data(), bytes.data(), bytes.size());
       }
     }
-    if (task.reference == ReferenceKind::kernel) run_reference_kernel(take(task.reference_cubin_bytes));
+    if (task.reference == ReferenceKind::kernel)
+      run_reference_kernel(take(task.reference_cubin_bytes));
     if (task.baseline.kind == BaselineSpec::Kind::gemm) {
       const GemmBaseline& g = task.baseline.gemm;
       for (int index : {g.a, g.b, g.c})
-        if (index < 0 || size_t(index) >= n || !buffers_[size_t(index)])
+        if (index < 0 || size_t(index) >= n || !args_.has_buffer(size_t(index)))
           throw std::runtime_error("the GEMM baseline names a tensor the task lacks");
       cublas_.emplace();
       if (task.reference == ReferenceKind::baseline) {
         cublas_gemm();
         CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
-        expected_[size_t(g.c)] = download_values(size_t(g.c));
+        expected_[size_t(g.c)] = args_.download_values(size_t(g.c));
       }
       if (g.input != ir::DType::Float32) find_cublas_algorithm();
     }
@@ -260,127 +234,16 @@ class GpuBackend final : public WorkerBackend {
   ~GpuBackend() override { release(); }
 
  private:
-  // A loaded kernel: its module and function, and the value of each parameter (an argument's
-  // address, a scalar's bytes, or a tensor map over a buffer), which `args` points at.
-  struct Loaded {
-    std::optional<Module> module;
-    CUfunction function = nullptr;
-    std::vector<std::array<char, 16>> values;
-    std::vector<CUtensorMap> maps;  // reserved: args point into it
-    std::vector<void*> args;
-  };
-
-  CUdeviceptr pointer(size_t i) const { return buffers_[i]->get(); }
-
-  // Argument `i` back to its initial bytes (buffers only).
-  void reset(size_t i) {
-    if (!buffers_[i] || task_.arguments[i].bytes() == 0) return;
-    switch (task_.arguments[i].init) {
-      case ArgInit::nan:
-        buffers_[i]->fill_bytes(0xff);
-        return;
-      case ArgInit::zero:
-        buffers_[i]->fill_bytes(0);
-        return;
-      case ArgInit::seeded:
-      case ArgInit::blob:
-        buffers_[i]->upload(initial_[i].data());
-        return;
-    }
-  }
-
-  void reset_outputs() {
-    for (size_t i = 0; i < buffers_.size(); ++i)
-      if (task_.arguments[i].is_output) reset(i);
-  }
-
-  // Loads `cubin`'s `kernel` (with `launch`'s dynamic shared memory), fills the module's
-  // __constant__ arguments, and binds each parameter to the argument `arg_indices` names.
-  // Throws CandidateFailure.
-  Loaded load(const std::vector<char>& cubin, const std::string& kernel, const LaunchSpec& launch,
-              const std::vector<int>& arg_indices,
-              const std::vector<std::optional<ir::TensorMapDesc>>& maps) {
-    const DriverApi& api = require_driver();
-    Loaded l;
-    guarded(
-        [&] {
-          l.module.emplace(Cubin{cubin, kernel, device_.arch()});
-          l.function = l.module->function(kernel, launch.dynamic_smem_bytes);
-        },
-        true, "loading the kernel");
-    // Constant memory belongs to the module: every load gets the arguments' bytes.
-    for (size_t i = 0; i < task_.arguments.size(); ++i) {
-      const WorkerArgument& a = task_.arguments[i];
-      if (a.kind != ArgKind::constant) continue;
-      CUdeviceptr symbol = 0;
-      size_t bytes = 0;
-      if (api.cuModuleGetGlobal_v2(&symbol, &bytes, l.module->get(), a.name.c_str()) !=
-          CUDA_SUCCESS)
-        throw CandidateFailure{MeasureStatus::launch_error, false,
-                               fmt::format("the kernel has no __constant__ symbol '{}'", a.name)};
-      if (bytes < size_t(a.bytes()))
-        throw CandidateFailure{MeasureStatus::launch_error, false,
-                               fmt::format("__constant__ '{}' has {} bytes; the task fills {}",
-                                           a.name, bytes, a.bytes())};
-      guarded(
-          [&] {
-            CUTUNE_CU_CHECK(api.cuMemcpyHtoD_v2(symbol, initial_[i].data(), size_t(a.bytes())));
-          },
-          false, "filling constant memory");
-    }
-    l.maps.reserve(arg_indices.size());
-    for (size_t p = 0; p < arg_indices.size(); ++p) {
-      const int index = arg_indices[p];
-      if (index < 0 || size_t(index) >= task_.arguments.size() ||
-          task_.arguments[size_t(index)].kind == ArgKind::constant)
-        throw CandidateFailure{
-            MeasureStatus::launch_error, false,
-            fmt::format("kernel parameter {} names argument {}, which is no buffer or scalar of "
-                        "the task's {}",
-                        p, index, task_.arguments.size())};
-      const WorkerArgument& a = task_.arguments[size_t(index)];
-      std::array<char, 16> v{};
-      if (a.kind == ArgKind::scalar) {
-        if (a.bytes() > int64_t(v.size()))
-          throw CandidateFailure{MeasureStatus::launch_error, false,
-                                 fmt::format("scalar '{}' of {} bytes", a.name, a.bytes())};
-        std::memcpy(v.data(), initial_[size_t(index)].data(), size_t(a.bytes()));
-      } else {
-        const CUdeviceptr address = pointer(size_t(index));
-        std::memcpy(v.data(), &address, sizeof address);
-      }
-      l.values.push_back(v);
-      // A tensor-map parameter gets the map encoded over its buffer, in place of the pointer.
-      if (p < maps.size() && maps[p]) {
-        if (a.kind != ArgKind::buffer)
-          throw CandidateFailure{MeasureStatus::launch_error, false,
-                                 fmt::format("a tensor map over scalar '{}'", a.name)};
-        try {
-          guarded([&] { l.maps.push_back(encode_tensor_map(api, *maps[p], a.elements,
-                                                           pointer(size_t(index)))); },
-                  true, "encoding a tensor map");
-        } catch (const std::invalid_argument& e) {
-          throw CandidateFailure{MeasureStatus::launch_error, false, e.what()};
-        }
-      }
-    }
-    size_t next_map = 0;
-    for (size_t p = 0; p < l.values.size(); ++p)
-      l.args.push_back(p < maps.size() && maps[p] ? static_cast<void*>(&l.maps[next_map++])
-                                                  : static_cast<void*>(l.values[p].data()));
-    return l;
-  }
-
   // The reference kernel on the task's initial arguments: its outputs become the expected ones.
   void run_reference_kernel(const std::vector<char>& cubin) {
     try {
-      Loaded ref = load(cubin, task_.reference_kernel, task_.reference_launch,
-                        task_.reference_args, {});
-      reset_outputs();
+      LoadedKernel ref = args_.load(cubin, task_.reference_kernel, device_.arch(),
+                                    task_.reference_launch, task_.reference_args, {});
+      args_.reset_outputs();
       launch_kernel(ref.function, task_.reference_launch, ref.args.data());
       CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
-      for (size_t i = 0; i < task_.arguments.size(); ++i)
-        if (task_.arguments[i].is_output) expected_[i] = download_values(i);
+      for (size_t i = 0; i < args_.size(); ++i)
+        if (args_[i].is_output) expected_[i] = args_.download_values(i);
     } catch (const CandidateFailure& f) {
       throw std::runtime_error("the reference kernel failed: " + f.error);
     } catch (const CudaError& e) {
@@ -400,7 +263,8 @@ class GpuBackend final : public WorkerBackend {
   void cublas_gemm() {
     const GemmBaseline& g = task_.baseline.gemm;
     const SgemmShape shape{g.m, g.n, g.k, g.b_transposed};
-    const CUdeviceptr a = pointer(size_t(g.a)), b = pointer(size_t(g.b)), c = pointer(size_t(g.c));
+    const CUdeviceptr a = args_.pointer(size_t(g.a)), b = args_.pointer(size_t(g.b)),
+                      c = args_.pointer(size_t(g.c));
     if (g.input == ir::DType::Float32 && g.output == ir::DType::Float32) {
       cublas_->sgemm(shape, a, b, c);
       return;
@@ -417,7 +281,7 @@ class GpuBackend final : public WorkerBackend {
     try {
       const std::vector<CublasAlgoPerf> algos = cublas_->find_gemm_ex(
           {g.m, g.n, g.k, g.b_transposed}, gemm_storage(g.input), gemm_storage(g.output),
-          pointer(size_t(g.a)), pointer(size_t(g.b)), pointer(size_t(g.c)));
+          args_.pointer(size_t(g.a)), args_.pointer(size_t(g.b)), args_.pointer(size_t(g.c)));
       info["cublaslt_algos"] = std::count_if(algos.begin(), algos.end(),
                                              [](const auto& a) { return a.ok && a.lt_index >= 0; });
       if (!cublas_->lt_note().empty()) info["cublaslt_note"] = cublas_->lt_note();
@@ -441,13 +305,6 @@ class GpuBackend final : public WorkerBackend {
     }
   }
 
-  // Argument `i` read back and widened to floats from its element type.
-  std::vector<float> download_values(size_t i) const {
-    std::vector<char> bytes(buffers_[i]->bytes());
-    buffers_[i]->download(bytes.data());
-    return decode_values(bytes.data(), task_.arguments[i].elements, task_.arguments[i].elem);
-  }
-
   void release() {
     cudnn_filter_.reset();
     cudnn_output_.reset();
@@ -459,30 +316,14 @@ class GpuBackend final : public WorkerBackend {
     cublas_.reset();
     flusher_.reset();
     timer_.reset();
-    buffers_.clear();
-    initial_.clear();
+    args_ = DeviceArguments();
     expected_.clear();
     context_.reset();
   }
 
-  // Runs `call`, turning a CudaError into the candidate's failure.
-  template <typename F>
-  void guarded(F&& call, bool at_launch, const char* what) {
-    try {
-      call();
-    } catch (const CudaError& e) {
-      if (e.library() != "CUDA driver") {
-        throw CandidateFailure{MeasureStatus::runtime_error, true,
-                               fmt::format("{}: {}", what, e.what())};
-      }
-      const CudaFault f = classify_cuda_error(e.code(), at_launch);
-      throw CandidateFailure{f.status, f.poisoned, fmt::format("{}: {}", what, e.description())};
-    }
-  }
-
   void run(const MeasureRequest& request, MeasureResult& result) {
     const DriverApi& api = require_driver();
-    Loaded loaded;
+    LoadedKernel loaded;
     std::function<void()> launch;
 
     if (request.what == MeasureWhat::baseline) {
@@ -499,8 +340,8 @@ class GpuBackend final : public WorkerBackend {
       guarded([&] { keep_busy(launch, 0.3); }, true, "baseline warm-up");
     } else {
       const auto load_start = std::chrono::steady_clock::now();
-      loaded = load(request.cubin, request.kernel_name, request.launch, request.args,
-                    request.maps);
+      loaded = args_.load(request.cubin, request.kernel_name, device_.arch(), request.launch,
+                          request.args, request.maps);
       phases_["load"] = seconds_since(load_start);
       launch = [&] { launch_kernel(loaded.function, request.launch, loaded.args.data()); };
     }
@@ -509,17 +350,17 @@ class GpuBackend final : public WorkerBackend {
     if (request.check && task_.reference != ReferenceKind::none) {
       // Outputs start from their initial bytes: NaN where a never-written element must fail,
       // zero where the kernel adds into them, a user kernel's own initial values.
-      guarded([&] { reset_outputs(); }, false, "resetting outputs");
+      guarded([&] { args_.reset_outputs(); }, false, "resetting outputs");
       guarded(launch, true, "launch");
       guarded([&] { CUTUNE_CU_CHECK(api.cuCtxSynchronize()); }, false, "kernel");
       double worst = 0;
       std::string failure;
-      for (size_t i = 0; i < buffers_.size(); ++i) {
-        const WorkerArgument& a = task_.arguments[i];
+      for (size_t i = 0; i < args_.size(); ++i) {
+        const WorkerArgument& a = args_[i];
         if (!a.is_output || expected_[i].empty()) continue;
         // One host buffer, reused: a fresh 64 MiB vector a candidate costs its page faults.
         staging_.resize(size_t(a.bytes()));
-        guarded([&] { buffers_[i]->download(staging_.data()); }, false, "reading outputs");
+        guarded([&] { args_.buffer(i).download(staging_.data()); }, false, "reading outputs");
         const CompareResult c = compare_stored(staging_.data(), a.elem, expected_[i].data(),
                                                a.elements, scales_[i], check_threads_);
         worst = std::max(worst, c.max_rel_error);
@@ -533,8 +374,7 @@ class GpuBackend final : public WorkerBackend {
 
     // A candidate is one kernel a run: CUPTI must return exactly one record per run.
     const auto timing_start = std::chrono::steady_clock::now();
-    time_runs(launch, request.best_so_far_s, result,
-              request.what == MeasureWhat::kernel ? 1 : 0);
+    time_runs(launch, request.best_so_far_s, result, request.what == MeasureWhat::kernel ? 1 : 0);
     phases_["timing"] = seconds_since(timing_start);
   }
 
@@ -555,13 +395,12 @@ class GpuBackend final : public WorkerBackend {
     // split-K output the kernel adds into), then the L2 flush. Neither is inside the kernel's
     // timed interval. Other outputs keep what the previous run left, as in Kernel Tuner.
     const std::function<void()> before_each = [this] {
-      for (size_t i = 0; i < buffers_.size(); ++i)
-        if (task_.arguments[i].reset_each_run) reset(i);
+      args_.reset_each_run();
       if (flusher_) flusher_->flush();
     };
     try {
-      run_timed_rounds(o, timer_, timer_note_, before_each, launch, best_so_far_s,
-                       kernels_per_run, flusher_ ? flusher_->bytes() : 0, result);
+      run_timed_rounds(o, timer_, timer_note_, before_each, launch, best_so_far_s, kernels_per_run,
+                       flusher_ ? flusher_->bytes() : 0, result);
     } catch (const TimedRunFailure& f) {
       throw CandidateFailure{f.status, true, f.error};
     }
@@ -573,10 +412,11 @@ class GpuBackend final : public WorkerBackend {
   // cuDNN (or when it disagrees) the CPU reference stays and the replies say why.
   void setup_cudnn() {
     const CudnnConvProblem& p = *conv_;
-    const int tensors = int(task_.arguments.size());
+    const int tensors = int(args_.size());
     if (p.input >= tensors || p.filter >= tensors || p.output >= tensors || p.input < 0 ||
-        p.filter < 0 || p.output < 0 || !task_.arguments[size_t(p.output)].is_output ||
-        !buffers_[size_t(p.input)] || !buffers_[size_t(p.filter)] || !buffers_[size_t(p.output)]) {
+        p.filter < 0 || p.output < 0 || !args_[size_t(p.output)].is_output ||
+        !args_.has_buffer(size_t(p.input)) || !args_.has_buffer(size_t(p.filter)) ||
+        !args_.has_buffer(size_t(p.output))) {
       cudnn_note_ = "the cuDNN problem does not match the task's tensors";
       return;
     }
@@ -586,18 +426,17 @@ class GpuBackend final : public WorkerBackend {
       cudnn_.emplace(p);
       const CudnnConvDescriptors d = cudnn_descriptors(p);
       if (d.filter_needs_transpose) {
-        std::vector<char> rsck(buffers_[size_t(p.filter)]->bytes());
-        buffers_[size_t(p.filter)]->download(rsck.data());
+        std::vector<char> rsck(args_.buffer(size_t(p.filter)).bytes());
+        args_.buffer(size_t(p.filter)).download(rsck.data());
         const std::vector<char> krsc = rsck_to_krsc_bytes(rsck, p.r, p.s, p.c, p.k, width);
         cudnn_filter_.emplace(krsc.size());
         cudnn_filter_->upload(krsc.data());
       }
       // cuDNN writes its output in the input's type; a task whose output is wider (fp16 in,
       // fp32 out) gets a buffer of its own for cuDNN, which is then timed but checks nothing.
-      if (p.dtype != task_.arguments[y].elem)
-        cudnn_output_.emplace(size_t(task_.arguments[y].elements * width));
+      if (p.dtype != args_[y].elem) cudnn_output_.emplace(size_t(args_[y].elements * width));
       const std::vector<CudnnAlgoPerf> algos =
-          cudnn_->find(pointer(size_t(p.input)), cudnn_filter_pointer(), pointer(y));
+          cudnn_->find(args_.pointer(size_t(p.input)), cudnn_filter_pointer(), args_.pointer(y));
       const CudnnAlgoPerf fastest = algos.front();
       // The reference: an implicit-GEMM algorithm sums products like a direct convolution;
       // FFT and Winograd transforms add their own rounding error.
@@ -633,10 +472,10 @@ class GpuBackend final : public WorkerBackend {
             compare_outputs(reference.data(), expected_[y].data(), int64_t(reference.size()));
         baseline["cudnn_vs_cpu_max_rel_error"] =
             std::isfinite(c.max_rel_error) ? c.max_rel_error : 1e300;
-        if (!c.ok(task_.arguments[y].tolerance)) {
+        if (!c.ok(args_[y].tolerance)) {
           use = false;
           cudnn_note_ = "cuDNN (" + exact->name +
-                        ") disagrees with the CPU reference: " + c.describe(task_.arguments[y].tolerance);
+                        ") disagrees with the CPU reference: " + c.describe(args_[y].tolerance);
         }
       }
       if (use) {
@@ -672,29 +511,28 @@ class GpuBackend final : public WorkerBackend {
   }
 
   CUdeviceptr cudnn_filter_pointer() const {
-    return cudnn_filter_ ? cudnn_filter_->get() : pointer(size_t(conv_->filter));
+    return cudnn_filter_ ? cudnn_filter_->get() : args_.pointer(size_t(conv_->filter));
   }
 
   CUdeviceptr cudnn_output_pointer() const {
-    return cudnn_output_ ? cudnn_output_->get() : pointer(size_t(conv_->output));
+    return cudnn_output_ ? cudnn_output_->get() : args_.pointer(size_t(conv_->output));
   }
 
   void cudnn_forward() {
-    cudnn_->forward(pointer(size_t(conv_->input)), cudnn_filter_pointer(),
+    cudnn_->forward(args_.pointer(size_t(conv_->input)), cudnn_filter_pointer(),
                     cudnn_output_pointer());
   }
 
   // Runs `algo` once and returns the output; leaves `algo` chosen.
   std::vector<float> cudnn_output(const CudnnAlgoPerf& algo) {
     cudnn_->choose(algo);
-    DeviceBuffer& y = cudnn_output_ ? *cudnn_output_ : *buffers_[size_t(conv_->output)];
+    DeviceBuffer& y = cudnn_output_ ? *cudnn_output_ : args_.buffer(size_t(conv_->output));
     y.fill_bytes(0xff);
     cudnn_forward();
     CUTUNE_CU_CHECK(require_driver().cuCtxSynchronize());
     std::vector<char> bytes(y.bytes());
     y.download(bytes.data());
-    return decode_values(bytes.data(), task_.arguments[size_t(conv_->output)].elements,
-                         conv_->dtype);
+    return decode_values(bytes.data(), args_[size_t(conv_->output)].elements, conv_->dtype);
   }
 
   std::optional<CudnnConvProblem> conv_;
@@ -711,8 +549,7 @@ class GpuBackend final : public WorkerBackend {
   WorkerTask task_;
   std::optional<PrimaryContext> context_;
   DeviceInfo device_;
-  std::vector<std::optional<DeviceBuffer>> buffers_;  // per argument: buffers only
-  std::vector<std::vector<char>> initial_;  // per argument: bytes to reset from (blob, seeded)
+  DeviceArguments args_;
   std::vector<std::vector<float>> expected_;  // per argument: outputs with a reference
   std::optional<CublasGemm> cublas_;
   std::optional<L2Flusher> flusher_;
