@@ -184,25 +184,14 @@ std::vector<LayerOutcome> tune_layers_scaled(
     tasks.push_back(std::move(task));
   }
   distributed::SuiteOptions o;
-  o.tune.trials = search.trials;
-  o.tune.batch = search.batch;
-  o.tune.seed = search.seed;
+  o.tune = search.tune_options();
   o.tune.log = args.log;
   o.tune.resume = args.resume;
-  o.tune.remeasure_top = emulated ? 0 : search.remeasure_top;
-  o.tune.remeasure_rounds = search.remeasure_rounds;
-  o.tune.set_pipeline(!emulated && search.pipeline);
+  if (emulated) o.tune.remeasure_top = 0;
+  if (emulated) o.tune.set_pipeline(false);
   o.tune.progress = !args.quiet;  // the live line, when there is one layer
-  ModelPolicyOptions model = search.model;
-  model.plan_size = search.batch;
-  const TunerKind kind = search.tuner;
-  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
-                                std::shared_ptr<const TransferModel> transfer) {
-    ModelPolicyOptions m = model;
-    m.transfer = std::move(transfer);
-    return make_search_policy(kind, space, f, m);
-  };
-  o.transfer = kind == TunerKind::xgb && !args.no_transfer;
+  o.make_policy = search.policy_factory();
+  o.transfer = search.tuner == TunerKind::xgb && !args.no_transfer;
   o.coordinator_only = args.coordinator_only;
   distributed::MeasurerFactory lanes = [&](int t) -> std::unique_ptr<Measurer> {
     if (t == 0 && first) return std::move(first);

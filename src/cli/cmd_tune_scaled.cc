@@ -42,25 +42,14 @@ void run_tune_scaled(const TuneArgs& args) {
   if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
     throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (args.replays.empty()) throw UsageError("under mpirun, tune needs --replay CACHE...");
-  const TunerKind kind = search.tuner;
-  ModelPolicyOptions model = search.model;
-  model.plan_size = search.batch;
-  model.transfer = nullptr;
   distributed::ReplaySuiteOptions o;
   o.caches = args.replays;
-  o.tune.trials = args.search.trials;
-  o.tune.batch = args.search.batch;
+  o.tune = search.tune_options();
   o.tune.log = args.log;
   o.tune.resume = args.resume;
-  o.tune.seed = args.search.seed;
   o.tune.progress = !args.quiet;
-  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
-                                std::shared_ptr<const TransferModel> transfer) {
-    ModelPolicyOptions m = model;
-    m.transfer = std::move(transfer);
-    return make_search_policy(kind, space, f, m);
-  };
-  o.transfer = kind == TunerKind::xgb && !args.no_transfer;
+  o.make_policy = search.policy_factory();
+  o.transfer = search.tuner == TunerKind::xgb && !args.no_transfer;
   if (distributed::process_rank() == 0)  // every task learns from these too (rank 0 searches)
     o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));
   o.noise = args.replay.noise;
@@ -161,24 +150,12 @@ void run_tune_operator_scaled(const TuneArgs& args) {
                  "emulator wall times, not GPU times\n");
   }
   distributed::SuiteOptions o;
-  o.tune.trials = search.trials;
-  o.tune.batch = search.batch;
-  o.tune.seed = search.seed;
+  o.tune = search.tune_options();
   o.tune.log = log;
   o.tune.resume = args.resume;
   o.tune.exclusive_log = true;
-  o.tune.remeasure_top = search.remeasure_top;
-  o.tune.remeasure_rounds = search.remeasure_rounds;
-  o.tune.set_pipeline(search.pipeline);
-  o.tune.seed_configs = search.seed_configs;
   o.tune.progress = !args.quiet;
-  ModelPolicyOptions model = search.model;
-  model.plan_size = search.batch;
-  const TunerKind kind = search.tuner;
-  o.make_policy = [kind, model](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
-                                std::shared_ptr<const TransferModel>) {
-    return make_search_policy(kind, space, f, model);
-  };
+  o.make_policy = search.policy_factory();
   o.coordinator_only = args.coordinator_only;
   if (distributed::process_rank() == 0) {
     o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));

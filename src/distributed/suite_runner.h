@@ -32,13 +32,12 @@
 #include "src/tune/search_policy.h"
 #include "src/tune/transfer_model.h"
 #include "src/tune/tuner.h"
+#include "src/tune/tuning_session.h"
 
 namespace cutune::distributed {
 
-// A policy for one task; `transfer` is null when the task learns from no other.
-using PolicyFactory = std::function<std::unique_ptr<SearchPolicy>(
-    const ConfigSpace& space, const cost_model::FeatureExtractor* features,
-    std::shared_ptr<const TransferModel> transfer)>;
+// A policy for one task (SearchOptions::policy_factory()).
+using PolicyFactory = TaskPolicyFactory;
 
 // One task. Everything pointed to must outlive run_suite().
 struct SuiteTask {

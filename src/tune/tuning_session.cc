@@ -65,6 +65,29 @@ void SearchOptions::validate() const {
   }
 }
 
+TuneOptions SearchOptions::tune_options() const {
+  TuneOptions o;
+  o.trials = trials;
+  o.batch = batch;
+  o.seed = seed;
+  o.remeasure_top = remeasure_top;
+  o.remeasure_rounds = remeasure_rounds;
+  o.set_pipeline(pipeline);
+  o.seed_configs = seed_configs;
+  return o;
+}
+
+TaskPolicyFactory SearchOptions::policy_factory() const {
+  ModelPolicyOptions m = model;
+  m.plan_size = batch;
+  return [kind = tuner, m](const ConfigSpace& space, const cost_model::FeatureExtractor* f,
+                           std::shared_ptr<const TransferModel> transfer) {
+    ModelPolicyOptions with = m;
+    if (transfer) with.transfer = std::move(transfer);
+    return make_search_policy(kind, space, f, with);
+  };
+}
+
 TuningSession::TuningSession(TuningTask task, SearchOptions search, TransferSources transfer)
     : task_(std::move(task)), search_(std::move(search)) {
   search_.validate();
@@ -105,20 +128,13 @@ TuningOutcome TuningSession::run(Measurer& measurer, const LogOptions& log,
       throw UserError(*why);
     }
   }
-  TuneOptions o;
-  o.trials = search_.trials;
-  o.batch = search_.batch;
+  TuneOptions o = search_.tune_options();
   o.log = log.path;
   o.resume = log.mode != LogMode::fresh;
   o.exclusive_log = true;
-  o.seed = search_.seed;
   o.progress = controls.progress;
   o.flops = task_.flops;
   o.stop = controls.stop;
-  o.remeasure_top = search_.remeasure_top;
-  o.remeasure_rounds = search_.remeasure_rounds;
-  o.set_pipeline(search_.pipeline);
-  o.seed_configs = search_.seed_configs;
   std::unique_ptr<SearchPolicy> policy = make_policy();
   Tuner tuner(task_.space, measurer, *policy, task_.key, o);
   TuningOutcome out;

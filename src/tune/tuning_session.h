@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -36,6 +37,14 @@ struct TuningTask {
   std::optional<double> flops;                   // work of one kernel run, for GFLOP/s
 };
 
+// A policy for one task; `transfer` is null when the task learns from no other.
+using TaskPolicyFactory = std::function<std::unique_ptr<SearchPolicy>(
+    const ConfigSpace& space, const cost_model::FeatureExtractor* features,
+    std::shared_ptr<const TransferModel> transfer)>;
+
+// The search as a command asks for it: every tuning command (tune, its MPI and replay suites,
+// tune-suite, replay) hands these to the engine whole, through tune_options() and
+// policy_factory(), never field by field.
 struct SearchOptions {
   TunerKind tuner = TunerKind::xgb;
   ModelPolicyOptions model{};  // xgb only; its plan_size is set to `batch`
@@ -55,6 +64,12 @@ struct SearchOptions {
 
   // UserError naming the option (as its flag) when a value is out of range or NaN.
   void validate() const;
+
+  // The tuner's share: trials, batch, seed, re-measurement, pipeline, seed configurations
+  // (the caller adds the log, progress and stop).
+  TuneOptions tune_options() const;
+  // Policies of these options for any task, the model's rounds of `batch` configurations.
+  TaskPolicyFactory policy_factory() const;
 };
 
 enum class LogMode {
