@@ -14,6 +14,7 @@
 
 #include "cost_model/features.h"
 #include "src/cli/cli_common.h"
+#include "src/cli/tune_task.h"
 #include "src/distributed/replay_suite.h"
 #include "src/distributed/suite_runner.h"
 #include "src/measure/device_selection.h"
@@ -131,141 +132,21 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
   }
 }
 
-// --device emulator: the candidates run in the CPU emulator (src/measure/emulator_measurer.h);
-// records say device "emulator" and timer "emulator", never GPU times.
-void run_tune_emulated(const TuneArgs& args, SearchOptions search, TaskOptions task_options,
-                       const Template& tmpl) {
-  if (!args.devices.empty()) throw UsageError("--devices names GPUs; drop it with --device emulator");
-  EmulatorMeasureOptions emulated;
-  emulated.limits = task_options.limits();
-  require_arch_supports(tmpl, emulated.limits.arch);
-  task_options.arch = emulated.limits.arch;
-  search.remeasure_top = args.remeasure_top < 0 ? 0 : args.remeasure_top;
-  std::unique_ptr<Measurer> measurer = make_emulator_measurer(tmpl, emulated);
-  auto features = cost_model::make_ir_features(tmpl, emulated.limits);
-  TaskKey key;
-  key.op = tmpl.op();
-  key.shape = tmpl.shape();
-  key.target_arch = emulated.limits.arch;
-  key.device_name = measurer->device_name();
-  key.template_name = tmpl.name();
-  TuningSession session({key, tmpl.space(), *features, std::nullopt}, search,
-                        {.paths = as_paths(args.transfer_from),
-                         .featurize = template_featurizer(*features, emulated.limits)});
-  fmt::print(stderr, "measuring in the CPU emulator: correctness only; its times are emulator "
-                     "wall times, not GPU times\n");
-  tune_and_report(session, *measurer, args, {});
-}
-
-// `tune --spec SPEC.json`: a user's kernel (src/spec) measured on the GPU, searched on its
-// knob features (there is no IR), with transfer from logs or caches over the same parameters.
-void run_tune_spec(const TuneArgs& args, SearchOptions search) {
-  const TaskRequest r = args.task.request();
-  if (!r.op.empty() || !args.task.shape.empty() || !r.template_name.empty() || !r.dtype.empty() ||
-      !r.out_dtype.empty() || !r.layout.empty() || !r.family.empty())
-    throw UsageError(
-        "--spec names the kernel and its problem size; drop OP/--shape/--template/--dtype/"
-        "--out-dtype/--layout/--family");
-  if (distributed::process_count() > 1)
-    throw UsageError("under mpirun, tune measures replayed caches (--replay) only for now");
-  require_readable_file(args.replay.spec, "--spec");
-  const spec::SpecTask task(spec::load_kernel_spec(args.replay.spec));
-  task.source();  // a missing kernel file is named before anything else
-  GpuMeasureOptions gpu;
-  gpu.arch = args.task.arch;
-  gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
-  std::unique_ptr<Measurer> measurer;
-  try {
-    measurer = make_gpu_measurer(spec::spec_kernel_task(task), gpu);
-  } catch (const NoDeviceError& e) {
-    throw NoDeviceError(fmt::format(
-        "{}; without a GPU: cutune verify --spec {} (the emulator), or cutune tune --spec {} "
-        "--replay CACHE (a Kernel Tuner cache of this kernel)",
-        e.what(), args.replay.spec, args.replay.spec));
-  } catch (const WorkerError& e) {
-    // The worker could not set the task up: the reference kernel failed on the GPU.
-    throw UsageError(fmt::format("{}: {}", args.replay.spec, e.what()));
-  }
-  if (args.remeasure_top < 0) search.remeasure_top = 8;
-  search.pipeline = !args.no_pipeline;
-  // The user's own reference configuration first (a template's reference ones, for a kernel
-  // of ours).
-  if (search.tuner == TunerKind::xgb) search.seed_configs = task.seed_configs();
-  auto features = cost_model::make_knob_features(task.space());
-  const TaskKey key = spec::spec_task_key(task, measurer->target_arch(), measurer->device_name());
-  TuningSession session({key, task.space(), *features, std::nullopt}, search,
-                        {.paths = as_paths(args.transfer_from),
-                         .featurize = knob_featurizer(task.space(), *features)});
-  tune_and_report(session, *measurer, args, {});
-}
-
+// One task in this process: a template on the GPU or in the emulator (records say device
+// "emulator" and timer "emulator", never GPU times), a user's kernel (--spec, searched on its
+// knob features) or a replayed cache, with transfer from logs or caches.
 void run_tune(const TuneArgs& args) {
-  SearchOptions search = args.search.options();
-  search.remeasure_rounds = args.remeasure_rounds;
-  search.remeasure_top = args.remeasure_top < 0 ? 0 : args.remeasure_top;
   if (!args.log.empty()) require_writable_file(args.log, "--log");
-
-  if (!args.replay.cache.empty()) {
-    if (!args.task.op.empty() || !args.task.shape.empty()) {
-      throw UsageError("--replay takes the operator and shape from the cache; drop OP/--shape");
-    }
-    replay::ReplayTask task = args.replay.load();
-    auto features = cost_model::make_knob_features(task.space());
-    TuningSession session({replay_task_key(task), task.space(), *features, std::nullopt}, search,
-                          {.paths = as_paths(args.transfer_from),
-                           .featurize = knob_featurizer(task.space(), *features)});
-    ReplayMeasurerAdapter measurer(task, args.replay.noise, search.seed, args.replay_cost_ms);
-    const double optimum_ms = task.summary().best_time_ms;
-    tune_and_report(session, measurer, args, [&](nlohmann::json& j, const TuneSummary& s) {
-      j["optimum_ms"] = optimum_ms;
-      if (s.best) {
-        const double ratio = optimum_ms / task.find(*s.best)->time_ms;
-        j["optimum_over_best"] = ratio;
-        j["line"] = fmt::format(
-            "optimum of the cache: {:.4g} ms; the best found runs at {:.1f}% of its speed",
-            optimum_ms, 100.0 * ratio);
-      }
-    });
-    return;
-  }
-
-  if (!args.replay.spec.empty()) return run_tune_spec(args, search);
-  if (args.task.op.empty() || args.task.shape.empty()) {
-    throw UsageError("tune needs OP and --shape (or --spec SPEC.json, or --replay CACHE)");
-  }
-  TaskOptions task_options = args.task;
-  auto tmpl = task_options.make();
-  if (args.device == "emulator") return run_tune_emulated(args, search, task_options, *tmpl);
-  GpuMeasureOptions gpu;
-  gpu.arch = args.task.arch;
-  gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
+  TuneTask task = resolve_tune_task(args);
   // Before the log is touched: without a GPU this ends the command, leaving no file behind.
-  std::unique_ptr<Measurer> measurer;
-  try {
-    measurer = make_gpu_measurer(*tmpl, gpu);
-  } catch (const NoDeviceError& e) {
-    throw NoDeviceError(fmt::format(
-        "{}; to try the tuner without a GPU: cutune tune --replay CACHE (a Kernel Tuner cache)",
-        e.what()));
-  }
-  require_arch_supports(*tmpl, measurer->target_arch());
-  if (args.remeasure_top < 0) search.remeasure_top = 8;
-  search.pipeline = !args.no_pipeline;
-  // The model's search starts from what the template's author would try first.
-  if (search.tuner == TunerKind::xgb) search.seed_configs = tmpl->reference_configs();
-  task_options.arch = measurer->target_arch();
-  ir::TargetLimits limits = task_options.limits();
-  auto features = cost_model::make_ir_features(*tmpl, limits);
-  TaskKey key;
-  key.op = tmpl->op();
-  key.shape = tmpl->shape();
-  key.target_arch = measurer->target_arch();
-  key.device_name = measurer->device_name();
-  key.template_name = tmpl->name();
-  TuningSession session(
-      {key, tmpl->space(), *features, tmpl->flops()}, search,
-      {.paths = as_paths(args.transfer_from), .featurize = template_featurizer(*features, limits)});
-  tune_and_report(session, *measurer, args, {});
+  std::unique_ptr<Measurer> measurer = task.make_measurer(0);
+  task.bind(*measurer);
+  TuningSession session(task.tuning_task(), task.search,
+                        {.paths = as_paths(args.transfer_from), .featurize = task.featurize});
+  if (!task.note().empty()) fmt::print(stderr, "{}\n", task.note());
+  tune_and_report(session, *measurer, args, [&](nlohmann::json& j, const TuneSummary& s) {
+    task.report(j, s);
+  });
 }
 
 }  // namespace

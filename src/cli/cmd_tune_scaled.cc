@@ -13,6 +13,7 @@
 
 #include "cost_model/features.h"
 #include "src/cli/cli_common.h"
+#include "src/cli/tune_task.h"
 #include "src/distributed/replay_suite.h"
 #include "src/distributed/suite_runner.h"
 #include "src/measure/device_selection.h"
@@ -78,76 +79,36 @@ void run_tune_scaled(const TuneArgs& args) {
 // (src/distributed/suite_runner.h). Rank 0 names the task after its own measurer, so it needs
 // a GPU of the kind even with --coordinator-only; a rank whose GPU is of another kind refuses.
 void run_tune_operator_scaled(const TuneArgs& args) {
-  SearchOptions search = args.search.options();
-  search.remeasure_rounds = args.remeasure_rounds;
-  if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
-    throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (!args.replay.spec.empty())
     throw UsageError("under mpirun, tune measures operators (OP --shape) or caches (--replay)");
-  if (args.task.op.empty() || args.task.shape.empty()) throw UsageError("tune needs OP and --shape");
+  if (!args.transfer_from.empty() && args.search.options().tuner != TunerKind::xgb)
+    throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (!args.log.empty() && distributed::process_rank() == 0)
     require_writable_file(args.log, "--log");
-  TaskOptions task_options = args.task;
-  const std::unique_ptr<Template> tmpl = task_options.make();
-  const bool emulated = args.device == "emulator";
-  distributed::MeasurerFactory factory;
-  std::unique_ptr<Measurer> first;  // rank 0's, made before anything else: it names the task
-  if (emulated) {
-    if (!args.devices.empty())
-      throw UsageError("--devices names GPUs; drop it with --device emulator");
-    EmulatorMeasureOptions emulated_options;
-    emulated_options.limits = task_options.limits();
-    require_arch_supports(*tmpl, emulated_options.limits.arch);
-    factory = [&tmpl, emulated_options](int) {
-      return make_emulator_measurer(*tmpl, emulated_options);
-    };
-    search.remeasure_top = args.remeasure_top < 0 ? 0 : args.remeasure_top;
-  } else {
-    // Each rank picks among its own GPUs, when it first measures (rank 0: at once).
-    factory = [&tmpl, &args](int) {
-      GpuMeasureOptions gpu;
-      gpu.arch = args.task.arch;
-      gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
-      return make_gpu_measurer(*tmpl, gpu);
-    };
-    search.remeasure_top = args.remeasure_top < 0 ? 8 : args.remeasure_top;
-    search.pipeline = !args.no_pipeline;
-    if (search.tuner == TunerKind::xgb) search.seed_configs = tmpl->reference_configs();
-  }
+  TuneTask t = resolve_tune_task(args);
+  const SearchOptions& search = t.search;
   distributed::SuiteTask task;
-  task.key.op = tmpl->op();
-  task.key.shape = tmpl->shape();
-  task.key.template_name = tmpl->name();
-  std::unique_ptr<cost_model::FeatureExtractor> features;
+  task.key.op = t.tmpl->op();  // the rest once rank 0's measurer names the device
+  task.key.shape = t.tmpl->shape();
+  task.key.template_name = t.tmpl->name();
+  std::unique_ptr<Measurer> first;  // rank 0's, made before anything else: it names the task
   if (distributed::process_rank() == 0) {
-    try {
-      first = factory(0);
-    } catch (const NoDeviceError& e) {
-      throw NoDeviceError(fmt::format(
-          "{}; under mpirun without GPUs: --device emulator, or --replay CACHE...", e.what()));
-    }
-    require_arch_supports(*tmpl, first->target_arch());
-    task.key.target_arch = first->target_arch();
-    task.key.device_name = first->device_name();
-    task_options.arch = first->target_arch();
-    const ir::TargetLimits limits = task_options.limits();
-    features = cost_model::make_ir_features(*tmpl, limits);
-    task.featurize = template_featurizer(*features, limits);
+    first = t.make_measurer(0);
+    t.bind(*first);
+    task.key = t.key;
+    task.features = t.features.get();
+    task.featurize = t.featurize;
     if (args.coordinator_only) first.reset();  // its GPU workers would sit idle
   }
-  task.space = &tmpl->space();
-  task.features = features.get();
-  task.flops = tmpl->flops();
+  task.space = &t.space();
+  task.flops = t.flops;
   const std::string log = args.log.empty() ? default_log(task.key) : args.log;
   const LogMode mode = args.resume ? LogMode::resume : LogMode::fresh;
   if (distributed::process_rank() == 0) {
     if (std::optional<std::string> why = log_problem(log, mode, task.key)) throw UsageError(*why);
     if (args.log.empty())
       fmt::print(stderr, "records go to {} (name another file with --log)\n", log);
-    if (emulated)
-      fmt::print(stderr,
-                 "measuring in the CPU emulator: correctness only; its times are "
-                 "emulator wall times, not GPU times\n");
+    if (!t.note().empty()) fmt::print(stderr, "{}\n", t.note());
   }
   distributed::SuiteOptions o;
   o.tune = search.tune_options();
@@ -162,10 +123,11 @@ void run_tune_operator_scaled(const TuneArgs& args) {
     if (!o.transfer_records.empty())
       fmt::print(stderr, "transfer: {} records from --transfer-from\n", o.transfer_records.size());
   }
-  // Rank 0's lane measures with the measurer made above.
-  distributed::MeasurerFactory lanes = [&](int t) -> std::unique_ptr<Measurer> {
+  // Rank 0's lane measures with the measurer made above; each other lane makes its own (each
+  // rank picks among its own GPUs when it first measures).
+  distributed::MeasurerFactory lanes = [&](int lane) -> std::unique_ptr<Measurer> {
     if (first) return std::move(first);
-    return factory(t);
+    return t.make_measurer(lane);
   };
   const std::vector<distributed::SuiteOutcome> out = distributed::run_suite({task}, lanes, o);
   if (distributed::process_rank() != 0) return;

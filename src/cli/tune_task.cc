@@ -1,0 +1,173 @@
+#include "src/cli/tune_task.h"
+
+#include <fmt/format.h>
+
+#include "src/distributed/suite_runner.h"
+#include "src/measure/device_selection.h"
+#include "src/measure/emulator_measurer.h"
+#include "src/measure/gpu_measurer.h"
+#include "src/measure/worker_process.h"
+#include "src/runtime/device.h"
+#include "src/runtime/driver_api.h"
+#include "src/spec/kernel_spec.h"
+#include "src/spec/spec_kernel_task.h"
+#include "src/tune/replay_measurer_adapter.h"
+#include "src/tune/transfer_model.h"
+
+namespace cutune::cli {
+
+namespace {
+
+// The GPU measurer of `args` for `task`, with what to try instead where there is no GPU.
+std::unique_ptr<Measurer> gpu_measurer(const TuneArgs& args, std::unique_ptr<KernelTask> task,
+                                       const std::string& without_gpu) {
+  GpuMeasureOptions gpu;
+  gpu.arch = args.task.arch;
+  gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
+  try {
+    return make_gpu_measurer(std::move(task), gpu);
+  } catch (const NoDeviceError& e) {
+    throw NoDeviceError(fmt::format("{}; {}", e.what(), without_gpu));
+  }
+}
+
+void resolve_template(const TuneArgs& args, TuneTask& t) {
+  if (args.task.op.empty() || args.task.shape.empty())
+    throw UsageError("tune needs OP and --shape (or --spec SPEC.json, or --replay CACHE)");
+  t.tmpl = args.task.make();
+  t.flops = t.tmpl->flops();
+  const Template& tmpl = *t.tmpl;
+  if (t.emulated) {
+    if (!args.devices.empty())
+      throw UsageError("--devices names GPUs; drop it with --device emulator");
+    EmulatorMeasureOptions emulated;
+    emulated.limits = args.task.limits();
+    require_arch_supports(tmpl, emulated.limits.arch);
+    t.make_measurer = [&tmpl, emulated](int) { return make_emulator_measurer(tmpl, emulated); };
+    return;
+  }
+  const std::string hint =
+      distributed::process_count() > 1
+          ? "under mpirun without GPUs: --device emulator, or --replay CACHE..."
+          : "to try the tuner without a GPU: cutune tune --replay CACHE (a Kernel Tuner cache)";
+  t.make_measurer = [&tmpl, &args, hint](int) {
+    std::unique_ptr<Measurer> m = gpu_measurer(args, template_kernel_task(tmpl), hint);
+    require_arch_supports(tmpl, m->target_arch());
+    return m;
+  };
+  // The model's search starts from what the template's author would try first.
+  if (t.search.tuner == TunerKind::xgb) t.search.seed_configs = tmpl.reference_configs();
+}
+
+void resolve_spec(const TuneArgs& args, TuneTask& t) {
+  const TaskRequest r = args.task.request();
+  if (!r.op.empty() || !args.task.shape.empty() || !r.template_name.empty() || !r.dtype.empty() ||
+      !r.out_dtype.empty() || !r.layout.empty() || !r.family.empty())
+    throw UsageError(
+        "--spec names the kernel and its problem size; drop OP/--shape/--template/--dtype/"
+        "--out-dtype/--layout/--family");
+  if (t.emulated) throw UsageError("--device emulator measures operators; drop --spec");
+  require_readable_file(args.replay.spec, "--spec");
+  auto task = std::make_shared<const spec::SpecTask>(spec::load_kernel_spec(args.replay.spec));
+  task->source();  // a missing kernel file is named before anything else
+  t.spec = task;
+  const std::string path = args.replay.spec;
+  t.make_measurer = [task, &args, path](int) {
+    try {
+      return gpu_measurer(args, spec::spec_kernel_task(*task),
+                          fmt::format("without a GPU: cutune verify --spec {} (the emulator), or "
+                                      "cutune tune --spec {} --replay CACHE (a Kernel Tuner "
+                                      "cache of this kernel)",
+                                      path, path));
+    } catch (const WorkerError& e) {
+      // The worker could not set the task up: the reference kernel failed on the GPU.
+      throw UsageError(fmt::format("{}: {}", path, e.what()));
+    }
+  };
+  // The user's own reference configuration first.
+  if (t.search.tuner == TunerKind::xgb) t.search.seed_configs = task->seed_configs();
+}
+
+void resolve_replay(const TuneArgs& args, TuneTask& t) {
+  if (!args.task.op.empty() || !args.task.shape.empty())
+    throw UsageError("--replay takes the operator and shape from the cache; drop OP/--shape");
+  auto task = std::make_shared<const replay::ReplayTask>(args.replay.load());
+  t.replay = task;
+  const bool noise = args.replay.noise;
+  const uint64_t seed = t.search.seed;
+  const double cost_ms = args.replay_cost_ms;
+  t.make_measurer = [task, noise, seed, cost_ms](int) -> std::unique_ptr<Measurer> {
+    return std::make_unique<ReplayMeasurerAdapter>(*task, noise, seed, cost_ms);
+  };
+}
+
+}  // namespace
+
+const ConfigSpace& TuneTask::space() const {
+  if (tmpl) return tmpl->space();
+  if (spec) return spec->space();
+  return replay->space();
+}
+
+void TuneTask::bind(const Measurer& measurer) {
+  if (replay) {
+    key = replay_task_key(*replay);
+  } else if (spec) {
+    key = spec::spec_task_key(*spec, measurer.target_arch(), measurer.device_name());
+  } else {
+    key = {.op = tmpl->op(),
+           .shape = tmpl->shape(),
+           .target_arch = measurer.target_arch(),
+           .device_name = measurer.device_name(),
+           .template_name = tmpl->name()};
+  }
+  if (tmpl) {
+    TaskOptions arch;
+    arch.arch = measurer.target_arch();
+    const ir::TargetLimits limits = arch.limits();
+    features = cost_model::make_ir_features(*tmpl, limits);
+    featurize = template_featurizer(*features, limits);
+  } else {
+    features = cost_model::make_knob_features(space());
+    featurize = knob_featurizer(space(), *features);
+  }
+}
+
+std::string TuneTask::note() const {
+  if (!emulated) return "";
+  return "measuring in the CPU emulator: correctness only; its times are emulator wall times, "
+         "not GPU times";
+}
+
+void TuneTask::report(nlohmann::json& out, const TuneSummary& summary) const {
+  if (!replay) return;
+  const double optimum_ms = replay->summary().best_time_ms;
+  out["optimum_ms"] = optimum_ms;
+  if (!summary.best) return;
+  const double ratio = optimum_ms / replay->find(*summary.best)->time_ms;
+  out["optimum_over_best"] = ratio;
+  out["line"] = fmt::format(
+      "optimum of the cache: {:.4g} ms; the best found runs at {:.1f}% of its speed", optimum_ms,
+      100.0 * ratio);
+}
+
+TuneTask resolve_tune_task(const TuneArgs& args) {
+  TuneTask t;
+  t.emulated = args.device == "emulator";
+  t.search = args.search.options();
+  t.search.remeasure_rounds = args.remeasure_rounds;
+  if (!args.replay.cache.empty()) {
+    resolve_replay(args, t);
+  } else if (!args.replay.spec.empty()) {
+    resolve_spec(args, t);
+  } else {
+    resolve_template(args, t);
+  }
+  const bool gpu = !t.replay && !t.emulated;
+  t.search.remeasure_top = args.remeasure_top >= 0 ? args.remeasure_top : gpu ? 8 : 0;
+  t.search.pipeline = gpu && !args.no_pipeline;
+  if (!gpu) t.search.seed_configs.clear();
+  return t;
+}
+
+}  // namespace cutune::cli
