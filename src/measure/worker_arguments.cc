@@ -44,7 +44,7 @@ DeviceArguments::DeviceArguments(const WorkerTask& task,
     }
     buffers_[i].emplace(size_t(std::max<int64_t>(a.bytes(), 1)));
     if (a.init == ArgInit::seeded && !a.is_output && !a.reset_each_run) {
-      buffers_[i]->upload(bytes.data());  // an input: never reset, so no host copy
+      if (!bytes.empty()) buffers_[i]->upload(bytes.data());  // an input: no host copy kept
       continue;
     }
     initial_[i] = std::move(bytes);
