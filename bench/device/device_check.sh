@@ -389,10 +389,13 @@ plan_breadth() {
 
 # The bars of issues 4/9, 5 and 12 with the trials they need, most valuable first, for a session
 # whose breadth run has passed (about 10 minutes when everything runs to its cap: give it
-# --deadline 560 and a 600 s call). The gpu tests whose fixes were not yet run on a GPU first.
+# --deadline 560 and a 600 s call). The gpu tests whose code was not yet run on a GPU first.
 plan_bars() {
   run_step test_gpu_conv 60 test -- "$bin/test_gpu_conv"
   run_step test_gpu_measure 55 test -- "$bin/test_gpu_measure"
+  # One measurer and one worker backend for templates and specs (issue 49): a user kernel's
+  # scalars, constant memory and reference kernel on the backend the templates use.
+  run_step test_spec_gpu 40 test -- "$bin/test_spec_gpu"
   # Early, since it needs no search: Hopper tiles side by side, beside cuBLAS: 128x128 and
   # 128x256 (TMA + producer), the large one also with mma_pipe and with 4 tiles a block (one
   # wave of 128 blocks at 4096^3); 128x128 with 8 tiles a block (128 blocks), the warpgroups
