@@ -395,14 +395,13 @@ void run_export(const SpecOptions& opts, const std::string& log, const std::stri
   const spec::SpecExport e =
       spec::export_spec_best(task, log_records(log, task_filter), out, opts.arch);
   if (opts.json) {
-    print_json(e.manifest_json);
+    print_json(e.entry);
     return;
   }
   fmt::print("wrote {}, {} and {} ({} {}: config {}, {:.4g} ms)\n", e.cubin.string(),
-             e.source.string(), e.manifest.string(), e.manifest_json["symbol"].get<std::string>(),
-             e.manifest_json["arch"].get<std::string>(),
-             e.manifest_json["config_index"].get<uint64_t>(),
-             e.manifest_json["time_ms"].get<double>());
+             e.source.string(), e.manifest.string(), e.entry["kernel"].get<std::string>(),
+             e.entry["task"]["arch"].get<std::string>(),
+             e.entry["config"]["index"].get<uint64_t>(), e.entry["time_s"].get<double>() * 1e3);
 }
 
 // `bench --spec SPEC [--config C]... [--log LOG]`: the reference configuration, the given ones

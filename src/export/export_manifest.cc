@@ -78,8 +78,8 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
                       {"zero_init", zero}});
   }
   const LaunchSpec& l = k.source.launch;
-  return {{"name", k.name},
-          {"kernel", k.source.kernel_name},
+  nlohmann::json entry = {{"name", k.name},
+          {"kernel", k.symbol.empty() ? k.source.kernel_name : k.symbol},
           {"cubin", k.name + ".cubin"},
           {"source", k.name + ".cu"},
           {"task", k.task},
@@ -94,6 +94,8 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
           {"gflops", k.time_s > 0 ? k.flops / k.time_s * 1e-9 : 0.0},
           {"baseline", k.baseline ? nlohmann::json(*k.baseline) : nullptr},
           {"baseline_s", k.baseline_s ? nlohmann::json(*k.baseline_s) : nullptr}};
+  if (!k.constants.empty()) entry["constants"] = k.constants;
+  return entry;
 }
 
 void write_export(const std::filesystem::path& dir,

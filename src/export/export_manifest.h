@@ -4,7 +4,7 @@
 // any host program can use the kernel; src/export/cubin_loader.h is a header-only reader.
 //
 //   {"version": 1, "kernels": [{
-//     "name": "gemm_nn_1024x1024x1024_sm_90", "kernel": "<extern C name>",
+//     "name": "gemm_nn_1024x1024x1024_sm_90", "kernel": "<the symbol to load>",
 //     "cubin": "<name>.cubin", "source": "<name>.cu",
 //     "task": {"op": "gemm", "shape": [..], "dtype": "float32", "template": "gemm_nn",
 //              "arch": "sm_90", "device": "NVIDIA H200"},
@@ -15,7 +15,8 @@
 //     "params": [{"name": "C", "type": "float32", "pointer": true, "const": false,
 //                 "elements": n, "bytes": 4n}, ...],
 //     "flops": f, "time_s": t, "gflops": g,
-//     "baseline": "cudnn" | null, "baseline_s": b | null}]}
+//     "baseline": "cudnn" | null, "baseline_s": b | null,
+//     "constants": [{"name", "type", "elements"}, ...]}]}    (a user kernel's, when it has any)
 //   baseline_s: the median time of the task's vendor-library baseline measured in the same
 //   harness, where the record carries it (the worker adds it to a convolution's records).
 
@@ -37,6 +38,7 @@ struct ExportedKernel {
   nlohmann::json task;    // op, shape, dtype, template, arch, device
   nlohmann::json config;  // index, knobs
   CudaSource source;      // kernel name, code, params, launch
+  std::string symbol;     // the name to load (a C++ kernel's lowered name); empty: source's
   int registers = -1;
   double flops = 0;
   double time_s = 0;                    // measured median
@@ -45,6 +47,8 @@ struct ExportedKernel {
   // Output buffers to zero before every launch: the template's configurations with split-K
   // add into them (TensorSpec::zero_init); "zero_init": true on those parameters.
   std::vector<std::string> zero_init;
+  // __constant__ symbols a user kernel reads, to fill before launching: name, type, elements.
+  nlohmann::json constants = nlohmann::json::array();
 };
 
 // "gemm_nn_1024x1024x1024_sm_90": letters, digits and '_' only.

@@ -1,11 +1,11 @@
 #include "src/spec/spec_export.h"
 
 #include <cctype>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "src/export/export_manifest.h"
 #include "src/records/tuning_log.h"
 #include "src/runtime/nvrtc_builder.h"
 
@@ -30,12 +30,6 @@ std::optional<std::vector<int64_t>> params_of(const SpecTask& task, const Record
     return std::nullopt;
   }
   return out;
-}
-
-void write_file(const std::filesystem::path& path, const void* data, size_t bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), std::streamsize(bytes));
-  if (!out) throw SpecError(fmt::format("cannot write '{}'", path.string()));
 }
 
 std::string file_stem(const KernelSpec& s) {
@@ -71,51 +65,43 @@ SpecExport export_spec_best(const SpecTask& task, const std::vector<Record>& rec
     throw SpecError(fmt::format("the best configuration does not compile for {}: {}", build.arch,
                                 c.log.substr(0, c.log.find('\n'))));
 
-  std::filesystem::create_directories(out_dir);
-  SpecExport out;
-  const std::string stem = file_stem(task.spec());
-  out.cubin = out_dir / (stem + ".cubin");
-  out.source = out_dir / (stem + ".cu");
-  out.manifest = out_dir / "manifest.json";
-  write_file(out.cubin, c.cubin.data(), c.cubin.size());
-  write_file(out.source, src.code.data(), src.code.size());
-
-  nlohmann::ordered_json defines = nlohmann::ordered_json::object();
+  // The templates' export format (src/export/export_manifest.h): one kernel, loaded by the
+  // symbol NVRTC lowered its name to (a C++ kernel's is mangled), the spec's parameters as the
+  // configuration's knobs, its __constant__ arguments to fill before a launch.
+  ExportedKernel k;
+  k.name = file_stem(task.spec());
+  k.symbol = c.kernel_name;
+  k.task = {{"op", "spec"},
+            {"shape", task.spec().problem_size},
+            {"template", src.kernel_name},
+            {"arch", build.arch},
+            {"device", r.task.device_name},
+            {"spec", task.spec().path.string()},
+            {"compiler_options", task.spec().compiler_options}};
+  nlohmann::json knobs = nlohmann::json::object();
   for (size_t i = 0; i < in.params.size(); ++i)
-    defines[task.spec().space.parameters[i].name] = in.params[i];
-  nlohmann::ordered_json args = nlohmann::ordered_json::array();
+    knobs[task.spec().space.parameters[i].name] = in.params[i];
+  k.config = {{"index", r.config_index}, {"knobs", knobs}};
+  k.source = src;
+  k.source.launch.static_smem_bytes = uint32_t(c.ptxas.shared_bytes);
+  k.registers = c.ptxas.registers;
+  k.time_s = r.result.median_s();
   for (size_t i = 0; i < task.spec().arguments.size(); ++i) {
     const SpecArgument& a = task.spec().arguments[i];
-    args.push_back({{"name", a.name},
-                    {"type", elem_name(a.type)},
-                    {"kind", a.is_scalar     ? "scalar"
-                             : a.is_constant ? "constant"
-                                             : "buffer"},
-                    {"elements", in.elements[i]},
-                    {"output", a.is_output}});
+    if (a.is_constant)
+      k.constants.push_back(
+          {{"name", a.name}, {"type", elem_name(a.type)}, {"elements", in.elements[i]}});
   }
-  const LaunchSpec& l = in.launch;
-  nlohmann::ordered_json& m = out.manifest_json;
-  m["spec"] = task.spec().path.string();
-  m["task"] = r.task.to_string();
-  m["kernel"] = src.kernel_name;
-  m["symbol"] = c.kernel_name;
-  m["arch"] = build.arch;
-  m["cubin"] = out.cubin.filename().string();
-  m["source"] = out.source.filename().string();
-  m["config_index"] = r.config_index;
-  m["defines"] = defines;
-  m["compiler_options"] = task.spec().compiler_options;
-  m["grid"] = {l.grid.x, l.grid.y, l.grid.z};
-  m["block"] = {l.block.x, l.block.y, l.block.z};
-  m["dynamic_smem_bytes"] = l.dynamic_smem_bytes;
-  m["static_smem_bytes"] = c.ptxas.shared_bytes;
-  m["registers"] = c.ptxas.registers;
-  m["arguments"] = args;  // kernel parameters: the non-constant ones, in order
-  m["time_ms"] = r.result.median_s() * 1e3;
-  m["measured_on"] = r.task.device_name;
-  const std::string text = m.dump(1) + "\n";
-  write_file(out.manifest, text.data(), text.size());
+  try {
+    write_export(out_dir, {{k, c.to_cubin()}});
+  } catch (const std::runtime_error& e) {
+    throw SpecError(e.what());
+  }
+  SpecExport out;
+  out.cubin = out_dir / (k.name + ".cubin");
+  out.source = out_dir / (k.name + ".cu");
+  out.manifest = out_dir / "manifest.json";
+  out.entry = manifest_entry(k);
   return out;
 }
 

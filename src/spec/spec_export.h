@@ -1,9 +1,11 @@
 #pragma once
 // `cutune export LOG --spec SPEC.json --out DIR`: the best configuration of a spec task's log
-// compiled for its architecture and written as DIR/NAME.cubin, DIR/NAME.cu (the translation
-// unit NVRTC compiled: defines, then the user's file) and DIR/manifest.json (the kernel's
-// symbol, the configuration and its defines, the launch geometry, the arguments, the time), so
-// that a program can load and launch it without cutune. Compiling only: no GPU needed.
+// compiled for its architecture and written as the templates' kernels are
+// (src/export/export_manifest.h): DIR/NAME.cubin, DIR/NAME.cu (the translation unit NVRTC
+// compiled: defines, then the user's file) and DIR/manifest.json (the symbol to load, the
+// configuration's parameters, the launch geometry, the parameters, the __constant__ arguments,
+// the time), so that a program can load and launch it without cutune. Compiling only: no GPU
+// needed.
 
 #include <filesystem>
 #include <string>
@@ -18,7 +20,7 @@ namespace cutune::spec {
 
 struct SpecExport {
   std::filesystem::path cubin, source, manifest;
-  nlohmann::ordered_json manifest_json;
+  nlohmann::json entry;  // the kernel's manifest entry
 };
 
 // The fastest ok record of `records` whose knobs are the spec's parameters (a log of `tune

@@ -276,18 +276,29 @@ TEST_CASE("export --spec writes the best configuration's cubin, source and launc
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "cutune_spec_export";
   std::filesystem::remove_all(dir);
   const SpecExport e = export_spec_best(task, records, dir);
-  const nlohmann::ordered_json& m = e.manifest_json;
-  CHECK(m["config_index"] == records[1].config_index);
-  CHECK(m["defines"]["block_size_x"] == 128);
-  CHECK(m["defines"]["vector_width"] == 4);
+  const nlohmann::json& m = e.entry;
+  CHECK(m["config"]["index"] == records[1].config_index);
+  CHECK(m["config"]["knobs"]["block_size_x"] == 128);
+  CHECK(m["config"]["knobs"]["vector_width"] == 4);
   CHECK(m["block"] == nlohmann::json({128, 1, 1}));
   CHECK(m["grid"] == nlohmann::json({8, 1, 1}));  // min(64, 4096 / (128 * 4))
-  CHECK(m["dynamic_smem_bytes"] == 128 * 4);
-  CHECK(m["symbol"] == "reduce_sum");
-  CHECK(m["arch"] == "sm_90");
-  CHECK(m["time_ms"].get<double>() == Approx(1e-2));
-  CHECK(m["arguments"].size() == 3);
-  CHECK(m["arguments"][2]["kind"] == "scalar");
+  CHECK(m["shared_bytes"]["dynamic"] == 128 * 4);
+  CHECK(m["kernel"] == "reduce_sum");
+  CHECK(m["task"]["arch"] == "sm_90");
+  CHECK(m["task"]["op"] == "spec");
+  CHECK(m["time_s"].get<double>() == Approx(1e-5));
+  // The kernel's parameters as the templates' manifest lists them: two buffers, a scalar.
+  REQUIRE(m["params"].size() == 3);
+  CHECK(m["params"][0]["pointer"] == true);
+  CHECK(m["params"][2]["name"] == "n");
+  CHECK(m["params"][2]["pointer"] == false);
+  CHECK_FALSE(m.contains("constants"));
+  // The manifest file is the templates' format, with this one kernel.
+  nlohmann::json file;
+  std::ifstream(dir / "manifest.json") >> file;
+  CHECK(file["version"] == 1);
+  REQUIRE(file["kernels"].size() == 1);
+  CHECK(file["kernels"][0] == m);
   std::ifstream cubin(e.cubin, std::ios::binary);
   char magic[4] = {};
   cubin.read(magic, 4);
@@ -300,5 +311,25 @@ TEST_CASE("export --spec writes the best configuration's cubin, source and launc
   CHECK(first == "#define block_size_x 128");
   CHECK(std::filesystem::exists(dir / "manifest.json"));
   CHECK_THROWS_WITH(export_spec_best(task, {foreign}, dir), Catch::Contains("no ok record"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("export --spec lists a kernel's __constant__ arguments to fill before a launch") {
+  const SpecTask task = load_example("conv2d/conv2d.json", {64, 48});
+  Record r;
+  r.task = spec_task_key(task, "sm_90", "a GPU");
+  const Config c = task.seed_configs().at(0);
+  r.config_index = c.index();
+  r.knobs = c.to_json()["knobs"];
+  r.result.status = MeasureStatus::ok;
+  r.result.times_s = {2e-5};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "cutune_spec_export2";
+  std::filesystem::remove_all(dir);
+  const SpecExport e = export_spec_best(task, {r}, dir);
+  REQUIRE(e.entry.contains("constants"));
+  CHECK(e.entry["constants"] ==
+        nlohmann::json::array({{{"name", "d_filter"}, {"type", "float32"}, {"elements", 49}}}));
+  // The constant is no kernel parameter: output, input, width and height are.
+  CHECK(e.entry["params"].size() == 4);
   std::filesystem::remove_all(dir);
 }
