@@ -7,8 +7,8 @@
 // The pieces: the knobs and their shape-independent constraints (TcParams), a ring of shared
 // tiles with its padding or swizzle (SmemTile), the copy of one slice into a ring slot with
 // cp.async zero-fill or element copies (TileCopy, reading through a CopySource), and the whole
-// kernel around them (build_tc_gemm: rasterisation, split-K, the cp.async pipeline, ldmatrix
-// or per-lane fragments, mma, epilogue).
+// kernel around them (build_tc_gemm, in tc_builder.cc: rasterisation, split-K, the cp.async
+// pipeline, ldmatrix or per-lane fragments, mma, epilogue).
 
 #include <functional>
 #include <string>

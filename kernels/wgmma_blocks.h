@@ -4,6 +4,9 @@
 // accumulation on wgmma.mma_async m64nNk16 for sm_90a, whose A and B slices come from wherever
 // a SourceFn (tc_blocks.h) says (a row-major matrix, or an image gathered patch by patch).
 // gemm_wgmma.h describes the kernel, its shared layouts and its knobs.
+//
+// The knobs are defined in wgmma_blocks.cc, the kernel is built in wgmma_builder.cc, on the
+// shared tiles of wgmma_tile.h.
 
 #include <optional>
 #include <string>
@@ -46,6 +49,11 @@ struct WgmmaParams {
 };
 
 WgmmaParams wgmma_params(const Config& c);
+
+// Floats that pad a staged C row (block_n, a multiple of 32, plus this): the fragments' float2
+// stores go to the banks by half-warps of four rows, which 8 words of padding put on disjoint
+// banks (4 left rows 0 and 1, 2 and 3 sharing banks: two wavefronts a half-warp).
+inline constexpr int kStagePad = 8;
 // The K splits of a configuration: split_k, times 4 with split_k_wide.
 int64_t split_k_of(const Config& c);
 // The knobs of a reference configuration: block_m × block_n × block_k tiles of `warpgroups`

@@ -33,6 +33,10 @@
 // as a barrier divergence, "mbarrier deadlock: ..."). The sanitizer sees a
 // completed mbarrier phase as the end of a barrier interval: races between accesses ordered
 // only through mbarriers are not reported, and none is invented.
+//
+// The methods are defined by concern: block_runner.cc (fibers, __syncthreads, failures, the
+// scheduling loop), block_runner_warp.cc (warp and warpgroup collectives),
+// block_runner_wgmma.cc (wgmma) and block_runner_async.cc (cp.async, mbarriers, TMA).
 
 #include <boost/context/fiber.hpp>
 
@@ -170,6 +174,10 @@ class BlockRunner {
   // once all 128 threads wait at it; left waiting while some wait at a warp collective.
   Failure release_warpgroup(size_t index, bool& released);
   std::string divergence(const Slot& a, const Slot& b) const;
+  // Runs the collective `lead` waits at for the lanes in `mask` (`args`: each lane's
+  // arguments), as `lead`'s emulated thread (current_emulated_thread); its misuse, or null.
+  static const char* call_collective(const Slot& lead, void* const* args, unsigned mask);
+  static std::string dim(const cutune_emu_abi::Dim3& d);  // "(x,y,z)"
 
   LaunchSpec launch_;
   cutune_emu_abi::ThreadMain entry_;

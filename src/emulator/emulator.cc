@@ -17,6 +17,8 @@
 #include "src/emulator/kernel_object.h"
 #include "src/emulator/kernel_process.h"
 #include "src/emulator/sanitizer.h"
+#include "src/emulator/shared_layout.h"
+#include "src/emulator/source_lines.h"
 #include "src/emulator/temp_dirs.h"
 #include "src/emulator/tma_copy.h"
 

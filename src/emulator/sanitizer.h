@@ -34,12 +34,15 @@
 // The first finding ends the run (through `report`) with its status and a message naming the
 // kernel, the buffer, the element, both threads or blocks and the source locations. Locations
 // are kernel source lines, or the object's code offsets written "@pc:HEX@", which the caller
-// turns into lines afterwards (resolve_source_lines) since that needs the object's line tables.
+// turns into lines afterwards (resolve_source_lines, source_lines.h) since that needs the
+// object's line tables.
+//
+// sanitizer.cc holds the run and the checks of global memory, sanitizer_shared.cc those of a
+// block's shared memory; shared_layout.h reads where an object keeps its shared arrays.
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -47,28 +50,10 @@
 #include "src/emulator/device_abi.h"
 #include "src/emulator/emulator.h"
 #include "src/emulator/guarded_buffers.h"
+#include "src/emulator/shared_layout.h"
 #include "src/emulator/wgmma_reads.h"
 
 namespace cutune::emu {
-
-// Where the shared arrays lie in an object's thread-local block (offsets from its start), read
-// from the object's symbol table; the object's own thread-local variables are `ignored`.
-struct SharedLayout {
-  struct Array {
-    std::string name;
-    size_t offset = 0;
-    size_t bytes = 0;
-    unsigned element_bytes = 1;
-    bool dynamic = false;  // the extern __shared__ array
-  };
-  std::vector<Array> arrays;
-  std::vector<std::pair<size_t, size_t>> ignored;  // offset, bytes
-  size_t tls_bytes = 0;
-  bool known = false;  // false: the object has no symbol table; shared memory goes unchecked
-};
-
-SharedLayout read_shared_layout(const std::filesystem::path& object,
-                                const cutune_emu_abi::SharedArrayInfo* table);
 
 // What the sanitizer needs for one run; set in the child before any block runs.
 struct SanitizerRun {
@@ -187,9 +172,5 @@ class BlockSanitizer {
   unsigned suspect_thread_ = 0;
   uint32_t suspect_where_ = 0;
 };
-
-// Replaces each "@pc:HEX@" in `message` with the kernel source line of that code offset in
-// `object` (through addr2line), or with "an unknown line" when it cannot be found.
-std::string resolve_source_lines(const std::string& message, const std::filesystem::path& object);
 
 }  // namespace cutune::emu

@@ -1,0 +1,589 @@
+// build_wgmma_gemm: the kernel of wgmma_blocks.h, assembled by a builder with one method per
+// stage (loads, warpgroup MMAs, main loop, epilogue) over the state they share.
+
+#include <fmt/format.h>
+
+#include "kernels/schedule_helpers.h"
+#include "kernels/wgmma_blocks.h"
+#include "kernels/wgmma_tile.h"
+#include "src/base/errors.h"
+#include "src/ir/hopper_intrinsics.h"
+#include "src/ir/intrinsics.h"
+#include "src/ir/ir_mutator.h"
+#include "src/ir/ir_operators.h"
+#include "src/ir/tma_intrinsics.h"
+
+namespace cutune::wg {
+
+using namespace ir;
+
+namespace {
+
+// The kernel of one configuration. The constructor fixes what every stage shares (shapes, the
+// ring's tiles, the shared and local buffers, the tensor maps, the names the stages bind);
+// build() assembles the stages: barrier setup, then either every thread's ring (load, wait,
+// compute) or a producer warpgroup's loads beside the consumers' loop, then the epilogue.
+class WgmmaGemmBuilder {
+ public:
+  WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams& p);
+  Kernel build();
+
+ private:
+  // The epilogue's two halves: `write` runs in the consumer threads; a staged epilogue's
+  // copy-out (`copy_out`) runs after a barrier of the whole block, in the consumer threads too.
+  struct Epilogue {
+    Stmt write, copy_out;
+  };
+
+  // Loads.
+  Stmt copy_tile(const std::string& prefix, const Buffer& global, const WgmmaTile& tile,
+                 const tc::SourceFn& source, const Expr& slot, const Expr& row0,
+                 const Expr& col0) const;
+  std::string map_for(const Buffer& global, const WgmmaGemmSpec::TmaView& view,
+                      const WgmmaTile& tile);
+  Expr full(const Expr& slot) const { return address_of(mbar_full_, slot); }
+  Expr empty(const Expr& slot) const { return address_of(mbar_empty_, slot); }
+  Stmt tma_tile(const std::string& prefix, const std::string& map, const WgmmaTile& tile,
+                const Expr& slot, const Expr& row0, const Expr& col0) const;
+  Stmt load_slice(const Expr& k_tile, const Expr& slot, bool issuer = false,
+                  const Stmt& before_issue = Stmt()) const;
+  Stmt commit() const { return async_ && any_copy_ ? cp_async_commit() : Stmt(); }
+  Stmt wait_full(const Expr& kt) const;
+  Stmt wait_empty(const Expr& kt) const;
+
+  // Warpgroup MMAs.
+  Stmt with_first_descriptors(const Stmt& body) const;
+  Stmt compute(const Expr& slot, int pending = 0) const;
+
+  // Main loops.
+  Stmt released_loop(std::vector<Stmt> prefix, const Expr& ring) const;
+  Stmt each_tile(const Stmt& body) const;
+  Expr ring_position(const Expr& k) const;
+  Stmt ring_mainloop() const;
+  Stmt consumers(Stmt write, const Stmt& copy_out) const;
+  Stmt producer() const;
+
+  Epilogue epilogue() const;
+  Stmt barrier_setup() const;
+  Stmt bind(Stmt body) const;
+
+  const WgmmaGemmSpec& spec_;
+  const WgmmaParams& p_;
+  const bool nn_;
+  const DType input_;
+  const int threads_, consumers_, strips_, per_strip_;
+  const int elems_;  // elements per cp.async copy
+  const int s_;      // ring slots
+  const int64_t tiles_m_, tiles_n_, k_tiles_;
+  const bool tma_a_, tma_b_, any_tma_, any_copy_, async_;
+  const bool producer_, pingpong_, pipe_;
+  // The planted bug: the lead and releases of a ring whose wgmmas are done at each slice's end.
+  const bool early_;
+  // All-TMA rings release slots through their empty barriers (every consumer thread arrives
+  // after its slice's wgmmas; the issuing thread waits for the phase before refilling), so the
+  // loop has no block-wide barrier; a ring with cp.async copies needs the barrier, which also
+  // tells that every warpgroup is done with the slot the previous iteration read.
+  const bool release_by_barrier_;
+
+  WgmmaTile a_tile_, b_tile_;
+  Buffer smem_, acc_, c_stage_;
+  int stage_ld_ = 0;  // staged C rows, padded against bank conflicts
+  // Ring slot s's "full" barrier is mbar_full[s] (one arrival: the expect_tx; then the copies'
+  // bytes), its "empty" one mbar_empty[s] (every consumer thread arrives), with a producer only.
+  Buffer mbar_full_, mbar_empty_;
+  // Ping-pong: warpgroup w waits on mbar_order[w] for the end of the previous tile's main loop
+  // (its 128 threads arrive), so the warpgroups take the tensor cores in the tiles' order.
+  Buffer mbar_order_;
+
+  Expr tx_ = int_var("tx"), wg_ = int_var("warpgroup"), warp_ = int_var("warp"),
+       g_ = int_var("group"), q_ = int_var("thread_in_group");
+  Expr tile_m_ = int_var("tile_m"), tile_n_ = int_var("tile_n");
+  Expr first_tile_ = int_var("first_k_tile"), n_tiles_ = int_var("k_tiles");
+  // Slice k_outer of the loop.
+  Expr ko_ = int_var("k_outer");
+
+  // TMA: one box per layout column of a tile (gemm_wgmma.h), whose image with the swizzle is
+  // that column: E = swizzle/2 elements (8 without swizzle) of the view's inner dimension by
+  // the tile's rows. The box origin is the slice's (row0, col0) plus the column's E·c.
+  int e_cols_ = 0;
+  std::vector<TensorMapParam> maps_;
+  std::string a_map_, b_map_;
+  int64_t slot_tx_bytes_ = 0;  // what one slot's TMA copies bring (its expect_tx)
+  // The thread that issues the copies: one lane, by elect.sync, of warp 0, or of the producer
+  // warpgroup's first warp (written (tx / 32) % 4 == 0 inside the producer's branch, which the
+  // feature analysis, taking conditions as independent, then weighs right). Under `tx == 0`
+  // ptxas wraps every TMA copy in a loop over the active lanes' operand values (ELECT ...
+  // BRA.U.ANY: 12 such loops in the 128x128x64 kernel without a producer); under elect.sync it
+  // issues each copy once. Which lane is elected is unspecified: nothing else may assume it is
+  // lane 0. Thread 0 initialises the barriers.
+  Expr elected_, producer_elected_, thread0_;
+
+  // The warpgroup's first tile row: each one's share of the rows, or 0 with ping-pong.
+  Expr wg_row0_;
+  Expr desc_a0_ = Var::make(Type::i64(), "desc_a0"), desc_b0_ = Var::make(Type::i64(), "desc_b0");
+  Stmt fence_acc_;  // wgmma_fence_operand on every accumulator register
+  Stmt init_;       // every accumulator set to 0
+  // Several tiles a block (with a producer): each_tile runs a body for each of the block's
+  // tiles, under its tile_m and tile_n; the last blocks may have fewer.
+  tc::TileGrid grid_;
+  bool several_tiles_ = false;
+};
+
+WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams& p)
+    : spec_(spec),
+      p_(p),
+      nn_(spec.b_mn_major),
+      input_(spec.input),
+      threads_(p.threads()),
+      consumers_(p.consumer_threads()),
+      strips_(p.strips()),
+      per_strip_(p.acc_per_strip()),
+      elems_(p.copy_bytes / 2),
+      s_(p.stages),
+      tiles_m_(ceil_div(spec.m, p.bm)),
+      tiles_n_(ceil_div(spec.n, p.bn)),
+      k_tiles_(ceil_div(spec.k, p.bk)),
+      tma_a_(p.tma() && spec.a_tma.has_value()),
+      tma_b_(p.tma() && spec.b_tma.has_value()),
+      any_tma_(tma_a_ || tma_b_),
+      any_copy_(!tma_a_ || !tma_b_),
+      async_(elems_ > 1),
+      producer_(p.producer == 1),
+      pingpong_(p.pingpong == 1),
+      pipe_(p.mma_pipe == 1),
+      early_(pipe_ && spec.hooks.release_in_flight),
+      release_by_barrier_(any_copy_),
+      a_tile_{0, p.bm, p.bk, &p},
+      b_tile_{nn_ ? WgmmaTile{0, p.bk, p.bn, &p} : WgmmaTile{0, p.bn, p.bk, &p}} {
+  CUTUNE_CHECK(!producer_ || (tma_a_ && tma_b_),
+               fmt::format("{}: a producer warpgroup needs TMA loads of both operands", spec.name));
+  const Type in{input_, 1};
+  b_tile_.base = p.stages * a_tile_.stage_elements();
+  smem_ = Buffer::make("S", in, MemoryScope::shared,
+                       p.stages * (a_tile_.stage_elements() + b_tile_.stage_elements()));
+  acc_ = Buffer::make("Acc", Type::f32(), MemoryScope::local, int64_t{strips_} * per_strip_);
+  stage_ld_ = p.bn + kStagePad;
+  c_stage_ = Buffer::make("C_stage", Type::f32(), MemoryScope::shared,
+                          p.epilogue == 2 ? int64_t{p.bm} * stage_ld_ : 1);
+  mbar_full_ = Buffer::make("mbar_full", Type::i64(), MemoryScope::shared, p.stages);
+  mbar_empty_ = Buffer::make("mbar_empty", Type::i64(), MemoryScope::shared, p.stages);
+  mbar_order_ = Buffer::make("mbar_order", Type::i64(), MemoryScope::shared, p.warpgroups);
+
+  e_cols_ = p.column_elems();
+  a_map_ = tma_a_ ? map_for(spec.a, *spec.a_tma, a_tile_) : "";
+  b_map_ = tma_b_ ? map_for(spec.b, *spec.b_tma, b_tile_) : "";
+  if (tma_a_) slot_tx_bytes_ += a_tile_.stage_elements() * 2;
+  if (tma_b_) slot_tx_bytes_ += b_tile_.stage_elements() * 2;
+  Expr warp_in_block = int_var("block_warp");  // warp_uniform(tx / 32), bound with TMA (bind)
+  elected_ = eq(warp_in_block, 0) && elect_one();
+  producer_elected_ = eq(warp_in_block % 4, 0) && elect_one();
+  thread0_ = eq(tx_, 0);
+
+  wg_row0_ = pingpong_ ? i32(0) : wg_ * (p.bm / p.warpgroups);
+  Expr ii = int_var("i");
+  fence_acc_ = For::make("i", 0, strips_ * per_strip_, ForKind::unrolled,
+                         wgmma_fence_operand(address_of(acc_, ii)));
+  init_ =
+      For::make("i", 0, strips_ * per_strip_, ForKind::unrolled, Store::make(acc_, ii, f32(0.0)));
+  const int tiles_per_block = producer_ ? p.tiles_per_block : 1;
+  grid_ = {tiles_m_, tiles_n_, k_tiles_, p.split_k, p.raster, threads_, tiles_per_block};
+  several_tiles_ = grid_.tiles_per_block > 1;
+}
+
+// Copies a [rows][cols] slice, whose (0, 0) is global (row0, col0) of a row-major matrix of
+// `ld` columns, into `tile`'s slot, `elems` elements per copy (cp.async with zero-fill).
+Stmt WgmmaGemmBuilder::copy_tile(const std::string& prefix, const Buffer& global,
+                                 const WgmmaTile& tile, const tc::SourceFn& source,
+                                 const Expr& slot, const Expr& row0, const Expr& col0) const {
+  const int per_row = tile.cols / elems_, copies = tile.rows * tile.cols / elems_;
+  Expr v = int_var(prefix + "_cp") * threads_ + tx_;
+  Expr row = v / per_row, col = v % per_row * elems_;
+  tc::CopySource src = source(row0, col0, row, col);
+  const std::vector<Expr>& ok = src.in_range;
+  Expr dst_index = tile.offset(slot, row, col);
+  Stmt body;
+  if (async_) {
+    Expr src_index = ok.empty() ? src.index : select(all_of(ok), src.index, 0);
+    Expr src_bytes = ok.empty() ? i32(2 * elems_) : select(all_of(ok), i32(2 * elems_), 0);
+    body = cp_async(2 * elems_, address_of(smem_, dst_index), address_of(global, src_index),
+                    src_bytes);
+  } else {
+    Stmt store = Store::make(smem_, dst_index, Load::make(global, src.index));
+    body = ok.empty()
+               ? store
+               : IfThenElse::make(all_of(ok), store,
+                                  Store::make(smem_, dst_index, f32_to_storage(input_, f32(0.0))));
+  }
+  if (copies % threads_ != 0) body = IfThenElse::make(v < copies, body);
+  return For::make(prefix + "_cp", 0, int(ceil_div(copies, threads_)), ForKind::unrolled, body);
+}
+
+std::string WgmmaGemmBuilder::map_for(const Buffer& global, const WgmmaGemmSpec::TmaView& view,
+                                      const WgmmaTile& tile) {
+  TensorMapDesc d;
+  d.buffer = global->name;
+  d.dtype = input_;
+  d.dims[0] = view.inner;
+  d.dims[1] = view.outer;
+  d.row_stride_bytes = view.row_stride_bytes;
+  d.box[0] = e_cols_;
+  d.box[1] = tile.rows;
+  d.swizzle = spec_.hooks.wrong_map_swizzle ? TmaSwizzle::none : tma_swizzle(p_.swizzle);
+  maps_.push_back(TensorMapParam{global->name + "_map", d});
+  return maps_.back().name;
+}
+
+Stmt WgmmaGemmBuilder::tma_tile(const std::string& prefix, const std::string& map,
+                                const WgmmaTile& tile, const Expr& slot, const Expr& row0,
+                                const Expr& col0) const {
+  Expr col = int_var(prefix + "_tma");
+  return For::make(prefix + "_tma", 0, tile.cols / e_cols_, ForKind::unrolled,
+                   tma_load_2d(address_of(smem_, tile.offset(slot, i32(0), col * e_cols_)),
+                               tensor_map_ref(map), full(slot), col0 + col * e_cols_, row0));
+}
+
+// The load stage: global K slice `k_tile` into ring slot `slot`. Operands TMA loads are
+// issued by the elected thread after the slot's expect_tx; the others are cp.async copies
+// (or element copies) by every thread.
+// `issuer`: the caller runs in the elected thread alone, which issues without a test;
+// `before_issue` runs in the issuing thread first (the wait for the slot's release).
+Stmt WgmmaGemmBuilder::load_slice(const Expr& k_tile, const Expr& slot, bool issuer,
+                                  const Stmt& before_issue) const {
+  const WgmmaParams& p = p_;
+  Expr k0 = k_tile * p.bk;
+  Expr a_row0 = tile_m_ * p.bm, a_col0 = k0;
+  Expr b_row0 = nn_ ? k0 : tile_n_ * p.bn, b_col0 = nn_ ? tile_n_ * p.bn : k0;
+  std::vector<Stmt> copies, issue;
+  if (before_issue.defined()) issue.push_back(before_issue);
+  if (any_tma_) {
+    issue.push_back(
+        mbarrier_arrive_expect_tx(full(slot), i32(slot_tx_bytes_ + spec_.hooks.expect_tx_delta)));
+  }
+  if (tma_a_) {
+    issue.push_back(tma_tile("a", a_map_, a_tile_, slot, a_row0, a_col0));
+  } else {
+    copies.push_back(copy_tile("a", spec_.a, a_tile_, spec_.a_source, slot, a_row0, a_col0));
+  }
+  if (tma_b_) {
+    issue.push_back(tma_tile("b", b_map_, b_tile_, slot, b_row0, b_col0));
+  } else {
+    copies.push_back(copy_tile("b", spec_.b, b_tile_, spec_.b_source, slot, b_row0, b_col0));
+  }
+  if (!issue.empty()) {
+    copies.push_back(issuer ? Block::make(issue) : IfThenElse::make(elected_, Block::make(issue)));
+  }
+  return Block::make(copies);
+}
+
+// Slice kt's parity on its slot's full barrier: the slot's fill number mod 2.
+Stmt WgmmaGemmBuilder::wait_full(const Expr& kt) const {
+  if (!any_tma_ || spec_.hooks.skip_full_wait) return Stmt();
+  return mbarrier_wait_parity(full(kt % p_.stages), kt / p_.stages % 2);
+}
+
+// Fill kt / stages of the slot waits for the consumers' release of fill kt / stages - 1 (the
+// empty barrier's phase of that number); a fresh barrier passes parity 1 at once.
+Stmt WgmmaGemmBuilder::wait_empty(const Expr& kt) const {
+  return mbarrier_wait_parity(empty(kt % s_), (kt / s_ + 1) % 2);
+}
+
+// Each warpgroup makes its first A and B descriptors (slot 0, k-step 0, strip 0) once, before
+// its loop; every other one is that plus the start's distance in 16-byte units, which is
+// where a descriptor's start address field sits (bits 0-13; shared memory stays below 256
+// KiB, so the sum never carries out of it). The descriptors are the same as made afresh, with
+// one 64-bit add each instead of the conversion, shifts and masks.
+Stmt WgmmaGemmBuilder::with_first_descriptors(const Stmt& body) const {
+  Expr b0 = nn_ ? b_tile_.mn_major_descriptor(smem_, i32(0), i32(0))
+                : b_tile_.k_major_descriptor(smem_, i32(0), i32(0), i32(0));
+  return LetStmt::make("desc_a0", a_tile_.k_major_descriptor(smem_, i32(0), wg_row0_, i32(0)),
+                       LetStmt::make("desc_b0", b0, body));
+}
+
+// One block_k slice of the warpgroup's products from ring slot `slot`, one commit group;
+// then waits until at most `pending` groups are unfinished.
+Stmt WgmmaGemmBuilder::compute(const Expr& slot, int pending) const {
+  auto step = [](const Expr& first, const Expr& elements) {
+    return first + cast(Type::i64(), elements / 8);  // 8 elements: 16 bytes
+  };
+  Expr kk = int_var("kk"), j = int_var("j");
+  // Strip j of warpgroup wg: tile rows wg_row0 + 64·j, a multiple of 8 rows, so the
+  // descriptor starts on a row group of the layout.
+  Expr desc_a = step(desc_a0_, a_tile_.k_major_step(slot, j * 64, kk));
+  Expr desc_b = step(
+      desc_b0_, nn_ ? b_tile_.mn_major_step(slot, kk) : b_tile_.k_major_step(slot, i32(0), kk));
+  Stmt mma = wgmma_ss(WgmmaShape{p_.bn, input_, false, nn_}, address_of(acc_, j * per_strip_),
+                      desc_a, desc_b, i32(1));
+  return Block::make({fence_acc_, wgmma_fence(),
+                      For::make("kk", 0, p_.bk / 16, ForKind::unrolled,
+                                For::make("j", 0, strips_, ForKind::unrolled, mma)),
+                      wgmma_commit_group(), wgmma_wait_group(pending), fence_acc_});
+}
+
+// A loop iteration's slice `ko` through empty barriers: `prefix` (its wait, a refill), the
+// slice's wgmmas, and the release of the slot whose wgmmas are done: its own, or with
+// mma_pipe the previous slice's after this one's wait_group 1, the last slot after the
+// loop's final wait.
+// `ring`: the slice's number in the ring's sequence, ko, or base + ko for a block's later
+// tiles (slots and phases run on across a block's tiles).
+Stmt WgmmaGemmBuilder::released_loop(std::vector<Stmt> prefix, const Expr& ring) const {
+  const int s = s_;
+  if (!pipe_) {
+    prefix.push_back(compute(ring % s));
+    prefix.push_back(mbarrier_arrive(empty(ring % s)));
+    return For::make("k_outer", 0, n_tiles_, ForKind::serial, Block::make(prefix));
+  }
+  prefix.push_back(compute(ring % s, 1));
+  prefix.push_back(
+      early_ ? mbarrier_arrive(empty(ring % s))
+             : IfThenElse::make(ko_ > i32(0), mbarrier_arrive(empty((ring + (s - 1)) % s))));
+  // The last slice's slot: `ring` at ko = n_tiles - 1.
+  Expr last_ring = substitute(ring, "k_outer", n_tiles_);
+  Stmt last = early_ ? Stmt()
+                     : IfThenElse::make(n_tiles_ > i32(0),
+                                        mbarrier_arrive(empty((last_ring + (s - 1)) % s)));
+  return Block::make({For::make("k_outer", 0, n_tiles_, ForKind::serial, Block::make(prefix)),
+                      wgmma_wait_group(0), fence_acc_, last});
+}
+
+Stmt WgmmaGemmBuilder::each_tile(const Stmt& body) const {
+  Expr tile = int_var("tile");
+  return For::make("tile_t", 0, grid_.tiles_per_block, ForKind::serial,
+                   LetStmt::make("tile", int_var("bx") + int_var("tile_t") * i32(grid_.blocks()),
+                                 IfThenElse::make(tile < i32(tiles_m_ * tiles_n_),
+                                                  tc::bind_tile(body, grid_, tile))));
+}
+
+// Slice k of the block's tile, as a number in the ring's sequence: with several tiles a block,
+// both sides run the same sequence of tiles, and slice k of tile t is number t·k_tiles + k.
+Expr WgmmaGemmBuilder::ring_position(const Expr& k) const {
+  Expr base = several_tiles_ ? int_var("tile_t") * n_tiles_ : Expr();
+  return base.defined() ? base + k : k;
+}
+
+// Without a producer: the ring, `lead` slices in flight before the loop; each iteration waits
+// for its slice (its cp.async group, or its full barrier's phase), refills the slot whose
+// wgmmas are done once it is released, and computes. Without mma_pipe that is the slot the
+// previous iteration read (lead = stages - 1); with it, a slice's wgmmas stay in flight until
+// the next slice's wait_group 1, so the refill takes the slot read two iterations before
+// (lead = stages - 2) and the loop ends with a wait for all.
+Stmt WgmmaGemmBuilder::ring_mainloop() const {
+  const int s = s_;
+  const int lead = pipe_ && !early_ ? s - 2 : s - 1;
+  std::vector<Stmt> prologue;
+  for (int st = 0; st < lead; ++st) {
+    prologue.push_back(IfThenElse::make(i32(st) < n_tiles_, load_slice(first_tile_ + st, st)));
+    prologue.push_back(commit());
+  }
+  Expr next = ko_ + lead;
+  Stmt loop, drain;
+  if (release_by_barrier_) {
+    // The barrier also tells that every warpgroup passed the previous iteration's wait.
+    loop = For::make(
+        "k_outer", 0, n_tiles_, ForKind::serial,
+        Block::make({async_ ? cp_async_wait(lead - 1) : Stmt(), wait_full(ko_), fence_proxy_async(),
+                     Sync::make(),
+                     IfThenElse::make(next < n_tiles_, load_slice(first_tile_ + next, next % s)),
+                     commit(), compute(ko_ % s, pipe_ ? 1 : 0)}));
+    if (pipe_) drain = Block::make({wgmma_wait_group(0), fence_acc_});
+  } else {
+    Stmt refill = IfThenElse::make(
+        next < n_tiles_, load_slice(first_tile_ + next, next % s, false, wait_empty(next)));
+    loop = released_loop({wait_full(ko_), refill}, ko_);
+  }
+  return Block::make(
+      {init_, Block::make(prologue), with_first_descriptors(Block::make({loop, drain}))});
+}
+
+// Warp specialisation, the consumers' side: each waits on the full barrier, computes and
+// releases; then `write`, the first half of the epilogue. With several tiles a block they run
+// the loop and the epilogue once per tile.
+Stmt WgmmaGemmBuilder::consumers(Stmt write, const Stmt& copy_out) const {
+  Stmt consume = released_loop({wait_full(ring_position(ko_))}, ring_position(ko_));
+  Stmt mainloop;
+  if (several_tiles_) {
+    CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
+    Stmt tile_body = Block::make({init_, consume, write});
+    if (pingpong_) {
+      // The block's tile t is warpgroup t % W's. Its main loop starts once tile t - 1's has
+      // ended (phase (t - 1) / W of mbar_order[w]; the first tile waits for none), and its end
+      // lets tile t + 1's owner start, before this warpgroup's epilogue. Beyond the order of
+      // the tensor cores, this keeps every wait on a ring slot's full barrier at most one
+      // phase ahead of the slot: the owner of tile t + 1, which skips tile t's slices, waits
+      // for its first slices only once tile t's have all arrived.
+      Expr t = int_var("tile_t");
+      const int wgs = p_.warpgroups;
+      auto order = [&](const Expr& w) { return address_of(mbar_order_, w); };
+      Stmt wait_turn = spec_.hooks.skip_turn_wait
+                           ? Stmt()
+                           : IfThenElse::make(t > i32(0), mbarrier_wait_parity(order(t % wgs),
+                                                                               (t - 1) / wgs % 2));
+      Stmt pass_turn = mbarrier_arrive(order((t + 1) % wgs));
+      // t % W == w, written (t + W - w) % W == 0 so that the feature analysis, which takes
+      // a comparison's operands as independent, weighs it 1/W.
+      tile_body = IfThenElse::make(eq((t + i32(wgs) - wg_) % wgs, 0),
+                                   Block::make({wait_turn, init_, consume, pass_turn, write}));
+    }
+    mainloop = Block::make(
+        {setmaxnreg(true, kConsumerRegisters), with_first_descriptors(each_tile(tile_body))});
+    write = Stmt();
+  } else {
+    mainloop =
+        Block::make({setmaxnreg(true, kConsumerRegisters), init_, with_first_descriptors(consume)});
+  }
+  return Block::make({mainloop, write});
+}
+
+// Warp specialisation, the producer's side: its elected thread fills slot k % stages once the
+// consumers have released its previous fill, for each of the block's tiles.
+Stmt WgmmaGemmBuilder::producer() const {
+  Expr kl = int_var("k_load");
+  Stmt produce = For::make(
+      "k_load", 0, n_tiles_, ForKind::serial,
+      load_slice(first_tile_ + kl, ring_position(kl) % s_, true, wait_empty(ring_position(kl))));
+  if (several_tiles_) produce = each_tile(produce);
+  return Block::make(
+      {setmaxnreg(false, kProducerRegisters), IfThenElse::make(producer_elected_, produce)});
+}
+
+// Register 2·pp (+1) of strip j holds row 16·warp + group + 8·(pp % 2) of the strip and
+// columns 8·(pp / 2) + 2·thread_in_group (+1) (the ISA's D fragment layout).
+WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
+  const WgmmaParams& p = p_;
+  const int64_t m = spec_.m, n = spec_.n;
+  const bool out16 = spec_.out16;
+  const Buffer& c = spec_.c;
+  Expr j = int_var("j"), pp = int_var("p"), e = int_var("e");
+  Expr local_row = wg_row0_ + j * 64 + warp_ * 16 + g_ + pp % 2 * 8;
+  Expr local_col = pp / 2 * 8 + q_ * 2;
+  Expr grow = tile_m_ * p.bm + local_row, gcol = tile_n_ * p.bn + local_col;
+  Expr reg = j * per_strip_ + pp * 2;
+  Epilogue out;
+  auto per_pair = [&](const Stmt& st) {
+    return For::make("j", 0, strips_, ForKind::unrolled,
+                     For::make("p", 0, per_strip_ / 2, ForKind::unrolled, st));
+  };
+  if (p.epilogue == 0) {
+    Expr index = grow * i32(n) + gcol + e;
+    Expr v = Load::make(acc_, reg + e);
+    Stmt store = p.split_k > 1 ? atomic_add(c, index, v)
+                               : Store::make(c, index, out16 ? f32_to_storage(input_, v) : v);
+    out.write = per_pair(For::make("e", 0, 2, ForKind::unrolled,
+                                   IfThenElse::make(grow < i32(m) && gcol + e < i32(n), store)));
+  } else if (p.epilogue == 1) {
+    Expr value = out16 ? pack_x2(input_, Load::make(acc_, reg), Load::make(acc_, reg + 1))
+                       : Load::make(acc_, reg, 2);
+    out.write = per_pair(IfThenElse::make(grow < i32(m) && gcol < i32(n),
+                                          Store::make(c, grow * i32(n) + gcol, value)));
+  } else {
+    out.write = per_pair(
+        Store::make(c_stage_, local_row * stage_ld_ + local_col, Load::make(acc_, reg, 2)));
+    const int per_row = p.bn / 4, copies = p.bm * per_row;
+    Expr v = int_var("c_cp") * consumers_ + tx_;
+    Expr row = v / per_row, col = v % per_row * 4;
+    Expr out_row = tile_m_ * p.bm + row, out_col = tile_n_ * p.bn + col;
+    Expr at = row * stage_ld_ + col;
+    Expr index = out_row * i32(n) + out_col;
+    Stmt store;
+    if (out16) {
+      store = Block::make(
+          {Store::make(c, index,
+                       pack_x2(input_, Load::make(c_stage_, at), Load::make(c_stage_, at + 1))),
+           Store::make(
+               c, index + 2,
+               pack_x2(input_, Load::make(c_stage_, at + 2), Load::make(c_stage_, at + 3)))});
+    } else {
+      store = Store::make(c, index, Load::make(c_stage_, at, 4));
+    }
+    Stmt guarded = IfThenElse::make(out_row < i32(m) && out_col < i32(n), store);
+    if (copies % consumers_ != 0) guarded = IfThenElse::make(v < copies, guarded);
+    out.copy_out =
+        For::make("c_cp", 0, int(ceil_div(copies, consumers_)), ForKind::unrolled, guarded);
+  }
+  return out;
+}
+
+// Barriers are initialised, and made visible to the TMA unit, before anyone uses them.
+Stmt WgmmaGemmBuilder::barrier_setup() const {
+  std::vector<Stmt> setup;
+  for (int st = 0; st < s_; ++st) {
+    setup.push_back(mbarrier_init(full(i32(st)), i32(1)));
+    // Every consumer thread of the slice's warpgroups releases it: all, or the tile's owner.
+    const int releasers = pingpong_ ? 128 : consumers_;
+    if (!release_by_barrier_) setup.push_back(mbarrier_init(empty(i32(st)), i32(releasers)));
+  }
+  for (int w = 0; pingpong_ && w < p_.warpgroups; ++w) {
+    setup.push_back(mbarrier_init(address_of(mbar_order_, i32(w)), i32(128)));
+  }
+  for (const TensorMapParam& map : maps_) {
+    setup.push_back(prefetch_tensormap(tensor_map_ref(map.name)));
+  }
+  setup.push_back(fence_proxy_async());
+  return Block::make(setup);
+}
+
+// `body` with its buffers, the thread's position in its warp and warpgroup, and the grid.
+Stmt WgmmaGemmBuilder::bind(Stmt body) const {
+  body = Allocate::make(acc_, body);
+  body = Allocate::make(c_stage_, body);
+  if (!release_by_barrier_) body = Allocate::make(mbar_empty_, body);
+  if (pingpong_) body = Allocate::make(mbar_order_, body);
+  if (any_tma_) body = Allocate::make(mbar_full_, body);
+  body = Allocate::make(smem_, body);
+  Expr lane = tx_ % 32;
+  body = LetStmt::make("thread_in_group", lane % 4, body);
+  body = LetStmt::make("group", lane / 4, body);
+  body = LetStmt::make("warp", tx_ % 128 / 32, body);
+  // Broadcast, so that the compiler keeps the warpgroup index and the descriptors made from it
+  // in uniform registers (as it cannot tell threadIdx.x / 128 is the same in every lane).
+  body = LetStmt::make("warpgroup", warp_uniform(tx_ / 128), body);
+  if (any_tma_) body = LetStmt::make("block_warp", warp_uniform(tx_ / 32), body);
+  return tc::bind_tile_grid(body, grid_);
+}
+
+Kernel WgmmaGemmBuilder::build() {
+  const Epilogue epi = epilogue();
+  std::vector<Stmt> parts;
+  if (any_tma_) {
+    parts.push_back(IfThenElse::make(thread0_, barrier_setup()));
+    parts.push_back(Sync::make());
+  }
+  if (!producer_) {
+    parts.push_back(ring_mainloop());
+    parts.push_back(epi.write);
+    if (epi.copy_out.defined()) parts.push_back(Block::make({Sync::make(), epi.copy_out}));
+  } else {
+    // The branches are uniform across each warpgroup, as wgmma and setmaxnreg need.
+    Expr is_consumer = wg_ < i32(p_.warpgroups);
+    parts.push_back(IfThenElse::make(is_consumer, consumers(epi.write, epi.copy_out), producer()));
+    if (epi.copy_out.defined()) {
+      parts.push_back(Sync::make());
+      parts.push_back(IfThenElse::make(is_consumer, epi.copy_out));
+    }
+  }
+
+  Kernel kernel;
+  kernel.name = spec_.name;
+  kernel.buffers = spec_.parameters;
+  kernel.body = bind(Block::make(parts));
+  kernel.tensor_maps = std::move(maps_);
+  // setmaxnreg needs the register count at entry fixed: __launch_bounds__(threads, 1).
+  if (producer_) kernel.min_blocks = 1;
+  return kernel;
+}
+
+}  // namespace
+
+Kernel build_wgmma_gemm(const WgmmaGemmSpec& spec, const WgmmaParams& p) {
+  return WgmmaGemmBuilder(spec, p).build();
+}
+
+std::vector<std::string> wgmma_loop_names() {
+  return {"bx", "kz", "tx", "k_outer", "kk",     "j",     "a_cp",  "b_cp",
+          "i",  "p",  "e",  "c_cp",    "k_load", "a_tma", "b_tma", "tile_t"};
+}
+
+std::vector<std::string> wgmma_local_buffer_names() {
+  return {"S", "C_stage", "Acc", "mbar_full", "mbar_empty", "mbar_order"};
+}
+
+}  // namespace cutune::wg
