@@ -7,7 +7,6 @@
 
 using namespace cutune::ir;
 using cutune::test::global_f32;
-using cutune::test::i32;
 using cutune::test::no;
 using cutune::test::v;
 using cutune::test::yes;
