@@ -1,7 +1,8 @@
 #pragma once
 // A light static analysis of a kernel's loop nest, for feature extraction: one pass over the
-// IR as the template built it (unsimplified), with no simplifier and no enumeration of
-// iterations, so that it runs in microseconds.
+// IR as the template built it (unsimplified), with no simplification and no enumeration of
+// iterations, so that it runs in microseconds. Value ranges are the IR's interval bounds
+// (src/ir/bounds.h) over the enclosing loops and lets (cost_model/loop_scope.h).
 //
 // Conventions:
 // - Counts are per launch unless named otherwise: a loop's trips and the operations charged

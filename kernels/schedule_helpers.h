@@ -18,8 +18,6 @@ namespace cutune {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-inline ir::Expr i32(int64_t v) { return ir::IntImm::make(ir::Type::i32(), v); }
-
 // Appends the configuration with these knob values to `out` when it is valid in `space`: a
 // reference configuration that does not suit the shape is left out.
 void add_if_valid(const ConfigSpace& space, nlohmann::json knobs, std::vector<Config>& out);

@@ -14,7 +14,6 @@ using namespace ir;
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-Expr i32(int64_t v) { return IntImm::make(Type::i32(), v); }
 
 }  // namespace
 

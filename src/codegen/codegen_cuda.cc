@@ -8,6 +8,7 @@
 
 #include "src/codegen/cuda_intrinsics.h"
 #include "src/codegen/cuda_tma_intrinsics.h"
+#include "src/ir/bounds.h"
 #include "src/ir/expr_text.h"
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/ir_operators.h"

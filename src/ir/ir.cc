@@ -310,21 +310,9 @@ Expr BinaryNode<K>::make(Expr a, Expr b) {
   return Expr(make_node<BinaryNode<K>>(t, std::move(a), std::move(b)));
 }
 
-template struct BinaryNode<NodeKind::Add>;
-template struct BinaryNode<NodeKind::Sub>;
-template struct BinaryNode<NodeKind::Mul>;
-template struct BinaryNode<NodeKind::Div>;
-template struct BinaryNode<NodeKind::Mod>;
-template struct BinaryNode<NodeKind::Min>;
-template struct BinaryNode<NodeKind::Max>;
-template struct BinaryNode<NodeKind::EQ>;
-template struct BinaryNode<NodeKind::NE>;
-template struct BinaryNode<NodeKind::LT>;
-template struct BinaryNode<NodeKind::LE>;
-template struct BinaryNode<NodeKind::GT>;
-template struct BinaryNode<NodeKind::GE>;
-template struct BinaryNode<NodeKind::And>;
-template struct BinaryNode<NodeKind::Or>;
+#define CUTUNE_IR_INSTANTIATE(name) template struct BinaryNode<NodeKind::name>;
+CUTUNE_IR_BINARY_NODES(CUTUNE_IR_INSTANTIATE)
+#undef CUTUNE_IR_INSTANTIATE
 
 Expr Not::make(Expr a) {
   check(a.defined() && a.type().is_bool(), "Not needs a Bool operand");

@@ -25,26 +25,31 @@
 namespace cutune::ir {
 
 // Every node kind, once. Adding a node is one line here plus its struct below; the visitor,
-// mutator, printer and equality are driven by these lists.
+// mutator, printer and equality are driven by these lists. The binary nodes (one struct
+// template, BinaryNode, two operands `a` and `b`) are a sub-list of their own, for the passes
+// that treat them alike.
+#define CUTUNE_IR_BINARY_NODES(X) \
+  X(Add)                          \
+  X(Sub)                          \
+  X(Mul)                          \
+  X(Div)                          \
+  X(Mod)                          \
+  X(Min)                          \
+  X(Max)                          \
+  X(EQ)                           \
+  X(NE)                           \
+  X(LT)                           \
+  X(LE)                           \
+  X(GT)                           \
+  X(GE)                           \
+  X(And)                          \
+  X(Or)
+
 #define CUTUNE_IR_EXPR_NODES(X) \
   X(IntImm)                     \
   X(FloatImm)                   \
   X(Var)                        \
-  X(Add)                        \
-  X(Sub)                        \
-  X(Mul)                        \
-  X(Div)                        \
-  X(Mod)                        \
-  X(Min)                        \
-  X(Max)                        \
-  X(EQ)                         \
-  X(NE)                         \
-  X(LT)                         \
-  X(LE)                         \
-  X(GT)                         \
-  X(GE)                         \
-  X(And)                        \
-  X(Or)                         \
+  CUTUNE_IR_BINARY_NODES(X)     \
   X(Not)                        \
   X(Select)                     \
   X(Load)                       \

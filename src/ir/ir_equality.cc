@@ -34,21 +34,7 @@ bool equal(const Expr& a, const Expr& b) {
 #define CUTUNE_IR_EQ_BINARY(name) \
   case NodeKind::name:            \
     return equal_binary<name>(a, b);
-      CUTUNE_IR_EQ_BINARY(Add)
-      CUTUNE_IR_EQ_BINARY(Sub)
-      CUTUNE_IR_EQ_BINARY(Mul)
-      CUTUNE_IR_EQ_BINARY(Div)
-      CUTUNE_IR_EQ_BINARY(Mod)
-      CUTUNE_IR_EQ_BINARY(Min)
-      CUTUNE_IR_EQ_BINARY(Max)
-      CUTUNE_IR_EQ_BINARY(EQ)
-      CUTUNE_IR_EQ_BINARY(NE)
-      CUTUNE_IR_EQ_BINARY(LT)
-      CUTUNE_IR_EQ_BINARY(LE)
-      CUTUNE_IR_EQ_BINARY(GT)
-      CUTUNE_IR_EQ_BINARY(GE)
-      CUTUNE_IR_EQ_BINARY(And)
-      CUTUNE_IR_EQ_BINARY(Or)
+      CUTUNE_IR_BINARY_NODES(CUTUNE_IR_EQ_BINARY)
 #undef CUTUNE_IR_EQ_BINARY
     case NodeKind::Not:
       return equal(a.as<Not>()->a, b.as<Not>()->a);

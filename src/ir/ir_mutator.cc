@@ -41,21 +41,7 @@ Expr IRMutator::visit_node(const Var*, const Expr& self) { return self; }
     if (a.same_as(op->a) && b.same_as(op->b)) return self;       \
     return name::make(std::move(a), std::move(b));               \
   }
-CUTUNE_IR_BINARY(Add)
-CUTUNE_IR_BINARY(Sub)
-CUTUNE_IR_BINARY(Mul)
-CUTUNE_IR_BINARY(Div)
-CUTUNE_IR_BINARY(Mod)
-CUTUNE_IR_BINARY(Min)
-CUTUNE_IR_BINARY(Max)
-CUTUNE_IR_BINARY(EQ)
-CUTUNE_IR_BINARY(NE)
-CUTUNE_IR_BINARY(LT)
-CUTUNE_IR_BINARY(LE)
-CUTUNE_IR_BINARY(GT)
-CUTUNE_IR_BINARY(GE)
-CUTUNE_IR_BINARY(And)
-CUTUNE_IR_BINARY(Or)
+CUTUNE_IR_BINARY_NODES(CUTUNE_IR_BINARY)
 #undef CUTUNE_IR_BINARY
 
 Expr IRMutator::visit_node(const Not* op, const Expr& self) {

@@ -33,6 +33,7 @@ inline Expr select(Expr c, Expr t, Expr f) {
 inline Expr cast(Type t, Expr v) { return Cast::make(t, std::move(v)); }
 
 inline Expr int_var(std::string name) { return Var::make(Type::i32(), std::move(name)); }
+inline Expr i32(int64_t v) { return IntImm::make(Type::i32(), v); }
 inline Expr f32(double v) { return FloatImm::make(Type::f32(), v); }
 
 // Conjunction of a list of conditions; `true` (as 1 == 1 never appears: undefined) when empty.

@@ -38,21 +38,7 @@ void IRVisitor::visit_node(const Var*) {}
     visit(op->a);                              \
     visit(op->b);                              \
   }
-CUTUNE_IR_BINARY(Add)
-CUTUNE_IR_BINARY(Sub)
-CUTUNE_IR_BINARY(Mul)
-CUTUNE_IR_BINARY(Div)
-CUTUNE_IR_BINARY(Mod)
-CUTUNE_IR_BINARY(Min)
-CUTUNE_IR_BINARY(Max)
-CUTUNE_IR_BINARY(EQ)
-CUTUNE_IR_BINARY(NE)
-CUTUNE_IR_BINARY(LT)
-CUTUNE_IR_BINARY(LE)
-CUTUNE_IR_BINARY(GT)
-CUTUNE_IR_BINARY(GE)
-CUTUNE_IR_BINARY(And)
-CUTUNE_IR_BINARY(Or)
+CUTUNE_IR_BINARY_NODES(CUTUNE_IR_BINARY)
 #undef CUTUNE_IR_BINARY
 void IRVisitor::visit_node(const Not* op) { visit(op->a); }
 void IRVisitor::visit_node(const Select* op) {

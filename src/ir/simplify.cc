@@ -12,20 +12,6 @@ namespace cutune::ir {
 
 namespace {
 
-using Bound = std::optional<int64_t>;
-
-Bound add_bound(Bound a, Bound b) {
-  if (!a || !b) return std::nullopt;
-  return *a + *b;
-}
-
-Interval scale(const Interval& i, int64_t c) {
-  if (c >= 0) {
-    return {i.lo ? Bound(*i.lo * c) : std::nullopt, i.hi ? Bound(*i.hi * c) : std::nullopt};
-  }
-  return {i.hi ? Bound(*i.hi * c) : std::nullopt, i.lo ? Bound(*i.lo * c) : std::nullopt};
-}
-
 // Sum of coefficient * term, plus a constant. Terms are non-linear Int32 expressions.
 struct Linear {
   std::vector<std::pair<Expr, int64_t>> terms;
@@ -63,78 +49,12 @@ class Simplifier : public IRMutator {
   using IRMutator::mutate;
   using IRMutator::visit_node;
 
-  Interval bounds(const Expr& e) const {
-    if (auto c = as_const_int(e)) return Interval::point(*c);
-    if (!e.type().is_int()) return Interval::everything();
-    switch (e.kind()) {
-      case NodeKind::Var: {
-        auto it = env_.find(e.as<Var>()->name);
-        return it == env_.end() ? Interval::everything() : it->second;
-      }
-      case NodeKind::Add: {
-        Interval a = bounds(e.as<Add>()->a), b = bounds(e.as<Add>()->b);
-        return {add_bound(a.lo, b.lo), add_bound(a.hi, b.hi)};
-      }
-      case NodeKind::Sub: {
-        Interval a = bounds(e.as<Sub>()->a), b = scale(bounds(e.as<Sub>()->b), -1);
-        return {add_bound(a.lo, b.lo), add_bound(a.hi, b.hi)};
-      }
-      case NodeKind::Mul: {
-        const Mul* op = e.as<Mul>();
-        if (auto c = as_const_int(op->b)) return scale(bounds(op->a), *c);
-        if (auto c = as_const_int(op->a)) return scale(bounds(op->b), *c);
-        Interval a = bounds(op->a), b = bounds(op->b);
-        if (a.lo && a.hi && b.lo && b.hi) {
-          int64_t v[] = {*a.lo * *b.lo, *a.lo * *b.hi, *a.hi * *b.lo, *a.hi * *b.hi};
-          return {*std::min_element(v, v + 4), *std::max_element(v, v + 4)};
-        }
-        return Interval::everything();
-      }
-      case NodeKind::Div: {
-        const Div* op = e.as<Div>();
-        auto c = as_const_int(op->b);
-        if (!c || *c <= 0) return Interval::everything();
-        Interval a = bounds(op->a);
-        return {a.lo ? Bound(floor_div(*a.lo, *c)) : std::nullopt,
-                a.hi ? Bound(floor_div(*a.hi, *c)) : std::nullopt};
-      }
-      case NodeKind::Mod: {
-        const Mod* op = e.as<Mod>();
-        auto c = as_const_int(op->b);
-        if (!c || *c <= 0) return Interval::everything();
-        Interval a = bounds(op->a);
-        if (a.lo && a.hi && *a.lo >= 0 && *a.hi < *c) return a;
-        return {0, *c - 1};
-      }
-      case NodeKind::Min: {
-        Interval a = bounds(e.as<Min>()->a), b = bounds(e.as<Min>()->b);
-        Bound lo = (a.lo && b.lo) ? Bound(std::min(*a.lo, *b.lo)) : std::nullopt;
-        Bound hi = a.hi ? (b.hi ? Bound(std::min(*a.hi, *b.hi)) : a.hi) : b.hi;
-        return {lo, hi};
-      }
-      case NodeKind::Max: {
-        Interval a = bounds(e.as<Max>()->a), b = bounds(e.as<Max>()->b);
-        Bound lo = a.lo ? (b.lo ? Bound(std::max(*a.lo, *b.lo)) : a.lo) : b.lo;
-        Bound hi = (a.hi && b.hi) ? Bound(std::max(*a.hi, *b.hi)) : std::nullopt;
-        return {lo, hi};
-      }
-      case NodeKind::Select: {
-        Interval a = bounds(e.as<Select>()->true_value);
-        Interval b = bounds(e.as<Select>()->false_value);
-        Bound lo = (a.lo && b.lo) ? Bound(std::min(*a.lo, *b.lo)) : std::nullopt;
-        Bound hi = (a.hi && b.hi) ? Bound(std::max(*a.hi, *b.hi)) : std::nullopt;
-        return {lo, hi};
-      }
-      default:
-        return Interval::everything();
-    }
-  }
+  Interval bounds(const Expr& e) const { return bounds_of(e, env_); }
 
   Interval bounds(const Linear& l) const {
     Interval r = Interval::point(l.constant);
     for (const auto& [t, c] : l.terms) {
-      Interval s = scale(bounds(t), c);
-      r = {add_bound(r.lo, s.lo), add_bound(r.hi, s.hi)};
+      r = add(r, scale(bounds(t), c));
     }
     return r;
   }
@@ -328,7 +248,7 @@ class Simplifier : public IRMutator {
     }
     Interval range = bounds(mn);
     Interval ext_range = bounds(ext);
-    Interval var_range{range.lo, add_bound(add_bound(range.hi, ext_range.hi), Bound(-1))};
+    Interval var_range{range.lo, add(add(range, ext_range), Interval::point(-1)).hi};
     auto saved = env_.find(op->var) != env_.end() ? std::optional(env_[op->var]) : std::nullopt;
     env_[op->var] = var_range;
     Stmt body = mutate(op->body);
@@ -493,16 +413,6 @@ class Simplifier : public IRMutator {
 };
 
 }  // namespace
-
-Interval bounds_of(const Expr& e, const BoundsEnv& env) {
-  Simplifier s(env);
-  return s.bounds(e);
-}
-
-bool provably_non_negative(const Expr& e, const BoundsEnv& env) {
-  Interval i = bounds_of(e, env);
-  return i.lo && *i.lo >= 0;
-}
 
 Expr simplify(const Expr& e, const BoundsEnv& env) {
   Simplifier s(env);

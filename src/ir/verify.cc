@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "src/ir/bounds.h"
 #include "src/ir/hopper_intrinsics.h"
 #include "src/ir/intrinsics.h"
 #include "src/ir/ir_visitor.h"
-#include "src/ir/simplify.h"
 #include "src/ir/tma_intrinsics.h"
 
 namespace cutune::ir {

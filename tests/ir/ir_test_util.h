@@ -11,7 +11,6 @@
 
 namespace cutune::test {
 
-inline ir::Expr i32(int64_t v) { return ir::IntImm::make(ir::Type::i32(), v); }
 inline ir::Expr v(const char* name) { return ir::int_var(name); }
 inline ir::Expr yes() { return ir::IntImm::make(ir::Type::boolean(), 1); }
 inline ir::Expr no() { return ir::IntImm::make(ir::Type::boolean(), 0); }

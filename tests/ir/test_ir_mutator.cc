@@ -6,7 +6,6 @@
 
 using namespace cutune::ir;
 using cutune::test::global_f32;
-using cutune::test::i32;
 using cutune::test::v;
 
 namespace {

@@ -7,7 +7,6 @@
 
 using namespace cutune::ir;
 using cutune::test::global_f32;
-using cutune::test::i32;
 using cutune::test::no;
 using cutune::test::v;
 using cutune::test::yes;
@@ -223,19 +222,4 @@ TEST_CASE("a change deep in a tree rebuilds only its path", "[simplify]") {
   CHECK_FALSE(out.same_as(input));
   CHECK(block->stmts[0].same_as(untouched));
   CHECK_IR(changed, block->stmts[1], store(c, v("i"), f32(2.0)));
-}
-
-TEST_CASE("bounds_of and provably_non_negative", "[simplify]") {
-  Expr x = v("x"), y = v("y");
-  BoundsEnv env{{"x", Interval{0, 7}}, {"y", Interval{-2, 3}}};
-  Interval b = bounds_of(x * 4 + y, env);
-  CHECK(b.lo == -2);
-  CHECK(b.hi == 31);
-  CHECK(bounds_of(x % 4, env).hi == 3);
-  CHECK(bounds_of(x / 2, env).hi == 3);
-  CHECK(bounds_of(y / 2, env).lo == -1);
-  CHECK(provably_non_negative(x * 4 + 1, env));
-  CHECK_FALSE(provably_non_negative(x + y, env));
-  CHECK_FALSE(provably_non_negative(v("z"), env));
-  CHECK_FALSE(bounds_of(v("z") * 2, env).lo.has_value());
 }
