@@ -1,5 +1,7 @@
 #include "kernels/tc_blocks.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -117,6 +119,11 @@ SourceFn matrix_source(int64_t ld, int64_t row_limit, int64_t col_limit, bool gu
 }
 
 Stmt TileCopy::copy(const Expr& tx, const Expr& stage, const Expr& row0, const Expr& col0) const {
+  // A configuration outside the space's constraints (a warp tile larger than the block's) may
+  // leave no thread to copy with: refused like any IR it cannot build, never a division by zero.
+  if (threads <= 0 || elems <= 0)
+    throw ir::IRError(fmt::format("the {} tile copy has {} threads and {}-element copies", prefix,
+                                  threads, elems));
   int per_row = tile->cols / elems;
   std::string var = prefix + "_cp";
   Expr r = int_var(var);

@@ -11,6 +11,7 @@
 #include "kernels/conv2d_wgmma.h"
 #include "kernels/gemm_tc.h"
 #include "kernels/layer_suites.h"
+#include "src/lower/lower.h"
 #include "tests/tensor_core/conv_samples.h"
 #include "tests/tensor_core/tc_samples.h"
 
@@ -122,6 +123,20 @@ TEST_CASE("tensor-core convolution constraints follow the shape", "[tensor_core]
   }
   Config odd_full = test::tc_config(*odd, test::kConvFull);
   CHECK(odd->space().violation(odd_full).value_or("") == "paired epilogue stores need an even N");
+}
+
+TEST_CASE("a configuration outside the constraints is refused by lowering, not a crash",
+          "[tensor_core][conv][space]") {
+  // A warp tile taller than the block leaves the block no warps, so no thread to copy with.
+  auto tmpl = make_template("conv2d_fp16", {1, 64, 56, 56, 64, 3, 3, 1, 1}, "conv2d_fp16_nhwc");
+  nlohmann::json j = tmpl->reference_configs().at(0).to_json();
+  j["knobs"]["block_m"] = 32;
+  j["knobs"]["warp_m"] = 64;
+  const Config c = tmpl->space().from_json(j);
+  REQUIRE(tmpl->space().violation(c).has_value());
+  const Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+  CHECK_FALSE(l.ok());
+  CHECK_THAT(l.build_error, Catch::Contains("tile copy has 0 threads"));
 }
 
 TEST_CASE("the tensor-core convolution reference configurations lower on ResNet-18 layers",
