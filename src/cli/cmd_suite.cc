@@ -187,8 +187,10 @@ std::vector<LayerOutcome> tune_layers_scaled(
   o.tune = search.tune_options();
   o.tune.log = args.log;
   o.tune.resume = args.resume;
-  if (emulated) o.tune.remeasure_top = 0;
-  if (emulated) o.tune.set_pipeline(false);
+  if (emulated) {  // emulator times are no GPU times: nothing to re-measure or overlap
+    o.tune.remeasure_top = 0;
+    o.tune.set_pipeline(false);
+  }
   o.tune.progress = !args.quiet;  // the live line, when there is one layer
   o.make_policy = search.policy_factory();
   o.transfer = search.tuner == TunerKind::xgb && !args.no_transfer;

@@ -78,16 +78,14 @@ class FakeBackend final : public WorkerBackend {
   // fill rule and (for blob-filled ones) first up to 8 initial bytes in hex; the blob's other
   // sections.
   static nlohmann::json summary(const WorkerTask& t, const std::vector<char>& blob) {
-    static const char* kinds[] = {"buffer", "scalar", "constant"};
-    static const char* inits[] = {"seeded", "blob", "nan", "zero"};
     nlohmann::json args = nlohmann::json::array();
     size_t offset = 0;
     for (const WorkerArgument& a : t.arguments) {
       nlohmann::json j = {{"name", a.name},
-                          {"kind", kinds[int(a.kind)]},
+                          {"kind", to_string(a.kind)},
                           {"elem", a.elem},
                           {"bytes", a.bytes()},
-                          {"init", inits[int(a.init)]},
+                          {"init", to_string(a.init)},
                           {"is_output", a.is_output},
                           {"reset_each_run", a.reset_each_run},
                           {"tolerance", a.tolerance}};

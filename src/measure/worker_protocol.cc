@@ -16,6 +16,14 @@
 
 namespace cutune {
 
+namespace {
+constexpr const char* kArgKindNames[] = {"buffer", "scalar", "constant"};
+constexpr const char* kArgInitNames[] = {"seeded", "blob", "nan", "zero"};
+}  // namespace
+
+const char* to_string(ArgKind kind) { return kArgKindNames[int(kind)]; }
+const char* to_string(ArgInit init) { return kArgInitNames[int(init)]; }
+
 int64_t WorkerArgument::bytes() const { return elements * dtype_bytes(elem); }
 
 int64_t WorkerTask::blob_argument_bytes() const {
@@ -133,8 +141,6 @@ Dim3 dim3_from_json(const nlohmann::json& j) {
 
 // The names of an enum's values on the wire, in the enum's order.
 constexpr const char* kReferenceNames[] = {"none", "host", "file", "baseline", "kernel"};
-constexpr const char* kArgKindNames[] = {"buffer", "scalar", "constant"};
-constexpr const char* kArgInitNames[] = {"seeded", "blob", "nan", "zero"};
 
 template <class E, size_t N>
 E parse_name(const char* const (&names)[N], const std::string& s, const char* what) {
@@ -250,10 +256,10 @@ Frame task_frame(const WorkerTask& t, std::vector<char> blob) {
   nlohmann::json arguments = nlohmann::json::array();
   for (const WorkerArgument& a : t.arguments)
     arguments.push_back({{"name", a.name},
-                         {"kind", kArgKindNames[int(a.kind)]},
+                         {"kind", to_string(a.kind)},
                          {"elem", a.elem},
                          {"elements", a.elements},
-                         {"init", kArgInitNames[int(a.init)]},
+                         {"init", to_string(a.init)},
                          {"is_output", a.is_output},
                          {"reset_each_run", a.reset_each_run},
                          {"tolerance", a.tolerance}});

@@ -86,6 +86,10 @@ enum class ArgInit {
   zero     // zero bytes: an output a split-K kernel adds into
 };
 
+// The names on the wire: "buffer", "scalar", "constant"; "seeded", "blob", "nan", "zero".
+const char* to_string(ArgKind kind);
+const char* to_string(ArgInit init);
+
 struct WorkerArgument {
   std::string name;
   ArgKind kind = ArgKind::buffer;
