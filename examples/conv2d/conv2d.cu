@@ -21,7 +21,8 @@
 __constant__ float d_filter[filter_height * filter_width];
 
 extern "C" __global__ void __launch_bounds__(block_size_x * block_size_y)
-conv2d(float* __restrict__ output, const float* __restrict__ input, int width, int height) {
+conv2d(float* __restrict__ output, const float* __restrict__ input,
+       const float* __restrict__ /*filter: read from d_filter*/, int width, int height) {
   const int tx = threadIdx.x;
   const int ty = threadIdx.y;
   const int x0 = blockIdx.x * block_size_x * tile_size_x;

@@ -70,6 +70,16 @@ spec::KernelSpec SpecOptions::load(bool require_kernel_file) const {
   return s;
 }
 
+void print_spec_warnings(const spec::KernelSpec& spec) {
+  for (const std::string& w : spec.warnings) fmt::print(stderr, "cutune: warning: {}\n", w);
+}
+
+spec::SpecTask SpecOptions::task(bool require_kernel_file) const {
+  spec::SpecTask t(load(require_kernel_file));
+  print_spec_warnings(t.spec());
+  return t;
+}
+
 std::string SpecOptions::resolved_arch() const { return arch.empty() ? default_arch() : arch; }
 
 DeviceInfo SpecOptions::device() const {
@@ -127,7 +137,7 @@ SpecOptions TaskOrSpec::spec() const {
 namespace spec_form {
 
 void run_space(const SpecOptions& opts) {
-  spec::SpecTask task(opts.load(false));
+  spec::SpecTask task = opts.task(false);
   const spec::KernelSpec& s = task.spec();
   const ConfigSpace& space = task.space();
   std::optional<uint64_t> valid = space.count_valid();
@@ -161,7 +171,7 @@ void run_space(const SpecOptions& opts) {
 }
 
 void run_show(const SpecOptions& opts, const std::string& config_text) {
-  spec::SpecTask task(opts.load(true));
+  spec::SpecTask task = opts.task(true);
   Config c = parse_config(task.space(), config_text);
   if (auto why = task.space().violation(c)) throw UsageError("configuration violates " + *why);
   spec::SpecInstance in = task.instantiate(c);
@@ -196,7 +206,7 @@ void run_show(const SpecOptions& opts, const std::string& config_text) {
 void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
   if (sample < 1) throw UsageError("--sample must be >= 1");
   if (jobs < 1) throw UsageError("--jobs must be >= 1");
-  spec::SpecTask task(opts.load(true));
+  spec::SpecTask task = opts.task(true);
   const DeviceInfo device = opts.device();
   const auto start = std::chrono::steady_clock::now();
   std::vector<Config> configs = pick_configs(task.space(), sample, seed);
@@ -219,7 +229,6 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
                                  device.arch(), rejections[0]["reason"].get<std::string>()));
   BuildOptions build;
   build.arch = opts.resolved_arch();
-  build.extra_flags = task.spec().compiler_options;
   NvrtcBuilder builder(build, jobs);
   std::vector<CompileResult> results = builder.compile_batch(sources);
   const double seconds =
@@ -271,7 +280,7 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
 void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::string& config_text,
                 const VerifySanitizer& sanitizer) {
   if (sample < 1) throw UsageError("--sample must be >= 1");
-  spec::SpecTask task(opts.load(true));
+  spec::SpecTask task = opts.task(true);
   std::vector<Config> configs;
   if (!config_text.empty())
     configs.push_back(parse_config(task.space(), config_text));
@@ -391,7 +400,7 @@ void run_export(const SpecOptions& opts, const std::string& log, const std::stri
                 const std::string& task_filter) {
   if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
     throw UsageError(fmt::format("--out {} exists and is not a folder", out));
-  const spec::SpecTask task(opts.load(true));
+  const spec::SpecTask task = opts.task(true);
   const spec::SpecExport e =
       spec::export_spec_best(task, log_records(log, task_filter), out, opts.arch);
   if (opts.json) {
@@ -410,7 +419,7 @@ void run_export(const SpecOptions& opts, const std::string& log, const std::stri
 void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
                const std::string& log, double seconds, bool no_flush) {
   if (!(seconds > 0 && seconds <= 60)) throw UsageError("--seconds must be in (0, 60]");
-  const spec::SpecTask task(opts.load(true));
+  const spec::SpecTask task = opts.task(true);
   std::vector<std::pair<std::string, Config>> todo;
   todo.emplace_back("reference", task.config_of(task.spec().reference.configuration.empty()
                                                     ? task.spec().defaults()

@@ -15,10 +15,15 @@ namespace cutune {
 struct DeviceInfo;
 namespace spec {
 struct KernelSpec;
+class SpecTask;
 }
 }  // namespace cutune
 
 namespace cutune::cli {
+
+// "cutune: warning: ..." on stderr for each of the spec's warnings (what it says that is not
+// used, e.g. a LocalSize under Kernel Tuner's launch rule).
+void print_spec_warnings(const spec::KernelSpec& spec);
 
 // What a --spec form reads: the T1 file and the options its command took.
 struct SpecOptions {
@@ -28,6 +33,8 @@ struct SpecOptions {
   bool json = false;
 
   spec::KernelSpec load(bool require_kernel_file) const;
+  // The task of load(), its warnings printed to stderr (print_spec_warnings).
+  spec::SpecTask task(bool require_kernel_file) const;
   std::string resolved_arch() const;
   DeviceInfo device() const;
 };

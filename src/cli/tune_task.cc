@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "src/cli/cmd_spec.h"
 #include "src/distributed/suite_runner.h"
 #include "src/measure/device_selection.h"
 #include "src/measure/emulator_measurer.h"
@@ -69,6 +70,7 @@ void resolve_spec(const TuneArgs& args, TuneTask& t) {
   if (t.emulated) throw UsageError("--device emulator measures operators; drop --spec");
   require_readable_file(args.replay.spec, "--spec");
   auto task = std::make_shared<const spec::SpecTask>(spec::load_kernel_spec(args.replay.spec));
+  print_spec_warnings(task->spec());
   task->source();  // a missing kernel file is named before anything else
   t.spec = task;
   const std::string path = args.replay.spec;

@@ -1,7 +1,8 @@
 #pragma once
 // The plain value that code generation hands to the compiler, the emulator and the runtime:
-// a self-contained CUDA C translation unit with one extern "C" __global__ kernel and the
-// launch description that the kernel was generated for.
+// a CUDA C translation unit with one __global__ kernel and the launch description that the
+// kernel was generated for. Generated kernels are self-contained and extern "C"; a user's may
+// include headers from its compile_options' include paths and have C++ linkage.
 
 #include <cstdint>
 #include <optional>
@@ -40,13 +41,19 @@ struct LaunchSpec {
 };
 
 struct CudaSource {
-  std::string kernel_name;  // the extern "C" name of the __global__ function
+  // The __global__ function: its name or a name expression ("scale<float, 128>"), which NVRTC
+  // resolves to the symbol to load (a C++ kernel's is mangled).
+  std::string kernel_name;
   std::string code;         // the whole translation unit; includes nothing
   std::vector<KernelParam> params;
   LaunchSpec launch;
   // The kernel uses instructions of an architecture-specific feature set (sm_90a's wgmma and
   // setmaxnreg): the builder compiles it for the "a" variant of its architecture.
   bool arch_specific = false;
+  // A user kernel's NVRTC options (a spec's CompilerOptions and its folder as an include path):
+  // NVRTC gets them after its own (a -std here replaces cutune's); the emulator honours the
+  // defines, undefines and include paths among them.
+  std::vector<std::string> compile_options;
 };
 
 }  // namespace cutune

@@ -137,6 +137,15 @@ struct int3 {
 struct __attribute__((aligned(16))) int4 {
   int x, y, z, w;
 };
+struct __attribute__((aligned(8))) uint2 {
+  unsigned x, y;
+};
+struct __attribute__((aligned(16))) uint4 {
+  unsigned x, y, z, w;
+};
+struct __attribute__((aligned(16))) double2 {
+  double x, y;
+};
 
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline float3 make_float3(float x, float y, float z) { return float3{x, y, z}; }
@@ -144,6 +153,11 @@ static inline float4 make_float4(float x, float y, float z, float w) { return fl
 static inline int2 make_int2(int x, int y) { return int2{x, y}; }
 static inline int3 make_int3(int x, int y, int z) { return int3{x, y, z}; }
 static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+static inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return uint4{x, y, z, w};
+}
+static inline double2 make_double2(double x, double y) { return double2{x, y}; }
 
 // Declared, not defined, exactly as libm has them: the compiler treats them as built-ins and
 // inlines what it can; the rest resolve to libm, which the compiler driver links.

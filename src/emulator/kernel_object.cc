@@ -103,6 +103,26 @@ int run_command(const std::vector<std::string>& argv, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// What the host compiler takes of a user kernel's NVRTC options: defines, undefines and include
+// paths (joined or separate, short or long); the rest (the -std, code generation) is NVRTC's.
+std::vector<std::string> host_flags(const std::vector<std::string>& nvrtc_options) {
+  static constexpr std::pair<const char*, const char*> kKept[] = {
+      {"--define-macro=", "-D"}, {"--undefine-macro=", "-U"}, {"--include-path=", "-I"},
+      {"-D", "-D"}, {"-U", "-U"}, {"-I", "-I"}};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < nvrtc_options.size(); ++i) {
+    const std::string& o = nvrtc_options[i];
+    for (const auto& [prefix, host] : kKept) {
+      if (!o.starts_with(prefix)) continue;
+      std::string value = o.substr(std::string_view(prefix).size());
+      if (value.empty() && i + 1 < nvrtc_options.size()) value = nvrtc_options[++i];
+      out.push_back(host + value);
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> host_compiler_command() {
@@ -128,6 +148,8 @@ CompiledObject compile_kernel_object(const CudaSource& src, const fs::path& work
   cmd.insert(cmd.end(), kBaseFlags.begin(), kBaseFlags.end());
   if (sanitize) cmd.insert(cmd.end(), kSanitizeFlags.begin(), kSanitizeFlags.end());
   cmd.insert(cmd.end(), extra_flags.begin(), extra_flags.end());
+  const std::vector<std::string> user = host_flags(src.compile_options);
+  cmd.insert(cmd.end(), user.begin(), user.end());
 
   // Each compile gets its own folder, so the postlude names the kernel file the same way
   // every time and the hash covers everything the object depends on.

@@ -48,6 +48,8 @@ struct ExportedKernel {
   // add into them (TensorSpec::zero_init); "zero_init": true on those parameters.
   std::vector<std::string> zero_init;
   // __constant__ symbols a user kernel reads, to fill before launching: name, type, elements.
+  // Each is also the kernel parameter of its name (a buffer with the same bytes), as Kernel
+  // Tuner passes constant-memory arguments.
   nlohmann::json constants = nlohmann::json::array();
 };
 

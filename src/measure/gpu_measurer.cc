@@ -66,7 +66,7 @@ class GpuMeasurer final : public Measurer {
       : task_(std::move(task)),
         options_(options),
         target_(measuring_target(std::move(device), options)),
-        builder_(make_build_options(*task_, target_), std::max(options.compile_jobs, 1),
+        builder_(BuildOptions{.arch = target_.limits.arch}, std::max(options.compile_jobs, 1),
                  options.cache_dir.empty()
                      ? std::nullopt
                      : std::optional<std::filesystem::path>(options.cache_dir)),
@@ -229,13 +229,6 @@ class GpuMeasurer final : public Measurer {
   std::string target_arch() const override { return target_.limits.arch; }
 
  private:
-  static BuildOptions make_build_options(const KernelTask& task, const MeasuringTarget& target) {
-    BuildOptions b;
-    b.arch = target.limits.arch;
-    b.extra_flags = task.compiler_flags();
-    return b;
-  }
-
   static WorkerOptions make_worker_options(const GpuMeasureOptions& o) {
     WorkerOptions w;
     w.command = o.worker_command.empty() ? std::vector<std::string>{"/proc/self/exe", "__worker"}

@@ -79,8 +79,6 @@ struct WorkerSetup {
 class KernelTask {
  public:
   virtual ~KernelTask() = default;
-  // NVRTC flags the task's kernels need besides ours (a spec's compiler options).
-  virtual std::vector<std::string> compiler_flags() const { return {}; }
   // The worker's task. `builder` compiles a reference kernel where the task has one; without
   // `with_baseline` the task declares no library baseline (the measurer's retry when the
   // worker cannot set one up). Throws a one-line error when the task cannot be built.

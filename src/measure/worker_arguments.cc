@@ -38,12 +38,14 @@ DeviceArguments::DeviceArguments(const WorkerTask& task,
     if (a.init == ArgInit::blob) bytes = take(a.bytes());
     if (a.init == ArgInit::seeded)
       bytes = encode_values(input_values(task.seed, int(i), a.elements, a.elem), a.elem);
-    if (a.kind != ArgKind::buffer) {
+    if (a.kind == ArgKind::scalar) {
       initial_[i] = std::move(bytes);
       continue;
     }
     buffers_[i].emplace(size_t(std::max<int64_t>(a.bytes(), 1)));
-    if (a.init == ArgInit::seeded && !a.is_output && !a.reset_each_run) {
+    // A seeded input keeps no host copy; a constant's fills its symbol at every load.
+    if (a.init == ArgInit::seeded && !a.is_output && !a.reset_each_run &&
+        a.kind == ArgKind::buffer) {
       if (!bytes.empty()) buffers_[i]->upload(bytes.data());  // an input: no host copy kept
       continue;
     }
@@ -118,13 +120,10 @@ LoadedKernel DeviceArguments::load(
   l.maps.reserve(arg_indices.size());
   for (size_t p = 0; p < arg_indices.size(); ++p) {
     const int index = arg_indices[p];
-    if (index < 0 || size_t(index) >= arguments_.size() ||
-        arguments_[size_t(index)].kind == ArgKind::constant)
-      throw CandidateFailure{
-          MeasureStatus::launch_error, false,
-          fmt::format("kernel parameter {} names argument {}, which is no buffer or scalar of "
-                      "the task's {}",
-                      p, index, arguments_.size())};
+    if (index < 0 || size_t(index) >= arguments_.size())
+      throw CandidateFailure{MeasureStatus::launch_error, false,
+                             fmt::format("kernel parameter {} names argument {} of the task's {}",
+                                         p, index, arguments_.size())};
     const WorkerArgument& a = arguments_[size_t(index)];
     std::array<char, 16> v{};
     if (a.kind == ArgKind::scalar) {

@@ -75,7 +75,8 @@ struct TimingOptions {
 enum class ArgKind {
   buffer,   // device memory; the kernel gets its address
   scalar,   // passed by value (at most 16 bytes)
-  constant  // fills the module's __constant__ symbol of its name after every load
+  constant  // device memory like a buffer that also fills the module's __constant__ symbol of
+            // its name after every load (as Kernel Tuner passes constant-memory arguments)
 };
 
 // How an argument's initial bytes are made, once per task.

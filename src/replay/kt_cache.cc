@@ -155,6 +155,10 @@ class CacheReader {
         field_ = Field::gflops;
       else if (k == "GB/s")
         field_ = Field::gbs;
+      else if (k == "compile_time")
+        field_ = Field::compile;
+      else if (k == "verification_time")
+        field_ = Field::verification;
       else if (auto it = key_index_.find(k); it != key_index_.end()) {
         field_ = Field::param;
         param_ = it->second;
@@ -176,7 +180,7 @@ class CacheReader {
     params,
     cache
   };
-  enum class Field : uint8_t { other, param, time, times, gflops, gbs };
+  enum class Field : uint8_t { other, param, time, times, gflops, gbs, compile, verification };
   enum class Scalar : uint8_t { integer, real, text, other };
 
   bool fail(std::string message) {
@@ -249,6 +253,12 @@ class CacheReader {
         return true;
       case Field::gbs:
         if (number) entry_.gbs = d;
+        return true;
+      case Field::compile:
+        if (number) entry_.compile_ms = d;
+        return true;
+      case Field::verification:
+        if (number) entry_.verification_ms = d;
         return true;
       case Field::times:
       case Field::other:

@@ -22,6 +22,8 @@ struct KtEntry {
   std::string error;             // the failure string ("RuntimeFailedConfig", ...) when invalid
   std::optional<double> gflops;  // "GFLOP/s", when recorded
   std::optional<double> gbs;     // "GB/s", when recorded
+  // "compile_time" and "verification_time" (milliseconds), when recorded.
+  std::optional<double> compile_ms, verification_ms;
 };
 
 struct KtCache {

@@ -41,6 +41,7 @@ ReplayMeasurement ReplayMeasurer::measure(const Config& config) {
     return m;
   }
   m.valid = true;
+  m.compile_ms = entry->compile_ms.value_or(0);
   if (noise_ && !entry->times_ms.empty()) {
     const uint64_t repetition = answered_[config.index()]++;
     m.time_ms =

@@ -17,6 +17,7 @@ struct ReplayMeasurement {
   bool valid = false;
   double time_ms = 0;            // the recorded mean, or with noise one drawn repetition
   std::vector<double> times_ms;  // every recorded repetition; with noise, the drawn one
+  double compile_ms = 0;         // the recorded compile time, 0 when the cache has none
   std::string error;             // why invalid: the cache's failure string, "not in cache",
                                  // or the violated constraint
 };

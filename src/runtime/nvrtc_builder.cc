@@ -61,6 +61,20 @@ std::string arch_for(const BuildOptions& options, const CudaSource& source) {
   return fmt::format("sm_{}a", arch_number(options.arch));
 }
 
+// Ours, then the source's own options; a -std among those replaces ours (NVRTC warns of two).
+std::vector<std::string> flags_for(const std::vector<std::string>& ours, const CudaSource& source,
+                                   const std::string& arch) {
+  auto is_std = [](const std::string& f) { return f.starts_with("-std") || f.starts_with("--std"); };
+  const bool own_std = std::any_of(source.compile_options.begin(), source.compile_options.end(),
+                                   is_std);
+  std::vector<std::string> flags;
+  for (const std::string& f : ours)
+    if (!(own_std && is_std(f))) flags.push_back(f);
+  flags.front() = "--gpu-architecture=" + arch;
+  flags.insert(flags.end(), source.compile_options.begin(), source.compile_options.end());
+  return flags;
+}
+
 }  // namespace
 
 NvrtcBuilder::NvrtcBuilder(BuildOptions options, int jobs,
@@ -77,9 +91,9 @@ NvrtcBuilder::NvrtcBuilder(BuildOptions options, int jobs,
 
 uint64_t NvrtcBuilder::cache_key(const CudaSource& source) const {
   Fnv1a64 hash;
-  hash.add("cutune-nvrtc-1").add(nvrtc_version_).add(source.kernel_name).add(source.code);
-  if (source.arch_specific) hash.add(arch_for(options_, source));
-  for (const std::string& flag : flags_) hash.add(flag);
+  hash.add("cutune-nvrtc-2").add(nvrtc_version_).add(source.kernel_name).add(source.code);
+  for (const std::string& flag : flags_for(flags_, source, arch_for(options_, source)))
+    hash.add(flag);
   return hash.value();
 }
 
@@ -93,21 +107,17 @@ CompileResult NvrtcBuilder::compile(const CudaSource& source) {
 
 CompileResult NvrtcBuilder::compile_uncached(const CudaSource& source) const {
   const auto start = std::chrono::steady_clock::now();
-  // A kernel name with template arguments ("k<128, float>") is an NVRTC name expression: the
-  // template is instantiated and the result names its mangled (lowered) symbol.
-  const bool name_expression = source.kernel_name.find('<') != std::string::npos;
-  NvrtcProgram program(source.code,
-                       (name_expression ? std::string("kernel") : source.kernel_name) + ".cu");
-  if (name_expression)
-    CUTUNE_NVRTC_CHECK(nvrtc().nvrtcAddNameExpression(program.get(), source.kernel_name.c_str()));
+  // The kernel is an NVRTC name expression, so that a template is instantiated and a kernel of
+  // C++ linkage found: the result names the symbol NVRTC lowered it to.
+  const bool plain_name = source.kernel_name.find_first_of("<:") == std::string::npos;
+  NvrtcProgram program(source.code, (plain_name ? source.kernel_name : std::string("kernel")) + ".cu");
+  CUTUNE_NVRTC_CHECK(nvrtc().nvrtcAddNameExpression(program.get(), source.kernel_name.c_str()));
   const std::string arch = arch_for(options_, source);
-  std::vector<std::string> flags = flags_;
-  if (arch != options_.arch) flags.front() = "--gpu-architecture=" + arch;
-  const nvrtcResult status = program.compile(flags);
+  const nvrtcResult status = program.compile(flags_for(flags_, source, arch));
 
   CompileResult result;
   result.kernel_name = source.kernel_name;
-  if (name_expression && status == NVRTC_SUCCESS) {
+  if (status == NVRTC_SUCCESS) {
     const char* lowered = nullptr;
     CUTUNE_NVRTC_CHECK(
         nvrtc().nvrtcGetLoweredName(program.get(), source.kernel_name.c_str(), &lowered));

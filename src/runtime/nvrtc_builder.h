@@ -3,8 +3,9 @@
 // NVRTC needs no GPU, so this works on any machine with the toolkit.
 //
 // Each compile asks ptxas for its verbose report and parses it into CompileResult::ptxas.
-// A kernel_name with template arguments ("scale<float, 128>") is compiled as an NVRTC name
-// expression; the result's kernel_name is then the lowered (mangled) symbol to load.
+// The kernel_name is compiled as an NVRTC name expression, so a template ("scale<float, 128>")
+// is instantiated and a kernel of C++ linkage found; the result's kernel_name is the lowered
+// (mangled, for those) symbol to load. A source's compile_options follow ours.
 // A source that does not compile gives status compile_error with NVRTC's log; only a broken
 // environment (NVRTC refusing our options or running out of memory) throws CudaError.
 

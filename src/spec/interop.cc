@@ -89,6 +89,7 @@ replay::KtCache records_to_kt_cache(const std::vector<Record>& records) {
         seen[i].push_back(knobs[i].second);
     }
     e.valid = r.result.ok() && !r.result.times_s.empty();
+    e.compile_ms = r.result.compile_s * 1e3;
     if (e.valid) {
       for (double t : r.result.times_s) e.times_ms.push_back(t * 1e3);
       e.time_ms =
@@ -131,8 +132,8 @@ ordered_json kt_cache_to_json(const replay::KtCache& cache) {
     if (e.gflops) entry["GFLOP/s"] = *e.gflops;
     if (e.gbs) entry["GB/s"] = *e.gbs;
     // Kernel Tuner's simulation mode adds these up as the time a run would have taken.
-    entry["compile_time"] = 0;
-    entry["verification_time"] = 0;
+    entry["compile_time"] = e.compile_ms.value_or(0);
+    entry["verification_time"] = e.verification_ms.value_or(0);
     entry["benchmark_time"] =
         e.valid ? std::accumulate(e.times_ms.begin(), e.times_ms.end(), 0.0) : 0.0;
     entry["strategy_time"] = 0;

@@ -61,13 +61,15 @@ SpecArgument parse_argument(const json& a, size_t index, const std::vector<std::
   if (!a.is_object()) throw SpecError(where + " must be an object");
   SpecArgument arg;
   arg.name = field_string(a, "Name", where);
-  arg.type = [&] {
+  const ArgType type = [&] {
     try {
-      return parse_elem_type(field_string(a, "Type", where));
+      return parse_arg_type(field_string(a, "Type", where));
     } catch (const SpecError& e) {
       throw SpecError(fmt::format("{}.Type: {}", where, e.what()));
     }
   }();
+  arg.type = type.elem;
+  arg.lanes = type.lanes;
   const std::string memory = a.value("MemoryType", std::string("Vector"));
   if (memory != "Vector" && memory != "Scalar")
     throw SpecError(fmt::format("{}.MemoryType is '{}' (known: Vector, Scalar)", where, memory));
@@ -78,6 +80,9 @@ SpecArgument parse_argument(const json& a, size_t index, const std::vector<std::
   arg.is_constant = mem_type == "Constant";
   if (arg.is_constant && arg.is_scalar)
     throw SpecError(where + ": a constant-memory argument must be a Vector");
+  if (arg.lanes > 1 && arg.is_scalar)
+    throw SpecError(fmt::format("{}: a Scalar of vector type '{}' is not supported", where,
+                                a["Type"].get<std::string>()));
   arg.read_only = a.value("AccessType", std::string("ReadWrite")) == "ReadOnly";
   if (auto out = a.find("Output"); out != a.end()) {
     if (!out->is_number() && !out->is_boolean()) throw SpecError(where + ".Output must be 0 or 1");
@@ -187,6 +192,28 @@ ElemType parse_elem_type(const std::string& name) {
   throw SpecError(fmt::format("unknown type '{}' (known: {})", name, known));
 }
 
+ArgType parse_arg_type(const std::string& name) {
+  // CUDA's vector types of the element types above, as far as the emulator knows them.
+  static constexpr struct {
+    const char* name;
+    ElemType elem;
+    int lanes;
+  } kVectors[] = {{"float2", ElemType::f32, 2}, {"float4", ElemType::f32, 4},
+                  {"double2", ElemType::f64, 2}, {"int2", ElemType::i32, 2},
+                  {"int4", ElemType::i32, 4},   {"uint2", ElemType::u32, 2},
+                  {"uint4", ElemType::u32, 4}};
+  for (const auto& v : kVectors)
+    if (name == v.name) return {v.elem, v.lanes};
+  try {
+    return {parse_elem_type(name), 1};
+  } catch (const SpecError&) {
+    std::string known;
+    for (const TypeName& t : kTypeNames) known += (known.empty() ? "" : ", ") + std::string(t.name);
+    for (const auto& v : kVectors) known += ", " + std::string(v.name);
+    throw SpecError(fmt::format("unknown type '{}' (known: {})", name, known));
+  }
+}
+
 int elem_bytes(ElemType t) {
   switch (t) {
     case ElemType::i8:
@@ -271,6 +298,15 @@ const char* elem_c_type(ElemType t) {
       return "unsigned long long";
   }
   return "?";
+}
+
+std::string arg_c_type(const SpecArgument& a) {
+  if (a.lanes == 1) return elem_c_type(a.type);
+  const char* base = a.type == ElemType::f32   ? "float"
+                     : a.type == ElemType::f64 ? "double"
+                     : a.type == ElemType::i32 ? "int"
+                                               : "uint";
+  return fmt::format("{}{}", base, a.lanes);
 }
 
 std::vector<int64_t> KernelSpec::defaults() const {
@@ -363,22 +399,43 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
 void parse_kernel_part(const json& ks, KernelSpec& spec, const fs::path& folder) {
   const std::string where = "KernelSpecification";
   static constexpr const char* kAxes[] = {"X", "Y", "Z"};
+  if (auto l = ks.find("CutuneLaunch"); l != ks.end()) {
+    if (*l != "GlobalSize")
+      throw SpecError(fmt::format("{}.CutuneLaunch is {} (known: \"GlobalSize\"; leave it out for "
+                                  "Kernel Tuner's launch rule)",
+                                  where, l->dump()));
+    spec.launch = KernelSpec::Launch::global_size;
+  }
+  // Kernel Tuner does not read LocalSize and GlobalSize: under its rule one that does not
+  // parse is a warning, and the expressions stay empty.
+  const bool cutune_launch = spec.launch == KernelSpec::Launch::global_size;
   auto dims = [&](const char* key, SpecExpr(&out)[3]) {
-    auto it = ks.find(key);
-    if (it == ks.end() || !it->is_object())
-      throw SpecError(fmt::format("{}.{} must be an object with X, Y, Z", where, key));
-    for (int d = 0; d < 3; ++d) {
-      const std::string field = fmt::format("{}.{}.{}", where, key, kAxes[d]);
-      out[d] = parse_expr(it->contains(kAxes[d]) ? (*it)[kAxes[d]] : json("1"), field, spec.names);
+    try {
+      auto it = ks.find(key);
+      if (it == ks.end() || !it->is_object())
+        throw SpecError(fmt::format("{}.{} must be an object with X, Y, Z", where, key));
+      for (int d = 0; d < 3; ++d) {
+        const std::string field = fmt::format("{}.{}.{}", where, key, kAxes[d]);
+        out[d] =
+            parse_expr(it->contains(kAxes[d]) ? (*it)[kAxes[d]] : json("1"), field, spec.names);
+      }
+    } catch (const SpecError& e) {
+      if (cutune_launch) throw;
+      for (int d = 0; d < 3; ++d) out[d] = {};
+      spec.warnings.push_back(fmt::format("{} (not used: Kernel Tuner's launch rule)", e.what()));
     }
   };
   dims("LocalSize", spec.block);
   dims("GlobalSize", spec.grid);
   const std::string size_type = ks.value("GlobalSizeType", std::string("CUDA"));
-  if (size_type != "CUDA" && size_type != "OpenCL")
+  if (cutune_launch && size_type != "CUDA" && size_type != "OpenCL")
     throw SpecError(
         fmt::format("{}.GlobalSizeType is '{}' (known: CUDA, OpenCL)", where, size_type));
   spec.grid_is_blocks = size_type == "CUDA";
+  if (!cutune_launch && (spec.problem_size.empty() || spec.problem_size.size() > 3))
+    throw SpecError(fmt::format("{}.ProblemSize needs 1 to 3 sizes: Kernel Tuner's launch rule "
+                                "divides it into the grid",
+                                where));
   for (int d = 0; d < 3; ++d) {
     const std::string key = fmt::format("GridDiv{}", kAxes[d]);
     auto it = ks.find(key);

@@ -58,7 +58,6 @@ SpecExport export_spec_best(const SpecTask& task, const std::vector<Record>& rec
   build.arch = !arch.empty()                             ? arch
                : r.task.target_arch.rfind("sm_", 0) == 0 ? r.task.target_arch
                                                          : "sm_90";
-  build.extra_flags = task.spec().compiler_options;
   NvrtcBuilder builder(build);
   const CompileResult c = builder.compile(src);
   if (!c.ok())

@@ -19,11 +19,10 @@ void append(std::vector<char>& blob, const std::vector<std::byte>& bytes) {
   blob.insert(blob.end(), p, p + bytes.size());
 }
 
-// Kernel parameters are the spec's arguments without the constant-memory ones, in order.
+// Kernel parameters are the spec's arguments, in order (constant-memory ones too).
 std::vector<int> kernel_arg_indices(const KernelSpec& spec) {
   std::vector<int> out;
-  for (size_t i = 0; i < spec.arguments.size(); ++i)
-    if (!spec.arguments[i].is_constant) out.push_back(int(i));
+  for (size_t i = 0; i < spec.arguments.size(); ++i) out.push_back(int(i));
   return out;
 }
 
@@ -40,10 +39,6 @@ class SpecKernelTask final : public KernelTask {
   explicit SpecKernelTask(const SpecTask& task)
       : task_(task), reference_(task.instantiate(task.spec().reference.configuration)) {
     task.source();  // a missing kernel file is the user's error, before any worker starts
-  }
-
-  std::vector<std::string> compiler_flags() const override {
-    return task_.spec().compiler_options;
   }
 
   WorkerSetup worker_setup(const GpuMeasureOptions& options, NvrtcBuilder& builder,

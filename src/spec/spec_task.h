@@ -1,8 +1,9 @@
 #pragma once
 // The tuning task a KernelSpec defines: its configuration space (the T1 parameters and
 // conditions), and for one configuration the source as compiled (the parameters as
-// preprocessor defines in front of the user's unchanged file), the launch evaluated from the
-// spec's expressions, the argument sizes, and whether the launch fits a device.
+// preprocessor defines in front of the user's unchanged file, as Kernel Tuner puts them), the
+// launch (Kernel Tuner's rule unless the spec asks for cutune's: kernel_spec.h), the argument
+// sizes, and whether the launch fits a device.
 
 #include <cstdint>
 #include <memory>
@@ -23,7 +24,8 @@ struct SpecInstance {
   LaunchSpec launch;                // grid, block, dynamic shared memory
   std::vector<int64_t> elements;    // per spec argument (1 for scalars)
   std::vector<double> fill_values;  // per spec argument: FillValue, evaluated
-  std::string defines;              // "#define P V\n" per parameter
+  std::string defines;              // what Kernel Tuner puts in front of the source
+  std::vector<std::string> unroll_removed;  // loop_unroll_factor parameters set to 0
   std::string kernel_expression;    // the kernel's name, with its template arguments
 };
 
@@ -54,21 +56,26 @@ class SpecTask {
   static std::optional<std::string> launch_violation(const SpecInstance& instance,
                                                      const DeviceInfo& device);
 
-  // The translation unit NVRTC compiles: defines, then the user's file unchanged (with #line,
-  // so diagnostics name the user's lines). Kernel parameters follow the spec's arguments,
-  // constant-memory ones excluded. The kernel must be extern "C" unless it is a template,
-  // whose kernel_name is then the name expression "name<args>". `kernel_name` / `file_source`
-  // select another kernel (a reference kernel) compiled with the same defines.
+  // The translation unit NVRTC compiles: Kernel Tuner's defines (grid_size_x/y/z,
+  // block_size_x/y/z, every parameter, kernel_tuner), then the user's file unchanged (with
+  // #line, so diagnostics name the user's lines), with compile_options(). Kernel parameters
+  // follow the spec's arguments, constant-memory ones included (Kernel Tuner passes them and
+  // fills their symbol). kernel_name is an NVRTC name expression: the kernel's name, or with
+  // TemplateArguments "name<args>". `kernel_name` / `file_source` select another kernel (a
+  // reference kernel) compiled with the same defines.
   CudaSource nvrtc_source(const SpecInstance& instance, const std::string& kernel_name = {},
                           const std::string& file_source = {}) const;
   // The same for the CPU emulator: the source above plus an entry function that copies the
   // constant-memory arguments into their __constant__ symbols (once per run) and calls the
-  // kernel; its parameters are all the spec's arguments, in order. `kernel_name` / `file`
-  // select another kernel (a reference kernel) compiled with the same defines.
+  // kernel with every argument, in order.
   CudaSource emulator_source(const SpecInstance& instance, const std::string& kernel_name = {},
                              const std::string& file_source = {}) const;
+  // The spec's CompilerOptions, then the kernel's folder as an include path.
+  std::vector<std::string> compile_options() const;
 
  private:
+  void warn_unused_local_size();
+
   KernelSpec spec_;
   std::unique_ptr<ConfigSpace> space_;
   std::string source_;

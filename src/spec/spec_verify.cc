@@ -104,7 +104,7 @@ SpecVerifier::Run SpecVerifier::run_instance(const SpecInstance& in, const CudaS
   out.check.max_rel_error = kInf;
   if (r.status == emu::EmuStatus::compile_error) {
     // NVRTC decides whether the kernel is broken or only beyond the emulator.
-    NvrtcBuilder nvrtc(BuildOptions{device_.arch(), spec.compiler_options});
+    NvrtcBuilder nvrtc(BuildOptions{device_.arch()});
     CompileResult c = nvrtc.compile(task_.nvrtc_source(in));
     if (!c.ok()) {
       out.check.status = "compile_error";

@@ -75,7 +75,7 @@ TEST_CASE("a spec's worker task carries buffers, scalars by value and constant m
   CHECK(u.reference == ReferenceKind::kernel);
   CHECK(u.expected_bytes() == 0);
   CHECK(u.reference_kernel == "conv2d");
-  CHECK(u.reference_args == std::vector<int>{0, 1, 3, 4});
+  CHECK(u.reference_args == std::vector<int>{0, 1, 2, 3, 4});  // d_filter too (Kernel Tuner passes it)
   CHECK(u.reference_launch.block == Dim3{16, 16, 1});
   CHECK(u.reference_launch.grid == Dim3{4, 3, 1});
   CHECK(u.reference_cubin_bytes > 1000);
@@ -305,10 +305,13 @@ TEST_CASE("export --spec writes the best configuration's cubin, source and launc
   CHECK(std::string(magic, 4) ==
         "\x7f"
         "ELF");
+  // The source as compiled: Kernel Tuner's defines (the grid first), then the user's file.
   std::ifstream source(e.source);
-  std::string first;
+  std::string first, block;
   std::getline(source, first);
-  CHECK(first == "#define block_size_x 128");
+  for (int i = 0; i < 3; ++i) std::getline(source, block);
+  CHECK_THAT(first, Catch::StartsWith("#define grid_size_x "));
+  CHECK(block == "#define block_size_x 128");
   CHECK(std::filesystem::exists(dir / "manifest.json"));
   CHECK_THROWS_WITH(export_spec_best(task, {foreign}, dir), Catch::Contains("no ok record"));
   std::filesystem::remove_all(dir);
@@ -329,7 +332,8 @@ TEST_CASE("export --spec lists a kernel's __constant__ arguments to fill before 
   REQUIRE(e.entry.contains("constants"));
   CHECK(e.entry["constants"] ==
         nlohmann::json::array({{{"name", "d_filter"}, {"type", "float32"}, {"elements", 49}}}));
-  // The constant is no kernel parameter: output, input, width and height are.
-  CHECK(e.entry["params"].size() == 4);
+  // Kernel Tuner passes it as a parameter too: output, input, d_filter, width and height.
+  REQUIRE(e.entry["params"].size() == 5);
+  CHECK(e.entry["params"][2]["name"] == "d_filter");
   std::filesystem::remove_all(dir);
 }
