@@ -1,11 +1,13 @@
-// cutune replay: a tuner's search efficiency on a replayed Kernel Tuner cache, over seeds.
+// cutune replay: a tuner's search efficiency on a replayed Kernel Tuner cache, over seeds. Not
+// one tuning run but a study of many (src/tune/replay_study.h), each seed's search a policy of
+// the task's TuningSession; the task comes from the one resolver (tune_task.h), as a `cutune
+// tune --replay` run's does.
 
 #include "src/cli/cmd_tune.h"
 
 #include <chrono>
 
-#include "cost_model/features.h"
-#include "src/tune/replay_measurer_adapter.h"
+#include "src/cli/tune_task.h"
 #include "src/tune/replay_study.h"
 
 namespace cutune::cli {
@@ -26,11 +28,12 @@ void run_replay(const ReplayArgs& args) {
   if (args.threads < 1) {
     throw UsageError(fmt::format("--threads must be >= 1 (got {})", args.threads));
   }
-  replay::ReplayTask task = args.source.load();
-  auto features = cost_model::make_knob_features(task.space());
-  TuningSession session({replay_task_key(task), task.space(), *features, std::nullopt}, search,
-                        {.paths = as_paths(args.transfer_from),
-                         .featurize = knob_featurizer(task.space(), *features)});
+  TaskSource source;
+  source.replay = args.source;
+  const TuneTask t = resolve_tune_task(source, MeasureChoice{}, search);
+  const replay::ReplayTask& task = *t.replay;
+  TuningSession session(t.tuning_task(), t.search,
+                        {.paths = as_paths(args.transfer_from), .featurize = t.featurize});
   if (session.transfer_tasks() > 0) {
     fmt::print(stderr, "transfer: global model on {} records of {} other task(s)\n",
                session.transfer_rows(), session.transfer_tasks());

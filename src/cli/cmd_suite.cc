@@ -8,24 +8,27 @@
 // The cuDNN time of a layer is the `baseline_s` the worker attaches to every result of a
 // convolution task (src/measure/worker_gpu.h), read back from the layer's records in the log;
 // so a resumed or re-printed suite needs no GPU time for it.
+//
+// Each layer is a task of the one resolver (tune_task.h: its template, measurer, features,
+// seed configurations and FLOPs), as `cutune tune OP --shape` would make it.
 
 #include <algorithm>
-#include <cmath>
+#include <atomic>
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "cost_model/features.h"
 #include "kernels/layer_suites.h"
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_tune.h"
+#include "src/cli/suite_tasks.h"
+#include "src/cli/tune_task.h"
+#include "src/distributed/suite_runner.h"
+#include "src/measure/worker_protocol.h"
 #include "src/records/baseline_ratio.h"
 #include "src/records/tuning_log.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
-#include "src/distributed/suite_runner.h"
-#include "src/measure/emulator_measurer.h"
-#include "src/measure/gpu_measurer.h"
-#include "src/tune/policies.h"
 #include "src/tune/tuning_session.h"
 
 namespace cutune::cli {
@@ -131,86 +134,69 @@ void print_table(const std::string& suite, const std::vector<LayerOutcome>& rows
                ratios.total);
 }
 
+// Every layer's task from the one resolver (tune_task.h), before the log or the GPU is looked
+// at (a bad --dtype or --template is a usage error). Without --template each layer's operator
+// gets its default for the GPU found (else sm_90): on Hopper the wgmma convolutions for --dtype
+// fp16 and bf16. On a GPU, the first one measures (tune-suite has no --devices).
+std::vector<TuneTask> layer_tasks(const SuiteArgs& args, const std::vector<SuiteLayer>& layers,
+                                  const SearchOptions& search) {
+  const std::string arch = args.template_name.empty() ? default_arch() : "";
+  MeasureChoice measure;
+  measure.device = args.device;
+  if (args.device == "gpu") measure.devices = "0";
+  std::vector<TuneTask> tasks;
+  for (const SuiteLayer& layer : layers) {
+    TaskSource source;
+    source.op.op = suite_layer_op(layer, args.dtype);
+    source.op.shape = shape_text(layer.shape);
+    source.op.template_name =
+        args.template_name.empty() ? default_template(source.op.op, arch) : args.template_name;
+    tasks.push_back(resolve_tune_task(source, measure, search));
+  }
+  return tasks;
+}
+
+LayerOutcome layer_outcome(const SuiteLayer& layer, const TuneTask& task,
+                           const TuneSummary& summary, int transfer_tasks) {
+  LayerOutcome out;
+  out.layer = layer;
+  out.key = task.key;
+  out.summary = summary;
+  out.transfer_tasks = transfer_tasks;
+  out.tmpl = task.tmpl;
+  if (summary.best) out.tuned_s = summary.best_s;
+  return out;
+}
+
 // tune-suite under mpirun (or --coordinator-only, or --device emulator): the layers through
-// the suite engine (src/distributed/suite_runner.h). Layers of different templates are
-// searched at once; a layer learns from the earlier layers of its template, waiting for them
-// (the fixed rule that keeps the records independent of the number of ranks). Every rank
-// builds and measures the candidates it is sent with measurers of its own; rank 0 names the
-// layers after its own (so it needs a GPU of the kind, even with --coordinator-only).
-std::vector<LayerOutcome> tune_layers_scaled(
-    const SuiteArgs& args, const SearchOptions& search, const std::vector<SuiteLayer>& layers,
-    const std::vector<std::shared_ptr<const Template>>& tmpls) {
-  const bool emulated = args.device == "emulator";
+// the suite engine (suite_tasks.h). Layers of different templates are searched at once; a
+// layer learns from the earlier layers of its template, waiting for them (the fixed rule that
+// keeps the records independent of the number of ranks). Every rank builds and measures the
+// candidates it is sent with measurers of its own; rank 0 names the layers after its own (so
+// it needs a GPU of the kind, even with --coordinator-only).
+std::vector<LayerOutcome> tune_layers_scaled(const SuiteArgs& args, const SearchOptions& search,
+                                             const std::vector<SuiteLayer>& layers,
+                                             std::vector<TuneTask> tasks) {
   const bool coordinator = distributed::process_rank() == 0;
-  EmulatorMeasureOptions emulated_options;
-  if (emulated) emulated_options.limits = TaskOptions{}.limits();
-  distributed::MeasurerFactory factory = [&](int t) -> std::unique_ptr<Measurer> {
-    if (emulated) return make_emulator_measurer(*tmpls[size_t(t)], emulated_options);
-    return make_gpu_measurer(*tmpls[size_t(t)], GpuMeasureOptions{});
-  };
-  // Rank 0's measurer of the first layer names the device and target of every layer.
-  std::unique_ptr<Measurer> first;
-  std::string device, arch;
-  if (coordinator) {
-    if (!emulated) require_driver();
-    first = factory(0);
-    device = first->device_name();
-    arch = first->target_arch();
-    if (args.coordinator_only) first.reset();
-  }
-  ir::TargetLimits limits = emulated_options.limits;
-  if (!emulated && coordinator) {
-    TaskOptions t;
-    t.arch = arch;
-    limits = t.limits();
-  }
-  std::vector<std::unique_ptr<cost_model::FeatureExtractor>> features;
-  std::vector<distributed::SuiteTask> tasks;
-  for (const std::shared_ptr<const Template>& tmpl : tmpls) {
-    distributed::SuiteTask task;
-    task.key = {.op = tmpl->op(),
-                .shape = tmpl->shape(),
-                .target_arch = arch,
-                .device_name = device,
-                .template_name = tmpl->name()};
-    task.space = &tmpl->space();
-    if (coordinator) {
-      require_arch_supports(*tmpl, arch);
-      features.push_back(cost_model::make_ir_features(*tmpl, limits));
-      task.features = features.back().get();
-      task.featurize = template_featurizer(*task.features, limits);
-    }
-    task.flops = tmpl->flops();
-    tasks.push_back(std::move(task));
-  }
+  if (coordinator && args.device != "emulator") require_driver();
+  SuiteTasks suite(std::move(tasks), args.coordinator_only);
   distributed::SuiteOptions o;
-  o.tune = search.tune_options();
+  o.tune = suite[0].search.tune_options();  // the measuring kind's re-measurement and pipeline
   o.tune.log = args.log;
   o.tune.resume = args.resume;
-  if (emulated) {  // emulator times are no GPU times: nothing to re-measure or overlap
-    o.tune.remeasure_top = 0;
-    o.tune.set_pipeline(false);
-  }
   o.tune.progress = !args.quiet;  // the live line, when there is one layer
   o.make_policy = search.policy_factory();
   o.transfer = search.tuner == TunerKind::xgb && !args.no_transfer;
   o.coordinator_only = args.coordinator_only;
-  distributed::MeasurerFactory lanes = [&](int t) -> std::unique_ptr<Measurer> {
-    if (t == 0 && first) return std::move(first);
-    return factory(t);
-  };
-  if (coordinator && emulated)
-    fmt::print(stderr,
-               "measuring in the CPU emulator: correctness only; its times are emulator "
-               "wall times, not GPU times\n");
+  if (coordinator && !suite[0].note().empty()) fmt::print(stderr, "{}\n", suite[0].note());
   const double start = monotonic_seconds();
-  const std::vector<distributed::SuiteOutcome> outcomes = distributed::run_suite(
-      tasks, lanes, o, [&](size_t t, const distributed::SuiteOutcome& out, int finished) {
+  const std::vector<distributed::SuiteOutcome> outcomes =
+      suite.run(o, [&](size_t t, const distributed::SuiteOutcome& out, int finished) {
         if (args.quiet) return;
         const double elapsed = monotonic_seconds() - start;
         fmt::print(
             stderr, "[suite {}/{} layers, {:.0f} s] {} {}: {} trials{}\n", finished, layers.size(),
-            elapsed, layers[t].name, tasks[t].key.template_name, out.summary.total(),
+            elapsed, layers[t].name, suite[t].key.template_name, out.summary.total(),
             out.transfer_tasks > 0 ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
                                    : "");
       });
@@ -218,14 +204,50 @@ std::vector<LayerOutcome> tune_layers_scaled(
   if (!coordinator) return rows;
   const std::vector<Record> records = log_records(args.log);
   for (size_t t = 0; t < layers.size(); ++t) {
-    LayerOutcome out;
-    out.layer = layers[t];
-    out.key = tasks[t].key;
-    out.summary = outcomes[t].summary;
-    out.transfer_tasks = outcomes[t].transfer_tasks;
-    out.tmpl = tmpls[t];
-    if (out.summary.best) out.tuned_s = out.summary.best_s;
-    read_baseline(records, out);
+    rows.push_back(
+        layer_outcome(layers[t], suite[t], outcomes[t].summary, outcomes[t].transfer_tasks));
+    read_baseline(records, rows.back());
+  }
+  return rows;
+}
+
+// tune-suite on this process's GPU: one layer after another, each learning from the layers of
+// its template already in the log (none for the first), until Ctrl-C.
+std::vector<LayerOutcome> tune_layers(const SuiteArgs& args, const std::vector<SuiteLayer>& layers,
+                                      std::vector<TuneTask>& tasks, const std::atomic<bool>* stop) {
+  std::vector<LayerOutcome> rows;
+  const double start = monotonic_seconds();
+  for (size_t i = 0; i < layers.size() && !stop->load(); ++i) {
+    const SuiteLayer& layer = layers[i];
+    TuneTask& task = tasks[i];
+    const double layer_start = monotonic_seconds();
+    std::unique_ptr<Measurer> measurer = task.make_measurer(0);
+    task.bind(*measurer);
+    TransferSources transfer;
+    if (!args.no_transfer && task.search.tuner == TunerKind::xgb)
+      transfer = {.records = log_records(args.log), .featurize = task.featurize, .required = false};
+    TuningSession session(task.tuning_task(), task.search, std::move(transfer));
+    fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", i + 1, layers.size(), layer.name,
+               task.key.template_name, layer.description,
+               session.transfer_tasks() > 0
+                   ? fmt::format(", transfer from {} layer(s)", session.transfer_tasks())
+                   : "");
+    // The worker's start and task setup (its first reply says how that split: setup_s),
+    // the transfer model's fit.
+    const double setup_s = monotonic_seconds() - layer_start;
+    const TuneSummary summary =
+        session.run(*measurer, {args.log, LogMode::shared}, {.progress = !args.quiet, .stop = stop})
+            .summary;
+    measurer.reset();
+    LayerOutcome out = layer_outcome(layer, task, summary, session.transfer_tasks());
+    out.setup_s = setup_s;
+    read_baseline(log_records(args.log), out);
+    const double elapsed = monotonic_seconds() - start;
+    fmt::print(stderr,
+               "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n", i + 1,
+               layers.size(), elapsed, elapsed / double(i + 1) * double(layers.size() - i - 1),
+               layer.name, out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
+               out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
     rows.push_back(std::move(out));
   }
   return rows;
@@ -241,23 +263,13 @@ void run_tune_suite(const SuiteArgs& args) {
   search.trials = args.trials;
   search.batch = args.batch;
   search.seed = args.seed;
-  search.remeasure_top = 8;  // the layer's best is chosen on a re-measurement (tuner.h)
-  search.pipeline = true;    // the next batch compiles while this one is measured
   search.validate();
   if (args.batch_size != 1 && args.batch_size != 16)
     throw UsageError(
         fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
   const std::vector<SuiteLayer> layers =
       chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
-  // Every layer's template, before the log or the GPU is looked at (a bad --dtype or
-  // --template is a usage error).
-  // Without --template each layer's operator gets its default for the GPU found (else sm_90):
-  // on Hopper the wgmma convolutions for --dtype fp16 and bf16.
-  const std::string arch = args.template_name.empty() ? default_arch() : "";
-  std::vector<std::shared_ptr<const Template>> templates;
-  for (const SuiteLayer& layer : layers)
-    templates.push_back(
-        make_template(suite_layer_op(layer, args.dtype), layer.shape, args.template_name, arch));
+  std::vector<TuneTask> tasks = layer_tasks(args, layers, search);
   // One log for the whole suite: new, or continued with --resume (its layers' records count).
   // Checked by rank 0 alone: the others would see the file it has begun.
   if (distributed::process_rank() == 0) {
@@ -272,7 +284,7 @@ void run_tune_suite(const SuiteArgs& args) {
   InterruptGuard interrupt;
   std::string device_name, device_arch;
   if (args.device == "emulator" || distributed::process_count() > 1 || args.coordinator_only) {
-    rows = tune_layers_scaled(args, search, layers, templates);
+    rows = tune_layers_scaled(args, search, layers, std::move(tasks));
     if (distributed::process_rank() != 0) return;
     if (!rows.empty()) {
       device_name = rows.front().key.device_name;
@@ -283,66 +295,9 @@ void run_tune_suite(const SuiteArgs& args) {
     require_driver();
     const std::vector<DeviceInfo> devices = list_devices();
     if (devices.empty()) throw NoDeviceError("no CUDA device found: the driver reports none");
-    const DeviceInfo& device = devices.front();
-    device_name = device.name;
-    device_arch = device.arch();
-    const ir::TargetLimits limits = verifier_limits(device);
-
-    int layer_index = 0;
-    for (const SuiteLayer& layer : layers) {
-      if (interrupt.flag()->load()) break;
-      const std::shared_ptr<const Template>& tmpl = templates[size_t(layer_index)];
-      ++layer_index;
-      const double layer_start = monotonic_seconds();
-      GpuMeasureOptions gpu;
-      std::unique_ptr<Measurer> measurer = make_gpu_measurer(*tmpl, gpu);
-      auto features = cost_model::make_ir_features(*tmpl, limits);
-
-      LayerOutcome out;
-      out.layer = layer;
-      out.key.op = tmpl->op();
-      out.key.shape = tmpl->shape();
-      out.key.target_arch = measurer->target_arch();
-      out.key.device_name = measurer->device_name();
-      out.key.template_name = tmpl->name();
-
-      // Transfer from the layers of the same template already in the log (none for the first).
-      TransferSources transfer;
-      if (!args.no_transfer && search.tuner == TunerKind::xgb) {
-        transfer.records = log_records(args.log);
-        transfer.featurize = template_featurizer(*features, limits);
-        transfer.required = false;
-      }
-      SearchOptions layer_search = search;  // the model starts from the template's references
-      if (search.tuner == TunerKind::xgb) layer_search.seed_configs = tmpl->reference_configs();
-      TuningSession session({out.key, tmpl->space(), *features, tmpl->flops()}, layer_search,
-                            std::move(transfer));
-      out.transfer_tasks = session.transfer_tasks();
-      fmt::print(stderr, "[layer {}/{}] {} {} ({}){}\n", layer_index, layers.size(), layer.name,
-                 tmpl->name(), layer.description,
-                 out.transfer_tasks > 0
-                     ? fmt::format(", transfer from {} layer(s)", out.transfer_tasks)
-                     : "");
-      // The worker's start and task setup (its first reply says how that split: setup_s),
-      // the transfer model's fit.
-      out.setup_s = monotonic_seconds() - layer_start;
-      out.summary = session
-                        .run(*measurer, {args.log, LogMode::shared},
-                             {.progress = !args.quiet, .stop = interrupt.flag()})
-                        .summary;
-      measurer.reset();
-
-      if (out.summary.best) out.tuned_s = out.summary.best_s;
-      read_baseline(log_records(args.log), out);
-      const double elapsed = monotonic_seconds() - start;
-      fmt::print(stderr,
-                 "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n",
-                 layer_index, layers.size(), elapsed,
-                 elapsed / layer_index * double(layers.size() - size_t(layer_index)), layer.name,
-                 out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
-                 out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
-      rows.push_back(std::move(out));
-    }
+    device_name = devices.front().name;
+    device_arch = devices.front().arch();
+    rows = tune_layers(args, layers, tasks, interrupt.flag());
   }
 
   std::vector<std::optional<double>> baseline_s, tuned_s;
@@ -372,9 +327,6 @@ void run_tune_suite(const SuiteArgs& args) {
                         {"layers_total", ratios.total},
                         {"layers", nlohmann::json::array()}};
     for (const LayerOutcome& o : rows) {
-      const auto num = [](std::optional<double> v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-      };
       j["layers"].push_back(
           {{"name", o.layer.name},
            {"op", o.key.op},
@@ -382,8 +334,8 @@ void run_tune_suite(const SuiteArgs& args) {
            {"shape", o.layer.shape},
            {"description", o.layer.description},
            {"repeat", o.layer.repeat},
-           {"cudnn_s", num(o.cudnn_s)},
-           {"tuned_s", num(o.tuned_s)},
+           {"cudnn_s", opt(o.cudnn_s)},
+           {"tuned_s", opt(o.tuned_s)},
            {"speedup", o.cudnn_s && o.tuned_s ? nlohmann::json(*o.cudnn_s / *o.tuned_s) : nullptr},
            {"reference", o.reference},
            {"trials", o.summary.total()},

@@ -5,30 +5,15 @@
 #include "src/cli/cmd_tune.h"
 
 #include <cctype>
-#include <chrono>
-#include <cmath>
 #include <functional>
-#include <iostream>
 
 #include <fmt/format.h>
 
-#include "cost_model/features.h"
 #include "src/cli/cli_common.h"
 #include "src/cli/tune_task.h"
-#include "src/distributed/replay_suite.h"
 #include "src/distributed/suite_runner.h"
-#include "src/measure/device_selection.h"
 #include "src/measure/emulator_measurer.h"
-#include "src/measure/gpu_measurer.h"
-#include "src/measure/worker_process.h"
 #include "src/records/tuning_log.h"
-#include "src/replay/kt_cache.h"
-#include "src/replay/t1_spec.h"
-#include "src/runtime/driver_api.h"
-#include "src/spec/spec_kernel_task.h"
-#include "src/tune/policies.h"
-#include "src/tune/replay_measurer_adapter.h"
-#include "src/tune/replay_study.h"
 #include "src/tune/tuning_session.h"
 
 namespace cutune::cli {
@@ -123,7 +108,7 @@ void tune_and_report(const TuningSession& session, Measurer& measurer, const Tun
   }
   if (s.remeasured > 0 && !args.search.json)
     fmt::print("best chosen on a re-measurement of the {} fastest ({} rounds, interleaved)\n",
-               s.remeasured, args.remeasure_rounds);
+               s.remeasured, args.measure.remeasure_rounds);
   if (s.interrupted) {
     fmt::print(stderr,
                "interrupted: the batch in flight was measured and logged; resume with\n  {}\n",
@@ -154,14 +139,14 @@ void run_tune(const TuneArgs& args) {
 void add_tune_commands(CLI::App& app) {
   auto* tune = app.add_subcommand("tune", "tune an operator on the GPU, or replay a cache");
   auto targs = std::make_shared<TuneArgs>();
-  targs->replay.flag = "--replay";
-  tune->add_option("op", targs->task.op, "operator (see `cutune ops`); omitted with --replay");
-  tune->add_option("--shape", targs->task.shape,
+  targs->source.replay.flag = "--replay";
+  tune->add_option("op", targs->source.op.op, "operator (see `cutune ops`); omitted with --replay");
+  tune->add_option("--shape", targs->source.op.shape,
                    "problem shape, e.g. 1024,1024,1024 for gemm M,N,K");
-  tune->add_option("--template", targs->task.template_name,
+  tune->add_option("--template", targs->source.op.template_name,
                    "schedule template (default: the one the task parameters name)");
-  targs->task.add_params_to(*tune);
-  tune->add_option("--arch", targs->task.arch, "target architecture (default: the GPU's)");
+  targs->source.op.add_params_to(*tune);
+  tune->add_option("--arch", targs->source.op.arch, "target architecture (default: the GPU's)");
   targs->search.add_to(*tune);
   tune->add_option("--log", targs->log,
                    "tuning log every record is appended to (default: cutune-TEMPLATE-SHAPE-ARCH"
@@ -176,7 +161,7 @@ void add_tune_commands(CLI::App& app) {
                    "measure from a Kernel Tuner cache instead; several caches tune a replay "
                    "suite (tasks searched at once, one log)")
       ->expected(1, -1);
-  tune->add_option("--replay-cost-ms", targs->replay_cost_ms,
+  tune->add_option("--replay-cost-ms", targs->measure.replay_cost_ms,
                    "with --replay: each answer takes this long on the measuring rank (a sleep), "
                    "to study scaling without GPUs");
   tune->add_flag("--coordinator-only", targs->coordinator_only,
@@ -186,45 +171,46 @@ void add_tune_commands(CLI::App& app) {
                  "(default with xgb: it does, waiting for them)");
   tune->add_option("--concurrent-tasks", targs->concurrent_tasks,
                    "replay suite: tasks searched at once (default: all)");
-  tune->add_option("--spec", targs->replay.spec,
+  tune->add_option("--spec", targs->source.replay.spec,
                    "a T1 kernel specification: tune that kernel on the GPU (in place of OP and "
                    "--shape); with --replay, the cache's space");
-  tune->add_flag("--noise", targs->replay.noise, "with --replay: answer with one drawn repetition");
+  tune->add_flag("--noise", targs->source.replay.noise,
+                 "with --replay: answer with one drawn repetition");
   tune->add_flag("--quiet", targs->quiet, "no progress line");
-  tune->add_option("--device", targs->device,
+  tune->add_option("--device", targs->measure.device,
                    "gpu, or emulator: run each candidate in the CPU emulator (correctness only; "
                    "its times are emulator wall times, not GPU times)")
       ->capture_default_str();
-  tune->add_option("--remeasure-top", targs->remeasure_top,
+  tune->add_option("--remeasure-top", targs->measure.remeasure_top,
                    "at the end, measure the K fastest again (interleaved, --remeasure-rounds "
                    "rounds) and choose the best on that (default: 8 on a GPU, 0 otherwise)");
-  tune->add_flag("--no-pipeline", targs->no_pipeline,
+  tune->add_flag("--no-pipeline", targs->measure.no_pipeline,
                  "GPU: propose each batch only after the previous one is measured (default: the "
                  "next batch is proposed, on a thread of its own, and compiled while the current "
                  "one is measured)");
-  tune->add_option("--remeasure-rounds", targs->remeasure_rounds,
+  tune->add_option("--remeasure-rounds", targs->measure.remeasure_rounds,
                    "rounds of the end-of-run re-measurement")
       ->capture_default_str();
-  tune->add_option("--devices", targs->devices,
+  tune->add_option("--devices", targs->measure.devices,
                    "GPUs to measure on, one worker each: all (default: every GPU of the task's "
                    "kind) or ordinals, e.g. 0,2");
   tune->callback([targs] {
-    if (!(targs->replay_cost_ms >= 0 && targs->replay_cost_ms < 1e6))
+    if (!(targs->measure.replay_cost_ms >= 0 && targs->measure.replay_cost_ms < 1e6))
       throw UsageError("--replay-cost-ms must be in [0, 1e6)");
-    if (targs->replay_cost_ms > 0 && targs->replays.empty())
+    if (targs->measure.replay_cost_ms > 0 && targs->replays.empty())
       throw UsageError("--replay-cost-ms needs --replay CACHE");
     if (targs->concurrent_tasks < 0) throw UsageError("--concurrent-tasks must be >= 0");
-    if (targs->device != "gpu" && targs->device != "emulator")
+    if (targs->measure.device != "gpu" && targs->measure.device != "emulator")
       throw UsageError(
-          fmt::format("--device must be gpu or emulator (got '{}')", targs->device));
-    if (targs->device == "emulator" && !targs->replays.empty())
+          fmt::format("--device must be gpu or emulator (got '{}')", targs->measure.device));
+    if (targs->measure.device == "emulator" && !targs->replays.empty())
       throw UsageError("--device emulator measures operators; drop --replay");
-    if (targs->remeasure_top < -1) throw UsageError("--remeasure-top must be >= 0");
+    if (targs->measure.remeasure_top < -1) throw UsageError("--remeasure-top must be >= 0");
     const bool scaled = distributed::process_count() > 1 || targs->coordinator_only;
-    if (targs->replays.empty() && !targs->task.op.empty() && scaled)
+    if (targs->replays.empty() && !targs->source.op.op.empty() && scaled)
       return run_tune_operator_scaled(*targs);
     if (targs->replays.size() > 1 || scaled) return run_tune_scaled(*targs);
-    if (!targs->replays.empty()) targs->replay.cache = targs->replays.front();
+    if (!targs->replays.empty()) targs->source.replay.cache = targs->replays.front();
     run_tune(*targs);
   });
   add_replay_command(app);

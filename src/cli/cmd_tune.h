@@ -1,7 +1,9 @@
 #pragma once
 // The pieces of `cutune tune` shared by its files: the search options every tuning command
-// takes, the task and measuring options of tune, the run summary; cmd_tune.cc runs one task in
-// this process, cmd_tune_scaled.cc replay suites and MPI jobs, cmd_replay.cc `cutune replay`.
+// takes, what is tuned and where it is measured (TaskSource, MeasureChoice: what the resolver
+// of tune_task.h takes, from tune, tune-suite and replay alike), the run summary; cmd_tune.cc
+// runs one task in this process, cmd_tune_scaled.cc replay suites and MPI jobs, cmd_replay.cc
+// `cutune replay`.
 
 #include <filesystem>
 #include <optional>
@@ -96,23 +98,38 @@ struct ReplaySource {
   }
 };
 
+// What is tuned, as a command line, a suite layer or a replay study names it: a Kernel Tuner
+// cache (replay.cache; replay.spec its T1 space), else a user's kernel (replay.spec alone, a T1
+// kernel specification, on the GPU), else a template (op: OP --shape [--template] [--dtype ...]
+// [--arch]). src/cli/tune_task.h resolves it into a task.
+struct TaskSource {
+  TaskOptions op;  // --json is the search's
+  ReplaySource replay;
+};
+
+// Where the candidates are measured, and what depends on it: the end-of-run re-measurement and
+// the pipeline (a GPU's), the answers of a cache.
+struct MeasureChoice {
+  std::string device = "gpu";  // gpu, or emulator (correctness only, no GPU time)
+  std::string devices;         // GPUs: all (empty) or ordinals (device_selection.h)
+  int remeasure_top = -1;      // -1: 8 on a GPU, 0 for the emulator and caches
+  int remeasure_rounds = 3;
+  bool no_pipeline = false;
+  double replay_cost_ms = 0;           // each answer of a cache takes this long (a sleep)
+  std::optional<uint64_t> noise_seed;  // draws of a cache's noisy answers; default: the seed
+};
+
 struct TuneArgs {
-  TaskOptions task;  // OP --shape [--template] [--dtype ...] [--arch]; --json is the search's
+  TaskSource source;
+  MeasureChoice measure;
   SearchArgs search;
   std::string log;
   bool resume = false;
   std::vector<std::string> transfer_from;
-  ReplaySource replay;
   bool quiet = false;
-  std::string devices;  // --devices: all, or GPU ordinals (src/measure/device_selection.h)
   std::vector<std::string> replays;  // --replay: one cache, or several (a replay suite)
-  double replay_cost_ms = 0;
   bool coordinator_only = false;
   int concurrent_tasks = 0;
-  std::string device = "gpu";  // --device: gpu, or emulator (correctness only, no GPU time)
-  int remeasure_top = -1;      // -1: 8 on a GPU, off for the emulator and replays
-  int remeasure_rounds = 3;
-  bool no_pipeline = false;
   bool no_transfer = false;  // replay suite: tasks do not learn from earlier ones
 };
 

@@ -1,51 +1,49 @@
 // cutune tune over several tasks or ranks: a replay suite (several caches searched at once) and
-// MPI jobs (src/distributed), which every rank runs; only rank 0 prints.
-
-#include "src/cli/cmd_tune.h"
-
-#include <cctype>
-#include <chrono>
-#include <cmath>
-#include <functional>
-#include <iostream>
+// MPI jobs (src/distributed), which every rank runs; only rank 0 prints. Each task comes from
+// the one resolver (tune_task.h) and runs through the suite engine (suite_tasks.h).
 
 #include <fmt/format.h>
 
-#include "cost_model/features.h"
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_tune.h"
+#include "src/cli/suite_tasks.h"
 #include "src/cli/tune_task.h"
-#include "src/distributed/replay_suite.h"
 #include "src/distributed/suite_runner.h"
-#include "src/measure/device_selection.h"
-#include "src/measure/emulator_measurer.h"
-#include "src/measure/gpu_measurer.h"
-#include "src/measure/worker_process.h"
 #include "src/records/tuning_log.h"
-#include "src/replay/kt_cache.h"
-#include "src/replay/t1_spec.h"
-#include "src/runtime/driver_api.h"
-#include "src/spec/spec_kernel_task.h"
-#include "src/tune/policies.h"
-#include "src/tune/replay_measurer_adapter.h"
-#include "src/tune/replay_study.h"
 #include "src/tune/tuning_session.h"
 
 namespace cutune::cli {
 
-// Several caches, or an MPI job: src/distributed/replay_suite.h. Every rank runs this; only
-// rank 0 prints.
+// Several caches, or an MPI job, searched at once into one log. Rank 0 owns the search: up to
+// --concurrent-tasks tuning loops at once; every other rank measures what it is sent, each
+// cache loaded on every rank (candidates travel as configuration indices). A task's records
+// depend only on the seed and its results in proposal order, never on how many ranks measured
+// them; with transfer, a task learns from the earlier caches of its kernel by the fixed rule of
+// suite_runner.h. Records are appended as results arrive, so an aborted job loses at most the
+// candidates in flight; --resume continues each task from the log.
 void run_tune_scaled(const TuneArgs& args) {
   const SearchOptions search = args.search.options();
   if (args.resume && args.log.empty()) throw UsageError("--resume needs --log FILE");
-  if (!args.task.op.empty() || !args.task.shape.empty() || !args.replay.spec.empty())
+  if (!args.source.op.op.empty() || !args.source.op.shape.empty() ||
+      !args.source.replay.spec.empty())
     throw UsageError(
         "a replay suite takes operators and shapes from its caches; drop OP/--shape/--spec");
   if (!args.transfer_from.empty() && search.tuner != TunerKind::xgb)
     throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (args.replays.empty()) throw UsageError("under mpirun, tune needs --replay CACHE...");
-  distributed::ReplaySuiteOptions o;
-  o.caches = args.replays;
-  o.tune = search.tune_options();
+  std::vector<TuneTask> tasks;
+  for (size_t i = 0; i < args.replays.size(); ++i) {
+    TaskSource source = args.source;
+    source.replay.cache = args.replays[i];
+    // The noise seed is per task, so that a lane's draws do not depend on the other tasks it
+    // served.
+    MeasureChoice measure = args.measure;
+    measure.noise_seed = search.seed + uint64_t(i);
+    tasks.push_back(resolve_tune_task(source, measure, search));
+  }
+  SuiteTasks suite(std::move(tasks), args.coordinator_only);
+  distributed::SuiteOptions o;
+  o.tune = suite[0].search.tune_options();
   o.tune.log = args.log;
   o.tune.resume = args.resume;
   o.tune.progress = !args.quiet;
@@ -53,22 +51,37 @@ void run_tune_scaled(const TuneArgs& args) {
   o.transfer = search.tuner == TunerKind::xgb && !args.no_transfer;
   if (distributed::process_rank() == 0)  // every task learns from these too (rank 0 searches)
     o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));
-  o.noise = args.replay.noise;
-  o.cost_ms = args.replay_cost_ms;
   o.coordinator_only = args.coordinator_only;
   o.concurrent_tasks = args.concurrent_tasks;
-  const std::vector<distributed::SuiteTaskResult> results = distributed::run_replay_suite(o);
+  // The cache's time of the best found (0 when none) and its optimum.
+  const auto best_ms = [&](size_t t, const TuneSummary& s) {
+    return s.best ? suite[t].replay->find(*s.best)->time_ms : 0.0;
+  };
+  const auto optimum_ms = [&](size_t t) { return suite[t].replay->summary().best_time_ms; };
+  const std::vector<distributed::SuiteOutcome> results =
+      suite.run(o, [&](size_t t, const distributed::SuiteOutcome& out, int finished) {
+        if (args.quiet) return;
+        const double best = best_ms(t, out.summary);
+        fmt::print(stderr, "[{}/{}] {}: {} trials, best {:.4g} ms ({:.1f}% of the optimum){}\n",
+                   finished, suite.size(), suite[t].key.to_string(), out.summary.total(), best,
+                   best > 0 ? 100.0 * optimum_ms(t) / best : 0.0,
+                   out.transfer_tasks > 0
+                       ? fmt::format(", transfer from {} cache(s)", out.transfer_tasks)
+                       : "");
+      });
   if (distributed::process_rank() != 0) return;
   nlohmann::json all = nlohmann::json::array();
-  for (const distributed::SuiteTaskResult& r : results) {
+  for (size_t t = 0; t < results.size(); ++t) {
+    const TaskKey& key = suite[t].key;
+    const TuneSummary& s = results[t].summary;
     if (args.search.json) {
-      nlohmann::json j = summary_json(r.key, r.summary, args.log, std::nullopt);
-      j["optimum_ms"] = r.optimum_ms;
-      j["best_ms"] = r.best_ms;
-      j["transfer_tasks"] = r.transfer_tasks;
+      nlohmann::json j = summary_json(key, s, args.log, std::nullopt);
+      j["optimum_ms"] = optimum_ms(t);
+      j["best_ms"] = best_ms(t, s);
+      j["transfer_tasks"] = results[t].transfer_tasks;
       all.push_back(std::move(j));
     } else {
-      print_summary(r.key, r.summary, args.log, std::nullopt);
+      print_summary(key, s, args.log, std::nullopt);
     }
   }
   if (args.search.json) print_json({{"tasks", all}, {"ranks", distributed::process_count()}});
@@ -79,68 +92,49 @@ void run_tune_scaled(const TuneArgs& args) {
 // (src/distributed/suite_runner.h). Rank 0 names the task after its own measurer, so it needs
 // a GPU of the kind even with --coordinator-only; a rank whose GPU is of another kind refuses.
 void run_tune_operator_scaled(const TuneArgs& args) {
-  if (!args.replay.spec.empty())
+  if (!args.source.replay.spec.empty())
     throw UsageError("under mpirun, tune measures operators (OP --shape) or caches (--replay)");
   if (!args.transfer_from.empty() && args.search.options().tuner != TunerKind::xgb)
     throw UsageError(fmt::format("--transfer-from needs --tuner xgb (got {})", args.search.tuner));
   if (!args.log.empty() && distributed::process_rank() == 0)
     require_writable_file(args.log, "--log");
-  TuneTask t = resolve_tune_task(args);
-  const SearchOptions& search = t.search;
-  distributed::SuiteTask task;
-  task.key.op = t.tmpl->op();  // the rest once rank 0's measurer names the device
-  task.key.shape = t.tmpl->shape();
-  task.key.template_name = t.tmpl->name();
-  std::unique_ptr<Measurer> first;  // rank 0's, made before anything else: it names the task
-  if (distributed::process_rank() == 0) {
-    first = t.make_measurer(0);
-    t.bind(*first);
-    task.key = t.key;
-    task.features = t.features.get();
-    task.featurize = t.featurize;
-    if (args.coordinator_only) first.reset();  // its GPU workers would sit idle
-  }
-  task.space = &t.space();
-  task.flops = t.flops;
-  const std::string log = args.log.empty() ? default_log(task.key) : args.log;
+  std::vector<TuneTask> one;
+  one.push_back(resolve_tune_task(args));
+  SuiteTasks suite(std::move(one), args.coordinator_only);
+  const TuneTask& t = suite[0];
+  const std::string log = args.log.empty() ? default_log(t.key) : args.log;
   const LogMode mode = args.resume ? LogMode::resume : LogMode::fresh;
   if (distributed::process_rank() == 0) {
-    if (std::optional<std::string> why = log_problem(log, mode, task.key)) throw UsageError(*why);
+    if (std::optional<std::string> why = log_problem(log, mode, t.key)) throw UsageError(*why);
     if (args.log.empty())
       fmt::print(stderr, "records go to {} (name another file with --log)\n", log);
     if (!t.note().empty()) fmt::print(stderr, "{}\n", t.note());
   }
   distributed::SuiteOptions o;
-  o.tune = search.tune_options();
+  o.tune = t.search.tune_options();
   o.tune.log = log;
   o.tune.resume = args.resume;
   o.tune.exclusive_log = true;
   o.tune.progress = !args.quiet;
-  o.make_policy = search.policy_factory();
+  o.make_policy = t.search.policy_factory();
   o.coordinator_only = args.coordinator_only;
   if (distributed::process_rank() == 0) {
     o.transfer_records = read_transfer_sources(as_paths(args.transfer_from));
     if (!o.transfer_records.empty())
       fmt::print(stderr, "transfer: {} records from --transfer-from\n", o.transfer_records.size());
   }
-  // Rank 0's lane measures with the measurer made above; each other lane makes its own (each
-  // rank picks among its own GPUs when it first measures).
-  distributed::MeasurerFactory lanes = [&](int lane) -> std::unique_ptr<Measurer> {
-    if (first) return std::move(first);
-    return t.make_measurer(lane);
-  };
-  const std::vector<distributed::SuiteOutcome> out = distributed::run_suite({task}, lanes, o);
+  const std::vector<distributed::SuiteOutcome> out = suite.run(o);
   if (distributed::process_rank() != 0) return;
   const TuneSummary& s = out.at(0).summary;
   if (args.search.json) {
-    nlohmann::json j = summary_json(task.key, s, log, task.flops);
+    nlohmann::json j = summary_json(t.key, s, log, t.flops);
     j["ranks"] = distributed::process_count();
     print_json(j);
   } else {
-    print_summary(task.key, s, log, task.flops);
+    print_summary(t.key, s, log, t.flops);
     if (s.remeasured > 0)
       fmt::print("best chosen on a re-measurement of the {} fastest ({} rounds, interleaved)\n",
-                 s.remeasured, search.remeasure_rounds);
+                 s.remeasured, t.search.remeasure_rounds);
   }
 }
 

@@ -19,12 +19,13 @@ namespace cutune::cli {
 
 namespace {
 
-// The GPU measurer of `args` for `task`, with what to try instead where there is no GPU.
-std::unique_ptr<Measurer> gpu_measurer(const TuneArgs& args, std::unique_ptr<KernelTask> task,
+// The GPU measurer of `measure` for `task`, with what to try instead where there is no GPU.
+std::unique_ptr<Measurer> gpu_measurer(const MeasureChoice& measure, const std::string& arch,
+                                       std::unique_ptr<KernelTask> task,
                                        const std::string& without_gpu) {
   GpuMeasureOptions gpu;
-  gpu.arch = args.task.arch;
-  gpu.devices = select_devices(args.devices, list_devices(), args.task.arch);
+  gpu.arch = arch;
+  gpu.devices = select_devices(measure.devices, list_devices(), arch);
   try {
     return make_gpu_measurer(std::move(task), gpu);
   } catch (const NoDeviceError& e) {
@@ -32,17 +33,20 @@ std::unique_ptr<Measurer> gpu_measurer(const TuneArgs& args, std::unique_ptr<Ker
   }
 }
 
-void resolve_template(const TuneArgs& args, TuneTask& t) {
-  if (args.task.op.empty() || args.task.shape.empty())
+void resolve_template(const TaskOptions& op, const MeasureChoice& measure, TuneTask& t) {
+  if (op.op.empty() || op.shape.empty())
     throw UsageError("tune needs OP and --shape (or --spec SPEC.json, or --replay CACHE)");
-  t.tmpl = args.task.make();
+  t.tmpl = op.make();
   t.flops = t.tmpl->flops();
+  t.key.op = t.tmpl->op();  // the device and arch are bind()'s
+  t.key.shape = t.tmpl->shape();
+  t.key.template_name = t.tmpl->name();
   const Template& tmpl = *t.tmpl;
   if (t.emulated) {
-    if (!args.devices.empty())
+    if (!measure.devices.empty())
       throw UsageError("--devices names GPUs; drop it with --device emulator");
     EmulatorMeasureOptions emulated;
-    emulated.limits = args.task.limits();
+    emulated.limits = op.limits();
     require_arch_supports(tmpl, emulated.limits.arch);
     t.make_measurer = [&tmpl, emulated](int) { return make_emulator_measurer(tmpl, emulated); };
     return;
@@ -51,8 +55,8 @@ void resolve_template(const TuneArgs& args, TuneTask& t) {
       distributed::process_count() > 1
           ? "under mpirun without GPUs: --device emulator, or --replay CACHE..."
           : "to try the tuner without a GPU: cutune tune --replay CACHE (a Kernel Tuner cache)";
-  t.make_measurer = [&tmpl, &args, hint](int) {
-    std::unique_ptr<Measurer> m = gpu_measurer(args, template_kernel_task(tmpl), hint);
+  t.make_measurer = [&tmpl, measure, arch = op.arch, hint](int) {
+    std::unique_ptr<Measurer> m = gpu_measurer(measure, arch, template_kernel_task(tmpl), hint);
     require_arch_supports(tmpl, m->target_arch());
     return m;
   };
@@ -60,23 +64,24 @@ void resolve_template(const TuneArgs& args, TuneTask& t) {
   if (t.search.tuner == TunerKind::xgb) t.search.seed_configs = tmpl.reference_configs();
 }
 
-void resolve_spec(const TuneArgs& args, TuneTask& t) {
-  const TaskRequest r = args.task.request();
-  if (!r.op.empty() || !args.task.shape.empty() || !r.template_name.empty() || !r.dtype.empty() ||
+void resolve_spec(const TaskSource& source, const MeasureChoice& measure, TuneTask& t) {
+  const TaskRequest r = source.op.request();
+  if (!r.op.empty() || !source.op.shape.empty() || !r.template_name.empty() || !r.dtype.empty() ||
       !r.out_dtype.empty() || !r.layout.empty() || !r.family.empty())
     throw UsageError(
         "--spec names the kernel and its problem size; drop OP/--shape/--template/--dtype/"
         "--out-dtype/--layout/--family");
   if (t.emulated) throw UsageError("--device emulator measures operators; drop --spec");
-  require_readable_file(args.replay.spec, "--spec");
-  auto task = std::make_shared<const spec::SpecTask>(spec::load_kernel_spec(args.replay.spec));
+  const std::string path = source.replay.spec;
+  require_readable_file(path, "--spec");
+  auto task = std::make_shared<const spec::SpecTask>(spec::load_kernel_spec(path));
   print_spec_warnings(task->spec());
   task->source();  // a missing kernel file is named before anything else
   t.spec = task;
-  const std::string path = args.replay.spec;
-  t.make_measurer = [task, &args, path](int) {
+  t.key = spec::spec_task_key(*task, "", "");
+  t.make_measurer = [task, measure, arch = source.op.arch, path](int) {
     try {
-      return gpu_measurer(args, spec::spec_kernel_task(*task),
+      return gpu_measurer(measure, arch, spec::spec_kernel_task(*task),
                           fmt::format("without a GPU: cutune verify --spec {} (the emulator), or "
                                       "cutune tune --spec {} --replay CACHE (a Kernel Tuner "
                                       "cache of this kernel)",
@@ -90,17 +95,18 @@ void resolve_spec(const TuneArgs& args, TuneTask& t) {
   if (t.search.tuner == TunerKind::xgb) t.search.seed_configs = task->seed_configs();
 }
 
-void resolve_replay(const TuneArgs& args, TuneTask& t) {
-  if (!args.task.op.empty() || !args.task.shape.empty())
+void resolve_replay(const TaskSource& source, const MeasureChoice& measure, TuneTask& t) {
+  if (!source.op.op.empty() || !source.op.shape.empty())
     throw UsageError("--replay takes the operator and shape from the cache; drop OP/--shape");
-  auto task = std::make_shared<const replay::ReplayTask>(args.replay.load());
+  auto task = std::make_shared<const replay::ReplayTask>(source.replay.load());
   t.replay = task;
-  const bool noise = args.replay.noise;
-  const uint64_t seed = t.search.seed;
-  const double cost_ms = args.replay_cost_ms;
+  const bool noise = source.replay.noise;
+  const uint64_t seed = measure.noise_seed.value_or(t.search.seed);
+  const double cost_ms = measure.replay_cost_ms;
   t.make_measurer = [task, noise, seed, cost_ms](int) -> std::unique_ptr<Measurer> {
     return std::make_unique<ReplayMeasurerAdapter>(*task, noise, seed, cost_ms);
   };
+  t.bind("", "");  // the cache names its device
 }
 
 }  // namespace
@@ -111,21 +117,22 @@ const ConfigSpace& TuneTask::space() const {
   return replay->space();
 }
 
-void TuneTask::bind(const Measurer& measurer) {
+void TuneTask::bind(const std::string& device_name, const std::string& target_arch) {
   if (replay) {
     key = replay_task_key(*replay);
   } else if (spec) {
-    key = spec::spec_task_key(*spec, measurer.target_arch(), measurer.device_name());
+    key = spec::spec_task_key(*spec, target_arch, device_name);
   } else {
+    require_arch_supports(*tmpl, target_arch);
     key = {.op = tmpl->op(),
            .shape = tmpl->shape(),
-           .target_arch = measurer.target_arch(),
-           .device_name = measurer.device_name(),
+           .target_arch = target_arch,
+           .device_name = device_name,
            .template_name = tmpl->name()};
   }
   if (tmpl) {
     TaskOptions arch;
-    arch.arch = measurer.target_arch();
+    arch.arch = target_arch;
     const ir::TargetLimits limits = arch.limits();
     features = cost_model::make_ir_features(*tmpl, limits);
     featurize = template_featurizer(*features, limits);
@@ -133,6 +140,15 @@ void TuneTask::bind(const Measurer& measurer) {
     features = cost_model::make_knob_features(space());
     featurize = knob_featurizer(space(), *features);
   }
+}
+
+distributed::SuiteTask TuneTask::suite_task() const {
+  return {.key = key,
+          .space = &space(),
+          .features = features.get(),
+          .featurize = featurize,
+          .flops = flops,
+          .seed_configs = search.seed_configs};
 }
 
 std::string TuneTask::note() const {
@@ -153,23 +169,28 @@ void TuneTask::report(nlohmann::json& out, const TuneSummary& summary) const {
       100.0 * ratio);
 }
 
-TuneTask resolve_tune_task(const TuneArgs& args) {
+TuneTask resolve_tune_task(const TaskSource& source, const MeasureChoice& measure,
+                           SearchOptions search) {
   TuneTask t;
-  t.emulated = args.device == "emulator";
-  t.search = args.search.options();
-  t.search.remeasure_rounds = args.remeasure_rounds;
-  if (!args.replay.cache.empty()) {
-    resolve_replay(args, t);
-  } else if (!args.replay.spec.empty()) {
-    resolve_spec(args, t);
+  t.emulated = measure.device == "emulator";
+  t.search = std::move(search);
+  t.search.remeasure_rounds = measure.remeasure_rounds;
+  if (!source.replay.cache.empty()) {
+    resolve_replay(source, measure, t);
+  } else if (!source.replay.spec.empty()) {
+    resolve_spec(source, measure, t);
   } else {
-    resolve_template(args, t);
+    resolve_template(source.op, measure, t);
   }
   const bool gpu = !t.replay && !t.emulated;
-  t.search.remeasure_top = args.remeasure_top >= 0 ? args.remeasure_top : gpu ? 8 : 0;
-  t.search.pipeline = gpu && !args.no_pipeline;
+  t.search.remeasure_top = measure.remeasure_top >= 0 ? measure.remeasure_top : gpu ? 8 : 0;
+  t.search.pipeline = gpu && !measure.no_pipeline;
   if (!gpu) t.search.seed_configs.clear();
   return t;
+}
+
+TuneTask resolve_tune_task(const TuneArgs& args) {
+  return resolve_tune_task(args.source, args.measure, args.search.options());
 }
 
 }  // namespace cutune::cli

@@ -188,6 +188,7 @@ std::vector<SuiteOutcome> run_suite(const std::vector<SuiteTask>& tasks,
             // Several loops at once: on_done reports each task instead of live lines.
             tune.progress = tune.progress && tasks.size() == 1;
             tune.flops = task.flops;
+            tune.seed_configs = task.seed_configs;
             Tuner tuner(*task.space, measurer, *policy, task.key, tune);
             r.summary = tuner.run();
             finished_tasks.finish(t, trial_records(resumed, task.key, tuner.records()));

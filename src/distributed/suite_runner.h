@@ -1,7 +1,8 @@
 #pragma once
 // Several tuning tasks searched at once into one log, on one process or over the ranks of an
-// MPI job: the engine under the replay suite (`tune --replay A B ...`) and under GPU or
-// emulated tasks run by `mpirun ... cutune tune OP`.
+// MPI job: the engine under the replay suite (`tune --replay A B ...`), under GPU or emulated
+// tasks run by `mpirun ... cutune tune OP` and under tune-suite's layers searched at once (the
+// command line's tasks come from src/cli/tune_task.h, through src/cli/suite_tasks.h).
 //
 //   std::vector<SuiteTask> tasks = ...;            // the same list on every rank
 //   auto out = run_suite(tasks, factory, options); // rank 0: one result per task; others: {}
@@ -46,11 +47,13 @@ struct SuiteTask {
   const cost_model::FeatureExtractor* features = nullptr;
   RecordFeaturizer featurize;  // places other tasks' records in `features` (transfer)
   std::optional<double> flops;
+  std::vector<Config> seed_configs{};  // measured first (TuneOptions::seed_configs)
 };
 
 struct SuiteOptions {
-  TuneOptions tune;  // trials, batch, seed, log, resume, remeasure, pipeline (per task);
-                     // progress: the tuner's live line when there is one task only
+  TuneOptions tune;  // trials, batch, seed, log, resume, remeasure, pipeline (per task; the
+                     // seed configurations are each task's own); progress: the tuner's live
+                     // line when there is one task only
   PolicyFactory make_policy;
   bool transfer = false;
   // Records of other runs (--transfer-from: logs, caches) every task learns from too, with or
