@@ -138,10 +138,13 @@ void run_bench(const BenchArgs& args) {
       j["median_s"] = t;
       j["tflops"] = flops / t * 1e-12;
       j["percent_of_fp32_peak"] = peak > 0 ? 100.0 * flops / t / peak : 0.0;
-      if (r.extra.contains("median_ci_s")) j["median_ci_s"] = r.extra["median_ci_s"];
-      if (r.extra.contains("throttled")) j["throttled"] = r.extra["throttled"];
-      for (const char* key : {"rounds", "round_medians_s", "gpu_before", "gpu_after"})
-        if (r.extra.contains(key)) j[key] = r.extra[key];
+      const MeasureDetails& d = r.details;
+      if (d.timing.median_ci_s) j["median_ci_s"] = *d.timing.median_ci_s;
+      if (d.gpu.throttled) j["throttled"] = *d.gpu.throttled;
+      if (d.rounds.rounds) j["rounds"] = *d.rounds.rounds;
+      if (d.rounds.round_medians_s) j["round_medians_s"] = *d.rounds.round_medians_s;
+      if (d.gpu.gpu_before) j["gpu_before"] = to_json(*d.gpu.gpu_before);
+      if (d.gpu.gpu_after) j["gpu_after"] = to_json(*d.gpu.gpu_after);
     }
     return j;
   };
@@ -156,16 +159,15 @@ void run_bench(const BenchArgs& args) {
                         {"interleaved_rounds", args.rounds},
                         {"results", {row(baseline_name, baseline_result)}}};
   if (!no_record_note.empty()) out["note"] = no_record_note;
-  if (gemm && baseline_result.extra.is_object() && baseline_result.extra.contains("cublas_algo"))
-    out["results"][0]["algo"] = baseline_result.extra["cublas_algo"];
-  if (!gemm && baseline_result.extra.is_object()) {
-    const nlohmann::json& e = baseline_result.extra;
-    out["reference"] = e.value("reference", "");
-    if (e.contains("baseline_algo")) out["results"][0]["algo"] = e["baseline_algo"];
-    if (e.contains("cudnn_note")) out["cudnn_note"] = e["cudnn_note"];
+  const BaselineFacts& b = baseline_result.details.baseline;
+  if (gemm && b.cublas_algo) out["results"][0]["algo"] = *b.cublas_algo;
+  if (!gemm && !baseline_result.details.empty()) {
+    out["reference"] = b.reference.value_or("");
+    if (b.baseline_algo) out["results"][0]["algo"] = *b.baseline_algo;
+    if (b.cudnn_note) out["cudnn_note"] = *b.cudnn_note;
   }
   const auto mixed = [](const MeasureResult& r) {
-    return r.extra.is_object() && r.extra.value("mixed_timers", false);
+    return r.details.rounds.mixed_timers.value_or(false);
   };
   // The baseline's time over a kernel's, where both were timed the same way.
   const auto ratio_of = [&](const MeasureResult& tuned) -> std::optional<double> {

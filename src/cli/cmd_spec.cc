@@ -475,7 +475,7 @@ void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
     if (r.ok()) {
       j["median_s"] = r.median_s();
       j["max_rel_error"] = r.max_rel_error;
-      if (r.extra.contains("median_ci_s")) j["median_ci_s"] = r.extra["median_ci_s"];
+      if (r.details.timing.median_ci_s) j["median_ci_s"] = *r.details.timing.median_ci_s;
     }
     rows.push_back(std::move(j));
   }

@@ -96,11 +96,10 @@ std::vector<Record> log_records(const std::string& path) {
 void read_baseline(const std::vector<Record>& records, LayerOutcome& out) {
   std::vector<double> times;
   for (const Record& r : records) {
-    if (!(r.task == out.key) || !r.result.extra.is_object()) continue;
-    const nlohmann::json& e = r.result.extra;
-    if (e.contains("baseline_s") && e["baseline_s"].is_number())
-      times.push_back(e["baseline_s"].get<double>());
-    if (r.result.ok() && e.contains("reference")) out.reference = e["reference"].get<std::string>();
+    if (!(r.task == out.key)) continue;
+    const BaselineFacts& b = r.result.details.baseline;
+    if (b.baseline_s && std::isfinite(*b.baseline_s)) times.push_back(*b.baseline_s);
+    if (r.result.ok() && b.reference) out.reference = *b.reference;
   }
   if (!times.empty()) out.cudnn_s = percentile(times, 0.5);
 }

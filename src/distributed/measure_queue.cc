@@ -34,11 +34,8 @@ std::optional<WorkItem> MeasureQueue::take(bool wait) {
 
 void MeasureQueue::complete(const WorkItem& item, MeasureResult result, const std::string& device) {
   if (!device.empty()) {
-    if (!result.extra.is_object()) result.extra = nlohmann::json::object();
-    auto gpu = result.extra.find("device");
-    result.extra["device"] = gpu != result.extra.end() && gpu->is_number_integer()
-                                 ? fmt::format("{}:{}", device, gpu->get<int>())
-                                 : device;
+    const std::optional<int64_t> ordinal = result.details.gpu.ordinal();
+    result.details.gpu.device = ordinal ? fmt::format("{}:{}", device, *ordinal) : device;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = pending_.find(item.id);

@@ -46,7 +46,7 @@ class MeasureQueue {
   // when none is queued).
   std::optional<WorkItem> take(bool wait = true);
   // The result of a taken item. A non-empty `device` (the measuring rank) goes into
-  // result.extra["device"]: "rank:ordinal" when the local measurer named a GPU ordinal there,
+  // result.details.gpu.device: "rank:ordinal" when the local measurer named a GPU ordinal there,
   // else "rank".
   void complete(const WorkItem& item, MeasureResult result, const std::string& device);
 

@@ -214,9 +214,8 @@ void serve_rank(LocalLane& lane, const std::vector<TaskKey>& keys) {
     if (kill_after >= 0 && measured >= kill_after) raise(SIGKILL);
     ++measured;
     std::string device = std::to_string(g_rank);
-    if (result.extra.is_object() && result.extra.contains("device") &&
-        result.extra["device"].is_number_integer())
-      device += ":" + std::to_string(result.extra["device"].get<int>());
+    if (const std::optional<int64_t> ordinal = result.details.gpu.ordinal())
+      device += ":" + std::to_string(*ordinal);
     send_json({{"id", item.id}, {"device", device}, {"result", to_json(result)}}, 0, kResult);
   }
 }

@@ -1,5 +1,6 @@
 #include "src/export/export_log.h"
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -18,20 +19,13 @@ namespace cutune {
 
 namespace {
 
-// The baseline the worker timed with this record (its median, as extra.baseline_s), if any.
+// The baseline the worker timed with this record (its median, extra.baseline_s), if any.
 std::optional<double> baseline_time(const Record& r) {
-  const nlohmann::json& e = r.result.extra;
-  if (e.is_object() && e.contains("baseline_s") && e["baseline_s"].is_number())
-    return e["baseline_s"].get<double>();
-  return std::nullopt;
+  const std::optional<double> t = r.result.details.baseline.baseline_s;
+  return t && std::isfinite(*t) ? t : std::nullopt;
 }
 
-std::optional<std::string> baseline_name(const Record& r) {
-  const nlohmann::json& e = r.result.extra;
-  if (e.is_object() && e.contains("baseline") && e["baseline"].is_string())
-    return e["baseline"].get<std::string>();
-  return std::nullopt;
-}
+std::optional<std::string> baseline_name(const Record& r) { return r.result.details.baseline.name; }
 
 }  // namespace
 

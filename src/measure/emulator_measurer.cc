@@ -81,10 +81,11 @@ class EmulatorMeasurer final : public Measurer {
       r.times_s = {check.run_seconds};
       r.timer = TimerKind::emulator;
     }
-    r.extra = {{"emulated", true},
-               {"time_is", "CPU emulator wall time, not GPU time"},
-               {"emulator_status", check.status},
-               {"tolerance", check.tolerance}};
+    EmulatorFacts& e = r.details.emulator;
+    e.emulated = true;
+    e.time_is = "CPU emulator wall time, not GPU time";
+    e.emulator_status = check.status;
+    e.tolerance = check.tolerance;
     return r;
   }
 

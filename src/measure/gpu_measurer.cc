@@ -158,17 +158,19 @@ class GpuMeasurer final : public Measurer {
         auto it = prefetched_s_.find(builder_.cache_key(instances[j].source));
         if (it != prefetched_s_.end()) {
           compiled_info[j].compile_s = it->second;
-          if (compiled_info[j].extra.is_object()) compiled_info[j].extra["compiled_ahead"] = true;
+          // Only a compile that ptxas reported on says how it was compiled.
+          if (!compiled_info[j].details.empty())
+            compiled_info[j].details.compile.compiled_ahead = true;
           if (measured.device < 0) result.compile_s = it->second;
           prefetched_s_.erase(it);
         }
       }
       if (measured.device >= 0) {
         result.compile_s = compiled_info[j].compile_s;
-        nlohmann::json extra = std::move(compiled_info[j].extra);
-        if (result.extra.is_object()) extra.update(result.extra);
-        extra["device"] = measured.device;
-        result.extra = std::move(extra);
+        MeasureDetails details = std::move(compiled_info[j].details);
+        details.merge(result.details);
+        details.gpu.device = int64_t(measured.device);
+        result.details = std::move(details);
       }
       if (on_result) on_result(slot[j], result);
     };
@@ -263,9 +265,9 @@ Candidate compiled_candidate(const KernelInstance& instance, const CompileResult
     return out;
   }
   const PtxasInfo& p = compiled.ptxas;
-  result.extra = {{"registers", p.registers},
-                  {"spill_bytes", p.spill_store_bytes + p.spill_load_bytes},
-                  {"static_smem_bytes", p.shared_bytes}};
+  result.details.compile.registers = p.registers;
+  result.details.compile.spill_bytes = p.spill_store_bytes + p.spill_load_bytes;
+  result.details.compile.static_smem_bytes = p.shared_bytes;
   const LaunchSpec& launch = instance.source.launch;
   const int64_t threads = int64_t(launch.block.volume());
   if (p.parsed && int64_t(p.registers) * threads > device.regs_per_block) {
@@ -335,10 +337,10 @@ std::vector<MeasureResult> measure_interleaved(
   }
   for (size_t i = 0; i < merged.size(); ++i) {
     if (failed[i]) continue;
-    if (!merged[i].extra.is_object()) merged[i].extra = nlohmann::json::object();
-    merged[i].extra["rounds"] = medians[i].size();
-    merged[i].extra["round_medians_s"] = medians[i];
-    if (mixed[i]) merged[i].extra["mixed_timers"] = true;  // no ratio may use these times
+    RoundStats& rounds = merged[i].details.rounds;
+    rounds.rounds = int64_t(medians[i].size());
+    rounds.round_medians_s = medians[i];
+    if (mixed[i]) rounds.mixed_timers = true;  // no ratio may use these times
   }
   return merged;
 }

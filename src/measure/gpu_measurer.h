@@ -37,9 +37,9 @@ Candidate compiled_candidate(const KernelInstance& instance, const CompileResult
 // Measures `requests` in turn, `rounds` times (A B A B ... for a baseline and a tuned kernel),
 // each round through `send` (a worker: same harness, timer, L2 flush and clocks for all), so
 // that drift touches each alike. One result per request, in order: every round's times
-// together (extra of the last round, plus "rounds": how many rounds the times come from and
-// "round_medians_s"); a request that fails in a round keeps that failure and is not sent again.
-// Request ids are left as given. rounds < 1 is taken as 1.
+// together (details of the last round, plus details.rounds: how many rounds the times come
+// from and each round's median); a request that fails in a round keeps that failure and is not sent
+// again. Request ids are left as given. rounds < 1 is taken as 1.
 std::vector<MeasureResult> measure_interleaved(
     const std::function<MeasureReply(const MeasureRequest&)>& send,
     const std::vector<MeasureRequest>& requests, int rounds);

@@ -25,7 +25,7 @@ struct GpuMeasureOptions {
   std::string arch;  // empty: the device's
   int device = 0;
   // GPUs to measure on, one worker each (src/measure/worker_pool.h); empty: {device}. Each
-  // result's extra says which one measured it ("device": ordinal).
+  // result's details say which one measured it (gpu.device: the ordinal).
   std::vector<int> devices;
   int compile_jobs = 2;
   bool flush_l2 = true;              // --no-flush turns it off

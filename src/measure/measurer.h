@@ -41,7 +41,7 @@ class Measurer {
   // Measures `configs` again `rounds` times, interleaved (all of them, then all of them again,
   // so that clock and thermal drift touch each alike), and returns one result per
   // configuration with every round's times; a configuration that fails in any round keeps
-  // that failure. extra["remeasure_rounds"] says how many rounds its times come from.
+  // that failure. details.rounds.remeasure_rounds says how many rounds its times come from.
   virtual std::vector<MeasureResult> remeasure(const std::vector<Config>& configs, int rounds);
 
   // The task's library baseline (cuBLAS, cuDNN) and `configs`, measured in turn `rounds`
@@ -87,8 +87,7 @@ inline std::vector<MeasureResult> Measurer::remeasure(const std::vector<Config>&
     }
   }
   for (size_t i = 0; i < merged.size(); ++i) {
-    if (!merged[i].extra.is_object()) merged[i].extra = nlohmann::json::object();
-    merged[i].extra["remeasure_rounds"] = rounds_ok[i];
+    merged[i].details.rounds.remeasure_rounds = rounds_ok[i];
   }
   return merged;
 }

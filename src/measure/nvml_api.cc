@@ -76,13 +76,19 @@ const NvmlApi& nvml() {
 
 }  // namespace
 
-nlohmann::json GpuSample::to_json() const {
-  if (!available) return {{"available", false}, {"error", error}};
-  return {{"sm_clock_mhz", sm_clock_mhz},
-          {"max_sm_clock_mhz", max_sm_clock_mhz},
-          {"temperature_c", temperature_c},
-          {"throttle_reasons", throttle_reasons},
-          {"throttled", throttled}};
+GpuState GpuSample::to_state() const {
+  GpuState s;
+  if (!available) {
+    s.available = false;
+    s.error = error;
+    return s;
+  }
+  s.sm_clock_mhz = sm_clock_mhz;
+  s.max_sm_clock_mhz = max_sm_clock_mhz;
+  s.temperature_c = temperature_c;
+  s.throttle_reasons = int64_t(throttle_reasons);
+  s.throttled = throttled;
+  return s;
 }
 
 bool is_throttling(uint64_t reasons) {

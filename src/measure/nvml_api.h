@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "src/records/measure_details.h"
 
 namespace cutune {
 
@@ -19,7 +19,8 @@ struct GpuSample {
   bool throttled = false;
   std::string error;
 
-  nlohmann::json to_json() const;
+  // As recorded in a result's details (gpu_before, gpu_after).
+  GpuState to_state() const;
 };
 
 // Whether NVML's reason bits name a slowdown that distorts timings (software power cap,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -85,11 +86,12 @@ void run_timed_rounds(const TimingOptions& o, std::unique_ptr<KernelTimer>& time
   result.timer = timer->kind();
   result.status = MeasureStatus::ok;
   const MedianCi ci = median_ci(result.times_s);
-  result.extra["stop"] = std::string(to_string(reason));
-  result.extra["median_ci_s"] = {ci.lo, ci.hi};
-  result.extra["rel_ci"] = std::isfinite(ci.rel_half_width) ? ci.rel_half_width : -1.0;
-  result.extra["l2_flush_bytes"] = l2_flush_bytes;
-  if (reason == StopReason::early_stop) result.extra["early_stopped"] = true;
+  TimingStats& stats = result.details.timing;
+  stats.stop = std::string(to_string(reason));
+  stats.median_ci_s = SecondsInterval{ci.lo, ci.hi};
+  stats.rel_ci = std::isfinite(ci.rel_half_width) ? ci.rel_half_width : -1.0;
+  stats.l2_flush_bytes = int64_t(l2_flush_bytes);
+  if (reason == StopReason::early_stop) stats.early_stopped = true;
 }
 
 namespace {
@@ -120,7 +122,7 @@ class GpuBackend final : public WorkerBackend {
     task_ = task;
     const auto setup_start = std::chrono::steady_clock::now();
     auto lap_start = setup_start;
-    setup_phases_ = nlohmann::json::object();
+    setup_phases_.clear();
     const auto lap = [&](const char* phase) {  // seconds since the previous lap
       setup_phases_[phase] = seconds_since(lap_start);
       lap_start = std::chrono::steady_clock::now();
@@ -195,7 +197,7 @@ class GpuBackend final : public WorkerBackend {
     context_->make_current();
     const auto t0 = std::chrono::steady_clock::now();
     const GpuSample before = sample_cuda_device(task_.device);
-    phases_ = nlohmann::json::object();
+    phases_.clear();
     phases_["sample_before"] = seconds_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
     try {
@@ -211,23 +213,24 @@ class GpuBackend final : public WorkerBackend {
     phases_["sample_after"] = seconds_since(t2);
     // Where the worker's time for this request went (seconds): the GPU samples, and inside
     // "run", loading the module, the checked launch with its comparison, the timed runs.
-    result.extra["phase_s"] = phases_;
+    result.details.timing.phase_s = phases_;
     // The first reply of a task also says where the task's setup went (seconds): context,
     // inputs (allocation and upload), reference (the expected outputs copied in, or computed
     // by cuBLAS or the reference kernel), timer (L2 flush buffer, CUPTI), cudnn (algorithm
     // search and warm re-timing), total.
     if (!setup_phases_.empty()) {
-      result.extra["setup_s"] = std::move(setup_phases_);
-      setup_phases_ = nlohmann::json::object();
+      result.details.timing.setup_s = std::move(setup_phases_);
+      setup_phases_.clear();
     }
-    result.extra["gpu_before"] = before.to_json();
-    result.extra["gpu_after"] = after.to_json();
-    result.extra["throttled"] = before.throttled || after.throttled;
-    if (!timer_note_.empty()) result.extra["timer_note"] = timer_note_;
-    result.extra["reference"] = reference_name_;
-    if (!cudnn_note_.empty()) result.extra["cudnn_note"] = cudnn_note_;
-    if (baseline_) result.extra.update(*baseline_);
-    if (gemm_baseline_) result.extra.update(*gemm_baseline_);
+    result.details.gpu.gpu_before = before.to_state();
+    result.details.gpu.gpu_after = after.to_state();
+    result.details.gpu.throttled = before.throttled || after.throttled;
+    if (!timer_note_.empty()) result.details.timing.timer_note = timer_note_;
+    BaselineFacts& b = result.details.baseline;
+    b.reference = reference_name_;
+    if (!cudnn_note_.empty()) b.cudnn_note = cudnn_note_;
+    if (baseline_) b.merge(*baseline_);
+    if (gemm_baseline_) b.merge(*gemm_baseline_);
     return reply;
   }
 
@@ -277,18 +280,18 @@ class GpuBackend final : public WorkerBackend {
   // cuBLASLt's ran). It writes the output tensor, which every candidate overwrites anyway.
   void find_cublas_algorithm() {
     const GemmBaseline& g = task_.baseline.gemm;
-    nlohmann::json info = nlohmann::json::object();
+    BaselineFacts info;
     try {
       const std::vector<CublasAlgoPerf> algos = cublas_->find_gemm_ex(
           {g.m, g.n, g.k, g.b_transposed}, gemm_storage(g.input), gemm_storage(g.output),
           args_.pointer(size_t(g.a)), args_.pointer(size_t(g.b)), args_.pointer(size_t(g.c)));
-      info["cublaslt_algos"] = std::count_if(algos.begin(), algos.end(),
-                                             [](const auto& a) { return a.ok && a.lt_index >= 0; });
-      if (!cublas_->lt_note().empty()) info["cublaslt_note"] = cublas_->lt_note();
+      info.cublaslt_algos = std::count_if(algos.begin(), algos.end(),
+                                          [](const auto& a) { return a.ok && a.lt_index >= 0; });
+      if (!cublas_->lt_note().empty()) info.cublaslt_note = cublas_->lt_note();
     } catch (const CudaError& e) {
-      info["cublaslt_note"] = std::string("no algorithm search: ") + e.what();
+      info.cublaslt_note = std::string("no algorithm search: ") + e.what();
     }
-    info["cublas_algo"] = cublas_->chosen().name;
+    info.cublas_algo = cublas_->chosen().name;
     gemm_baseline_ = std::move(info);
   }
 
@@ -383,7 +386,7 @@ class GpuBackend final : public WorkerBackend {
   }
 
   // Warm-up, then timed rounds (each run after an L2 flush) until should_stop; fills
-  // `result` (times, timer, status ok, statistics in extra). Throws CandidateFailure.
+  // `result` (times, timer, status ok, statistics in details.timing). Throws CandidateFailure.
   void time_runs(const std::function<void()>& launch, double best_so_far_s, MeasureResult& result,
                  int kernels_per_run = 0) {
     const DriverApi& api = require_driver();
@@ -452,16 +455,17 @@ class GpuBackend final : public WorkerBackend {
       std::vector<float> reference = cudnn_output(*exact);
       std::vector<float> fastest_out = cudnn_output(fastest);
       const bool same_type = !cudnn_output_;
-      nlohmann::json baseline = {{"baseline", "cudnn"},
-                                 {"baseline_algo", fastest.name},
-                                 {"cudnn_reference_algo", exact->name}};
+      BaselineFacts baseline;
+      baseline.name = "cudnn";
+      baseline.baseline_algo = fastest.name;
+      baseline.cudnn_reference_algo = exact->name;
       // How many of the graph API's plans ran next to the legacy algorithms.
-      baseline["cudnn_graph_plans"] = std::count_if(
+      baseline.cudnn_graph_plans = std::count_if(
           algos.begin(), algos.end(), [](const CudnnAlgoPerf& a) { return a.ok && a.plan >= 0; });
-      if (!cudnn_->graph_note().empty()) baseline["cudnn_graph_note"] = cudnn_->graph_note();
+      if (!cudnn_->graph_note().empty()) baseline.cudnn_graph_note = cudnn_->graph_note();
       const CompareResult fast_vs_ref =
           compare_outputs(fastest_out.data(), reference.data(), int64_t(reference.size()));
-      baseline["baseline_max_rel_error"] =
+      baseline.baseline_max_rel_error =
           std::isfinite(fast_vs_ref.max_rel_error) ? fast_vs_ref.max_rel_error : 1e300;
       bool use = same_type;
       if (!same_type)
@@ -470,7 +474,7 @@ class GpuBackend final : public WorkerBackend {
       if (same_type && !expected_[y].empty()) {
         const CompareResult c =
             compare_outputs(reference.data(), expected_[y].data(), int64_t(reference.size()));
-        baseline["cudnn_vs_cpu_max_rel_error"] =
+        baseline.cudnn_vs_cpu_max_rel_error =
             std::isfinite(c.max_rel_error) ? c.max_rel_error : 1e300;
         if (!c.ok(args_[y].tolerance)) {
           use = false;
@@ -486,10 +490,10 @@ class GpuBackend final : public WorkerBackend {
       keep_busy([this] { cudnn_forward(); }, 0.3);
       time_runs([this] { cudnn_forward(); }, std::numeric_limits<double>::infinity(), timed);
       const MedianCi ci = median_ci(timed.times_s);
-      baseline["baseline_s"] = timed.median_s();
-      baseline["baseline_median_ci_s"] = {ci.lo, ci.hi};
-      baseline["baseline_runs"] = timed.times_s.size();
-      baseline["baseline_timer"] = std::string(to_string(timed.timer));
+      baseline.baseline_s = timed.median_s();
+      baseline.baseline_median_ci_s = SecondsInterval{ci.lo, ci.hi};
+      baseline.baseline_runs = int64_t(timed.times_s.size());
+      baseline.baseline_timer = std::string(to_string(timed.timer));
       baseline_ = std::move(baseline);
     } catch (const CandidateFailure& f) {
       drop_cudnn(f.error);
@@ -539,10 +543,10 @@ class GpuBackend final : public WorkerBackend {
   std::optional<CudnnConv> cudnn_;
   std::optional<DeviceBuffer> cudnn_filter_;  // the filter in KRSC for an RSCK task
   std::optional<DeviceBuffer> cudnn_output_;  // cuDNN's output when its type is not the task's
-  std::optional<nlohmann::json> baseline_;
-  std::optional<nlohmann::json> gemm_baseline_;       // which cuBLAS algorithm is the baseline
-  nlohmann::json phases_ = nlohmann::json::object();  // the current request's phase_s
-  nlohmann::json setup_phases_ = nlohmann::json::object();  // until the task's first reply
+  std::optional<BaselineFacts> baseline_;
+  std::optional<BaselineFacts> gemm_baseline_;  // which cuBLAS algorithm is the baseline
+  std::map<std::string, double> phases_;        // the current request's phase_s
+  std::map<std::string, double> setup_phases_;  // until the task's first reply
   std::string cudnn_note_;
   std::string reference_name_ = "none";
 

@@ -48,12 +48,13 @@ class FakeBackend final : public WorkerBackend {
     }
     if (what == "fake_slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MeasureResult& result = reply.result;
-    result.extra = {{"pid", getpid()},
-                    {"setups", setups_},
-                    {"device", device_},
-                    {"cubin_bytes", r.cubin.size()},
-                    {"task", task_},
-                    {"baseline", baseline_}};
+    MeasureDetails& d = result.details;
+    d.worker.pid = getpid();
+    d.worker.setups = setups_;
+    d.gpu.device = int64_t(device_);
+    d.compile.cubin_bytes = int64_t(r.cubin.size());
+    d.worker.task = task_;
+    d.worker.baseline_spec = baseline_;
     if (what == "fake_ok" || what == "fake_slow") {
       result.status = MeasureStatus::ok;
       result.times_s = {1e-3 * double(1 + r.id % 3)};

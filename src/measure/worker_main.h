@@ -23,8 +23,9 @@ class WorkerBackend {
 };
 
 // The fake backend picks its behaviour from the request's kernel name:
-//   fake_ok       answers ok, one time of (1 + id % 3) ms, extra {pid, setups, device,
-//                 cubin_bytes, the task's baseline, and `task`: its arguments' kinds, element
+//   fake_ok       answers ok, one time of (1 + id % 3) ms, details: worker.pid, .setups,
+//                 gpu.device, compile.cubin_bytes, worker.baseline_spec (the task's
+//                 baseline), and worker.task: its arguments' kinds, element
 //                 types, sizes, fill rules and first blob bytes, the expected and
 //                 reference-cubin sizes}
 //   fake_slow     sleeps 0.3 s, then answers like fake_ok

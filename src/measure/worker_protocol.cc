@@ -232,7 +232,7 @@ nlohmann::json to_json(const MeasureResult& r) {
           {"error", r.error},
           {"timer", std::string(to_string(r.timer))},
           {"max_rel_error", r.max_rel_error},
-          {"extra", r.extra}};
+          {"extra", to_json(r.details)}};
 }
 
 MeasureResult measure_result_from_json(const nlohmann::json& j) {
@@ -246,7 +246,12 @@ MeasureResult measure_result_from_json(const nlohmann::json& j) {
   r.compile_s = get<double>(j, "compile_s");
   r.error = get<std::string>(j, "error");
   r.max_rel_error = get<double>(j, "max_rel_error");
-  r.extra = field(j, "extra");
+  const nlohmann::json& extra = field(j, "extra");
+  try {
+    r.details = measure_details_from_json(extra, "extra");
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("worker message: {}", e.what()));
+  }
   return r;
 }
 

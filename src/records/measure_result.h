@@ -7,7 +7,7 @@
 //   - every entry of times_s is finite and > 0, in seconds, in the order measured;
 //   - compile_s is finite and >= 0, in seconds (0 when nothing was compiled);
 //   - max_rel_error is -1 when the output was not checked, else finite and >= 0;
-//   - extra is null or a JSON object.
+//   - details.other (and each GpuState's) is null or a JSON object.
 // A non-ok result may carry times (e.g. wrong_answer still ran); callers that rank by time must
 // look at ok() first.
 
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "src/records/measure_details.h"
 
 namespace cutune {
 
@@ -56,7 +56,7 @@ struct MeasureResult {
   std::string error;            // one line; empty when status is ok
   TimerKind timer = TimerKind::none;
   double max_rel_error = -1;  // largest relative error against the reference; -1 if unchecked
-  nlohmann::json extra;       // e.g. ptxas info, GPU clock/temperature, throttled flag
+  MeasureDetails details;     // ptxas info, GPU state, statistics: a record's "extra"
 
   // Median / mean of times_s in seconds; +infinity when there are no times, so that a result
   // without times sorts after every timed one.

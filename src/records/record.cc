@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -154,7 +155,13 @@ MeasureResult result_from_json(const json& value) {
   result.timer = *parsed_timer;
   result.error = f.string_or("error", "");
   result.max_rel_error = f.number_or("max_rel_error", -1.0);
-  if (const json* extra = f.find("extra")) result.extra = *extra;
+  if (const json* extra = f.find("extra")) {
+    try {
+      result.details = measure_details_from_json(*extra, "result.extra");
+    } catch (const std::invalid_argument& e) {
+      fail(e.what());
+    }
+  }
   return result;
 }
 
@@ -186,8 +193,8 @@ nlohmann::ordered_json record_to_json(const Record& record) {
       {"error", record.result.error},
   };
   if (record.result.max_rel_error >= 0) result["max_rel_error"] = record.result.max_rel_error;
-  if (!record.result.extra.is_null()) {
-    result["extra"] = nlohmann::ordered_json(record.result.extra);
+  if (!record.result.details.empty()) {
+    result["extra"] = nlohmann::ordered_json(to_json(record.result.details));
   }
   nlohmann::ordered_json config = {{"index", record.config_index},
                                     {"knobs", nlohmann::ordered_json(record.knobs)}};
@@ -253,7 +260,8 @@ std::string encode_record(const Record& record) {
   check_internal(std::isfinite(r.compile_s) && r.compile_s >= 0, "compile_s not finite or < 0");
   check_internal(r.max_rel_error == -1 || (std::isfinite(r.max_rel_error) && r.max_rel_error >= 0),
                  "max_rel_error must be -1 or finite and >= 0");
-  check_internal(r.extra.is_null() || r.extra.is_object(), "extra must be null or an object");
+  check_internal(r.details.other.is_null() || r.details.other.is_object(),
+                 "details.other must be null or an object");
   check_internal(record.knobs.is_object(), "knobs must be an object");
   check_internal(is_valid_timestamp(record.timestamp),
                  fmt::format("malformed timestamp '{}'", record.timestamp));

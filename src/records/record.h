@@ -8,7 +8,8 @@
 //    "result":{"status":"ok","times":[...],"compile_s":0.3,"timer":"cupti","error":""},
 //    "time":"2026-11-30T09:00:00Z"}
 //
-// "result" may also hold "max_rel_error" (only when checked) and "extra" (only when non-null).
+// "result" may also hold "max_rel_error" (only when checked) and "extra" (the result's
+// MeasureDetails as measure_details.h writes them; only when not empty).
 // "config" may hold "trial" (the configuration's position in its task's tuning run, in the
 // order proposed; logs append in the order results arrive, which under several measuring
 // lanes differs), and a record may hold "kind": "remeasure" (the end-of-run re-measurement of

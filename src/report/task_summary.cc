@@ -27,15 +27,11 @@ double median_of(std::vector<double> v) {
 std::optional<Baseline> find_baseline(const std::vector<Record>& records) {
   std::map<std::string, std::vector<double>> by_name;
   for (const Record& r : records) {
-    const nlohmann::json& e = r.result.extra;
-    if (!e.is_object()) continue;
-    if (e.contains("baseline_s") && e["baseline_s"].is_number()) {
-      std::string name = e.contains("baseline") && e["baseline"].is_string()
-                             ? e["baseline"].get<std::string>()
-                             : "baseline";
-      by_name[name].push_back(e["baseline_s"].get<double>());
-    } else if (e.contains("cublas_time_s") && e["cublas_time_s"].is_number()) {
-      by_name["cublas"].push_back(e["cublas_time_s"].get<double>());
+    const BaselineFacts& b = r.result.details.baseline;
+    if (b.baseline_s && std::isfinite(*b.baseline_s)) {
+      by_name[b.name.value_or("baseline")].push_back(*b.baseline_s);
+    } else if (b.cublas_time_s && std::isfinite(*b.cublas_time_s)) {
+      by_name["cublas"].push_back(*b.cublas_time_s);
     }
   }
   std::optional<Baseline> best;

@@ -59,8 +59,8 @@ struct RoundQuality {
   double best_s = 0;   // the round's fastest ok time; +inf when none
 };
 
-// The speed baseline (cuBLAS or cuDNN) the measurements carried in result.extra: baseline_s
-// (named by "baseline") or cublas_time_s.
+// The speed baseline (cuBLAS or cuDNN) the measurements carried in their details:
+// baseline.baseline_s (named by baseline.name) or baseline.cublas_time_s.
 struct Baseline {
   std::string name;   // "cudnn", "cublas"
   double time_s = 0;  // median over the records that carry it

@@ -299,7 +299,8 @@ TEST_CASE("export round-trips a conv task through make_template", "[export]") {
     r.result.status = MeasureStatus::ok;
     r.result.times_s = {4e-5};
     r.result.timer = TimerKind::cupti;
-    r.result.extra = {{"baseline_s", 5e-5}, {"reference", "cudnn"}};
+    r.result.details.baseline.baseline_s = 5e-5;
+    r.result.details.baseline.reference = "cudnn";
     r.timestamp = "2026-11-30T09:00:00Z";
     LogWriter(dir / "log.jsonl").append(r);
   }

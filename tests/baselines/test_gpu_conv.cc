@@ -59,15 +59,16 @@ void check_against_cudnn(const std::string& op, const std::vector<int64_t>& shap
   for (size_t i = 0; i < results.size(); ++i) {
     const MeasureResult& r = results[i];
     INFO(tmpl->name() << " config " << configs[i].index() << ": " << to_string(r.status) << " "
-                      << r.error << " extra " << r.extra.dump());
+                      << r.error << " extra " << to_json(r.details).dump());
     CHECK(r.status != MeasureStatus::wrong_answer);
     CHECK(r.status != MeasureStatus::runtime_error);
     CHECK(r.status != MeasureStatus::timeout);
     if (!r.ok()) continue;
     ++ok;
-    CHECK(r.extra.value("reference", "") == "cudnn");
-    CHECK(r.extra.value("baseline_s", 0.0) > 0);
-    CHECK(r.extra.value("cudnn_vs_cpu_max_rel_error", 1.0) < 1e-3);
+    const BaselineFacts& b = r.details.baseline;
+    CHECK(b.reference.value_or("") == "cudnn");
+    CHECK(b.baseline_s.value_or(0.0) > 0);
+    CHECK(b.cudnn_vs_cpu_max_rel_error.value_or(1.0) < 1e-3);
   }
   // Every hand-tuned configuration runs, and a sampled one may only be turned down by the
   // verifier before it runs (see the status checks above): a launch failure is a bug in the
@@ -122,12 +123,12 @@ TEST_CASE("a 16-bit convolution's baseline also tries cuDNN's graph API", "[gpu]
   // do not use the tensor cores well.
   auto tmpl = make_template("conv2d_fp16", {1, 128, 28, 28, 256, 1, 1, 2, 0, 1});
   const MeasureResult r = measure_baseline(*tmpl, GpuMeasureOptions{}, 60);
-  INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());
+  INFO(to_string(r.status) << " " << r.error << " extra " << to_json(r.details).dump());
   REQUIRE(r.ok());
-  CHECK(r.extra.value("cudnn_graph_plans", 0) > 0);
-  CHECK_FALSE(r.extra.contains("cudnn_graph_note"));
+  CHECK(r.details.baseline.cudnn_graph_plans.value_or(0) > 0);
+  CHECK_FALSE(r.details.baseline.cudnn_graph_note);
   // Whichever API won, its fp16 output agrees with the legacy implicit GEMM's.
-  CHECK(r.extra["baseline_max_rel_error"].get<double>() < 1e-2);
+  CHECK(r.details.baseline.baseline_max_rel_error.value_or(1.0) < 1e-2);
 }
 
 TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][conv]") {
@@ -137,12 +138,13 @@ TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][con
   options.min_repeats = 20;
   options.early_stop_factor = 0;
   const MeasureResult r = measure_baseline(*tmpl, options, 30);
-  INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());
+  INFO(to_string(r.status) << " " << r.error << " extra " << to_json(r.details).dump());
   REQUIRE(r.ok());
-  CHECK(r.extra["reference"] == "cudnn");
+  CHECK(r.details.baseline.reference == "cudnn");
   CHECK(r.times_s.size() >= 20);
   const double t = r.median_s();
-  const double baseline = r.extra["baseline_s"].get<double>();
+  REQUIRE(r.details.baseline.baseline_s);
+  const double baseline = *r.details.baseline.baseline_s;
   CHECK(t > 1e-6);
   CHECK(t < 5e-3);
   // The same algorithm timed twice in one harness: the two medians agree within 20%.
@@ -151,7 +153,7 @@ TEST_CASE("cuDNN is timed like a candidate and within the fp32 peak", "[gpu][con
   const double peak = double(d.sm_count) * double(d.clock_khz) * 1e3 * 128.0 * 2.0;
   // Faster than the fp32 FMA peak would mean TF32 tensor cores (or a broken timer).
   CHECK(tmpl->flops() / t < 1.05 * peak);
-  CHECK(r.extra["baseline_max_rel_error"].get<double>() < 1e-3);
+  CHECK(r.details.baseline.baseline_max_rel_error.value_or(1.0) < 1e-3);
 
   // A task without a baseline (a GEMM task whose reference is the host's: no cuBLAS, and not
   // a convolution, so no cuDNN): the request fails as data, not a crash. (A GEMM task with its

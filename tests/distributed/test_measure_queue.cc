@@ -105,7 +105,8 @@ TEST_CASE("batches come back in proposal order whatever the number of lanes", "[
 TEST_CASE("a lane's rank is recorded as the result's device", "[distributed]") {
   const auto results = run(2, "3");
   for (const auto& task : results)
-    for (const MeasureResult& r : task) CHECK(r.extra.at("device") == "3");
+    for (const MeasureResult& r : task)
+      CHECK(r.details.gpu.device == std::variant<int64_t, std::string>("3"));
 }
 
 TEST_CASE("a batch's sink gets each result as it arrives, once, never two at once",

@@ -70,16 +70,13 @@ std::string mpirun(int ranks) {
 }
 
 // Each task's records in trial order (the log holds them as they arrived), without what
-// legitimately differs between runs: the timestamp and which rank measured ("device" in the
-// result's extra).
+// legitimately differs between runs: the timestamp and which rank measured (the result's
+// details.gpu.device).
 std::map<TaskKey, std::vector<Record>> comparable(const fs::path& log) {
   std::vector<Record> records = read_log(log).records;
   for (Record& r : records) {
     r.timestamp.clear();
-    if (r.result.extra.is_object()) {
-      r.result.extra.erase("device");
-      if (r.result.extra.empty()) r.result.extra = nullptr;
-    }
+    r.result.details.gpu.device.reset();
   }
   std::map<TaskKey, std::vector<Record>> by_task = group_by_task(records);
   for (auto& [task, rs] : by_task)
@@ -111,7 +108,7 @@ TEST_CASE("mpirun -n 3 gives exactly the records of a single-process run", "[mpi
   // Both measuring ranks took part, and each record names its rank.
   std::set<std::string> devices;
   for (const Record& r : read_log(three).records)
-    devices.insert(r.result.extra.at("device").get<std::string>());
+    devices.insert(std::get<std::string>(r.result.details.gpu.device.value()));
   CHECK(devices == std::set<std::string>{"1", "2"});
 }
 
@@ -224,8 +221,8 @@ TEST_CASE("tune OP --device emulator under mpirun -n 2: every rank builds and me
     std::vector<std::tuple<int64_t, uint64_t, std::string, TaskKey>> out;
     for (const Record& r : read_log(log).records) {
       out.emplace_back(r.trial, r.config_index, std::string(to_string(r.result.status)), r.task);
-      if (devices && r.result.extra.contains("device"))
-        devices->insert(r.result.extra["device"].get<std::string>());
+      if (devices && r.result.details.gpu.device)
+        devices->insert(std::get<std::string>(*r.result.details.gpu.device));
     }
     std::sort(out.begin(), out.end());
     return out;

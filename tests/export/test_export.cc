@@ -38,7 +38,8 @@ Record gemm_record(uint64_t index, double median_s, MeasureStatus status) {
   r.result.times_s = {median_s};
   r.result.timer = TimerKind::cupti;
   // What the worker adds to a record of a task whose baseline it timed (worker_gpu.h).
-  r.result.extra = {{"baseline", "cudnn"}, {"baseline_s", 2e-5}};
+  r.result.details.baseline.name = "cudnn";
+  r.result.details.baseline.baseline_s = 2e-5;
   if (status != MeasureStatus::ok) r.result.error = "x";
   r.timestamp = "2026-11-30T09:00:00Z";
   return r;

@@ -113,7 +113,7 @@ TEST_CASE("the timer measures a kernel of known duration", "[gpu]") {
                   "  if (threadIdx.x == 0) C[0] = float(t - t0);",
                   {1, 1, 1}, {32, 1, 1});
   const MeasureReply r = s.measure(spin);
-  INFO(r.result.error << " " << r.result.extra.dump());
+  INFO(r.result.error << " " << to_json(r.result.details).dump());
   REQUIRE(r.result.ok());
   CHECK(r.result.timer == TimerKind::cupti);
   CHECK(r.result.median_s() > 195e-6);
@@ -209,7 +209,7 @@ TEST_CASE("the GPU measurer measures GEMM candidates end to end", "[gpu]") {
       CHECK(r.median_s() > 0);
       CHECK(r.max_rel_error >= 0);
       CHECK(r.max_rel_error <= error_tolerance("float32", 512));
-      CHECK(r.extra.contains("gpu_before"));
+      CHECK(r.details.gpu.gpu_before);
     }
   }
 }
@@ -221,13 +221,14 @@ TEST_CASE("a 16-bit GEMM's baseline is the fastest of GemmEx and cuBLASLt's algo
   const std::vector<MeasureResult> results = measurer->measure({tmpl->reference_configs().front()});
   REQUIRE(results.size() == 1);
   const MeasureResult& r = results.front();
-  INFO(to_string(r.status) << " " << r.error << " extra " << r.extra.dump());
+  INFO(to_string(r.status) << " " << r.error << " extra " << to_json(r.details).dump());
   CHECK(r.ok());
   // cuBLAS's GemmEx output stays the reference; the candidates ran against it.
-  CHECK(r.extra.value("reference", "") == "cublas");
-  CHECK(r.extra.value("cublaslt_algos", 0) > 0);
-  CHECK_FALSE(r.extra.contains("cublaslt_note"));
-  const std::string algo = r.extra.value("cublas_algo", "");
+  const BaselineFacts& b = r.details.baseline;
+  CHECK(b.reference.value_or("") == "cublas");
+  CHECK(b.cublaslt_algos.value_or(0) > 0);
+  CHECK_FALSE(b.cublaslt_note);
+  const std::string algo = b.cublas_algo.value_or("");
   CHECK((algo == "GemmEx default" || algo.starts_with("cuBLASLt heuristic ")));
 }
 

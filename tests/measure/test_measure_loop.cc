@@ -192,7 +192,7 @@ TEST_CASE("the top k are re-measured interleaved and the best is chosen on that"
     ++remeasured;
     CHECK(r.trial == -1);
     CHECK(r.result.times_s.size() == 2);
-    CHECK(r.result.extra["remeasure_rounds"] == 2);
+    CHECK(r.result.details.rounds.remeasure_rounds == 2);
   }
   CHECK(remeasured == 3);
   // The log's best (export, bench, report) is the re-measurement's winner too.
@@ -243,9 +243,9 @@ TEST_CASE("bench's requests are measured in turn through a fake worker", "[measu
   CHECK(r[0].ok());
   CHECK(r[0].times_s == std::vector<double>{1e-3, 1e-3, 1e-3});
   CHECK(r[1].times_s == std::vector<double>{2e-3, 2e-3, 2e-3});
-  CHECK(r[0].extra["rounds"] == 3);
-  CHECK(r[0].extra["round_medians_s"].size() == 3);
-  CHECK(!r[0].extra.contains("mixed_timers"));
+  CHECK(r[0].details.rounds.rounds == 3);
+  CHECK(r[0].details.rounds.round_medians_s.value_or(std::vector<double>{}).size() == 3);
+  CHECK(!r[0].details.rounds.mixed_timers);
   CHECK(r[2].status == MeasureStatus::wrong_answer);
 }
 
@@ -296,7 +296,7 @@ TEST_CASE("the GPU measurer's prefetch may run while a batch is measured", "[mea
       INFO(r.error);
       // Compiled by the prefetch, then run by the (fake) worker.
       CHECK(r.error.find("fake backend") != std::string::npos);
-      CHECK(r.extra.value("compiled_ahead", false));
+      CHECK(r.details.compile.compiled_ahead.value_or(false));
       CHECK(r.compile_s > 0);
     }
     a = batch_of(4);
@@ -330,7 +330,7 @@ TEST_CASE("a GPU run's loop: proposals in the background, each batch compiled ah
     const MeasureResult& r = tuner.records()[i].result;
     INFO("trial " << i << ": " << r.error);
     CHECK(r.error.find("fake backend") != std::string::npos);
-    CHECK(r.extra.value("compiled_ahead", false) == (i >= 4));
+    CHECK(r.details.compile.compiled_ahead.value_or(false) == (i >= 4));
   }
 }
 
@@ -385,8 +385,8 @@ TEST_CASE("the emulator measurer runs a tiny GEMM and labels its times", "[measu
     // Checked (not -1, "unchecked") and within the float32 rule for an 8-long reduction.
     CHECK(x.max_rel_error >= 0);
     CHECK(x.max_rel_error <= error_tolerance("float32", 8));
-    CHECK(x.extra["tolerance"] == error_tolerance("float32", 8));
-    CHECK(x.extra["emulated"] == true);
+    CHECK(x.details.emulator.tolerance == error_tolerance("float32", 8));
+    CHECK(x.details.emulator.emulated == true);
   }
 }
 

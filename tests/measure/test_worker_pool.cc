@@ -77,8 +77,8 @@ TEST_CASE("a batch spreads over four workers and survives one of them dying", "[
       CHECK(r.result.times_s.size() == 1);
     }
     // Each worker was given its own GPU ordinal with the task.
-    CHECK(r.result.extra.at("device").get<int>() == r.device);
-    pids_by_device[r.device].insert(r.result.extra.at("pid").get<int>());
+    CHECK(r.result.details.gpu.ordinal() == r.device);
+    pids_by_device[r.device].insert(int(r.result.details.worker.pid.value()));
   }
   CHECK(pids_by_device.size() == 4);  // every worker measured something
   int per_device_total = 0;
@@ -96,7 +96,7 @@ TEST_CASE("a batch spreads over four workers and survives one of them dying", "[
   for (const PoolResult& r : again) {
     INFO(r.device << ": " << r.result.error);
     CHECK(r.result.status == MeasureStatus::ok);
-    CHECK(r.result.extra.at("device").get<int>() == r.device);
+    CHECK(r.result.details.gpu.ordinal() == r.device);
     devices.insert(r.device);
   }
   CHECK(devices.size() == 4);

@@ -105,7 +105,12 @@ TEST_CASE("an infinite best time and a result survive JSON", "[worker]") {
   reply.result.timer = TimerKind::cupti;
   reply.result.max_rel_error = 0.25;
   reply.result.error = "bad";
-  reply.result.extra = {{"a", 1}};
+  reply.result.details.other = {{"a", 1}};
+  reply.result.details.rounds.round_medians_s = std::vector<double>{1e-3, 2e-3};
+  GpuState no_nvml;
+  no_nvml.available = false;
+  no_nvml.error = "no NVML";
+  reply.result.details.gpu.gpu_before = no_nvml;
   reply.context_poisoned = true;
   const MeasureReply back = reply_from_frame(reply_frame(reply));
   CHECK(back.id == 9);
@@ -177,8 +182,8 @@ TEST_CASE("the fake worker answers and keeps its process between requests", "[wo
   const MeasureReply b = s.measure(request(2, "fake_ok"));
   REQUIRE(a.result.ok());
   CHECK(a.result.times_s == std::vector<double>{2e-3});
-  CHECK(a.result.extra["cubin_bytes"] == 1000);
-  CHECK(a.result.extra["pid"] == b.result.extra["pid"]);
+  CHECK(a.result.details.compile.cubin_bytes == 1000);
+  CHECK(a.result.details.worker.pid == b.result.details.worker.pid);
   CHECK(s.restarts() == 0);
 }
 
@@ -210,8 +215,8 @@ TEST_CASE("every way a worker fails becomes a result and the worker is replaced"
       CHECK(s.pid() == -1);
       const MeasureReply after = s.measure(request(3, "fake_ok"));
       REQUIRE(after.result.ok());
-      CHECK(after.result.extra["pid"] != before.result.extra["pid"]);
-      CHECK(after.result.extra["setups"] == 1);  // the new worker got the task
+      CHECK(after.result.details.worker.pid != before.result.details.worker.pid);
+      CHECK(after.result.details.worker.setups == 1);  // the new worker got the task
     }
   }
 }
@@ -280,8 +285,7 @@ TEST_CASE("16-bit and split-K tensors reach the worker sized and started by thei
     s.set_task(task, expected);
     const MeasureReply reply = s.measure(request(1, "fake_ok"));
     REQUIRE(reply.result.ok());
-    const nlohmann::json& e = reply.result.extra;
-    const nlohmann::json& args = e.at("task").at("arguments");
+    const nlohmann::json& args = reply.result.details.worker.task.value().at("arguments");
     REQUIRE(args.size() == 3);
     CHECK(args[0]["bytes"] == m * n * c.c_bytes);
     CHECK(args[1]["bytes"] == m * k * c.ab_bytes);
@@ -299,7 +303,8 @@ TEST_CASE("16-bit and split-K tensors reach the worker sized and started by thei
                                                            : "bfloat16",
                           k));
     CHECK(args[1]["tolerance"] == 0.0);
-    const BaselineSpec b = BaselineSpec::from_json(e["baseline"]);
+    const BaselineSpec b =
+        BaselineSpec::from_json(reply.result.details.worker.baseline_spec.value());
     REQUIRE(b.kind == BaselineSpec::Kind::gemm);
     CHECK(b.gemm.input == tmpl->tensors()[1].type.dtype);
     CHECK(b.gemm.output == tmpl->tensors()[0].type.dtype);
@@ -329,8 +334,9 @@ TEST_CASE("a 16-bit convolution carries the CPU reference on rounded inputs", "[
   WorkerSupervisor s(fake_worker());
   s.set_task(task, expected);
   const MeasureReply reply = s.measure(request(1, "fake_ok"));
-  CHECK(reply.result.extra["task"]["arguments"][0]["bytes"] == task.arguments[0].elements * 2);
-  CHECK(reply.result.extra["task"]["expected_bytes"] == expected.size());
+  const nlohmann::json& echo = reply.result.details.worker.task.value();
+  CHECK(echo["arguments"][0]["bytes"] == task.arguments[0].elements * 2);
+  CHECK(echo["expected_bytes"] == expected.size());
 }
 
 TEST_CASE("a user kernel's task: argument sizes, scalar bytes and constant uploads arrive right",
@@ -377,7 +383,7 @@ TEST_CASE("a user kernel's task: argument sizes, scalar bytes and constant uploa
   WorkerSupervisor s(fake_worker());
   s.set_task(t, blob);
   const MeasureReply reply = s.measure(request(1, "fake_ok"));
-  const nlohmann::json& got = reply.result.extra.at("task");
+  const nlohmann::json& got = reply.result.details.worker.task.value();
   CHECK(got["blob_bytes"] == blob.size());
   CHECK(got["reference_cubin_bytes"] == 4);
   CHECK(got["arguments"][0]["bytes"] == 24);

@@ -55,7 +55,9 @@ TEST_CASE("records of every status round-trip exactly", "[records]") {
       r.result.times_s = {1e-9, 0.1 + 0.2};
       r.result.timer = TimerKind::cuda_event;
       r.result.max_rel_error = 0;
-      r.result.extra = {{"registers", 96}, {"throttled", false}, {"clock_mhz", 1980.5}};
+      r.result.details.compile.registers = 96;
+      r.result.details.gpu.throttled = false;
+      r.result.details.other = {{"clock_mhz", 1980.5}};
     }
     const std::string line = encode_record(r);
     INFO(line);
@@ -75,7 +77,7 @@ TEST_CASE("optional fields take their defaults and unknown fields are ignored", 
   CHECK(r.result.timer == TimerKind::none);
   CHECK(r.result.compile_s == 0);
   CHECK(r.result.max_rel_error == -1);
-  CHECK(r.result.extra.is_null());
+  CHECK(r.result.details.empty());
 }
 
 TEST_CASE("malformed lines are RecordErrors with a one-line reason", "[records]") {

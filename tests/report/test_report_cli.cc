@@ -102,7 +102,8 @@ void write_template_log(const fs::path& path) {
   const double times[] = {4e-3, 2e-3, 3e-3};
   for (int i = 0; i < 3; ++i) {
     Record r = make_record(big, 10 + i, {times[i]});
-    r.result.extra = {{"baseline", "cublas"}, {"baseline_s", 5e-3}};
+    r.result.details.baseline.name = "cublas";
+    r.result.details.baseline.baseline_s = 5e-3;
     w.append(r);
   }
   w.append(make_record(big, 20, {}, MeasureStatus::compile_error));

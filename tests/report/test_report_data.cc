@@ -50,7 +50,8 @@ std::pair<double, double> brute_force(const std::vector<double>& ok, int failed,
 }
 
 Record with_baseline(Record r, double baseline_s, const std::string& name = "cudnn") {
-  r.result.extra = {{"baseline", name}, {"baseline_s", baseline_s}};
+  r.result.details.baseline.name = name;
+  r.result.details.baseline.baseline_s = baseline_s;
   return r;
 }
 
@@ -268,7 +269,7 @@ TEST_CASE("the baseline is the median of the records' baseline_s, ratio = baseli
   CHECK(to_json(s)["baseline"]["ratio"].get<double>() == Approx(2.5));
 
   std::vector<Record> cublas = sample_records();
-  cublas[0].result.extra = {{"cublas_time_s", 1.5e-3}};
+  cublas[0].result.details.baseline.cublas_time_s = 1.5e-3;
   TaskSummary c = summarize_task(cublas[0].task, cublas, SpaceInfo{}, {});
   REQUIRE(c.baseline);
   CHECK(c.baseline->name == "cublas");

@@ -60,7 +60,7 @@ void measure_sample(const SpecTask& task, int count) {
     ++ok;
     CHECK_FALSE(r.times_s.empty());
     CHECK(r.median_s() > 0);
-    CHECK(r.extra.at("reference") == "reference kernel");
+    CHECK(r.details.baseline.reference == "reference kernel");
   }
   CHECK(ok * 2 >= count);
   CHECK(results.front().ok());

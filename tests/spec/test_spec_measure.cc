@@ -88,7 +88,8 @@ TEST_CASE("a spec's worker task carries buffers, scalars by value and constant m
   r.kernel_name = "fake_ok";
   const MeasureReply reply = worker.measure(r);
   REQUIRE(reply.result.status == MeasureStatus::ok);
-  const nlohmann::json& got = reply.result.extra.at("task");
+  REQUIRE(reply.result.details.worker.task);
+  const nlohmann::json& got = *reply.result.details.worker.task;
   CHECK(got["blob_bytes"] == t.blob.size());
   CHECK(got["reference_cubin_bytes"] == u.reference_cubin_bytes);
   CHECK(got["reference_args"] == u.reference_args);
@@ -205,9 +206,10 @@ TEST_CASE("a spec's configurations go through the templates' GPU measurer") {
     // was compiled (ptxas extras) and sent with the spec's three arguments.
     CHECK_THAT(r[i].error, Catch::Contains("fake backend"));
     CHECK(r[i].compile_s > 0);
-    CHECK(r[i].extra.contains("registers"));
-    CHECK(r[i].extra.at("cubin_bytes").get<size_t>() > 0);
-    CHECK(r[i].extra.at("task").at("arguments").size() == 3);
+    CHECK(r[i].details.compile.registers);
+    CHECK(r[i].details.compile.cubin_bytes.value_or(0) > 0);
+    REQUIRE(r[i].details.worker.task);
+    CHECK(r[i].details.worker.task->at("arguments").size() == 3);
   }
   CHECK(m->target_arch() == "sm_90");
 }
