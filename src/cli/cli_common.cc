@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/output_file.h"
 #include "src/runtime/device.h"
 #include "src/measure/gpu_measurer.h"
 
@@ -126,17 +127,10 @@ void require_readable_file(const std::string& path, const std::string& flag) {
 }
 
 void require_writable_file(const std::string& path, const std::string& flag) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw UsageError(fmt::format("{}: {} is a directory; expected a file", flag, path));
-  }
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec)) {
-    throw UsageError(fmt::format("{}: folder {} does not exist", flag, parent.string()));
-  }
-  if (fs::exists(path, ec) ? ::access(path.c_str(), W_OK) != 0
-                           : ::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
+  check_output({.path = path, .flag = flag}, OutputMode::append);
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  if (::access(path.c_str(), F_OK) == 0 ? ::access(path.c_str(), W_OK) != 0
+                                        : ::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
     throw UsageError(fmt::format("{}: cannot write {}: permission denied", flag, path));
   }
 }

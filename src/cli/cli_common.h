@@ -67,8 +67,9 @@ void reject_given(const CLI::App& cmd, const std::vector<std::string>& names,
 
 // UsageError (one line, naming `flag`) unless `path` is a regular file this process can read.
 void require_readable_file(const std::string& path, const std::string& flag);
-// UsageError unless `path` is a file that can be created or appended to: not a directory, in
-// an existing folder.
+// UsageError unless `path` is a file that can be created or appended to: nothing yet (in an
+// existing folder) or a regular file, not a symbolic link, directory, FIFO or device
+// (src/base/output_file.h, OutputMode::append).
 void require_writable_file(const std::string& path, const std::string& flag);
 
 // UsageError when `tmpl` cannot run on `arch` at all (the tensor-core templates' mma.sync

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -12,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/output_file.h"
 #include "src/cli/cli_common.h"
 #include "src/cli/cmd_spec.h"
 #include "src/runtime/device.h"
@@ -330,16 +330,9 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::s
 
 namespace {
 
-// Writes beside the target and renames, so a reader never sees half a file.
-void write_json_file(const std::string& path, const nlohmann::ordered_json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw UsageError(fmt::format("cannot write '{}'", path));
-    out << j.dump(1) << "\n";
-    if (!out) throw UsageError(fmt::format("cannot write '{}'", path));
-  }
-  std::filesystem::rename(tmp, path);
+// Pretty JSON at a path the user named (src/base/output_file.h).
+void write_json_file(const OutputTarget& target, const nlohmann::ordered_json& j) {
+  write_output_file(target, j.dump(1) + "\n");
 }
 
 std::vector<Record> log_records(const std::string& log, const std::string& task_filter) {
@@ -366,12 +359,27 @@ void add_interop_commands(CLI::App& app) {
   auto log = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto task = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false);
   cache->add_option("log", *log, "tuning log (JSON lines)")->required();
   cache->add_option("--out", *out, "the cache file to write (JSON)")->required();
   cache->add_option("--task", *task, "the task, when the log holds several");
-  cache->callback([log, out, task] {
-    replay::KtCache c = spec::records_to_kt_cache(log_records(*log, *task));
-    write_json_file(*out, spec::kt_cache_to_json(c));
+  cache->add_flag("--force", *force, "replace --out if it exists");
+  cache->add_flag("--json", *json, "machine-readable summary on stdout");
+  cache->callback([log, out, task, force, json] {
+    const OutputTarget target{.path = *out, .flag = "--out", .force = *force};
+    check_output(target, OutputMode::create);  // before the log is read
+    const std::vector<Record> records = log_records(*log, *task);
+    replay::KtCache c = spec::records_to_kt_cache(records);
+    write_json_file(target, spec::kt_cache_to_json(c));
+    if (*json) {
+      print_json({{"log", *log},
+                  {"out", *out},
+                  {"records_read", records.size()},
+                  {"written", c.entries.size()},
+                  {"valid", c.valid_count()}});
+      return;
+    }
     fmt::print("wrote {} configurations ({} valid) to {}\n", c.entries.size(), c.valid_count(),
                *out);
   });
@@ -380,9 +388,12 @@ void add_interop_commands(CLI::App& app) {
 namespace spec_form {
 
 // `export LOG --t4 --out FILE`: a log's measurements in the T4 results format.
-void run_t4_export(const std::string& log, const std::string& out, const std::string& task) {
+void run_t4_export(const std::string& log, const std::string& out, const std::string& task,
+                   bool force) {
+  const OutputTarget target{.path = out, .flag = "--out", .force = force};
+  check_output(target, OutputMode::create);  // before the log is read
   std::vector<Record> records = log_records(log, task);
-  write_json_file(out, spec::records_to_t4(records));
+  write_json_file(target, spec::records_to_t4(records));
   fmt::print("wrote {} results to {}\n", records.size(), out);
 }
 

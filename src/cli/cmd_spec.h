@@ -69,11 +69,13 @@ void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
 // `export LOG --spec SPEC --out DIR [--task T]`.
 void run_export(const SpecOptions& opts, const std::string& log, const std::string& out,
                 const std::string& task_filter);
-// `export LOG --t4 --out FILE [--task T]`.
-void run_t4_export(const std::string& log, const std::string& out, const std::string& task);
+// `export LOG --t4 --out FILE [--task T] [--force]`: FILE is written as
+// src/base/output_file.h says (an existing one replaced only with --force).
+void run_t4_export(const std::string& log, const std::string& out, const std::string& task,
+                   bool force);
 }  // namespace spec_form
 
-// `cutune cache LOG --out FILE`.
+// `cutune cache LOG --out FILE [--force] [--json]`.
 void add_interop_commands(CLI::App& app);
 
 }  // namespace cutune::cli
