@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "src/base/output_file.h"
 #include "src/runtime/device.h"
@@ -235,6 +236,36 @@ Config parse_config(const ConfigSpace& space, const std::string& text) {
         fmt::format("bad --config '{}': expected a configuration index or a JSON object", text));
   }
   return space.from_json(j);
+}
+
+std::string values_text(const std::vector<int64_t>& values, size_t shown) {
+  if (values.size() <= shown) return fmt::format("{}", fmt::join(values, ", "));
+  return fmt::format("{}, ... ({} values)",
+                     fmt::join(values.begin(), values.begin() + static_cast<ptrdiff_t>(shown), ", "),
+                     values.size());
+}
+
+std::string compile_log_for_people(const std::string& log) {
+  std::string text;
+  text.reserve(log.size());
+  for (char c : log)
+    if (c != '\0') text += c;
+  // "file.cu(12): error: ...", "error: ...", "catastrophic error: ..."; not a warning that
+  // merely mentions the word.
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line(text.data() + start, end - start);
+    if (line.starts_with("error") || line.find(": error") != std::string_view::npos ||
+        line.find("catastrophic error") != std::string_view::npos) {
+      if (start == 0) return text;
+      std::string first(line);
+      text.erase(start, end - start + (end < text.size() ? 1 : 0));
+      return first + "\n" + text;
+    }
+    start = end + 1;
+  }
+  return text;
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }

@@ -96,6 +96,15 @@ std::string resume_command(const std::string& log);
 // A configuration named on the command line: an index or a JSON object.
 Config parse_config(const ConfigSpace& space, const std::string& text);
 
+// A list of values for people: all of them when there are at most `shown`, else the first
+// `shown` and "... (N values)".
+std::string values_text(const std::vector<int64_t>& values, size_t shown = 8);
+
+// A compiler's log for people: NUL bytes (NVRTC counts its terminator in the log's size)
+// removed, and the first line that reports an error moved to the front, since NVRTC prints
+// warnings first and a reader should see why it failed first. Otherwise unchanged.
+std::string compile_log_for_people(const std::string& log);
+
 // Prints a JSON document (pretty) to stdout.
 void print_json(const nlohmann::json& j);
 

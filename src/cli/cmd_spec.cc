@@ -1,7 +1,9 @@
 // `--spec SPEC.json` on space / show / compile / verify / bench / export: the same commands for
 // a user's own CUDA kernel described by a T1 file (src/spec). Those commands register --spec
-// themselves (TaskOrSpec) and call spec_form:: here for it; also `export --t4` and `cache`.
+// themselves (TaskOrSpec) and call spec_form:: here for it (`export --t4` and `cache` are
+// cmd_interop.cc's).
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -11,14 +13,12 @@
 
 #include <fmt/format.h>
 
-#include "src/base/output_file.h"
 #include "src/cli/cli_common.h"
 #include "src/cli/cmd_spec.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/runtime/nvrtc_builder.h"
 #include "src/records/tuning_log.h"
-#include "src/spec/interop.h"
 #include "src/spec/spec_export.h"
 #include "src/measure/emulated_verify.h"
 #include "src/measure/worker_process.h"
@@ -56,6 +56,103 @@ std::vector<Config> pick_configs(const ConfigSpace& space, int count, uint64_t s
   return out;
 }
 
+// Past this the emulator would exhaust the host's memory (the operator form's limit too).
+constexpr double kMaxEmulatedBytes = 1.0 * (1 << 30);
+// Past this no GPU holds the arguments (an H200 has 141 GiB), nor the worker's host copies.
+constexpr double kMaxDeviceBytes = 256.0 * (1 << 30);
+
+// A UsageError (one line) when the arguments of `c` would take more than `limit` bytes, before
+// any is allocated; `where` names what the limit is of. A configuration that cannot be
+// instantiated is left to the checks that report it.
+void require_fits(const spec::SpecTask& task, const SpecOptions& opts, const Config& c,
+                  double limit, const char* where) {
+  spec::SpecInstance in;
+  try {
+    in = task.instantiate(c);
+  } catch (const spec::SpecError&) {
+    return;
+  }
+  double total = 0, largest = -1;
+  std::string what;
+  for (size_t i = 0; i < in.elements.size(); ++i) {
+    const auto& a = task.spec().arguments[i];
+    if (a.is_scalar) continue;
+    const double bytes = double(in.elements[i]) * spec::elem_bytes(a.type);
+    total += bytes;
+    if (bytes > largest) {
+      largest = bytes;
+      what = fmt::format("'{}': {} x {}", a.name, in.elements[i], spec::elem_name(a.type));
+    }
+  }
+  if (total <= limit) return;
+  throw UsageError(fmt::format(
+      "{}: configuration {} needs {:.3g} GiB of arguments ({}), more than {} takes ({:.3g} "
+      "GiB); give a smaller {}",
+      opts.spec_path, c.index(), total / (1 << 30), what, where, limit / (1 << 30),
+      opts.problem_size.empty() ? "ProblemSize or --problem-size" : "--problem-size"));
+}
+
+// The configuration verify and bench compare with: the spec's Reference.Configuration, else
+// every parameter's Default. A UsageError when it violates a condition: no check can stand on a
+// configuration the spec itself rules out.
+Config reference_config(const spec::SpecTask& task) {
+  const spec::KernelSpec& s = task.spec();
+  const Config c =
+      task.config_of(s.reference.configuration.empty() ? s.defaults() : s.reference.configuration);
+  if (auto why = task.space().violation(c))
+    throw UsageError(fmt::format(
+        "the reference configuration ({}) violates the condition {}; give the spec a "
+        "Reference.Configuration (or Defaults) that satisfies its conditions",
+        c.to_string(), *why));
+  return c;
+}
+
+// What verify compares with, and with what tolerance, for people and as JSON.
+struct ReferenceText {
+  std::string line;
+  nlohmann::json json;
+};
+
+ReferenceText describe_reference(const spec::SpecTask& task, const Config& reference) {
+  const spec::KernelSpec& s = task.spec();
+  const spec::SpecReference& r = s.reference;
+  ReferenceText out;
+  out.json = {{"configuration", reference.to_json()}};
+  switch (r.kind) {
+    case spec::SpecReference::Kind::configuration:
+      out.json["kind"] = "configuration";
+      out.line = fmt::format("reference: {} at {} ({})", s.kernel_name, reference.to_string(),
+                             r.configuration == s.defaults() ? "the parameters' Defaults"
+                                                             : "Reference.Configuration");
+      break;
+    case spec::SpecReference::Kind::kernel:
+      out.json["kind"] = "kernel";
+      out.json["kernel"] = r.kernel_name;
+      out.line = fmt::format("reference: kernel {} launched as {}", r.kernel_name,
+                             reference.to_string());
+      break;
+    case spec::SpecReference::Kind::output_file:
+      out.json["kind"] = "output_file";
+      out.json["file"] = r.output_file.string();
+      out.line = fmt::format("reference: the outputs in {}", r.output_file.string());
+      break;
+  }
+  std::vector<std::string> tolerances;
+  nlohmann::json tol = nlohmann::json::object();
+  for (const auto& a : s.arguments) {
+    if (!a.is_output) continue;
+    const double t = spec::output_tolerance(s, a.type);
+    tol[a.name] = t;
+    tolerances.push_back(fmt::format("{} {:.3g}", a.name, t));
+  }
+  out.json["tolerance"] = tol;
+  out.json["tolerance_source"] =
+      s.tolerance ? "the spec's Tolerance" : "by output type, over a reduction of 4096";
+  out.line += fmt::format("; tolerance {} ({})", fmt::join(tolerances, ", "),
+                          out.json["tolerance_source"].get<std::string>());
+  return out;
+}
+
 }  // namespace
 
 spec::KernelSpec SpecOptions::load(bool require_kernel_file) const {
@@ -67,6 +164,14 @@ spec::KernelSpec SpecOptions::load(bool require_kernel_file) const {
                                    sizes.size(), s.problem_size.size()));
     s.problem_size = sizes;
   }
+  // Kernel Tuner's own specs have it (BAT's hotspot): not an error, but never silent.
+  for (const auto& p : s.space.parameters)
+    if (p.default_value &&
+        std::find(p.values.begin(), p.values.end(), *p.default_value) == p.values.end())
+      fmt::print(stderr,
+                 "cutune: warning: {}: parameter '{}' has Default {}, which is not among its "
+                 "Values; its first value, {}, stands for it\n",
+                 spec_path, p.name, *p.default_value, p.values.front());
   return s;
 }
 
@@ -154,7 +259,7 @@ void run_space(const SpecOptions& opts) {
   if (!s.kernel_error.empty()) fmt::print("kernel specification unusable: {}\n", s.kernel_error);
   fmt::print("problem size [{}]\n", fmt::join(s.problem_size, ", "));
   for (const auto& p : s.space.parameters)
-    fmt::print("  {:<24} {:>4} values  [{}]\n", p.name, p.values.size(), fmt::join(p.values, ", "));
+    fmt::print("  {:<24} {:>4} values  [{}]\n", p.name, p.values.size(), values_text(p.values));
   for (const auto& c : s.space.conditions) fmt::print("  condition: {}\n", c.expression);
   fmt::print("space size {}, valid {}\n", space.size(),
              valid ? std::to_string(*valid) : "(too large to count)");
@@ -226,11 +331,20 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   int compiled = 0, failed = 0, spilled = 0;
   std::vector<double> registers;
+  // One entry per distinct log: a spec's error is usually the same in every configuration.
   nlohmann::json failures = nlohmann::json::array();
+  std::map<std::string, size_t> failure_of_log;
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
       ++failed;
-      failures.push_back({{"config", built[i].index()}, {"log", results[i].log.substr(0, 2000)}});
+      std::string log = compile_log_for_people(results[i].log);
+      if (log.size() > 2000) log = log.substr(0, 2000) + "\n...";
+      auto [it, fresh] = failure_of_log.emplace(log, failures.size());
+      if (fresh)
+        failures.push_back({{"config", built[i].index()},
+                            {"configs", nlohmann::json::array()},
+                            {"log", std::move(log)}});
+      failures[it->second]["configs"].push_back(built[i].index());
       continue;
     }
     ++compiled;
@@ -254,6 +368,7 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
                 {"seconds", seconds},
                 {"failures", failures},
                 {"rejections", rejections}});
+    if (compiled == 0) throw ExitStatus{1};
     return;
   }
   fmt::print(
@@ -262,10 +377,19 @@ void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed) {
   if (!registers.empty())
     fmt::print("registers min {} median {} max {}\n", percentile(registers, 0),
                percentile(registers, 0.5), percentile(registers, 1));
-  for (const auto& f : failures)
-    fmt::print("config {} failed:\n{}\n", f["config"].get<uint64_t>(), f["log"].get<std::string>());
+  for (const auto& f : failures) {
+    const auto& which = f["configs"];
+    std::string names = fmt::format("{}", which[0].get<uint64_t>());
+    for (size_t k = 1; k < std::min<size_t>(which.size(), 8); ++k)
+      names += fmt::format(", {}", which[k].get<uint64_t>());
+    if (which.size() > 8) names += fmt::format(", ... ({} configurations)", which.size());
+    fmt::print("config {} failed:\n{}\n", names, f["log"].get<std::string>());
+  }
   fmt::print("{:.1f} s ({:.1f} configs/s, {} jobs)\n", seconds,
              seconds > 0 ? configs.size() / seconds : 0.0, jobs);
+  // Some configurations of a user's kernel may not compile by design; none compiling is a
+  // broken kernel or spec that a script must see.
+  if (compiled == 0) throw ExitStatus{1};
 }
 
 void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::string& config_text,
@@ -277,6 +401,11 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::s
     configs.push_back(parse_config(task.space(), config_text));
   else
     configs = pick_configs(task.space(), sample, seed);
+  const Config reference = reference_config(task);
+  require_fits(task, opts, reference, kMaxEmulatedBytes, "the emulator");
+  for (const Config& c : configs) require_fits(task, opts, c, kMaxEmulatedBytes, "the emulator");
+  ReferenceText described = describe_reference(task, reference);
+  if (!opts.json) fmt::print("{}\n", described.line);
   emu::Emulator emulator(verify_emulator_options(sanitizer));
   spec::SpecVerifier verifier(task, emulator, opts.device());
   const auto start = std::chrono::steady_clock::now();
@@ -289,8 +418,10 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::s
     if (!verifier.reference_check()) throw UsageError(verifier.reference_error());
     const spec::SpecCheck& r = *verifier.reference_check();
     if (opts.json) {
+      described.json["status"] = r.status;
+      described.json["message"] = r.message;
       print_json({{"spec", opts.spec_path},
-                  {"reference", {{"status", r.status}, {"message", r.message}}},
+                  {"reference", described.json},
                   {"passed", 0},
                   {"total", configs.size()},
                   {"seconds", seconds()},
@@ -315,6 +446,7 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::s
         fmt::format("no configuration of {} can run: {}", opts.spec_path, last_rejection));
   if (opts.json) {
     print_json({{"spec", opts.spec_path},
+                {"reference", described.json},
                 {"passed", report.passed()},
                 {"rejected", report.rejected()},
                 {"total", configs.size()},
@@ -324,77 +456,6 @@ void run_verify(const SpecOptions& opts, int sample, uint64_t seed, const std::s
     fmt::print("{}\n", report.summary(seconds(), "by the spec's conditions or device limits"));
   }
   if (!report.all_passed()) throw ExitStatus{1};
-}
-
-}  // namespace spec_form
-
-namespace {
-
-// Pretty JSON at a path the user named (src/base/output_file.h).
-void write_json_file(const OutputTarget& target, const nlohmann::ordered_json& j) {
-  write_output_file(target, j.dump(1) + "\n");
-}
-
-std::vector<Record> log_records(const std::string& log, const std::string& task_filter) {
-  std::vector<Record> records = read_log(log).records;
-  auto groups = group_by_task(records);
-  if (groups.empty()) throw UsageError(fmt::format("log '{}' has no records", log));
-  if (groups.size() == 1 && task_filter.empty()) return records;
-  std::vector<std::string> names;
-  for (const auto& [key, recs] : groups) {
-    if (key.to_string() == task_filter || key.template_name == task_filter || key.op == task_filter)
-      return recs;
-    names.push_back(key.to_string());
-  }
-  throw UsageError(fmt::format("log '{}' holds {} tasks; choose one with --task (one of: {})", log,
-                               groups.size(), fmt::join(names, "; ")));
-}
-
-}  // namespace
-
-void add_interop_commands(CLI::App& app) {
-  auto* cache = app.add_subcommand("cache",
-                                   "write a log's measurements as a Kernel Tuner cache (for replay "
-                                   "and Kernel Tuner's simulation mode)");
-  auto log = std::make_shared<std::string>();
-  auto out = std::make_shared<std::string>();
-  auto task = std::make_shared<std::string>();
-  auto force = std::make_shared<bool>(false);
-  auto json = std::make_shared<bool>(false);
-  cache->add_option("log", *log, "tuning log (JSON lines)")->required();
-  cache->add_option("--out", *out, "the cache file to write (JSON)")->required();
-  cache->add_option("--task", *task, "the task, when the log holds several");
-  cache->add_flag("--force", *force, "replace --out if it exists");
-  cache->add_flag("--json", *json, "machine-readable summary on stdout");
-  cache->callback([log, out, task, force, json] {
-    const OutputTarget target{.path = *out, .flag = "--out", .force = *force};
-    check_output(target, OutputMode::create);  // before the log is read
-    const std::vector<Record> records = log_records(*log, *task);
-    replay::KtCache c = spec::records_to_kt_cache(records);
-    write_json_file(target, spec::kt_cache_to_json(c));
-    if (*json) {
-      print_json({{"log", *log},
-                  {"out", *out},
-                  {"records_read", records.size()},
-                  {"written", c.entries.size()},
-                  {"valid", c.valid_count()}});
-      return;
-    }
-    fmt::print("wrote {} configurations ({} valid) to {}\n", c.entries.size(), c.valid_count(),
-               *out);
-  });
-}
-
-namespace spec_form {
-
-// `export LOG --t4 --out FILE`: a log's measurements in the T4 results format.
-void run_t4_export(const std::string& log, const std::string& out, const std::string& task,
-                   bool force) {
-  const OutputTarget target{.path = out, .flag = "--out", .force = force};
-  check_output(target, OutputMode::create);  // before the log is read
-  std::vector<Record> records = log_records(log, task);
-  write_json_file(target, spec::records_to_t4(records));
-  fmt::print("wrote {} results to {}\n", records.size(), out);
 }
 
 // `export LOG --spec SPEC --out DIR`: the best configuration's cubin, source and manifest.
@@ -423,9 +484,7 @@ void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
   if (!(seconds > 0 && seconds <= 60)) throw UsageError("--seconds must be in (0, 60]");
   const spec::SpecTask task(opts.load(true));
   std::vector<std::pair<std::string, Config>> todo;
-  todo.emplace_back("reference", task.config_of(task.spec().reference.configuration.empty()
-                                                    ? task.spec().defaults()
-                                                    : task.spec().reference.configuration));
+  todo.emplace_back("reference", reference_config(task));
   for (const std::string& c : configs) todo.emplace_back("config", parse_config(task.space(), c));
   if (!log.empty()) {
     std::vector<Record> mine;
@@ -445,6 +504,7 @@ void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
     if (best.empty()) throw UsageError(fmt::format("{} has no ok record of this spec", log));
     todo.emplace_back("log best", task.space().get(best.front().config_index));
   }
+  for (const auto& [what, c] : todo) require_fits(task, opts, c, kMaxDeviceBytes, "any GPU");
   task.source();
   GpuMeasureOptions gpu;
   gpu.arch = opts.arch;

@@ -1,6 +1,7 @@
 #pragma once
 // The `--spec SPEC.json` forms of space / show / compile / verify / bench / export, `export
-// --t4`, and the interoperability command `cache` (all in cmd_spec.cc). Each of those commands
+// --t4`, and the interoperability command `cache` (cmd_spec.cc; `export --t4` and `cache` in
+// cmd_interop.cc). Each of those commands
 // registers --spec on itself (TaskOrSpec) and its callback calls the functions below for the
 // spec form. `tune --spec` is cmd_tune.cc's (it shares the search options and --replay).
 
@@ -10,6 +11,7 @@
 
 #include "src/cli/cli_common.h"
 #include "src/measure/emulated_verify.h"
+#include "src/records/record.h"
 
 namespace cutune {
 struct DeviceInfo;
@@ -75,7 +77,11 @@ void run_t4_export(const std::string& log, const std::string& out, const std::st
                    bool force);
 }  // namespace spec_form
 
-// `cutune cache LOG --out FILE [--force] [--json]`.
+// The records of `log` (a UsageError when it has none), of the one task it holds or of the
+// task named by `task_filter` (its name, template or operator). cmd_interop.cc.
+std::vector<Record> log_records(const std::string& log, const std::string& task_filter);
+
+// `cutune cache LOG --out FILE [--force] [--json]`. cmd_interop.cc.
 void add_interop_commands(CLI::App& app);
 
 }  // namespace cutune::cli
