@@ -17,6 +17,7 @@ namespace cutune {
 struct DeviceInfo;
 namespace spec {
 struct KernelSpec;
+class SpecTask;
 }
 }  // namespace cutune
 
@@ -60,6 +61,28 @@ struct TaskOrSpec {
 
 // The spec forms, called from their commands' callbacks; errors as UsageError (exit 2).
 namespace spec_form {
+
+// cmd_spec_reference.cc. Past kMaxEmulatedBytes the emulator would exhaust the host's memory
+// (the operator form's limit too); past kMaxDeviceBytes no GPU holds the arguments (an H200 has
+// 141 GiB), nor the worker's host copies.
+inline constexpr double kMaxEmulatedBytes = 1.0 * (1 << 30);
+inline constexpr double kMaxDeviceBytes = 256.0 * (1 << 30);
+// A UsageError (one line) when the arguments of `c` would take more than `limit` bytes, before
+// any is allocated; `where` names what the limit is of ("the emulator").
+void require_fits(const spec::SpecTask& task, const SpecOptions& opts, const Config& c,
+                  double limit, const char* where);
+// The configuration verify and bench compare with: the spec's Reference.Configuration, else
+// every parameter's Default. A UsageError when it violates a condition: no check can stand on a
+// configuration the spec itself rules out.
+Config reference_config(const spec::SpecTask& task);
+// What verify compares with, and with what tolerance: one line for people, and as JSON
+// (kind, configuration, kernel or file, tolerance per output, tolerance_source).
+struct ReferenceText {
+  std::string line;
+  nlohmann::json json;
+};
+ReferenceText describe_reference(const spec::SpecTask& task, const Config& reference);
+
 void run_space(const SpecOptions& opts);
 void run_show(const SpecOptions& opts, const std::string& config_text);
 void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed);
