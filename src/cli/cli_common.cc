@@ -11,7 +11,9 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "src/base/output_file.h"
 #include "src/runtime/device.h"
 #include "src/measure/gpu_measurer.h"
 
@@ -126,17 +128,10 @@ void require_readable_file(const std::string& path, const std::string& flag) {
 }
 
 void require_writable_file(const std::string& path, const std::string& flag) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw UsageError(fmt::format("{}: {} is a directory; expected a file", flag, path));
-  }
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec)) {
-    throw UsageError(fmt::format("{}: folder {} does not exist", flag, parent.string()));
-  }
-  if (fs::exists(path, ec) ? ::access(path.c_str(), W_OK) != 0
-                           : ::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
+  check_output({.path = path, .flag = flag}, OutputMode::append);
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  if (::access(path.c_str(), F_OK) == 0 ? ::access(path.c_str(), W_OK) != 0
+                                        : ::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
     throw UsageError(fmt::format("{}: cannot write {}: permission denied", flag, path));
   }
 }
@@ -241,6 +236,36 @@ Config parse_config(const ConfigSpace& space, const std::string& text) {
         fmt::format("bad --config '{}': expected a configuration index or a JSON object", text));
   }
   return space.from_json(j);
+}
+
+std::string values_text(const std::vector<int64_t>& values, size_t shown) {
+  if (values.size() <= shown) return fmt::format("{}", fmt::join(values, ", "));
+  return fmt::format("{}, ... ({} values)",
+                     fmt::join(values.begin(), values.begin() + static_cast<ptrdiff_t>(shown), ", "),
+                     values.size());
+}
+
+std::string compile_log_for_people(const std::string& log) {
+  std::string text;
+  text.reserve(log.size());
+  for (char c : log)
+    if (c != '\0') text += c;
+  // "file.cu(12): error: ...", "error: ...", "catastrophic error: ..."; not a warning that
+  // merely mentions the word.
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line(text.data() + start, end - start);
+    if (line.starts_with("error") || line.find(": error") != std::string_view::npos ||
+        line.find("catastrophic error") != std::string_view::npos) {
+      if (start == 0) return text;
+      std::string first(line);
+      text.erase(start, end - start + (end < text.size() ? 1 : 0));
+      return first + "\n" + text;
+    }
+    start = end + 1;
+  }
+  return text;
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }

@@ -67,8 +67,9 @@ void reject_given(const CLI::App& cmd, const std::vector<std::string>& names,
 
 // UsageError (one line, naming `flag`) unless `path` is a regular file this process can read.
 void require_readable_file(const std::string& path, const std::string& flag);
-// UsageError unless `path` is a file that can be created or appended to: not a directory, in
-// an existing folder.
+// UsageError unless `path` is a file that can be created or appended to: nothing yet (in an
+// existing folder) or a regular file, not a symbolic link, directory, FIFO or device
+// (src/base/output_file.h, OutputMode::append).
 void require_writable_file(const std::string& path, const std::string& flag);
 
 // UsageError when `tmpl` cannot run on `arch` at all (the tensor-core templates' mma.sync
@@ -94,6 +95,15 @@ std::string resume_command(const std::string& log);
 
 // A configuration named on the command line: an index or a JSON object.
 Config parse_config(const ConfigSpace& space, const std::string& text);
+
+// A list of values for people: all of them when there are at most `shown`, else the first
+// `shown` and "... (N values)".
+std::string values_text(const std::vector<int64_t>& values, size_t shown = 8);
+
+// A compiler's log for people: NUL bytes (NVRTC counts its terminator in the log's size)
+// removed, and the first line that reports an error moved to the front, since NVRTC prints
+// warnings first and a reader should see why it failed first. Otherwise unchanged.
+std::string compile_log_for_people(const std::string& log);
 
 // Prints a JSON document (pretty) to stdout.
 void print_json(const nlohmann::json& j);

@@ -133,7 +133,7 @@ void run_compile(const CompileArgs& args) {
     }
   }
   for (const auto& f : failures) {
-    std::string log = f["log"];
+    const std::string log = compile_log_for_people(f["log"]);
     fmt::print("failed config {}: {}\n", f["config"].get<uint64_t>(),
                log.substr(0, log.find('\n')));
   }

@@ -239,6 +239,7 @@ void add_gpu_commands(CLI::App& app) {
   auto ex_spec = std::make_shared<SpecOptions>();
   auto ex_task = std::make_shared<std::string>();
   auto ex_t4 = std::make_shared<bool>(false);
+  auto ex_force = std::make_shared<bool>(false);
   ex->add_option("log", ex_args->log, "tuning log")->required();
   ex->add_option("--out", ex_args->out, "output folder (with --t4: the file to write)")
       ->required();
@@ -251,13 +252,15 @@ void add_gpu_commands(CLI::App& app) {
                  "with --spec: target architecture (default: detected GPU, else sm_90)");
   ex->add_flag("--t4", *ex_t4, "write the log's measurements as T4 results (JSON) to --out");
   ex->add_option("--task", *ex_task, "with --spec or --t4: the task, when the log holds several");
-  ex->callback([ex, ex_args, ex_spec, ex_task, ex_t4] {
+  ex->add_flag("--force", *ex_force, "with --t4: replace --out if it exists");
+  ex->callback([ex, ex_args, ex_spec, ex_task, ex_t4, ex_force] {
     const bool spec = ex->count("--spec") > 0;
     if (*ex_t4) {
       if (spec) throw UsageError("give --spec FILE or --t4, not both");
       reject_given(*ex, {"--json", "--problem-size", "--arch"}, "does not go with --t4");
-      return spec_form::run_t4_export(ex_args->log, ex_args->out, *ex_task);
+      return spec_form::run_t4_export(ex_args->log, ex_args->out, *ex_task, *ex_force);
     }
+    reject_given(*ex, {"--force"}, "goes with --t4 (an export folder's files are replaced)");
     if (spec) {
       ex_spec->json = ex_args->json;
       return spec_form::run_export(*ex_spec, ex_args->log, ex_args->out, *ex_task);

@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "kernels/template.h"
+#include "src/base/output_file.h"
 #include "src/cli/cli_common.h"
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
@@ -37,14 +37,8 @@ struct ReportArgs {
 
 void check_out(const ReportArgs& args) {
   const fs::path out(args.out);
+  check_output({.path = out, .flag = "--out", .force = args.force}, OutputMode::create);
   std::error_code ec;
-  if (fs::is_directory(out, ec))
-    throw UsageError(fmt::format("--out {} is a directory; name the HTML file to write", args.out));
-  if (fs::exists(out, ec) && !args.force)
-    throw UsageError(fmt::format("--out {} exists; pass --force to replace it", args.out));
-  const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-  if (!fs::is_directory(parent, ec))
-    throw UsageError(fmt::format("--out {}: no such folder {}", args.out, parent.string()));
   for (const std::string& log : args.logs) {
     if (fs::exists(out, ec) && fs::equivalent(out, log, ec))
       throw UsageError(fmt::format("--out {} is one of the logs; name another file", args.out));
@@ -109,26 +103,6 @@ report::SpaceInfo space_of(const TaskKey& key, const std::map<TaskKey, report::S
   return info;
 }
 
-void write_atomically(const fs::path& out, const std::string& text) {
-  const fs::path tmp = out.string() + fmt::format(".tmp-{}", ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw UsageError(fmt::format("cannot write {}", tmp.string()));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, out, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw UsageError(fmt::format("cannot write {}: {}", out.string(), ec.message()));
-  }
-}
-
 void run_report(const ReportArgs& args) {
   if (args.top < 0) throw UsageError("--top must be >= 0");
   if (args.batch < 1) throw UsageError("--batch must be >= 1");
@@ -166,7 +140,7 @@ void run_report(const ReportArgs& args) {
     return report::run_gnuplot(*gnuplot, script);
   });
   if (progress) fmt::print(stderr, "\n");
-  write_atomically(args.out, html);
+  write_output_file({.path = args.out, .flag = "--out", .force = args.force}, html);
 
   if (args.json) {
     nlohmann::json list = nlohmann::json::array();

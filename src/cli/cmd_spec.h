@@ -1,6 +1,7 @@
 #pragma once
 // The `--spec SPEC.json` forms of space / show / compile / verify / bench / export, `export
-// --t4`, and the interoperability command `cache` (all in cmd_spec.cc). Each of those commands
+// --t4`, and the interoperability command `cache` (cmd_spec.cc; `export --t4` and `cache` in
+// cmd_interop.cc). Each of those commands
 // registers --spec on itself (TaskOrSpec) and its callback calls the functions below for the
 // spec form. `tune --spec` is cmd_tune.cc's (it shares the search options and --replay).
 
@@ -10,6 +11,7 @@
 
 #include "src/cli/cli_common.h"
 #include "src/measure/emulated_verify.h"
+#include "src/records/record.h"
 
 namespace cutune {
 struct DeviceInfo;
@@ -65,6 +67,28 @@ struct TaskOrSpec {
 
 // The spec forms, called from their commands' callbacks; errors as UsageError (exit 2).
 namespace spec_form {
+
+// cmd_spec_reference.cc. Past kMaxEmulatedBytes the emulator would exhaust the host's memory
+// (the operator form's limit too); past kMaxDeviceBytes no GPU holds the arguments (an H200 has
+// 141 GiB), nor the worker's host copies.
+inline constexpr double kMaxEmulatedBytes = 1.0 * (1 << 30);
+inline constexpr double kMaxDeviceBytes = 256.0 * (1 << 30);
+// A UsageError (one line) when the arguments of `c` would take more than `limit` bytes, before
+// any is allocated; `where` names what the limit is of ("the emulator").
+void require_fits(const spec::SpecTask& task, const SpecOptions& opts, const Config& c,
+                  double limit, const char* where);
+// The configuration verify and bench compare with: the spec's Reference.Configuration, else
+// every parameter's Default. A UsageError when it violates a condition: no check can stand on a
+// configuration the spec itself rules out.
+Config reference_config(const spec::SpecTask& task);
+// What verify compares with, and with what tolerance: one line for people, and as JSON
+// (kind, configuration, kernel or file, tolerance per output, tolerance_source).
+struct ReferenceText {
+  std::string line;
+  nlohmann::json json;
+};
+ReferenceText describe_reference(const spec::SpecTask& task, const Config& reference);
+
 void run_space(const SpecOptions& opts);
 void run_show(const SpecOptions& opts, const std::string& config_text);
 void run_compile(const SpecOptions& opts, int sample, int jobs, uint64_t seed);
@@ -76,11 +100,17 @@ void run_bench(const SpecOptions& opts, const std::vector<std::string>& configs,
 // `export LOG --spec SPEC --out DIR [--task T]`.
 void run_export(const SpecOptions& opts, const std::string& log, const std::string& out,
                 const std::string& task_filter);
-// `export LOG --t4 --out FILE [--task T]`.
-void run_t4_export(const std::string& log, const std::string& out, const std::string& task);
+// `export LOG --t4 --out FILE [--task T] [--force]`: FILE is written as
+// src/base/output_file.h says (an existing one replaced only with --force).
+void run_t4_export(const std::string& log, const std::string& out, const std::string& task,
+                   bool force);
 }  // namespace spec_form
 
-// `cutune cache LOG --out FILE`.
+// The records of `log` (a UsageError when it has none), of the one task it holds or of the
+// task named by `task_filter` (its name, template or operator). cmd_interop.cc.
+std::vector<Record> log_records(const std::string& log, const std::string& task_filter);
+
+// `cutune cache LOG --out FILE [--force] [--json]`. cmd_interop.cc.
 void add_interop_commands(CLI::App& app);
 
 }  // namespace cutune::cli

@@ -3,25 +3,20 @@
 #include <algorithm>
 
 #include <cctype>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "src/base/output_file.h"
 
 namespace cutune {
 
 namespace {
 
+// The export's own names in its folder: a previous export's files are replaced, anything
+// else of that name (a FIFO, a folder) is refused.
 void write_file(const std::filesystem::path& path, const char* data, size_t size) {
-  const std::filesystem::path temp = path.string() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(data, static_cast<std::streamsize>(size));
-    if (!out) throw std::runtime_error(fmt::format("cannot write {}", temp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), ec.message()));
+  write_output_file({.path = path, .flag = "--out", .force = true}, std::string_view(data, size));
 }
 
 std::string dtype_name(const ir::Type& type) { return ir::dtype_name(type.dtype); }

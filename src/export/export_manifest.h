@@ -60,8 +60,9 @@ std::string export_name(const std::string& template_name, const std::vector<int6
 nlohmann::json manifest_entry(const ExportedKernel& kernel);
 
 // Writes <dir>/<name>.cubin and <name>.cu for each kernel and <dir>/manifest.json for all,
-// creating `dir`. Each file is written beside and renamed into place. std::runtime_error
-// (one line) when a file cannot be written.
+// creating `dir`. Each file is written beside and renamed into place (src/base/output_file.h:
+// a file of that name is replaced, a directory, FIFO or device there is refused).
+// std::runtime_error (one line) when a file cannot be written.
 void write_export(const std::filesystem::path& dir,
                   const std::vector<std::pair<ExportedKernel, Cubin>>& kernels);
 

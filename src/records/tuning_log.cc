@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "src/base/output_file.h"
+
 namespace cutune {
 namespace {
 
@@ -73,10 +75,13 @@ std::string timestamp_sort_key(const std::string& timestamp) {
 
 LogWriter::LogWriter(std::filesystem::path path, LogWriterOptions options)
     : path_(std::move(path)), options_(options) {
-  if (std::filesystem::is_directory(path_)) {
-    throw RecordError(fmt::format("log '{}' is a directory, not a file", path_.string()));
+  try {
+    check_output({.path = path_, .flag = "log"}, OutputMode::append);
+  } catch (const UserError& e) {
+    throw RecordError(e.what());
   }
-  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a link that appeared since the check is refused (ELOOP), not followed.
+  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) {
     throw RecordError(
         fmt::format("cannot open log '{}' for append: {}", path_.string(), errno_text()));
@@ -362,22 +367,19 @@ MergeResult merge_logs(const std::vector<std::filesystem::path>& inputs,
   const std::vector<Record> merged = merge_records(logs);
   result.duplicates_dropped = result.records_read - static_cast<int64_t>(merged.size());
 
-  std::filesystem::path temporary = output;
-  temporary += fmt::format(".merge-{}.tmp", ::getpid());
-  std::error_code ignored;
-  std::filesystem::remove(temporary, ignored);
   try {
-    LogWriter writer(temporary, LogWriterOptions{.fsync_every = 0, .fsync_on_close = true});
+    AtomicOutput out({.path = output, .flag = "merged log", .force = true});
+    LogWriter writer(out.temp_path(), LogWriterOptions{.fsync_every = 0, .fsync_on_close = true});
     for (const Record& record : merged) writer.append(record);
     writer.close();
-    std::filesystem::rename(temporary, output);
+    out.commit();
   } catch (const std::system_error& e) {
-    std::filesystem::remove(temporary, ignored);
     throw RecordError(
         fmt::format("cannot write merged log '{}': {}", output.string(), e.code().message()));
-  } catch (...) {
-    std::filesystem::remove(temporary, ignored);
+  } catch (const RecordError&) {
     throw;
+  } catch (const UserError& e) {
+    throw RecordError(e.what());
   }
   result.records_written = static_cast<int64_t>(merged.size());
   return result;

@@ -46,7 +46,8 @@ class LogWriter {
   // line, it is repaired: a line that decodes as a record gets its missing newline; anything
   // else is cut off (the file is truncated after its last complete line). Each repair leaves a
   // message in warnings(). A partial line that does not even start like a record is never cut:
-  // RecordError, as when the file cannot be opened or repaired, is a directory, or is held
+  // RecordError, as when the file cannot be opened or repaired, is not a regular file (a
+  // directory, FIFO or device), is a symbolic link (never followed), or is held
   // by an exclusive writer (or, with options.exclusive, by any other writer).
   explicit LogWriter(std::filesystem::path path, LogWriterOptions options = {});
   ~LogWriter();
@@ -136,7 +137,9 @@ struct MergeResult {
 // Reads every input (strictly, as read_log with default options), merges them as
 // merge_records does and writes the result to `output`, replacing it. The output is written
 // to a temporary file beside it and renamed into place, so it is never half-written and may
-// also be one of the inputs. RecordError on unreadable or malformed input, or if the output
+// also be one of the inputs; only a regular file or a symbolic link (the link itself, never
+// what it points to) is replaced: a directory, FIFO or device is refused
+// (src/base/output_file.h). RecordError on unreadable or malformed input, or if the output
 // cannot be written.
 MergeResult merge_logs(const std::vector<std::filesystem::path>& inputs,
                        const std::filesystem::path& output);

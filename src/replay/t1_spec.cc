@@ -1,5 +1,6 @@
 #include "src/replay/t1_spec.h"
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,30 @@ int T1Spec::parameter_position(std::string_view name) const {
   for (size_t i = 0; i < parameters.size(); ++i)
     if (parameters[i].name == name) return static_cast<int>(i);
   return -1;
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte counts the characters read, the offending one included.
+    const size_t at = std::min(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    const size_t line_start = at == 0 ? 0 : text.rfind('\n', at - 1) + 1;  // npos + 1 == 0
+    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+    // nlohmann's "[json.exception.parse_error.101] parse error at line 2, column 5: syntax
+    // error while parsing value - invalid literal; last read: '...'; expected ...": what
+    // it says, without the prefix and the text it read (which may span lines).
+    std::string why = e.what();
+    if (size_t p = why.find(": "); why.starts_with("[json.exception") && p != std::string::npos)
+      why.erase(0, p + 2);
+    if (size_t last = why.find("; last read: '"); last != std::string::npos) {
+      const size_t end = why.find("'; ", last + 14);
+      why.erase(last, end == std::string::npos ? std::string::npos : end + 1 - last);
+    }
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    throw ConfigError(fmt::format("{} is not valid JSON: line {}, column {}: {}", name, line,
+                                  at - line_start + 1, why));
+  }
 }
 
 T1Spec parse_t1_spec(const nlohmann::json& j) {
@@ -82,8 +107,7 @@ T1Spec load_t1_spec(const std::string& path) {
   if (!in) throw ConfigError(fmt::format("cannot open T1 spec '{}'", path));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(buffer.str(), nullptr, false);
-  if (j.is_discarded()) throw ConfigError(fmt::format("T1 spec '{}' is not valid JSON", path));
+  const nlohmann::json j = parse_json_text(buffer.str(), fmt::format("T1 spec '{}'", path));
   try {
     return parse_t1_spec(j);
   } catch (const ConfigError& e) {

@@ -36,7 +36,11 @@ struct T1Spec {
   int parameter_position(std::string_view name) const;  // -1 if absent
 };
 
-// ConfigError (one line) for a missing file, malformed JSON, a missing field, a non-int
+// `text` parsed as JSON; a ConfigError "<name> is not valid JSON: line L, column C: <what the
+// parser expected>" (one line, the position counted from 1) when it is not.
+nlohmann::json parse_json_text(const std::string& text, const std::string& name);
+
+// ConfigError (one line) for a missing file, malformed JSON (with its line and column), a missing field, a non-int
 // parameter type, or a condition that does not parse.
 T1Spec load_t1_spec(const std::string& path);
 T1Spec parse_t1_spec(const nlohmann::json& j);

@@ -164,10 +164,11 @@ void ConfigSpace::define_split(std::string name, int64_t extent, int parts, Filt
 void ConfigSpace::define_choice(std::string name, std::vector<int64_t> values,
                                 std::optional<int64_t> if_omitted) {
   if (values.empty()) throw ConfigError(fmt::format("choice '{}' has no values", name));
-  for (size_t i = 0; i < values.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (values[i] == values[j])
-        throw ConfigError(fmt::format("choice '{}' lists {} twice", name, values[i]));
+  // Sorted, not pairwise: a user's spec may list a million values.
+  std::vector<int64_t> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+    throw ConfigError(fmt::format("choice '{}' lists {} twice", name, *twice));
   Knob knob;
   knob.name_ = std::move(name);
   knob.kind_ = KnobKind::choice;

@@ -485,9 +485,8 @@ KernelSpec load_kernel_spec(const fs::path& path, bool require_kernel_file) {
   if (!in) throw SpecError(fmt::format("cannot open spec '{}'", path.string()));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  json j = json::parse(buffer.str(), nullptr, false);
-  if (j.is_discarded()) throw SpecError(fmt::format("spec '{}' is not valid JSON", path.string()));
   try {
+    const json j = replay::parse_json_text(buffer.str(), "the spec");
     return parse_kernel_spec(j, path, require_kernel_file);
   } catch (const ConfigError& e) {
     throw SpecError(fmt::format("{}: {}", path.string(), e.what()));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "src/base/output_file.h"
 #include "src/records/tuning_log.h"
 #include "src/replay/kt_cache.h"
 #include "src/tune/policies.h"
@@ -183,10 +184,11 @@ std::optional<std::string> log_problem(const std::filesystem::path& log, LogMode
   namespace fs = std::filesystem;
   const std::string name = log.string();
   std::error_code ec;
-  if (fs::is_directory(log, ec)) {
-    return fmt::format("log {} is a directory; name a file", name);
+  try {
+    check_output({.path = log, .flag = "--log"}, OutputMode::append);
+  } catch (const UserError& e) {
+    return e.what();  // a directory, FIFO, device or symbolic link: never appended to
   }
-  // Not a regular file (a device such as /dev/null): nothing to read, so nothing to refuse.
   if (!fs::is_regular_file(log, ec) || fs::file_size(log, ec) == 0) return std::nullopt;
   LogReadResult read;
   try {

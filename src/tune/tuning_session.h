@@ -133,7 +133,8 @@ RecordFeaturizer knob_featurizer(const ConfigSpace& space,
                                  const cost_model::FeatureExtractor& features);
 
 // What keeps `log` from being used as `mode` asks for `key`, as one line, or nullopt when
-// nothing does: the path is a directory; fresh and the file holds anything; the file is not a
+// nothing does: the path is not a regular file (a directory, FIFO or device) or is a symbolic
+// link (src/base/output_file.h, OutputMode::append); fresh and the file holds anything; the file is not a
 // cutune log; resume and the log has records but none of `key` (the line then names the
 // fields in which its closest task differs).
 std::optional<std::string> log_problem(const std::filesystem::path& log, LogMode mode,

@@ -1,6 +1,7 @@
 #include "src/records/tuning_log.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,7 +107,7 @@ TEST_CASE("two writers open on one log both append whole lines", "[records]") {
 TEST_CASE("unopenable and unreadable logs are RecordErrors", "[records]") {
   ScratchDir dir;
   CHECK_THROWS_WITH(LogWriter(dir / "no/such/dir/log.jsonl"),
-                    StartsWith("cannot open log") && Contains("No such file"));
+                    StartsWith("log ") && Contains("no such folder"));
   CHECK_THROWS_WITH(read_log(dir / "missing.jsonl"), StartsWith("cannot read log"));
 }
 
@@ -369,6 +370,32 @@ TEST_CASE("merging a malformed log writes nothing", "[records]") {
   write_file(bad, "garbage\n" + read_file(good));
   CHECK_THROWS_WITH(merge_logs({good, bad}, out), Contains("bad.jsonl:1: record: not valid JSON"));
   CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("a log or merged log that is a FIFO, a device or a symbolic link is refused",
+          "[records]") {
+  ScratchDir dir;
+  const auto fifo = dir / "pipe", good = dir / "good.jsonl", link = dir / "link.jsonl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  { LogWriter(good).append(make_record(gemm_task(), 1, {1e-3})); }
+  std::filesystem::create_symlink(good, link);
+  const std::string lines = read_file(good);
+
+  CHECK_THROWS_AS(LogWriter(fifo), RecordError);
+  CHECK_THROWS_WITH(LogWriter(fifo), Contains("is a FIFO, not a regular file"));
+  CHECK_THROWS_WITH(LogWriter(link), Contains("is a symbolic link to " + good.string()));
+  CHECK_THROWS_WITH(merge_logs({good}, fifo), Contains("is a FIFO"));
+  if (std::filesystem::is_character_file("/dev/null"))
+    CHECK_THROWS_WITH(LogWriter("/dev/null"), Contains("is a character device"));
+  CHECK(std::filesystem::is_fifo(std::filesystem::symlink_status(fifo)));
+  CHECK(read_file(good) == lines);
+
+  merge_logs({good}, link);  // replaces the link, not the file it names
+  CHECK_FALSE(std::filesystem::is_symlink(link));
+  CHECK(read_file(link) == lines);
+  CHECK(read_file(good) == lines);
+  for (const auto& entry : std::filesystem::directory_iterator(good.parent_path()))
+    CHECK_THAT(entry.path().filename().string(), !Contains(".tmp"));
 }
 
 }  // namespace

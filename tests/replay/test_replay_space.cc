@@ -187,3 +187,25 @@ TEST_CASE("a spec that does not match the cache is a ConfigError") {
       "Conditions": [{"Expression": "by > 1"}]}})")),
                   ExprError);
 }
+
+TEST_CASE("JSON that does not parse is one line with its line and column") {
+  const auto message = [](const std::string& text) {
+    try {
+      parse_json_text(text, "spec 'x.json'");
+    } catch (const cutune::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message("{\"a\": [1, 2]}") == "no error");
+  // The third line's 11th character, the '}' after a comma.
+  const std::string bad = message("{\n  \"a\": 1,\n  \"b\": [1,}\n}");
+  CHECK_THAT(bad, Catch::StartsWith("spec 'x.json' is not valid JSON: line 3, column 11: syntax "
+                                    "error while parsing value"));
+  CHECK(bad.find('\n') == std::string::npos);
+  CHECK(bad.find("last read") == std::string::npos);  // the text read spans lines
+  // Where the parser stopped: the '}' that ends the literal "tru".
+  CHECK_THAT(message("{\"a\": tru}"), Catch::Contains("line 1, column 10"));
+  CHECK_THAT(message(""), Catch::Contains("line 1, column 1"));
+  CHECK_THAT(message("{\n"), Catch::Contains("line 2, column 1"));
+}

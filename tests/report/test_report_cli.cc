@@ -2,6 +2,7 @@
 // from records written directly; bad input; and the page rendered by headless Chromium.
 // Cases that need gnuplot or Chromium exit 77 (skipped) with the reason where they are absent.
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -238,6 +239,7 @@ TEST_CASE("report: bad input is one line and exit code 2", "[report][cli]") {
              lines.substr(0, second) + "{\"v\":1,\"task\":\n" + lines.substr(second));
   write_file(dir / "exists.html", "keep me");
   fs::create_directories(dir / "folder");
+  REQUIRE(::mkfifo((dir / "pipe").c_str(), 0644) == 0);
   const std::string d = (dir / "").string();
   const std::pair<std::string, std::string> cases[] = {
       {"report " + d + "missing.jsonl --out " + out, "no such log"},
@@ -245,6 +247,7 @@ TEST_CASE("report: bad input is one line and exit code 2", "[report][cli]") {
       {"report " + d + "bad.jsonl --out " + out, "bad.jsonl:2:"},
       {"report " + log + " --out " + d + "exists.html", "pass --force"},
       {"report " + log + " --out " + d + "folder", "is a directory"},
+      {"report " + log + " --out " + d + "pipe --force", "is a FIFO, not a regular file"},
       {"report " + log + " --out " + d + "nowhere/x.html", "no such folder"},
       {"report " + log + " --out " + out + " --batch 0", "--batch must be >= 1"},
       {"report " + log + " --out " + log + " --force", "is one of the logs"},
@@ -259,6 +262,7 @@ TEST_CASE("report: bad input is one line and exit code 2", "[report][cli]") {
     CHECK_THAT(r.err, Contains(message));
   }
   CHECK(read_file(dir / "exists.html") == "keep me");
+  CHECK(fs::is_fifo(fs::symlink_status(dir / "pipe")));
   CHECK(read_file(log) == lines);
   CHECK_FALSE(fs::exists(out));
 }

@@ -89,6 +89,19 @@ TEST_CASE("choice and bool knobs") {
   CHECK_THROWS_AS(space.get(6), ConfigError);
 }
 
+TEST_CASE("a choice of a million values is defined at once and its repeats still found") {
+  // Pairwise, the repeat check took hours here (5e11 comparisons); sorted, milliseconds.
+  std::vector<int64_t> values(1'000'000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = int64_t(values.size() - i);
+  ConfigSpace space;
+  space.define_choice("many", values);
+  CHECK(space.size() == 1'000'000);
+  CHECK(space.get(999'999).get("many") == 1);
+  values[500'000] = 7;
+  CHECK_THROWS_WITH(ConfigSpace().define_choice("twice", values),
+                    Catch::Contains("choice 'twice' lists 7 twice"));
+}
+
 TEST_CASE("knobs are found by name when names share length and their first 8 bytes") {
   ConfigSpace space;
   space.define_choice("tile_size_x", {1, 2});

@@ -1,0 +1,152 @@
+// The files a command writes where a user says (issue 51, item 4): `cache --out`,
+// `export --t4 --out` and `tune --log` never replace or write into what is not a regular file
+// (a FIFO, a device), never follow a symbolic link, and replace an existing file only with
+// --force. Each refusal is one line and exit code 2 and leaves the target as it was.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_run.h"
+
+using cutune::test::CliRun;
+using cutune::test::run_cutune;
+using cutune::test::slurp;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch folder removed with everything in it, and a tuning log of a replayed toy cache.
+class Scratch {
+ public:
+  Scratch() {
+    std::string templ = (fs::temp_directory_path() / "cutune-outputs-XXXXXX").string();
+    dir_ = fs::path(mkdtemp(templ.data()));
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  fs::path operator/(const std::string& name) const { return dir_ / name; }
+
+  // A log of 5 trials of a 4x4 toy cache (tune --replay needs no GPU).
+  std::string log() {
+    const fs::path cache = dir_ / "toy.json", log = dir_ / "toy.jsonl";
+    if (fs::exists(log)) return log.string();
+    std::string entries, values = "0,1,2,3";
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        entries += (entries.empty() ? "" : ",") + fmt_entry(a, b);
+    std::ofstream(cache) << R"({"device_name":"GPU A","kernel_name":"toy","problem_size":[64],)"
+                         << R"("tune_params_keys":["a","b"],"tune_params":{"a":[)" << values
+                         << R"(],"b":[)" << values << R"(]},"cache":{)" << entries << "}}";
+    const CliRun r = run_cutune("tune --replay " + cache.string() + " --quiet --trials 5 --log " +
+                                log.string());
+    INFO_RUN(r);
+    REQUIRE(r.status == 0);
+    return log.string();
+  }
+
+ private:
+  static std::string fmt_entry(int a, int b) {
+    const std::string k = std::to_string(a) + "," + std::to_string(b);
+    return "\"" + k + "\":{\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +
+           ",\"time\":" + std::to_string(1.0 + a + 0.5 * b) + "}";
+  }
+  fs::path dir_;
+};
+
+bool still_fifo(const fs::path& p) { return fs::is_fifo(fs::symlink_status(p)); }
+
+void check_refused(const CliRun& r, const std::string& needle) {
+  INFO_RUN(r);
+  CHECK(r.status == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("cutune: ") && Catch::Contains(needle));
+}
+
+}  // namespace
+
+TEST_CASE("cache --out a FIFO is refused and the FIFO stays a FIFO", "[cli]") {
+  Scratch s;
+  const std::string log = s.log();
+  const fs::path fifo = s / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  for (const std::string extra : {"", " --force"})
+    check_refused(run_cutune("cache " + log + " --out " + fifo.string() + extra),
+                  "--out " + fifo.string() + " is a FIFO, not a regular file");
+  check_refused(run_cutune("export " + log + " --t4 --force --out " + fifo.string()), "is a FIFO");
+  CHECK(still_fifo(fifo));
+}
+
+TEST_CASE("cache and export --t4 replace an existing file only with --force", "[cli]") {
+  Scratch s;
+  const std::string log = s.log();
+  const fs::path out = s / "out.json";
+  std::ofstream(out) << "keep me";
+  check_refused(run_cutune("cache " + log + " --out " + out.string()),
+                "--out " + out.string() + " exists; pass --force to replace it");
+  check_refused(run_cutune("export " + log + " --t4 --out " + out.string()), "pass --force");
+  CHECK(slurp(out) == "keep me");
+
+  const CliRun r = run_cutune("cache " + log + " --out " + out.string() + " --force --json");
+  INFO_RUN(r);
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["out"] == out.string());
+  CHECK(j["log"] == log);
+  CHECK(j["records_read"] == 5);
+  CHECK(j["written"] == 5);
+  CHECK(nlohmann::json::parse(slurp(out)).contains("cache"));
+
+  const CliRun t4 = run_cutune("export " + log + " --t4 --out " + out.string() + " --force");
+  INFO_RUN(t4);
+  CHECK(t4.status == 0);
+  CHECK(nlohmann::json::parse(slurp(out)).contains("schema_version"));
+  check_refused(run_cutune("export " + log + " --out " + (s / "folder").string() + " --force"),
+                "--force goes with --t4");
+  for (const auto& e : fs::directory_iterator(out.parent_path()))
+    CHECK_THAT(e.path().filename().string(), !Catch::Contains(".tmp"));
+}
+
+TEST_CASE("cache --out a symbolic link names where it points and follows it only as asked",
+          "[cli]") {
+  Scratch s;
+  const std::string log = s.log();
+  const fs::path file = s / "real.json", link = s / "link.json";
+  std::ofstream(file) << "keep me";
+  fs::create_symlink(file, link);
+  check_refused(run_cutune("cache " + log + " --out " + link.string()),
+                "is a symbolic link to " + file.string());
+  CHECK(fs::is_symlink(link));
+  const CliRun r = run_cutune("cache " + log + " --out " + link.string() + " --force");
+  INFO_RUN(r);
+  CHECK(r.status == 0);
+  CHECK_FALSE(fs::is_symlink(link));  // the link was replaced, the file it named left alone
+  CHECK(slurp(file) == "keep me");
+}
+
+TEST_CASE("tune --log a FIFO, a device or a symbolic link is refused before anything runs",
+          "[cli]") {
+  Scratch s;
+  const std::string log = s.log();
+  const std::string tune = "tune --replay " + (s / "toy.json").string() + " --quiet --trials 3 ";
+  const fs::path fifo = s / "pipe", link = s / "link.jsonl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  fs::create_symlink(log, link);
+  check_refused(run_cutune(tune + "--log " + fifo.string()), "is a FIFO, not a regular file");
+  check_refused(run_cutune(tune + "--resume --log " + link.string()),
+                "is a symbolic link to " + log + "; name the file itself");
+  if (fs::is_character_file("/dev/null")) {
+    check_refused(run_cutune(tune + "--log /dev/null"), "is a character device");
+    CHECK(fs::is_character_file(fs::symlink_status("/dev/null")));
+  }
+  CHECK(still_fifo(fifo));
+  CHECK(fs::is_symlink(link));
+}
