@@ -33,6 +33,7 @@ struct VerifyArgs {
   bool shrink = false;
   bool no_racecheck = false;
   bool all_blocks = false;
+  bool strict = false;
 };
 
 // The tolerance asked for, or by the correctness rule from the output's dtype and the
@@ -129,7 +130,8 @@ void run_verify(const VerifyArgs& args) {
   if (!args.task.json) {
     fmt::print("tolerance {:.3g} ({})\n", tolerance, tolerance_source);
   }
-  emu::Emulator emulator(verify_emulator_options({!args.no_racecheck, args.all_blocks}));
+  emu::Emulator emulator(
+      verify_emulator_options({!args.no_racecheck, args.all_blocks, args.strict}));
   VerifyReport report(configs.size());
   auto start = std::chrono::steady_clock::now();
   for (const Config& config : configs) {
@@ -177,11 +179,12 @@ void add_verify_command(CLI::App& app) {
                 "a GEMM too large to emulate is checked at a smaller shape with the same tails");
   cmd->add_flag("--no-racecheck", args->no_racecheck, kNoRacecheckHelp);
   cmd->add_flag("--all-blocks", args->all_blocks, kAllBlocksHelp);
+  cmd->add_flag("--strict", args->strict, kStrictHelp);
   cmd->callback([cmd, args, form] {
     if (form->wants_spec({"--tolerance", "--shrink"})) {
       const int sample = cmd->count("--sample") > 0 ? args->sample : 20;
       spec_form::run_verify(form->spec(), sample, args->seed, args->config,
-                            {!args->no_racecheck, args->all_blocks});
+                            {!args->no_racecheck, args->all_blocks, args->strict});
       return;
     }
     args->task = form->task;

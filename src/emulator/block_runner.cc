@@ -200,6 +200,15 @@ std::string BlockRunner::divergence(const Slot& a, const Slot& b) const {
 }
 
 BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
+  noted_ = 0;
+  Failure f = run_once(block_idx, poison_shared_ ? 0xff : -1);
+  if (f.status != EmuStatus::ok || sanitizer_ == nullptr || !sanitizer_->tracks_uninitialised()) {
+    return f;
+  }
+  return track_uninitialised(block_idx);
+}
+
+BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int fill) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t per_thread = kStackBytes + page;
   const Dim3& b = launch_.block;
@@ -224,7 +233,7 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
                                       return std::move(s.scheduler);
                                     });
   }
-  if (tls_block_ != nullptr && poison_shared_) std::memset(tls_block_, 0xff, tls_bytes_);
+  if (tls_block_ != nullptr && fill >= 0) std::memset(tls_block_, fill, tls_bytes_);
   if (sanitizer_ != nullptr) sanitizer_->begin_block(block_idx);
   barriers_.clear();
   tma_copies_.clear();

@@ -35,7 +35,8 @@
 // only through mbarriers are not reported, and none is invented.
 //
 // The methods are defined by concern: block_runner.cc (fibers, __syncthreads, failures, the
-// scheduling loop), block_runner_warp.cc (warp and warpgroup collectives),
+// scheduling loop), block_runner_tracked.cc (the sanitizer's tracked rule for uninitialised
+// shared reads), block_runner_warp.cc (warp and warpgroup collectives),
 // block_runner_wgmma.cc (wgmma) and block_runner_async.cc (cp.async, mbarriers, TMA).
 
 #include <boost/context/fiber.hpp>
@@ -77,8 +78,13 @@ class BlockRunner {
 
   // Runs block `block_idx` to completion. Returns ok, or a failure; the block's fibers are
   // then left suspended, and the caller must end the process (the emulator's child) without
-  // destroying this runner.
+  // destroying this runner. Under the sanitizer's tracked rule (sanitizer.h), a block that read
+  // shared memory no thread wrote runs again with those bytes holding other values
+  // (block_runner_tracked.cc), and the run ends with uninitialized_read where that changes
+  // what the block does.
   Failure run(cutune_emu_abi::Dim3 block_idx);
+  // The uninitialised shared reads of the block run last that the tracked rule let pass.
+  uint64_t noted_uninitialised_reads() const { return noted_; }
 
  private:
   enum class State { ready, at_barrier, at_warp, at_mbarrier, failed, done };
@@ -123,6 +129,10 @@ class BlockRunner {
     unsigned linear = 0;  // index in the block
   };
 
+  // One run of the block, shared memory first filled with `fill` bytes (-1: left as it is).
+  Failure run_once(cutune_emu_abi::Dim3 block_idx, int fill);
+  // The tracked rule's reruns of a block that ran once and read uninitialised shared memory.
+  Failure track_uninitialised(cutune_emu_abi::Dim3 block_idx);
   static void suspend(Slot* s, State state);
   static void barrier(cutune_emu_abi::Thread* self, int line);
   static void warp_collective(cutune_emu_abi::Thread* self, cutune_emu_abi::WarpCollective fn,
@@ -188,6 +198,7 @@ class BlockRunner {
   std::byte* tls_block_ = nullptr;
   size_t tls_bytes_ = 0;
   bool poison_shared_ = false;
+  uint64_t noted_ = 0;
   std::unique_ptr<BlockSanitizer> sanitizer_;
   AsyncBarriers barriers_;
   struct TmaCopy {

@@ -166,6 +166,7 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
     layout = read_shared_layout(object.path, kernel.shared_arrays());
     run.sanitizer.racecheck = options_.racecheck;
     run.sanitizer.memcheck = options_.memcheck;
+    run.sanitizer.strict_uninitialised = options_.strict_uninitialised;
     run.sanitizer.kernel_name = src.kernel_name;
     run.sanitizer.launch = launch;
     run.sanitizer.buffers = &guarded;
@@ -212,6 +213,7 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
   result.message =
       sanitize ? resolve_source_lines(ran.message, object.path) : std::move(ran.message);
   result.run_seconds = ran.run_seconds;
+  result.uninitialised_reads = ran.uninitialised_reads;
   if (result.status == EmuStatus::ok) guarded.copy_out(buffers);
   return result;
 }

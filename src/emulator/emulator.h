@@ -12,9 +12,10 @@
 // __syncthreads and at warp-collective intrinsics such as mma and ldmatrix (block_runner.h), and
 // every global buffer sits between inaccessible guard pages (guarded_buffers.h). Unless turned off,
 // the sanitizer checks every memory access (sanitizer.h): races, out-of-bounds shared and global
-// accesses, uninitialised shared reads. A kernel that goes out of bounds, races, diverges at a
-// barrier, crashes or runs too long therefore comes back as a status with a message; it never ends
-// the caller.
+// accesses, uninitialised shared reads (those whose values reach an output, a branch or an
+// address, or all of them with strict_uninitialised). A kernel that goes out of bounds, races,
+// diverges at a barrier, crashes or runs too long therefore comes back as a status with a
+// message; it never ends the caller.
 
 #include <filesystem>
 #include <string>
@@ -46,6 +47,10 @@ struct EmuResult {
   double compile_seconds = 0;  // 0 (well, the hashing) when the object came from the cache
   bool compile_cached = false;
   double run_seconds = 0;  // fork to exit of the child, buffers' copies excluded
+  // When ok, under the tracked rule (EmulatorOptions::strict_uninitialised false): the reads
+  // of shared memory no thread of the block had written whose values, as far as the sanitizer
+  // can tell, reached no output, branch or address (sanitizer.h). A note, not a failure.
+  uint64_t uninitialised_reads = 0;
 };
 
 struct EmulatorOptions {
@@ -61,6 +66,10 @@ struct EmulatorOptions {
   // Off, a kernel runs uninstrumented (faster), caught only by guard pages and canaries.
   bool racecheck = true;
   bool memcheck = true;
+  // memcheck's rule for a read of shared memory no thread of the block wrote: false (tracked)
+  // fails only when the value read reaches an output, a branch or an address, and counts the
+  // others in EmuResult::uninitialised_reads; true (strict) fails on every such read.
+  bool strict_uninitialised = false;
   // With the sanitizer on: false runs only a sample of the blocks instrumented (the corners of
   // the grid, their neighbours, the middle block: sanitizer.h) and the rest from a plain object,
   // which keeps a check's cost near the plain emulator's (where the sample is more than half

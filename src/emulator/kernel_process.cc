@@ -30,6 +30,7 @@ constexpr size_t kAltStackBytes = 64 * 1024;
 // Lives in a shared page: the child fills it, the parent reads it after the child is gone.
 struct Report {
   std::atomic<int> claimed;
+  std::atomic<uint64_t> uninitialised_reads;  // the tracked rule's notes (EmuResult)
   EmuStatus status;
   char message[4096];
 };
@@ -191,6 +192,7 @@ void run_blocks(const KernelLaunch& launch, const LoadedKernel& kernel, bool san
       report_and_exit(failure.status,
                       fmt::format("{}: {}", launch.kernel_name, failure.message).c_str());
     }
+    g_report->uninitialised_reads += runner.noted_uninitialised_reads();
   }
 }
 
@@ -320,6 +322,7 @@ EmuResult run_in_child_process(const KernelLaunch& launch) {
         "padding around the buffer)",
         launch.kernel_name, name, hit->element, name, launch.buffers->elements(hit->buffer));
   }
+  if (result.status == EmuStatus::ok) result.uninitialised_reads = report->uninitialised_reads;
   report->~Report();
   munmap(page, sizeof(Report));
   return result;

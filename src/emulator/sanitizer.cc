@@ -27,6 +27,15 @@ std::string dim_text(const cutune_emu_abi::Dim3& d) {
   return fmt::format("({},{},{})", d.x, d.y, d.z);
 }
 
+thread_local std::string t_rerun_context;
+
+void report_finding(EmuStatus status, const std::string& message) {
+  const std::string head = g_run.kernel_name + ": ";
+  if (t_rerun_context.empty() || !message.starts_with(head)) g_run.report(status, message.c_str());
+  std::string text = head + t_rerun_context + ": " + message.substr(head.size());
+  g_run.report(status, text.c_str());
+}
+
 }  // namespace sanitizer_detail
 
 using namespace sanitizer_detail;
@@ -143,13 +152,12 @@ void end_unchecked_blocks() {
                             ? std::string("several blocks")
                             : fmt::format("block {} at {}", dim_text(block_of((them >> 32) - 1)),
                                           where_text(static_cast<uint32_t>(them)));
-      g_run.report(EmuStatus::race,
-                   fmt::format("{}: data race on global memory {}[{}]: {} by {}, and written by "
-                               "one of the blocks the sanitizer did not instrument (its value "
-                               "changed after they ran), with no atomics",
-                               g_run.kernel_name, g_run.buffers->name(r.index), e,
-                               written ? "written" : "read", who)
-                       .c_str());
+      report_finding(EmuStatus::race,
+                     fmt::format("{}: data race on global memory {}[{}]: {} by {}, and written by "
+                                 "one of the blocks the sanitizer did not instrument (its value "
+                                 "changed after they ran), with no atomics",
+                                 g_run.kernel_name, g_run.buffers->name(r.index), e,
+                                 written ? "written" : "read", who));
     }
   }
 }
@@ -165,24 +173,31 @@ void BlockSanitizer::global_access(uintptr_t address, unsigned bytes, unsigned f
       if (element >= 0 && element < r.elements) {
         element = (static_cast<int64_t>(r.data_end - r.data) - 1) / r.element_bytes + 1;
       }
-      g_run.report(
+      report_finding(
           EmuStatus::out_of_bounds,
           fmt::format("{}: out-of-bounds {}{}[{}] ({} has {} elements) by block {} "
                       "thread {} at {}",
                       g_run.kernel_name, write ? "write to " : "read of ", name, element, name,
-                      r.elements, block_text(), thread_text(current_), where_text(where))
-              .c_str());
+                      r.elements, block_text(), thread_text(current_), where_text(where)));
     }
     if (write && r.is_const) {
-      g_run.report(EmuStatus::out_of_bounds,
-                   fmt::format("{}: write to the read-only buffer {} at element {} by block {} "
-                               "thread {} at {}",
-                               g_run.kernel_name, name, (address - r.data) / r.element_bytes,
-                               block_text(), thread_text(current_), where_text(where))
-                       .c_str());
+      report_finding(EmuStatus::out_of_bounds,
+                     fmt::format("{}: write to the read-only buffer {} at element {} by block {} "
+                                 "thread {} at {}",
+                                 g_run.kernel_name, name, (address - r.data) / r.element_bytes,
+                                 block_text(), thread_text(current_), where_text(where)));
+    }
+    if (address < r.data || address + bytes > r.data_end) return;
+    if ((flags & cutune_emu_abi::kAccessAtomic) != 0) global_atomics_ = true;
+    if (!r.is_const && !g_run.strict_uninitialised) {
+      // The hook runs before the access: these are the bytes a store overwrites. Reads count
+      // too: GCC checks a location read and then written in one basic block only once, as a
+      // read, so a read-modify-write's store may never reach the hook.
+      stores_.push_back({address, old_bytes_.size(), bytes});
+      const auto* p = reinterpret_cast<const std::byte*>(address);
+      old_bytes_.insert(old_bytes_.end(), p, p + bytes);
     }
     if (r.writer == nullptr || (flags & cutune_emu_abi::kAccessAtomic) != 0) return;
-    if (address < r.data || address + bytes > r.data_end) return;
     const uint64_t me = (block_linear_ + 1) << 32 | where;
     auto block_id = [](uint64_t v) { return v >> 32; };
     auto race = [&](int64_t element, uint64_t other, bool other_write) {
@@ -191,13 +206,12 @@ void BlockSanitizer::global_access(uintptr_t address, unsigned bytes, unsigned f
               ? std::string("several other blocks")
               : fmt::format("block {} at {}", dim_text(block_of(block_id(other) - 1)),
                             where_text(static_cast<uint32_t>(other)));
-      g_run.report(EmuStatus::race,
-                   fmt::format("{}: data race on global memory {}[{}]: {} by block {} thread {} "
-                               "at {}, and {} by {}, with no atomics",
-                               g_run.kernel_name, name, element, write ? "written" : "read",
-                               block_text(), thread_text(current_), where_text(where),
-                               other_write ? "written" : "read", them)
-                       .c_str());
+      report_finding(EmuStatus::race,
+                     fmt::format("{}: data race on global memory {}[{}]: {} by block {} thread {} "
+                                 "at {}, and {} by {}, with no atomics",
+                                 g_run.kernel_name, name, element, write ? "written" : "read",
+                                 block_text(), thread_text(current_), where_text(where),
+                                 other_write ? "written" : "read", them));
     };
     int64_t first = static_cast<int64_t>((address - r.data) / r.element_bytes);
     int64_t last = static_cast<int64_t>((address + bytes - 1 - r.data) / r.element_bytes);
@@ -224,6 +238,51 @@ void BlockSanitizer::global_access(uintptr_t address, unsigned bytes, unsigned f
     }
     return;
   }
+}
+
+BlockSanitizer::Outcome BlockSanitizer::outcome() const {
+  Outcome out;
+  out.trace = trace_;
+  out.stores = stores_.size();
+  out.stored.reserve(old_bytes_.size());
+  for (const Store& s : stores_) {
+    const auto* p = reinterpret_cast<const std::byte*>(s.address);
+    out.stored.insert(out.stored.end(), p, p + s.bytes);
+  }
+  return out;
+}
+
+void BlockSanitizer::undo_global_stores() {
+  for (auto s = stores_.rbegin(); s != stores_.rend(); ++s) {
+    std::memcpy(reinterpret_cast<void*>(s->address), old_bytes_.data() + s->old, s->bytes);
+  }
+}
+
+std::string BlockSanitizer::stored_element(size_t byte) const {
+  for (const Store& s : stores_) {
+    if (byte >= s.old + s.bytes) continue;
+    const uintptr_t address = s.address + (byte - s.old);
+    for (const GlobalRegion& r : g_regions) {
+      if (address < r.data || address >= r.data_end) continue;
+      return fmt::format("{}[{}]", g_run.buffers->name(r.index),
+                         (address - r.data) / r.element_bytes);
+    }
+  }
+  return "global memory";
+}
+
+void BlockSanitizer::report_tracked(const std::string& why) const {
+  report_finding(
+      EmuStatus::uninitialized_read,
+      fmt::format("{}: read of uninitialised shared {} by block {} thread {} at {}: no thread of "
+                  "the block wrote it before, and {} (the first of the block's {} uninitialised "
+                  "shared reads; any of them may be the one)",
+                  g_run.kernel_name, shared_element(suspect_offset_), block_text(),
+                  thread_text(suspect_thread_), where_text(suspect_where_), why, uninit_reads_));
+}
+
+void BlockSanitizer::set_rerun_context(std::string context) {
+  t_rerun_context = std::move(context);
 }
 
 }  // namespace cutune::emu

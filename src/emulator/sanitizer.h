@@ -9,8 +9,15 @@
 //    and gaps between them; a global access in its buffer's data, before its start too.
 //    ldmatrix rows and cp.async destinations must be shared, cp.async sources global.
 //  - Uninitialised shared reads (memcheck): a byte read in a block before any thread of that
-//    block wrote it. Reported at the end of the barrier interval, so that when another thread
-//    writes the byte later in the same interval it is reported as the race it is.
+//    block wrote it. Under the strict rule (SanitizerRun::strict_uninitialised), reported at the
+//    end of the barrier interval, so that when another thread writes the byte later in the same
+//    interval it is reported as the race it is. Under the tracked rule (the default), counted,
+//    and the block is run again with the never-written shared bytes holding other values
+//    (BlockRunner, block_runner_tracked.cc): the read fails only when its value reaches what
+//    the block does, i.e. the block's global stores differ (an output) or the sequence of its
+//    shared and global accesses does (a branch or an address); otherwise it is a note
+//    (EmuResult::uninitialised_reads). A block that uses global atomics cannot be run again and
+//    falls back to the strict rule.
 //  - Races (racecheck), per block: time is cut into barrier intervals (a __syncthreads ends
 //    one) and, per warp, into __syncwarp epochs. Per shared element (per byte in the dynamic
 //    array; an access of part of an element counts as one of all of it) the shadow keeps the last
@@ -59,6 +66,9 @@ namespace cutune::emu {
 struct SanitizerRun {
   bool racecheck = true;
   bool memcheck = true;
+  // Any read of never-written shared memory fails (true), or only one whose value reaches an
+  // output, a branch or an address (false: the tracked rule, see the file comment).
+  bool strict_uninitialised = false;
   std::string kernel_name;
   LaunchSpec launch;
   const GuardedBuffers* buffers = nullptr;
@@ -111,6 +121,33 @@ class BlockSanitizer {
                    bool tma = false);
 
   void access(uintptr_t address, unsigned bytes, unsigned flags, uintptr_t where);
+
+  // The tracked rule (the file comment; block_runner_tracked.cc drives it). Of the block run
+  // last: its reads of never-written shared memory, and whether it used global atomics (then
+  // it cannot be run again).
+  uint64_t uninitialised_reads() const { return uninit_reads_; }
+  // The block run last read uninitialised shared memory, and the rule is the tracked one.
+  bool tracks_uninitialised() const;
+  bool used_global_atomics() const { return global_atomics_; }
+  // What the block did that the values it read may change: a hash of its shared and global
+  // accesses in order, and the bytes its global stores left (read now, at the block's end), as
+  // well as those of every writable global location it read.
+  struct Outcome {
+    uint64_t trace = 0;
+    size_t stores = 0;
+    std::vector<std::byte> stored;
+  };
+  Outcome outcome() const;
+  // Puts back what the block's global stores overwrote (every writable global location it
+  // accessed: as it was before the block), so that it can run again.
+  void undo_global_stores();
+  // The global element the `byte`th byte of Outcome::stored was stored to ("C[17]").
+  std::string stored_element(size_t byte) const;
+  // Ends the run with uninitialized_read: the block's first uninitialised read and `why`.
+  [[noreturn]] void report_tracked(const std::string& why) const;
+  // A finding while the block runs again with shared bytes filled with `fill` is reported
+  // with those words in front (empty: none).
+  void set_rerun_context(std::string context);
   // The block runner's record of the shared bytes wgmmas in flight read: a store to them is a
   // race with the wgmma (racecheck).
   void watch_wgmma_reads(const WgmmaReads* reads) { wgmma_reads_ = reads; }
@@ -144,6 +181,12 @@ class BlockSanitizer {
   std::string block_text() const;
   std::string shared_element(size_t offset) const;
   uint32_t where_of(unsigned flags, uintptr_t where) const;
+  // Adds an access (shared offset or global address) to the tracked rule's hash.
+  void trace(uintptr_t at, unsigned bytes, unsigned flags) {
+    uint64_t x = (at * 0x9e3779b97f4a7c15ull) ^ (uint64_t{bytes} << 40) ^
+                 (uint64_t{flags & 0xf} << 56) ^ static_cast<uint64_t>(current_ + 1);
+    trace_ = (trace_ ^ x) * 0x100000001b3ull + 0x51;
+  }
 
   std::byte* tls_block_;
   size_t tls_bytes_;
@@ -166,11 +209,25 @@ class BlockSanitizer {
   cutune_emu_abi::Dim3 block_idx_{};
   int current_ = -1;
   const WgmmaReads* wgmma_reads_ = nullptr;
-  // The first read of a byte no thread of the block had written, this interval.
+  // The first read of a byte no thread of the block had written, this interval (strict) or
+  // this block (tracked).
   bool suspect_ = false;
   size_t suspect_offset_ = 0;
   unsigned suspect_thread_ = 0;
   uint32_t suspect_where_ = 0;
+  // The tracked rule: this block's uninitialised reads, the hash of its accesses, and its
+  // accesses of writable global memory (address, size, the bytes there before the access at
+  // old_bytes_[old]) in order.
+  uint64_t uninit_reads_ = 0;
+  uint64_t trace_ = 0;
+  bool global_atomics_ = false;
+  struct Store {
+    uintptr_t address;
+    size_t old;
+    unsigned bytes;
+  };
+  std::vector<Store> stores_;
+  std::vector<std::byte> old_bytes_;
 };
 
 }  // namespace cutune::emu

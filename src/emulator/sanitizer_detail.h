@@ -21,6 +21,10 @@ extern SanitizerRun g_run;
 extern uintptr_t g_lo, g_span;
 
 std::string where_text(uint32_t where);
+// Ends the run with a finding (through g_run.report); while a block runs again under the
+// tracked rule, the words that say so follow the kernel's name.
+[[noreturn]] void report_finding(EmuStatus status, const std::string& message);
+extern thread_local std::string t_rerun_context;
 std::string dim_text(const cutune_emu_abi::Dim3& d);
 
 }  // namespace cutune::emu::sanitizer_detail

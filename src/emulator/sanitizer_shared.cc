@@ -83,14 +83,23 @@ void BlockSanitizer::begin_block(cutune_emu_abi::Dim3 block_idx) {
   block_linear_ = block_idx.x + uint64_t{g.x} * (block_idx.y + uint64_t{g.y} * block_idx.z);
   block_start_ = ++interval_;
   suspect_ = false;
+  uninit_reads_ = 0;
+  trace_ = 0;
+  global_atomics_ = false;
+  stores_.clear();
+  old_bytes_.clear();
 }
 
 void BlockSanitizer::end_block() {
-  if (suspect_) report_uninitialised();
+  if (suspect_ && g_run.strict_uninitialised) report_uninitialised();
+}
+
+bool BlockSanitizer::tracks_uninitialised() const {
+  return uninit_reads_ > 0 && g_run.memcheck && !g_run.strict_uninitialised;
 }
 
 void BlockSanitizer::barrier() {
-  if (suspect_) report_uninitialised();
+  if (suspect_ && g_run.strict_uninitialised) report_uninitialised();
   ++interval_;
 }
 
@@ -106,20 +115,21 @@ void BlockSanitizer::access(uintptr_t address, unsigned bytes, unsigned flags, u
   uintptr_t offset = address - reinterpret_cast<uintptr_t>(tls_block_);
   if (offset < tls_bytes_) {
     if (kind_[offset] == kIgnored) return;
+    if (!g_run.strict_uninitialised) trace(offset, bytes, flags);
     shared_access(offset, bytes, flags, where_of(flags, where));
     return;
   }
   if (address - g_lo < g_span) {
+    if (!g_run.strict_uninitialised) trace(address, bytes, flags);
     global_access(address, bytes, flags, where_of(flags, where));
     return;
   }
   if ((flags & cutune_emu_abi::kAccessMustBeShared) != 0 && g_run.memcheck) {
-    g_run.report(EmuStatus::shared_out_of_bounds,
-                 fmt::format("{}: ldmatrix row address {:#x} is outside shared memory, by block "
-                             "{} thread {} at {}",
-                             g_run.kernel_name, address, block_text(), thread_text(current_),
-                             where_text(where_of(flags, where)))
-                     .c_str());
+    report_finding(EmuStatus::shared_out_of_bounds,
+                   fmt::format("{}: ldmatrix row address {:#x} is outside shared memory, by block "
+                               "{} thread {} at {}",
+                               g_run.kernel_name, address, block_text(), thread_text(current_),
+                               where_text(where_of(flags, where))));
   }
 }
 
@@ -152,6 +162,7 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
   const ArrayShadow& a = arrays_[kind_[offset] - 1];
   const size_t first = (offset - a.offset) >> a.shift;
   const size_t last = (offset + bytes - 1 - a.offset) >> a.shift;
+  bool uninitialised = false;
   for (size_t g = first; g <= last; ++g) {
     ByteShadow& b = shadow_[a.base + g];
     const size_t i = a.offset + (g << a.shift);
@@ -159,11 +170,15 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
       if (race && conflicts(b.w_interval, b.w_thread, b.w_epoch)) {
         report_race(i, false, where, b.w_thread, true, false, b.w_where);
       }
-      if (g_run.memcheck && b.w_interval < block_start_ && !suspect_) {
-        suspect_ = true;
-        suspect_offset_ = i;
-        suspect_thread_ = t;
-        suspect_where_ = where;
+      if (g_run.memcheck && b.w_interval < block_start_) {
+        if (!uninitialised) uninit_reads_ += 1;
+        uninitialised = true;
+        if (!suspect_) {
+          suspect_ = true;
+          suspect_offset_ = i;
+          suspect_thread_ = t;
+          suspect_where_ = where;
+        }
       }
     }
     if (!write && race) {
@@ -204,15 +219,19 @@ uint32_t BlockSanitizer::async_issue(const void* dst, const void* src, int bytes
                                      int line) {
   auto d = reinterpret_cast<uintptr_t>(dst);
   uint32_t where = kLineBit | static_cast<uint32_t>(line);
+  if (!g_run.strict_uninitialised) {
+    trace(d - reinterpret_cast<uintptr_t>(tls_block_), static_cast<unsigned>(bytes),
+          cutune_emu_abi::kAccessWrite);
+    trace(reinterpret_cast<uintptr_t>(src), static_cast<unsigned>(src_bytes), 0);
+  }
   if (g_run.memcheck) {
     uintptr_t offset = d - reinterpret_cast<uintptr_t>(tls_block_);
     if (offset >= tls_bytes_) {
-      g_run.report(
-          EmuStatus::shared_out_of_bounds,
-          fmt::format("{}: cp.async destination {:#x} is outside shared memory, by "
-                      "block {} thread {} at {}",
-                      g_run.kernel_name, d, block_text(), thread_text(current_), where_text(where))
-              .c_str());
+      report_finding(EmuStatus::shared_out_of_bounds,
+                     fmt::format("{}: cp.async destination {:#x} is outside shared memory, by "
+                                 "block {} thread {} at {}",
+                                 g_run.kernel_name, d, block_text(), thread_text(current_),
+                                 where_text(where)));
     }
     if (!shared_in_bounds(offset, static_cast<unsigned>(bytes))) {
       report_shared_bounds(offset, static_cast<unsigned>(bytes), cutune_emu_abi::kAccessWrite,
@@ -230,6 +249,7 @@ void BlockSanitizer::async_write(unsigned thread, const void* dst, int bytes, ui
                                  int line, bool tma) {
   const Async kind = tma ? Async::tma : Async::cp_async;
   uintptr_t offset = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(tls_block_);
+  if (!g_run.strict_uninitialised) trace(offset, static_cast<unsigned>(bytes), thread);
   if (offset >= tls_bytes_ || offset + bytes > tls_bytes_ || kind_[offset] == kIgnored) return;
   const auto t = static_cast<uint16_t>(thread);
   const uint16_t warp = t / 32;
@@ -311,11 +331,10 @@ void BlockSanitizer::report_shared_bounds(size_t offset, unsigned bytes, unsigne
       size = fmt::format(" ({} has {} elements)", a.name, a.bytes / a.element_bytes);
   }
   bool write = (flags & cutune_emu_abi::kAccessWrite) != 0;
-  g_run.report(EmuStatus::shared_out_of_bounds,
-               fmt::format("{}: out-of-bounds {} shared {}{} by block {} thread {} at {}",
-                           g_run.kernel_name, write ? "write to" : "read of", element, size,
-                           block_text(), thread_text(current_), where_text(where))
-                   .c_str());
+  report_finding(EmuStatus::shared_out_of_bounds,
+                 fmt::format("{}: out-of-bounds {} shared {}{} by block {} thread {} at {}",
+                             g_run.kernel_name, write ? "write to" : "read of", element, size,
+                             block_text(), thread_text(current_), where_text(where)));
 }
 
 void BlockSanitizer::report_race(size_t offset, bool write, uint32_t where, uint16_t other,
@@ -324,7 +343,7 @@ void BlockSanitizer::report_race(size_t offset, bool write, uint32_t where, uint
   std::string them = several
                          ? fmt::format("several threads, thread {} among them,", thread_text(other))
                          : fmt::format("thread {}", thread_text(other));
-  g_run.report(
+  report_finding(
       EmuStatus::race,
       fmt::format("{}: data race on shared {} in block {}: {} by thread {} at {}{}, and {} by {} "
                   "at {}, with no {} between them",
@@ -339,29 +358,26 @@ void BlockSanitizer::report_race(size_t offset, bool write, uint32_t where, uint
                   : async == Async::tma    ? " (in flight from its issue until it landed)"
                                            : "",
                   other_write ? "written" : "read", them, where_text(other_where),
-                  async == Async::tma ? "wait on its mbarrier" : "__syncthreads")
-          .c_str());
+                  async == Async::tma ? "wait on its mbarrier" : "__syncthreads"));
 }
 
 void BlockSanitizer::report_wgmma_write(size_t offset, uint32_t where,
                                         const WgmmaReads::Pending& wgmma) const {
-  g_run.report(EmuStatus::race,
-               fmt::format("{}: data race on shared {} in block {}: written by thread {} at {} "
-                           "while the wgmma on line {} (warpgroup {}) still reads it: no "
-                           "wgmma.wait_group has completed that wgmma yet",
-                           g_run.kernel_name, shared_element(offset), block_text(),
-                           thread_text(static_cast<unsigned>(current_)), where_text(where),
-                           wgmma.line, wgmma.warpgroup)
-                   .c_str());
+  report_finding(EmuStatus::race,
+                 fmt::format("{}: data race on shared {} in block {}: written by thread {} at {} "
+                             "while the wgmma on line {} (warpgroup {}) still reads it: no "
+                             "wgmma.wait_group has completed that wgmma yet",
+                             g_run.kernel_name, shared_element(offset), block_text(),
+                             thread_text(static_cast<unsigned>(current_)), where_text(where),
+                             wgmma.line, wgmma.warpgroup));
 }
 
 void BlockSanitizer::report_uninitialised() const {
-  g_run.report(EmuStatus::uninitialized_read,
-               fmt::format("{}: read of uninitialised shared {} by block {} thread {} at {}: no "
-                           "thread of the block wrote it before",
-                           g_run.kernel_name, shared_element(suspect_offset_), block_text(),
-                           thread_text(suspect_thread_), where_text(suspect_where_))
-                   .c_str());
+  report_finding(EmuStatus::uninitialized_read,
+                 fmt::format("{}: read of uninitialised shared {} by block {} thread {} at {}: no "
+                             "thread of the block wrote it before",
+                             g_run.kernel_name, shared_element(suspect_offset_), block_text(),
+                             thread_text(suspect_thread_), where_text(suspect_where_)));
 }
 
 }  // namespace cutune::emu

@@ -42,6 +42,7 @@ EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& s
   out.compile_seconds = r.compile_seconds;
   out.run_seconds = r.run_seconds;
   out.status = emu::to_string(r.status);
+  out.uninitialised_reads = r.uninitialised_reads;
   if (r.status != emu::EmuStatus::ok) {
     out.max_rel_error = std::numeric_limits<double>::infinity();
     std::string msg = r.message;

@@ -20,6 +20,9 @@ struct EmulatedCheck {
   double tolerance = 0;      // the one applied (the largest, over the outputs)
   std::string status;        // "ok", "rejected", or the emulator's status
   std::string message;       // one line; empty when passed
+  // The emulator's note (EmuResult::uninitialised_reads): uninitialised shared reads whose
+  // values reached no output, branch or address.
+  uint64_t uninitialised_reads = 0;
   double compile_seconds = 0;
   double run_seconds = 0;
 };

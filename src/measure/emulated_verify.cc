@@ -11,6 +11,7 @@ emu::EmulatorOptions verify_emulator_options(const VerifySanitizer& sanitizer) {
   options.racecheck = sanitizer.racecheck;
   options.memcheck = true;
   options.sanitize_all_blocks = sanitizer.all_blocks;
+  options.strict_uninitialised = sanitizer.strict;
   return options;
 }
 
@@ -18,17 +19,23 @@ std::string VerifyReport::add(const Config& config, const EmulatedCheck& check) 
   passed_ += check.passed;
   rejected_ += check.status == "rejected";
   const bool finite = std::isfinite(check.max_rel_error);
+  const std::string message =
+      check.passed && check.uninitialised_reads > 0
+          ? fmt::format("note: {} uninitialised shared reads whose values reached no output",
+                        check.uninitialised_reads)
+          : check.message;
   results_.push_back(
       {{"config", config.to_json()},
        {"passed", check.passed},
        {"status", check.status},
        {"max_rel_error", finite ? nlohmann::json(check.max_rel_error) : nlohmann::json(nullptr)},
-       {"message", check.message},
+       {"message", message},
+       {"uninitialised_reads", check.uninitialised_reads},
        {"compile_seconds", check.compile_seconds},
        {"run_seconds", check.run_seconds}});
   return fmt::format("[{}/{}] config {:>10}  {:<13} max rel error {:<10} {}", results_.size(),
                      total_, config.index(), check.passed ? "passed" : check.status,
-                     finite ? fmt::format("{:.2e}", check.max_rel_error) : "-", check.message);
+                     finite ? fmt::format("{:.2e}", check.max_rel_error) : "-", message);
 }
 
 std::string VerifyReport::summary(double seconds, const std::string& rejected_by) const {

@@ -124,6 +124,7 @@ SpecVerifier::Run SpecVerifier::run_instance(const SpecInstance& in, const CudaS
     return out;
   }
   out.check.status = "ok";
+  out.check.uninitialised_reads = r.uninitialised_reads;
   size_t next_buffer = 0;
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     if (spec.arguments[i].is_scalar) continue;

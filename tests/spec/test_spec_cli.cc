@@ -137,8 +137,10 @@ namespace {
 // reference is a second kernel that reads global memory only, unless `own_reference` (then it
 // is the default configuration, as a new user's spec has it). ProblemSize 100, block sizes 32
 // and 64: two configurations of 4 and 2 blocks.
-std::string tile_kernel_spec(const std::string& name, const std::string& barrier,
-                             const std::string& tile, bool own_reference = false) {
+std::string tile_kernel_spec(
+    const std::string& name, const std::string& barrier, const std::string& tile,
+    bool own_reference = false,
+    const std::string& stage = "tile[threadIdx.x] = i < n ? in[i] : 0.0f;") {
   const auto dir = scratch(name);
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "shift.cu") << "extern \"C\" __global__ void shift_add(float* out, const "
@@ -146,8 +148,7 @@ std::string tile_kernel_spec(const std::string& name, const std::string& barrier
                                      "  __shared__ float tile["
                                   << tile << "];\n"
                                   << R"(  const int i = blockIdx.x * block_size_x + threadIdx.x;
-  tile[threadIdx.x] = i < n ? in[i] : 0.0f;
-  )" << barrier << R"(
+  )" << stage << "\n  " << barrier << R"(
   float left = 0.0f;
   if (threadIdx.x > 0) left = tile[threadIdx.x - 1];
   else if (i > 0 && i <= n) left = in[i - 1];
@@ -236,6 +237,48 @@ TEST_CASE("verify --spec: a reference configuration that races is reported, exit
   CHECK_THAT(r.out, Catch::Contains("reference  race") &&
                         Catch::Contains("data race on shared tile[") &&
                         Catch::Contains("0 of 2 passed"));
+}
+
+TEST_CASE(
+    "verify --spec: uninitialised shared reads whose values reach no output are a note, and "
+    "fail under --strict",
+    "[spec_verify][emulator]") {
+  // The last block stages only the elements below n, then every thread passes its element
+  // through a register (a second pass over the tile, as a kernel with several stages has):
+  // the threads past n read tile elements nobody wrote, and their sums are never stored.
+  const std::string spec = tile_kernel_spec("edge_tile", kSync, "block_size_x", false,
+                                            "if (i < n) tile[threadIdx.x] = in[i];\n"
+                                            "  __syncthreads();\n"
+                                            "  const float staged = tile[threadIdx.x];\n"
+                                            "  __syncthreads();\n"
+                                            "  tile[threadIdx.x] = staged;");
+  const auto r = run_cutune("verify --spec " + spec + " --sample 2 --json");
+  INFO_RUN(r);
+  CHECK(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["results"].size() == 2);
+  for (const auto& row : j["results"]) {
+    CHECK(row["status"] == "ok");
+    CHECK(row["uninitialised_reads"].get<int>() > 0);
+    CHECK_THAT(row["message"].get<std::string>(),
+               Catch::Matches("note: [0-9]+ uninitialised shared reads whose values reached no "
+                              "output"));
+  }
+  const auto strict = run_cutune("verify --spec " + spec + " --config 0 --strict");
+  INFO_RUN(strict);
+  CHECK(strict.status == 1);
+  CHECK_THAT(strict.out, Catch::Contains("uninitialized_read") &&
+                             Catch::Contains("read of uninitialised shared tile[") &&
+                             Catch::Contains("0 of 1 passed"));
+  // Staging one element fewer: the last sum reads a tile element nobody wrote and stores it.
+  const auto reaches = run_cutune("verify --spec " +
+                                  tile_kernel_spec("edge_tile_bug", kSync, "block_size_x", false,
+                                                   "if (i < n - 1) tile[threadIdx.x] = in[i];") +
+                                  " --config 0");
+  INFO_RUN(reaches);
+  CHECK(reaches.status == 1);
+  CHECK_THAT(reaches.out, Catch::Contains("uninitialized_read") &&
+                              Catch::Contains("its value reaches an output: out[99]"));
 }
 
 TEST_CASE("verify --spec: a shared write out of bounds is reported, exit 1",
