@@ -67,14 +67,6 @@ spec::KernelSpec SpecOptions::load(bool require_kernel_file) const {
                                    sizes.size(), s.problem_size.size()));
     s.problem_size = sizes;
   }
-  // Kernel Tuner's own specs have it (BAT's hotspot): not an error, but never silent.
-  for (const auto& p : s.space.parameters)
-    if (p.default_value &&
-        std::find(p.values.begin(), p.values.end(), *p.default_value) == p.values.end())
-      fmt::print(stderr,
-                 "cutune: warning: {}: parameter '{}' has Default {}, which is not among its "
-                 "Values; its first value, {}, stands for it\n",
-                 spec_path, p.name, *p.default_value, p.values.front());
   return s;
 }
 

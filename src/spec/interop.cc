@@ -90,6 +90,10 @@ replay::KtCache records_to_kt_cache(const std::vector<Record>& records) {
     }
     e.valid = r.result.ok() && !r.result.times_s.empty();
     e.compile_ms = r.result.compile_s * 1e3;
+    // The worker's check of the output against the reference, when it timed it.
+    if (const auto& phases = r.result.details.timing.phase_s)
+      if (auto check = phases->find("check"); check != phases->end())
+        e.verification_ms = check->second * 1e3;
     if (e.valid) {
       for (double t : r.result.times_s) e.times_ms.push_back(t * 1e3);
       e.time_ms =

@@ -348,8 +348,16 @@ KernelSpec parse_kernel_spec(const json& j, const fs::path& path, bool require_k
   spec.space = replay::parse_t1_spec(j);
   if (spec.space.parameters.empty())
     throw SpecError("ConfigurationSpace.TuningParameters is empty");
-  for (const auto& p : spec.space.parameters)
+  for (const auto& p : spec.space.parameters) {
     if (p.values.empty()) throw SpecError(fmt::format("parameter '{}' has no values", p.name));
+    // Kernel Tuner's own specs have it (the hub's hotspot): not an error, but never silent.
+    if (p.default_value &&
+        std::find(p.values.begin(), p.values.end(), *p.default_value) == p.values.end())
+      spec.warnings.push_back(fmt::format(
+          "parameter '{}' has Default {}, which is not among its Values; its first value, {}, "
+          "stands for it",
+          p.name, *p.default_value, p.values.front()));
+  }
   auto ks_it = j.find("KernelSpecification");
   if (ks_it == j.end() || !ks_it->is_object())
     throw SpecError("not a T1 kernel spec: no \"KernelSpecification\" object");
