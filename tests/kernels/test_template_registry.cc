@@ -88,7 +88,8 @@ TEST_CASE("a family's combinations have one name each, and build under it", "[te
   for (const TemplateAlias& a : template_aliases()) CHECK(names.count(a.name) == 1);
 }
 
-TEST_CASE("computations list their families; defaults follow the architecture", "[template]") {
+TEST_CASE("computations list their families, whose defaults follow the architecture",
+          "[template]") {
   std::vector<std::string> listed;
   for (const TemplateFamily* f : template_families())
     listed.push_back(f->computation + "/" + f->family);
