@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/conv2d_nhwc.h"
 #include "kernels/schedule_helpers.h"
 #include "src/ir/ir_operators.h"
 
@@ -298,15 +299,20 @@ std::vector<std::string> Conv2dNchwTemplate::buffer_names() const {
 
 namespace {
 
-const TemplateRegistrar kConv2dNchw{
-    {"conv2d", "conv2d_nchw", "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]",
-     "fp32 2-D convolution: direct in NCHW with a KCRS filter (conv2d_nchw), or implicit GEMM "
-     "in NHWC with an RSCK filter (conv2d_nhwc)",
-     true, [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
-       return std::make_unique<Conv2dNchwTemplate>(conv2d_shape(s));
-     },
-     false,
-     {"conv2d", "fp32", "fp32", "nchw", "simt"}}};
+// Both fp32 schedules: direct in NCHW, and as an implicit GEMM in NHWC (conv2d_nhwc.h).
+const FamilyRegistrar kConv2dSimt{
+    {.computation = "conv2d",
+     .family = "simt",
+     .shape_help = kConv2dShapeHelp,
+     .description = "on FMA units: direct in NCHW with a KCRS filter (nchw), or implicit GEMM "
+                    "in NHWC with an RSCK filter (nhwc)",
+     .native_arch = kAnyArch,
+     .supported = combinations("conv2d", "simt", {"fp32"}, {"nchw", "nhwc"}, false),
+     .make = [](const TaskParams& p,
+                const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+       if (p.layout == "nhwc") return std::make_unique<Conv2dNhwcTemplate>(conv2d_shape(shape));
+       return std::make_unique<Conv2dNchwTemplate>(conv2d_shape(shape));
+     }}};
 
 }  // namespace
 

@@ -225,16 +225,4 @@ std::vector<std::string> Conv2dNhwcTemplate::buffer_names() const {
           "Output_local", "A_frag", "B_frag", "A_ld",     "B_ld"};
 }
 
-namespace {
-
-const TemplateRegistrar kConv2dNhwc{
-    {"conv2d", "conv2d_nhwc", "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]", "", false,
-     [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
-       return std::make_unique<Conv2dNhwcTemplate>(conv2d_shape(s));
-     },
-     false,
-     {"conv2d", "fp32", "fp32", "nhwc", "simt"}}};
-
-}  // namespace
-
 }  // namespace cutune

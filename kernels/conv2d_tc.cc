@@ -80,10 +80,6 @@ Conv2dTcTemplate::Conv2dTcTemplate(const ConvShape& shape, DType input, bool out
 
 std::string Conv2dTcTemplate::name() const { return op() + "_nhwc" + (out16_ ? "_out16" : ""); }
 
-std::vector<std::string> Conv2dTcTemplate::template_names(const std::string& op) {
-  return {op + "_nhwc", op + "_nhwc_out16"};
-}
-
 void Conv2dTcTemplate::define_space() {
   tc::define_tc_knobs(space_);
   const int64_t m = gemm_m(), n = shape_.k, k = gemm_k();
@@ -148,33 +144,19 @@ Kernel Conv2dTcTemplate::build(const Config& config) const {
 
 namespace {
 
-// One registrar per operator (conv2d_fp16, conv2d_bf16) and template (_nhwc, _nhwc_out16).
-struct TcConvRegistrars {
-  std::vector<TemplateRegistrar> all;
-  TcConvRegistrars() {
-    for (const char* op : {"conv2d_fp16", "conv2d_bf16"}) {
-      const std::string in = std::string(op) == "conv2d_fp16" ? "fp16" : "bf16";
-      const std::string description = fmt::format(
-          "tensor-core 2-D convolution as an implicit GEMM with {} inputs and fp32 accumulation: "
-          "input NHWC, filter RSCK; output NPQK in fp32, or {} for {}_nhwc_out16",
-          in, in, op);
-      const ir::DType input = in == "fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
-      for (const std::string& name : Conv2dTcTemplate::template_names(op)) {
-        const bool out16 = name.ends_with("_out16");
-        all.emplace_back(TemplateEntry{
-            op, name, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]", description,
-            name == std::string(op) + "_nhwc",
-            [op = std::string(op), input,
-             out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
-              return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape, op), input, out16);
-            },
-            false,
-            {"conv2d", in, out16 ? in : "fp32", "nhwc", "mma"}});
-      }
-    }
-  }
-};
-const TcConvRegistrars kTcConvRegistrars;
+const FamilyRegistrar kConv2dMma{
+    {.computation = "conv2d",
+     .family = "mma",
+     .shape_help = kConv2dShapeHelp,
+     .description = "implicit GEMM on mma.sync tensor cores with fp32 accumulation: 16-bit "
+                    "inputs, input NHWC, filter RSCK; output NPQK in fp32 or like the inputs",
+     .native_arch = kAnyArch,
+     .supported = combinations("conv2d", "mma", {"fp16", "bf16"}, {"nhwc"}, true),
+     .make = [](const TaskParams& p,
+                const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+       return std::make_unique<Conv2dTcTemplate>(conv2d_shape(shape, operator_name(p)),
+                                                 element_type(p.dtype), p.out_dtype != "fp32");
+     }}};
 
 }  // namespace
 

@@ -4,8 +4,8 @@
 // [N,P,Q,K] in fp32, or in the input type (rounded to nearest even) for the `_out16`
 // templates. Any shape, stride, padding and dilation that conv_shape.h accepts.
 //
-// Operators and templates: op `conv2d_fp16` / `conv2d_bf16` (the input type), templates
-// `<op>_nhwc` (fp32 output) and `<op>_nhwc_out16`; shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]].
+// Registered as the family conv2d/mma: dtype fp16 or bf16, out-dtype fp32 or the input type,
+// layout nhwc (template names such as `conv2d_fp16_nhwc_out16`: template.h).
 //
 // The convolution is the GEMM Out[M, K] = A[M, R·S·C] · Filter[R·S·C, K] with M = N·P·Q (row
 // m = output pixel (n, p, q); column kk = (r, s, c), c fastest), the filter a row-major
@@ -48,9 +48,6 @@ class Conv2dTcTemplate final : public Conv16Template {
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
-
-  // The template names `make_template` accepts for `op` ("conv2d_fp16" or "conv2d_bf16").
-  static std::vector<std::string> template_names(const std::string& op);
 
  private:
   void define_space();

@@ -23,10 +23,6 @@ std::string Conv2dWgmmaTemplate::name() const {
   return op() + "_wgmma_nhwc" + (out16_ ? "_out16" : "");
 }
 
-std::vector<std::string> Conv2dWgmmaTemplate::template_names(const std::string& op) {
-  return {op + "_wgmma_nhwc", op + "_wgmma_nhwc_out16"};
-}
-
 void Conv2dWgmmaTemplate::define_space() {
   wg::define_wgmma_knobs(space_, /*b_mn_major=*/true);
   const int64_t m = gemm_m(), n = shape_.k, k = gemm_k();
@@ -125,34 +121,20 @@ Kernel Conv2dWgmmaTemplate::build(const Config& config) const {
 
 namespace {
 
-// One registrar per operator (conv2d_fp16, conv2d_bf16) and template; conv2d_tc's _nhwc stays
-// the operators' default.
-struct WgmmaConvRegistrars {
-  std::vector<TemplateRegistrar> all;
-  WgmmaConvRegistrars() {
-    for (const char* op : {"conv2d_fp16", "conv2d_bf16"}) {
-      const std::string in = std::string(op) == "conv2d_fp16" ? "fp16" : "bf16";
-      const std::string description = fmt::format(
-          "Hopper warpgroup-MMA (sm_90a) 2-D convolution as an implicit GEMM with {} inputs and "
-          "fp32 accumulation: input NHWC, filter RSCK; output NPQK in fp32, or {} for _out16",
-          in, in);
-      const DType input = in == "fp16" ? DType::Float16 : DType::BFloat16;
-      for (const std::string& name : Conv2dWgmmaTemplate::template_names(op)) {
-        const bool out16 = name.ends_with("_out16");
-        all.emplace_back(TemplateEntry{
-            op, name, "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]", description, false,
-            [op = std::string(op), input,
-             out16](const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
-              return std::make_unique<Conv2dWgmmaTemplate>(conv2d_shape(shape, op), input, out16);
-            },
-            // On Hopper the operator's default (conv2d_<type>_nhwc: fp32 output) is this one.
-            !out16,
-            {"conv2d", in, out16 ? in : "fp32", "nhwc", "wgmma"}});
-      }
-    }
-  }
-};
-const WgmmaConvRegistrars kWgmmaConvRegistrars;
+const FamilyRegistrar kConv2dWgmma{
+    {.computation = "conv2d",
+     .family = "wgmma",
+     .shape_help = kConv2dShapeHelp,
+     .description = "implicit GEMM on Hopper's warpgroup MMA (sm_90a) with fp32 accumulation: "
+                    "16-bit inputs, input NHWC, filter RSCK; output NPQK in fp32 or like the "
+                    "inputs",
+     .native_arch = "sm_90",
+     .supported = combinations("conv2d", "wgmma", {"fp16", "bf16"}, {"nhwc"}, true),
+     .make = [](const TaskParams& p,
+                const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+       return std::make_unique<Conv2dWgmmaTemplate>(conv2d_shape(shape, operator_name(p)),
+                                                    element_type(p.dtype), p.out_dtype != "fp32");
+     }}};
 
 }  // namespace
 

@@ -5,9 +5,9 @@
 // for the `_out16` templates. Any shape, stride, padding and dilation that conv_shape.h
 // accepts.
 //
-// Operators and templates: op `conv2d_fp16` / `conv2d_bf16` (registered beside the mma.sync
-// templates of conv2d_tc.h, which stay the default), templates `<op>_wgmma_nhwc` (fp32 output)
-// and `<op>_wgmma_nhwc_out16`; shape N,C,H,W,K,R,S[,stride[,pad[,dilation]]].
+// Registered as the family conv2d/wgmma, the default on sm_90 (conv2d/mma elsewhere): dtype
+// fp16 or bf16, out-dtype fp32 or the input type, layout nhwc (template names such as
+// `conv2d_fp16_wgmma_nhwc`: template.h).
 //
 // The GEMM is conv2d_tc.h's: Out[M = N·P·Q, K] = A[M, R·S·C] · Filter[R·S·C, K], the filter a
 // row-major [R·S·C][K] matrix (MN-major in shared memory: the wgmma GEMM's layout nn) and the
@@ -39,9 +39,6 @@ class Conv2dWgmmaTemplate final : public Conv16Template {
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
-
-  // The template names `make_template` accepts for `op` ("conv2d_fp16" or "conv2d_bf16").
-  static std::vector<std::string> template_names(const std::string& op);
 
  private:
   void define_space();

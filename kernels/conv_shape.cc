@@ -66,24 +66,22 @@ std::string ConvShape::to_string() const {
 }
 
 ConvShape conv2d_shape(const std::vector<int64_t>& sizes, const std::string& op) {
-  constexpr const char* kHelp = "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]";
   if (sizes.size() < 7 || sizes.size() > 10) {
     throw TaskError(
-        fmt::format("{} takes a shape {} (7 to 10 sizes), got {} sizes", op, kHelp, sizes.size()));
+        fmt::format("{} takes a shape {} (7 to 10 sizes), got {} sizes", op, kConv2dShapeHelp, sizes.size()));
   }
   ConvShape s;
   s.n = sizes[0], s.c = sizes[1], s.h = sizes[2], s.w = sizes[3];
   s.k = sizes[4], s.r = sizes[5], s.s = sizes[6];
   fill_optional(s, sizes, 7);
-  validate(s, "conv2d", kHelp);
+  validate(s, "conv2d", kConv2dShapeHelp);
   return s;
 }
 
 ConvShape depthwise_shape(const std::vector<int64_t>& sizes) {
-  constexpr const char* kHelp = "N,C,H,W,R,S[,stride[,pad[,dilation]]]";
   if (sizes.size() < 6 || sizes.size() > 9) {
     throw TaskError(fmt::format("depthwise_conv2d takes a shape {} (6 to 9 sizes), got {} sizes",
-                                kHelp, sizes.size()));
+                                kDepthwiseShapeHelp, sizes.size()));
   }
   ConvShape s;
   s.depthwise = true;
@@ -91,7 +89,7 @@ ConvShape depthwise_shape(const std::vector<int64_t>& sizes) {
   s.k = s.c;
   s.r = sizes[4], s.s = sizes[5];
   fill_optional(s, sizes, 6);
-  validate(s, "depthwise_conv2d", kHelp);
+  validate(s, "depthwise_conv2d", kDepthwiseShapeHelp);
   return s;
 }
 

@@ -36,6 +36,10 @@ struct ConvShape {
   std::string to_string() const;
 };
 
+// The size lists as a user writes them (conv2d, depthwise_conv2d).
+inline constexpr const char* kConv2dShapeHelp = "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]";
+inline constexpr const char* kDepthwiseShapeHelp = "N,C,H,W,R,S[,stride[,pad[,dilation]]]";
+
 // Parse and validate; throw TaskError with a one-line message on a wrong count of sizes, a
 // size < 1 (pad < 0), an empty output, or a tensor too large for Int32 indices.
 ConvShape conv2d_shape(const std::vector<int64_t>& sizes, const std::string& op = "conv2d");

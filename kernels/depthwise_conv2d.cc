@@ -210,14 +210,16 @@ std::vector<std::string> DepthwiseConv2dTemplate::buffer_names() const {
 
 namespace {
 
-const TemplateRegistrar kDepthwiseNchw{
-    {"depthwise_conv2d", "depthwise_conv2d_nchw", "N,C,H,W,R,S[,stride[,pad[,dilation]]]",
-     "fp32 depthwise 2-D convolution in NCHW, filter [C,1,R,S] (channel multiplier 1)", true,
-     [](const std::vector<int64_t>& s) -> std::unique_ptr<Template> {
-       return std::make_unique<DepthwiseConv2dTemplate>(depthwise_shape(s));
-     },
-     false,
-     {"depthwise_conv2d", "fp32", "fp32", "nchw", "simt"}}};
+const FamilyRegistrar kDepthwiseSimt{
+    {.computation = "depthwise_conv2d",
+     .family = "simt",
+     .shape_help = kDepthwiseShapeHelp,
+     .description = "direct on FMA units in NCHW, filter [C,1,R,S] (channel multiplier 1)",
+     .native_arch = kAnyArch,
+     .supported = combinations("depthwise_conv2d", "simt", {"fp32"}, {"nchw"}, false),
+     .make = [](const TaskParams&, const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+       return std::make_unique<DepthwiseConv2dTemplate>(depthwise_shape(shape));
+     }}};
 
 }  // namespace
 

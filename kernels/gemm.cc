@@ -313,23 +313,18 @@ GemmSharedRows gemm_shared_rows(const Config& config, GemmLayout layout) {
 
 namespace {
 
-constexpr const char* kGemmShape = "M,N,K";
-constexpr const char* kGemmDescription =
-    "fp32 C[M,N] = A[M,K]·B[K,N] (gemm_nn) or A·Bᵀ with B stored [N,K] (gemm_nt)";
-
-std::unique_ptr<Template> make_gemm(const std::vector<int64_t>& shape, GemmLayout layout) {
-  const std::vector<int64_t> s = shape_of_size("gemm", shape, 3, kGemmShape);
-  return std::make_unique<GemmTemplate>(s[0], s[1], s[2], layout);
-}
-
-const TemplateRegistrar kGemmNn{
-    {"gemm", "gemm_nn", kGemmShape, kGemmDescription, true,
-     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nn); }, false,
-     {"gemm", "fp32", "fp32", "nn", "simt"}}};
-const TemplateRegistrar kGemmNt{
-    {"gemm", "gemm_nt", kGemmShape, kGemmDescription, false,
-     [](const std::vector<int64_t>& s) { return make_gemm(s, GemmLayout::nt); }, false,
-     {"gemm", "fp32", "fp32", "nt", "simt"}}};
+const FamilyRegistrar kGemmSimt{
+    {.computation = "gemm",
+     .family = "simt",
+     .shape_help = "M,N,K",
+     .description = "C[M,N] = A[M,K]·B on FMA units: B [K,N] (nn) or stored [N,K] (nt)",
+     .native_arch = kAnyArch,
+     .supported = combinations("gemm", "simt", {"fp32"}, {"nn", "nt"}, false),
+     .make = [](const TaskParams& p,
+                const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+       const std::vector<int64_t> s = shape_of_size("gemm", shape, 3, "M,N,K");
+       return std::make_unique<GemmTemplate>(s[0], s[1], s[2], gemm_layout(p.layout));
+     }}};
 
 }  // namespace
 

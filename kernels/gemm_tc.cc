@@ -22,10 +22,6 @@ std::string GemmTcTemplate::name() const {
   return op() + (layout_ == GemmLayout::nn ? "_nn" : "_nt") + (out16_ ? "_out16" : "");
 }
 
-std::vector<std::string> GemmTcTemplate::template_names(const std::string& op) {
-  return {op + "_nn", op + "_nt", op + "_nn_out16", op + "_nt_out16"};
-}
-
 void GemmTcTemplate::define_space() {
   tc::define_tc_knobs(space_);
   bool nn = layout_ == GemmLayout::nn;
@@ -80,35 +76,20 @@ Kernel GemmTcTemplate::build(const Config& config) const {
 
 namespace {
 
-// One registrar per operator (gemm_fp16, gemm_bf16) and template (_nn, _nt, _nn_out16, _nt_out16).
-struct TcGemmRegistrars {
-  std::vector<TemplateRegistrar> all;
-  TcGemmRegistrars() {
-    for (const char* op : {"gemm_fp16", "gemm_bf16"}) {
-      const std::string in = std::string(op) == "gemm_fp16" ? "fp16" : "bf16";
-      const std::string description = fmt::format(
-          "tensor-core C[M,N] = A[M,K]·B with {} inputs and fp32 accumulation; B [K,N] (_nn) or "
-          "[N,K] (_nt); C fp32, or {} for the _out16 templates",
-          in, in);
-      const ir::DType input = in == "fp16" ? ir::DType::Float16 : ir::DType::BFloat16;
-      for (const std::string& name : GemmTcTemplate::template_names(op)) {
-        const GemmLayout layout =
-            name.find("_nt") != std::string::npos ? GemmLayout::nt : GemmLayout::nn;
-        const bool out16 = name.ends_with("_out16");
-        all.emplace_back(TemplateEntry{
-            op, name, "M,N,K", description, name == std::string(op) + "_nn",
-            [op = std::string(op), layout, input, out16](const std::vector<int64_t>& shape) {
-              const std::vector<int64_t> s = shape_of_size(op, shape, 3, "M,N,K");
-              return std::unique_ptr<Template>(
-                  std::make_unique<GemmTcTemplate>(s[0], s[1], s[2], layout, input, out16));
-            },
-            false,
-            {"gemm", in, out16 ? in : "fp32", layout == GemmLayout::nn ? "nn" : "nt", "mma"}});
-      }
-    }
-  }
-};
-const TcGemmRegistrars kTcGemmRegistrars;
+const FamilyRegistrar kGemmMma{
+    {.computation = "gemm",
+     .family = "mma",
+     .shape_help = "M,N,K",
+     .description = "C[M,N] = A[M,K]·B on mma.sync tensor cores with fp32 accumulation: 16-bit "
+                    "inputs, B [K,N] (nn) or stored [N,K] (nt); C fp32 or like the inputs",
+     .native_arch = kAnyArch,
+     .supported = combinations("gemm", "mma", {"fp16", "bf16"}, {"nn", "nt"}, true),
+     .make = [](const TaskParams& p,
+                const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+       const std::vector<int64_t> s = shape_of_size(operator_name(p), shape, 3, "M,N,K");
+       return std::make_unique<GemmTcTemplate>(s[0], s[1], s[2], gemm_layout(p.layout),
+                                               element_type(p.dtype), p.out_dtype != "fp32");
+     }}};
 
 }  // namespace
 

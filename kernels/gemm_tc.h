@@ -5,9 +5,8 @@
 // transpose). C is fp32, or the input type (rounded to nearest even) for the `_out16`
 // templates. Any M, N, K >= 1: every tail is guarded.
 //
-// Operators and templates: op `gemm_fp16` / `gemm_bf16` (the input type), templates
-// `<op>_nn`, `<op>_nt` (fp32 C) and `<op>_nn_out16`, `<op>_nt_out16` (C in the input type);
-// e.g. `gemm_fp16_nt_out16`.
+// Registered as the family gemm/mma: dtype fp16 or bf16, out-dtype fp32 or the input type,
+// layout nn or nt (template names such as `gemm_fp16_nt_out16`: template.h).
 //
 // The kernel: the grid is one dimension of block_m × block_n output tiles, ordered in groups
 // of raster_group tile rows (raster_group = 1: row-major; larger: column-major within a group
@@ -47,9 +46,6 @@ class GemmTcTemplate final : public Gemm16Template {
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
-
-  // The template names `make_template` accepts for `op` ("gemm_fp16" or "gemm_bf16").
-  static std::vector<std::string> template_names(const std::string& op);
 
  private:
   void define_space();

@@ -22,10 +22,6 @@ std::string GemmWgmmaTemplate::name() const {
   return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "");
 }
 
-std::vector<std::string> GemmWgmmaTemplate::template_names(const std::string& op) {
-  return {op + "_wgmma_nn", op + "_wgmma_nt", op + "_wgmma_nn_out16", op + "_wgmma_nt_out16"};
-}
-
 void GemmWgmmaTemplate::define_space() {
   const bool nn = layout_ == GemmLayout::nn;
   const int64_t n = n_, k = k_;
@@ -132,35 +128,21 @@ wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
 
 namespace {
 
-struct WgmmaGemmRegistrars {
-  std::vector<TemplateRegistrar> all;
-  WgmmaGemmRegistrars() {
-    for (const char* op : {"gemm_fp16", "gemm_bf16"}) {
-      const std::string in = std::string(op) == "gemm_fp16" ? "fp16" : "bf16";
-      const std::string description = fmt::format(
-          "Hopper warpgroup-MMA (sm_90a) C[M,N] = A[M,K]·B with {} inputs and fp32 "
-          "accumulation; B [K,N] (_nn) or [N,K] (_nt); C fp32, or {} for _out16",
-          in, in);
-      const DType input = in == "fp16" ? DType::Float16 : DType::BFloat16;
-      for (const std::string& name : GemmWgmmaTemplate::template_names(op)) {
-        const GemmLayout layout =
-            name.find("_nt") != std::string::npos ? GemmLayout::nt : GemmLayout::nn;
-        const bool out16 = name.ends_with("_out16");
-        all.emplace_back(TemplateEntry{
-            op, name, "M,N,K", description, false,
-            [op = std::string(op), layout, input, out16](const std::vector<int64_t>& shape) {
-              const std::vector<int64_t> s = shape_of_size(op, shape, 3, "M,N,K");
-              return std::unique_ptr<Template>(
-                  std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], layout, input, out16));
-            },
-            // On Hopper the operator's default (gemm_<type>_nn: B [K,N], fp32 C) is this one.
-            layout == GemmLayout::nn && !out16,
-            {"gemm", in, out16 ? in : "fp32", layout == GemmLayout::nn ? "nn" : "nt", "wgmma"}});
-      }
-    }
-  }
-};
-const WgmmaGemmRegistrars kWgmmaGemmRegistrars;
+const FamilyRegistrar kGemmWgmma{
+    {.computation = "gemm",
+     .family = "wgmma",
+     .shape_help = "M,N,K",
+     .description = "C[M,N] = A[M,K]·B on Hopper's warpgroup MMA (sm_90a) with fp32 "
+                    "accumulation: 16-bit inputs, B [K,N] (nn) or stored [N,K] (nt); C fp32 or "
+                    "like the inputs",
+     .native_arch = "sm_90",
+     .supported = combinations("gemm", "wgmma", {"fp16", "bf16"}, {"nn", "nt"}, true),
+     .make = [](const TaskParams& p,
+                const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
+       const std::vector<int64_t> s = shape_of_size(operator_name(p), shape, 3, "M,N,K");
+       return std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], gemm_layout(p.layout),
+                                                  element_type(p.dtype), p.out_dtype != "fp32");
+     }}};
 
 }  // namespace
 

@@ -5,8 +5,9 @@
 // or column-major, stored [N,K] (layout nt: K-major). C is fp32, or the input type for the
 // `_out16` templates. Any M, N, K >= 1: every tail is guarded (cp.async zero-fill).
 //
-// Operators and templates: op `gemm_fp16` / `gemm_bf16`, templates `<op>_wgmma_nn`,
-// `<op>_wgmma_nt`, `<op>_wgmma_nn_out16`, `<op>_wgmma_nt_out16`.
+// Registered as the family gemm/wgmma, the default on sm_90 (gemm/mma elsewhere): dtype fp16
+// or bf16, out-dtype fp32 or the input type, layout nn or nt (template names such as
+// `gemm_fp16_wgmma_nt`: template.h).
 //
 // The kernel (built by kernels/wgmma_blocks.h, which the convolutions share): a one-dimensional
 // grid of block_m × block_n tiles in groups of raster_group tile rows (as gemm_tc.h), times split_k
@@ -67,8 +68,6 @@ class GemmWgmmaTemplate final : public Gemm16Template {
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
-
-  static std::vector<std::string> template_names(const std::string& op);
 
  private:
   void define_space();

@@ -77,60 +77,104 @@ struct TaskParams {
   bool operator==(const TaskParams&) const = default;
 };
 
-// The registry of operators. Each schedule template's file in kernels/ registers itself with a
-// static registrar, so that a new operator is one new file and nothing else changes:
+// One schedule family of one computation (gemm on mma.sync, conv2d on FMA units): the
+// combinations of task parameters it builds and one factory for all of them. Each family's file
+// in kernels/ registers it with a static registrar, so that a new family is one new file:
 //
-//   const TemplateRegistrar kGemmNn{{.op = "gemm", .name = "gemm_nn", .shape_help = "M,N,K",
-//                                    .description = "...", .op_default = true,
-//                                    .make = [](const std::vector<int64_t>& s) { ... }}};
+//   const FamilyRegistrar kGemmSimt{{.computation = "gemm", .family = "simt",
+//                                    .shape_help = "M,N,K", .description = "...",
+//                                    .supported = combinations("gemm", "simt", ...),
+//                                    .make = [](const TaskParams& p, const auto& shape) {...}}};
 //
-// `make` validates the shape (TaskError with a one-line message). kernels/ is linked whole
-// (CMake's WHOLE_ARCHIVE), so every registrar runs in every binary.
-struct TemplateEntry {
-  std::string op;           // "gemm"
-  std::string name;         // "gemm_nn"
-  std::string shape_help;   // "M,N,K"
-  std::string description;  // of the operator, as its default template's entry says it
-  bool op_default = false;  // the template an operator gets when none is named
-  std::function<std::unique_ptr<Template>(const std::vector<int64_t>& shape)> make;
-  // The template an operator gets when none is named and the target is Hopper (sm_90): the
-  // same computation and layouts as the op_default one, on the instructions that reach that
-  // architecture's tensor-core rate (wgmma; mma.sync runs at about half of it there).
-  bool sm90_default = false;
-  TaskParams params;  // every field set
+// kernels/ is linked whole (CMake's WHOLE_ARCHIVE), so every registrar runs in every binary.
+struct TemplateFamily {
+  using Factory = std::function<std::unique_ptr<Template>(const TaskParams& params,
+                                                          const std::vector<int64_t>& shape)>;
+  std::string computation;  // "gemm"
+  std::string family;       // "mma"
+  std::string shape_help;   // "M,N,K": the same for every family of a computation
+  std::string description;  // what its kernels are, in one sentence
+  // The architecture its instructions are made for ("sm_90" for wgmma, which needs sm_90a), or
+  // empty. Where a computation's dtype has several families, a target of this architecture gets
+  // this one by default, any other target the family with none.
+  std::string native_arch;  // kAnyArch: none
+  // Every combination it builds (each field set; computation and family as above). The first of
+  // a dtype is the family's default for that dtype.
+  std::vector<TaskParams> supported;
+  // The template for one of `supported` and a shape; TaskError (one line) for a bad shape.
+  Factory make;
 };
-struct TemplateRegistrar {
-  explicit TemplateRegistrar(TemplateEntry entry);
+inline constexpr const char* kAnyArch = "";
+struct FamilyRegistrar {
+  explicit FamilyRegistrar(TemplateFamily family);
 };
 
-struct OpInfo {
-  std::string op;
-  std::vector<std::string> templates;  // the default first, then as registered
-  std::string shape_help;              // e.g. "M,N,K"
-  std::string description;
-  std::string sm90_default;  // the default on sm_90 where it is another template, else empty
+// The combinations of a family, nested in this order: each of `dtypes`, its output types (fp32,
+// and the input type itself where `narrow_out`), each of `layouts`.
+std::vector<TaskParams> combinations(const std::string& computation, const std::string& family,
+                                     const std::vector<std::string>& dtypes,
+                                     const std::vector<std::string>& layouts, bool narrow_out);
+
+// Every registered family, by computation (alphabetical), a computation's in the order simt, mma,
+// wgmma (the order the hardware gained them), then any other by name.
+std::vector<const TemplateFamily*> template_families();
+
+// Names. A tuning log identifies a task by an operator name and a template name (TaskKey.op and
+// TaskKey.template_name), as it did before operators were data; new records keep writing them:
+//   operator_name(p): the computation, with _<dtype> unless fp32 ("gemm", "gemm_fp16");
+//   template_name(p): the operator name; _<family> unless it is simt for fp32 or mma for 16
+//   bits (the one family each had at first); _<layout>; _out16 for an output in the 16-bit
+//   input type ("gemm_nt", "gemm_fp16_nn_out16", "conv2d_bf16_wgmma_nhwc").
+// For each combination that existed before these are exactly its names of then, so a record
+// means the same task whichever code wrote it, and TaskKeys of old and new records compare
+// equal: resume and transfer learning take old logs unchanged (which is why TaskKey.op stays the
+// dtyped operator name rather than the bare computation). The alias table below is the way
+// back, frozen: every name a log written before may hold, with what it meant, so that reading an
+// old log never depends on the scheme above; a later combination needs no alias, its canonical
+// name is looked up among the families' combinations. tests/kernels/test_template_registry.cc
+// checks that every alias is the combination whose canonical name it is and builds it.
+std::string operator_name(const TaskParams& p);
+std::string template_name(const TaskParams& p);
+struct TemplateAlias {
+  std::string op, name;  // as logs hold them: "gemm_fp16", "gemm_fp16_nt"
+  TaskParams params;
 };
-// Every registered operator, by name.
-std::vector<OpInfo> list_ops();
-// The template `op` gets when none is named, for the target `arch` ("sm_90"; empty: the
-// operator's default for any architecture). TaskError for an unknown operator.
-std::string default_template(const std::string& op, const std::string& arch = "");
+const std::vector<TemplateAlias>& template_aliases();
+// The parameters a template name (an alias or a canonical name) stands for; TaskError for an
+// unknown name.
+TaskParams template_params(const std::string& name);
+// The canonical names of the supported combinations of `computation`, of one family and dtype
+// where those are not empty, in listing order.
+std::vector<std::string> template_names(const std::string& computation,
+                                        const std::string& family = "",
+                                        const std::string& dtype = "");
+
+// The combination a computation gets for `dtype` where nothing else is asked, on `arch`
+// ("sm_90"; empty: any other); TaskError where the computation has no template for `dtype`.
+TaskParams default_params(const std::string& computation, const std::string& dtype,
+                          const std::string& arch = "");
+
 // What a user asks for: `op` a computation ("gemm") or an operator name ("gemm_fp16", which fixes
 // the dtype; the names of before, which logs hold), and the task parameters given (empty: those
-// of the operator's default template for the target), or a template by name.
+// of the computation's default for the dtype and the target), or a template by name.
 struct TaskRequest {
   std::string op, dtype, out_dtype, layout, family, template_name;
 };
-// The registered template a request names: its operator and template name. TaskError, one line
-// naming what the computation supports, when none has those parameters or a named template
-// contradicts them.
+// The combination a request names, with its operator and template names. TaskError, one line
+// naming what the computation supports, for an unknown operator or template, for parameters no
+// family supports, and for a named template that contradicts a parameter or the operator.
 struct ResolvedTemplate {
   std::string op, name;
+  TaskParams params;
 };
 ResolvedTemplate resolve_template(const TaskRequest& request, const std::string& arch);
-// A registered template's parameters; TaskError for an unknown name.
-const TaskParams& template_params(const std::string& name);
-// `template_name` empty: default_template(op, arch).
+// resolve_template({op}, arch).name: the template `op` gets when none is named.
+std::string default_template(const std::string& op, const std::string& arch = "");
+// The template of a supported combination for `shape`.
+std::unique_ptr<Template> make_template(const TaskParams& params,
+                                        const std::vector<int64_t>& shape);
+// The template an operator name (or computation) and a template name (an alias; empty: the
+// default for `arch`) stand for, as logs name it.
 std::unique_ptr<Template> make_template(const std::string& op, const std::vector<int64_t>& shape,
                                         const std::string& template_name = "",
                                         const std::string& arch = "");
@@ -142,6 +186,9 @@ std::vector<int64_t> shape_of_size(const std::string& op, const std::vector<int6
 
 // A GEMM's B: [K,N] (nn) or stored [N,K] (nt, as dense layers keep it).
 enum class GemmLayout { nn, nt };
+// A task parameter as the templates take it: "nn"/"nt"; "fp32"/"fp16"/"bf16".
+GemmLayout gemm_layout(const std::string& layout);
+ir::DType element_type(const std::string& dtype);
 // TaskError unless M, N, K >= 1, each at most 2^20, and each matrix under 2^31 elements (32-bit
 // indices): the check every GEMM template's constructor starts with.
 void check_gemm_shape(const std::string& op, int64_t m, int64_t n, int64_t k);

@@ -54,7 +54,7 @@ std::unique_ptr<Template> TaskOptions::make() const {
   // The parameters not given are the operator's default template's for the target (on Hopper
   // its wgmma one).
   const ResolvedTemplate r = resolve_template(request(), resolved_arch());
-  std::unique_ptr<Template> t = make_template(r.op, parse_shape(shape), r.name);
+  std::unique_ptr<Template> t = make_template(r.params, parse_shape(shape));
   if (!arch.empty()) require_arch_supports(*t, arch);
   return t;
 }

@@ -15,65 +15,59 @@ namespace cutune::cli {
 
 namespace {
 
-nlohmann::json params_json(const TaskParams& p) {
-  return {{"computation", p.computation},
-          {"dtype", p.dtype},
-          {"out_dtype", p.out_dtype},
-          {"layout", p.layout},
-          {"family", p.family}};
+// "default", "default off sm_90", "default on sm_90" or "" for one combination.
+std::string default_note(const TaskParams& p) {
+  const bool elsewhere = default_params(p.computation, p.dtype) == p;
+  const bool hopper = default_params(p.computation, p.dtype, "sm_90") == p;
+  if (elsewhere && hopper) return "default";
+  return elsewhere ? "default off sm_90" : hopper ? "default on sm_90" : "";
 }
 
-// By computation: each template with the task parameters that name it (--dtype, --out-dtype,
-// --layout, --family) and the operator name of before that it belongs to.
+// By computation, its schedule families, and for each the combinations of task parameters it
+// supports (--dtype, --out-dtype, --layout) with the template name that logs record.
 void run_ops(bool json) {
-  std::vector<OpInfo> ops = list_ops();
+  const std::vector<const TemplateFamily*> families = template_families();
   if (json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const OpInfo& o : ops) {
-      nlohmann::json params = nlohmann::json::object();
-      for (const std::string& t : o.templates) params[t] = params_json(template_params(t));
-      const TaskParams& d = template_params(o.templates.front());
-      nlohmann::json j = {{"op", o.op},
-                          {"computation", d.computation},
-                          {"dtype", d.dtype},
-                          {"templates", o.templates},
-                          {"params", params},
-                          {"default", o.templates.front()},
-                          {"shape", o.shape_help},
-                          {"description", o.description}};
-      if (!o.sm90_default.empty()) j["default_sm90"] = o.sm90_default;
-      out.push_back(std::move(j));
+    for (const TemplateFamily* f : families) {
+      if (out.empty() || out.back()["computation"] != f->computation) {
+        out.push_back({{"computation", f->computation},
+                       {"shape", f->shape_help},
+                       {"families", nlohmann::json::array()}});
+      }
+      nlohmann::json supported = nlohmann::json::array();
+      for (const TaskParams& p : f->supported) {
+        nlohmann::json c = {{"dtype", p.dtype},
+                            {"out_dtype", p.out_dtype},
+                            {"layout", p.layout},
+                            {"template", template_name(p)},
+                            {"operator", operator_name(p)}};
+        if (const std::string note = default_note(p); !note.empty()) c["default"] = note;
+        supported.push_back(std::move(c));
+      }
+      nlohmann::json j = {{"family", f->family},
+                          {"description", f->description},
+                          {"supported", std::move(supported)}};
+      if (!f->native_arch.empty()) j["native_arch"] = f->native_arch;
+      out.back()["families"].push_back(std::move(j));
     }
     print_json(out);
     return;
   }
-  std::vector<std::string> computations;
-  for (const OpInfo& o : ops) {
-    const std::string& c = template_params(o.templates.front()).computation;
-    if (std::find(computations.begin(), computations.end(), c) == computations.end())
-      computations.push_back(c);
-  }
-  for (const std::string& c : computations) {
-    bool first = true;
-    for (const OpInfo& o : ops) {
-      if (template_params(o.templates.front()).computation != c) continue;
-      if (first) {
-        fmt::print("{} --shape {}\n  {:<6} {:<11} {:<8} {:<8} {:<30} {}\n", c, o.shape_help,
-                   "--dtype", "--out-dtype", "--layout", "--family", "template", "operator");
-        first = false;
-      }
-      for (const std::string& t : o.templates) {
-        const TaskParams& p = template_params(t);
-        std::string note;
-        if (t == o.templates.front()) note = o.sm90_default.empty() ? ", default" : ", default off sm_90";
-        if (t == o.sm90_default) note = ", default on sm_90";
-        fmt::print("  {:<7} {:<11} {:<8} {:<8} {:<30} {}{}\n", p.dtype, p.out_dtype, p.layout,
-                   p.family, t, o.op, note);
-      }
+  std::string computation;
+  for (const TemplateFamily* f : families) {
+    if (f->computation != computation) {
+      computation = f->computation;
+      fmt::print("{} --shape {}\n", computation, f->shape_help);
     }
-    for (const OpInfo& o : ops) {
-      if (template_params(o.templates.front()).computation == c)
-        fmt::print("  {}: {}\n", o.op, o.description);
+    fmt::print("  --family {}: {}{}\n", f->family, f->description,
+               f->native_arch.empty() ? "" : fmt::format(" (the default on {})", f->native_arch));
+    fmt::print("    {:<7} {:<11} {:<8} {}\n", "--dtype", "--out-dtype", "--layout", "template");
+    for (const TaskParams& p : f->supported) {
+      const std::string note = default_note(p);
+      const std::string name =
+          note.empty() ? template_name(p) : fmt::format("{:<30} {}", template_name(p), note);
+      fmt::print("    {:<7} {:<11} {:<8} {}\n", p.dtype, p.out_dtype, p.layout, name);
     }
   }
 }
@@ -151,13 +145,16 @@ void run_show(const TaskOptions& opts, const std::string& config_text) {
 }  // namespace
 
 void add_inspect_commands(CLI::App& app) {
-  auto* ops = app.add_subcommand("ops", "list operators and their schedule templates");
+  auto* ops = app.add_subcommand(
+      "ops",
+      "list the computations, their schedule families and the task parameters each supports");
   auto ops_json = std::make_shared<bool>(false);
   ops->add_flag("--json", *ops_json, "machine-readable output");
   ops->callback([ops_json] { run_ops(*ops_json); });
 
   auto* space = app.add_subcommand(
-      "space", "show a template's knobs (or a --spec kernel's parameters) and the size of its space");
+      "space",
+      "show a template's knobs (or a --spec kernel's parameters) and the size of its space");
   auto space_opts = std::make_shared<TaskOrSpec>();
   space_opts->add_to(*space, false);
   space->callback([space_opts] {

@@ -22,40 +22,46 @@ json parse_stdout(const CliRun& r) {
 
 }  // namespace
 
-TEST_CASE("cli: ops lists gemm and its templates", "[cli]") {
+TEST_CASE("cli: ops lists each computation's families and what they support", "[cli]") {
   CliRun text = run_cutune("ops");
   INFO_RUN(text);
   CHECK(text.status == 0);
-  CHECK_THAT(text.out, Catch::Contains("gemm") && Catch::Contains("gemm_nt"));
   CHECK(text.err.empty());
+  // By computation, each family with its combinations and the template name each has in logs.
+  CHECK_THAT(text.out,
+             Catch::Matches(R"([\s\S]*gemm --shape M,N,K\n  --family simt: [^\n]*\n[\s\S]*)"));
+  CHECK_THAT(text.out, Catch::Matches(R"([\s\S]*\n    fp32 +fp32 +nt +gemm_nt\n[\s\S]*)"));
+  CHECK_THAT(
+      text.out,
+      Catch::Matches(R"([\s\S]*\n  --family wgmma: [^\n]*\(the default on sm_90\)\n[\s\S]*)"));
+  CHECK_THAT(
+      text.out,
+      Catch::Matches(
+          R"([\s\S]*\n    bf16 +fp32 +nhwc +conv2d_bf16_wgmma_nhwc +default on sm_90\n[\s\S]*)"));
 
   json j = parse_stdout(run_cutune("ops --json"));
   REQUIRE(j.is_array());
-  bool found = false;
-  for (const json& op : j) {
-    if (op["op"] == "gemm") {
-      found = true;
-      CHECK(op["templates"] == json({"gemm_nn", "gemm_nt"}));
-      CHECK(op["default"] == "gemm_nn");
-      CHECK_FALSE(op.contains("default_sm90"));
-      CHECK(op["shape"] == "M,N,K");
-    }
-    if (op["op"] == "gemm_fp16") {
-      CHECK(op["default"] == "gemm_fp16_nn");
-      CHECK(op["default_sm90"] == "gemm_fp16_wgmma_nn");
-    }
-  }
-  CHECK(found);
-  // By computation, each template with the parameters that name it.
-  CHECK_THAT(text.out, Catch::Matches(R"([\s\S]*\n  bf16 +fp32 +nhwc +wgmma +conv2d_bf16_wgmma_nhwc +conv2d_bf16, default on sm_90\n[\s\S]*)"));
-  CHECK_THAT(text.out, Catch::Matches(R"([\s\S]*\n  fp32 +fp32 +nt +simt +gemm_nt +gemm\n[\s\S]*)"));
-  for (const json& op : j) {
-    for (const auto& [name, p] : op["params"].items()) {
-      INFO(name);
-      CHECK(p["computation"] == op["computation"]);
-      CHECK(p["dtype"] == op["dtype"]);
-    }
-  }
+  std::vector<std::string> computations;
+  for (const json& c : j) computations.push_back(c["computation"]);
+  CHECK(computations == std::vector<std::string>{"conv2d", "depthwise_conv2d", "gemm"});
+  const json& gemm = j[2];
+  CHECK(gemm["shape"] == "M,N,K");
+  REQUIRE(gemm["families"].size() == 3);
+  const json& simt = gemm["families"][0];
+  CHECK(simt["family"] == "simt");
+  CHECK_FALSE(simt.contains("native_arch"));
+  CHECK(simt["supported"] == json::parse(R"([
+      {"dtype": "fp32", "out_dtype": "fp32", "layout": "nn", "template": "gemm_nn",
+       "operator": "gemm", "default": "default"},
+      {"dtype": "fp32", "out_dtype": "fp32", "layout": "nt", "template": "gemm_nt",
+       "operator": "gemm"}])"));
+  CHECK(gemm["families"][1]["supported"][0]["default"] == "default off sm_90");
+  const json& wgmma = gemm["families"][2];
+  CHECK(wgmma["family"] == "wgmma");
+  CHECK(wgmma["native_arch"] == "sm_90");
+  CHECK(wgmma["supported"].size() == 8);
+  CHECK(wgmma["supported"][0]["template"] == "gemm_fp16_wgmma_nn");
+  CHECK(wgmma["supported"][0]["default"] == "default on sm_90");
 }
 
 TEST_CASE("cli: an operator is a computation and its task parameters", "[cli]") {
@@ -81,11 +87,18 @@ TEST_CASE("cli: an operator is a computation and its task parameters", "[cli]") 
   // A template named with parameters that agree is kept.
   CHECK(kernel("gemm --shape 64,64,64 --dtype fp16 --template gemm_fp16_nt --layout nt") ==
         "gemm_fp16_nt");
+  // The computation takes any of its templates by name (the template fixes the rest).
+  CHECK(kernel("gemm --shape 64,64,64 --template gemm_bf16_wgmma_nt") == "gemm_bf16_wgmma_nt");
   // What no template has, or a template that contradicts a parameter: one line, exit 2.
   CHECK_ONE_LINE_ERROR(run_cutune("show gemm --shape 64,64,64 --family wgmma --config 0"), 2,
                        "gemm has no template with family wgmma");
-  CHECK_ONE_LINE_ERROR(run_cutune("show depthwise_conv2d --shape 1,8,8,8,3,3 --dtype fp16 --config 0"),
-                       2, "depthwise_conv2d has no template for --dtype fp16");
+  CHECK_ONE_LINE_ERROR(
+      run_cutune("show conv2d --shape 1,8,8,8,8,3,3 --dtype fp16 --layout nchw --config 0"), 2,
+      "conv2d has no template with dtype fp16, layout nchw (dtype/out-dtype/layout/family: "
+      "fp16/fp32/nhwc/mma, fp16/fp16/nhwc/mma, fp16/fp32/nhwc/wgmma, fp16/fp16/nhwc/wgmma)");
+  CHECK_ONE_LINE_ERROR(
+      run_cutune("show depthwise_conv2d --shape 1,8,8,8,3,3 --dtype fp16 --config 0"), 2,
+      "depthwise_conv2d has no template for --dtype fp16");
   CHECK_ONE_LINE_ERROR(
       run_cutune("show gemm --shape 64,64,64 --template gemm_nt --layout nn --config 0"), 2,
       "template gemm_nt has layout nt; asked: layout nn");
@@ -99,7 +112,8 @@ TEST_CASE("cli: an operator's default template follows the target architecture",
   // On Hopper the 16-bit operators default to their wgmma templates (same layouts and output
   // type); elsewhere to mma.sync; a named template is kept. (default_template itself:
   // test_gemm_space.)
-  json j = parse_stdout(run_cutune("show gemm_fp16 --shape 64,64,64 --arch sm_90 --config 0 --json"));
+  json j =
+      parse_stdout(run_cutune("show gemm_fp16 --shape 64,64,64 --arch sm_90 --config 0 --json"));
   CHECK(j["kernel_name"] == "gemm_fp16_wgmma_nn");
   j = parse_stdout(run_cutune("show gemm_fp16 --shape 64,64,64 --arch sm_86 --config 0 --json"));
   CHECK(j["kernel_name"] == "gemm_fp16_nn");

@@ -35,13 +35,9 @@ double unscaled(const cost_model::FeatureExtractor& f, const Config& c, const st
 
 TEST_CASE("the wgmma convolutions are registered beside the mma.sync ones", "[wgmma][conv]") {
   for (const char* op : {"conv2d_fp16", "conv2d_bf16"}) {
-    std::vector<OpInfo> ops = list_ops();
-    auto it = std::find_if(ops.begin(), ops.end(), [&](const OpInfo& o) { return o.op == op; });
-    REQUIRE(it != ops.end());
-    const std::vector<std::string>& t = it->templates;
-    CHECK(t.front() == std::string(op) + "_nhwc");  // the default stays the mma.sync one
-    for (const std::string& name : Conv2dWgmmaTemplate::template_names(op)) {
-      CHECK(std::find(t.begin(), t.end(), name) != t.end());
+    CHECK(default_template(op) == std::string(op) + "_nhwc");  // mma.sync off Hopper
+    CHECK(default_template(op, "sm_90") == std::string(op) + "_wgmma_nhwc");
+    for (const std::string& name : template_names("conv2d", "wgmma", std::string(op).substr(7))) {
       auto tmpl = make_template(op, test::kWg3x3, name);
       CHECK(tmpl->name() == name);
       CHECK(tmpl->op() == op);

@@ -41,20 +41,15 @@ std::string kernel_body(const CudaSource& src) {
 
 }  // namespace
 
-TEST_CASE("conv2d_fp16 and conv2d_bf16 are registered with four templates each",
+TEST_CASE("conv2d/mma and conv2d/wgmma take fp16 and bf16 with two templates each",
           "[tensor_core][conv][task]") {
-  for (const char* op : {"conv2d_fp16", "conv2d_bf16"}) {
-    bool listed = false;
-    for (const OpInfo& o : list_ops()) {
-      if (o.op != op) continue;
-      listed = true;
-      std::vector<std::string> names = Conv2dTcTemplate::template_names(op);
-      for (const std::string& w : Conv2dWgmmaTemplate::template_names(op)) names.push_back(w);
-      CHECK(o.templates == names);  // the mma.sync templates, then the wgmma ones
-      CHECK(o.shape_help == "N,C,H,W,K,R,S[,stride[,pad[,dilation]]]");
-    }
-    CHECK(listed);
-    for (const std::string& t : Conv2dTcTemplate::template_names(op)) {
+  for (const char* dtype : {"fp16", "bf16"}) {
+    const std::string op = std::string("conv2d_") + dtype;
+    const std::vector<std::string> mma = template_names("conv2d", "mma", dtype);
+    CHECK(mma == std::vector<std::string>{op + "_nhwc", op + "_nhwc_out16"});
+    CHECK(template_names("conv2d", "wgmma", dtype) ==
+          std::vector<std::string>{op + "_wgmma_nhwc", op + "_wgmma_nhwc_out16"});
+    for (const std::string& t : mma) {
       auto tmpl = make_template(op, test::kConv3x3, t);
       CHECK(tmpl->name() == t);
       CHECK(tmpl->op() == op);

@@ -8,20 +8,17 @@
 
 using namespace cutune;
 
-TEST_CASE("gemm_fp16 and gemm_bf16 are registered with four templates each (and four wgmma)",
+TEST_CASE("gemm/mma and gemm/wgmma take fp16 and bf16 with four templates each",
           "[tensor_core][task]") {
-  for (const char* op : {"gemm_fp16", "gemm_bf16"}) {
-    bool listed = false;
-    for (const OpInfo& o : list_ops()) {
-      if (o.op != op) continue;
-      listed = true;
-      std::vector<std::string> names = GemmTcTemplate::template_names(op);
-      for (const std::string& w : GemmWgmmaTemplate::template_names(op)) names.push_back(w);
-      CHECK(o.templates == names);  // the mma.sync templates, then the wgmma ones
-      CHECK(o.shape_help == "M,N,K");
-    }
-    CHECK(listed);
-    for (const std::string& t : GemmTcTemplate::template_names(op)) {
+  for (const char* dtype : {"fp16", "bf16"}) {
+    const std::string op = std::string("gemm_") + dtype;
+    const std::vector<std::string> mma = template_names("gemm", "mma", dtype);
+    CHECK(mma ==
+          std::vector<std::string>{op + "_nn", op + "_nt", op + "_nn_out16", op + "_nt_out16"});
+    CHECK(template_names("gemm", "wgmma", dtype) ==
+          std::vector<std::string>{op + "_wgmma_nn", op + "_wgmma_nt", op + "_wgmma_nn_out16",
+                                   op + "_wgmma_nt_out16"});
+    for (const std::string& t : mma) {
       auto tmpl = make_template(op, {67, 45, 33}, t);
       CHECK(tmpl->name() == t);
       CHECK(tmpl->op() == op);
@@ -67,7 +64,7 @@ TEST_CASE("tensor-core constraints follow the shape", "[tensor_core][space]") {
 }
 
 TEST_CASE("the tensor-core reference configurations lower", "[tensor_core][space]") {
-  for (const std::string& t : GemmTcTemplate::template_names("gemm_fp16")) {
+  for (const std::string& t : template_names("gemm", "mma", "fp16")) {
     auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, t);
     std::vector<Config> refs = tmpl->reference_configs();
     REQUIRE(refs.size() == 2);
