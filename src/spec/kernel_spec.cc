@@ -465,6 +465,10 @@ void parse_kernel_part(const json& ks, KernelSpec& spec, const fs::path& folder)
   auto args_it = ks.find("Arguments");
   if (args_it == ks.end() || !args_it->is_array())
     throw SpecError(where + ".Arguments must be an array");
+  if (args_it->empty())
+    throw SpecError(where +
+                    ".Arguments is empty: the kernel's arguments (type, size, fill) are needed to "
+                    "run it");
   for (size_t i = 0; i < args_it->size(); ++i) {
     SpecArgument a = parse_argument((*args_it)[i], i, spec.names, folder);
     for (const auto& b : spec.arguments)

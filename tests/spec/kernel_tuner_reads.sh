@@ -5,6 +5,7 @@
 # usage: kernel_tuner_reads.sh CUTUNE_BINARY BUILD_FOLDER
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+mkdir -p "$2"
 venv="$2/kernel-tuner-venv"
 log="$2/kernel-tuner-pip.log"
 if ! "$venv/bin/python" -c "import kernel_tuner" >/dev/null 2>&1; then

@@ -254,3 +254,9 @@ TEST_CASE("compile and verify --spec run the Kernel Tuner-style kernel unchanged
   CHECK(planted.status == 1);
   CHECK_THAT(planted.out, Contains("mismatch"));
 }
+
+TEST_CASE("a spec without arguments is refused: the kernel cannot run without them") {
+  nlohmann::json j = spec_json({parameter("block_size_x", "[32]")});
+  j["KernelSpecification"]["Arguments"] = nlohmann::json::array();
+  CHECK_THAT(kernel_error(j), Contains("Arguments is empty"));
+}
