@@ -25,14 +25,6 @@ namespace {
 // A scratch folder removed with everything in it, and a tuning log of a replayed toy cache.
 class Scratch {
  public:
-  Scratch() {
-    std::string templ = (fs::temp_directory_path() / "cutune-outputs-XXXXXX").string();
-    dir_ = fs::path(mkdtemp(templ.data()));
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
   fs::path operator/(const std::string& name) const { return dir_ / name; }
 
   // A log of 5 trials of a 4x4 toy cache (tune --replay needs no GPU).
@@ -59,7 +51,8 @@ class Scratch {
     return "\"" + k + "\":{\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +
            ",\"time\":" + std::to_string(1.0 + a + 0.5 * b) + "}";
   }
-  fs::path dir_;
+  cutune::test::ProcessTempDir owner_{"cutune-outputs"};
+  fs::path dir_ = owner_.path();
 };
 
 bool still_fifo(const fs::path& p) { return fs::is_fifo(fs::symlink_status(p)); }

@@ -25,18 +25,11 @@ namespace {
 // A folder of this test's own, removed with everything in it.
 class Scratch {
  public:
-  Scratch() {
-    std::string templ = (fs::temp_directory_path() / "cutune-spec-messages-XXXXXX").string();
-    dir_ = fs::path(mkdtemp(templ.data()));
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
   fs::path operator/(const std::string& name) const { return dir_ / name; }
 
  private:
-  fs::path dir_;
+  cutune::test::ProcessTempDir owner_{"cutune-spec-messages"};
+  fs::path dir_ = owner_.path();
 };
 
 // out[i] = 2 * in[i] over ProblemSize 256, block_size_x 32 or 64 (Default 32), `body` put
