@@ -33,6 +33,7 @@ struct SearchArgs {
   double epsilon = ModelPolicyOptions{}.epsilon;
   int ensemble = ModelPolicyOptions{}.ensemble;
   double kappa = ModelPolicyOptions{}.kappa;
+  std::string prior = "on";
   bool json = false;
 
   // The defaults shown by --help are the values held when this is called.
@@ -55,6 +56,11 @@ struct SearchArgs {
                    "xgb: the acquisition is the boosters' mean + kappa * their spread")
         ->capture_default_str()
         ->check(number_in(0, HUGE_VAL));
+    cmd.add_option("--prior", prior,
+                   "xgb on an operator: rank the first batch by the analytical prior of the "
+                   "configurations' IR features and fit on top of it (on), or start from a "
+                   "random batch (off)")
+        ->capture_default_str();
     cmd.add_flag("--json", json, "machine-readable output");
   }
 
@@ -72,6 +78,9 @@ struct SearchArgs {
     o.model.epsilon = epsilon;
     o.model.ensemble = ensemble;
     o.model.kappa = kappa;
+    if (prior != "on" && prior != "off")
+      throw UsageError(fmt::format("unknown --prior '{}' (expected on or off)", prior));
+    o.prior = prior == "on";
     if (objective == "regression") {
       o.model.model.objective = cost_model::RankObjective::regression;
     } else if (objective != "pairwise") {

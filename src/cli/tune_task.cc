@@ -12,6 +12,8 @@
 #include "src/runtime/driver_api.h"
 #include "src/spec/kernel_spec.h"
 #include "src/spec/spec_kernel_task.h"
+#include "src/target/device_info.h"
+#include "src/tune/prior_margin.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "src/tune/transfer_model.h"
 
@@ -31,6 +33,16 @@ std::unique_ptr<Measurer> gpu_measurer(const MeasureChoice& measure, const std::
   } catch (const NoDeviceError& e) {
     throw NoDeviceError(fmt::format("{}; {}", e.what(), without_gpu));
   }
+}
+
+// The device a task's prior estimates for: the present GPU of its architecture, else the
+// architecture's documented part.
+DeviceInfo device_of(const TaskOptions& arch) {
+  const std::string name = arch.resolved_arch();
+  for (const DeviceInfo& d : list_devices()) {
+    if (d.arch() == name) return d;
+  }
+  return target_limits(name);
 }
 
 void resolve_template(const TaskOptions& op, const MeasureChoice& measure, TuneTask& t) {
@@ -136,6 +148,11 @@ void TuneTask::bind(const std::string& device_name, const std::string& target_ar
     const ir::TargetLimits limits = arch.limits();
     features = cost_model::make_ir_features(*tmpl, limits);
     featurize = template_featurizer(*features, limits);
+    search.model.prior = nullptr;
+    if (search.tuner == TunerKind::xgb && search.prior) {
+      search.model.prior =
+          make_prior_margin(*features, device_of(arch), template_params(tmpl->name()).family);
+    }
   } else {
     features = cost_model::make_knob_features(space());
     featurize = knob_featurizer(space(), *features);

@@ -21,6 +21,7 @@
 #include "cost_model/rank_model.h"
 #include "src/ir/verify.h"
 #include "src/records/record.h"
+#include "src/tune/margin_source.h"
 
 namespace cutune {
 
@@ -42,7 +43,7 @@ using RecordFeaturizer = std::function<bool(const Record& record, std::span<floa
 RecordFeaturizer template_featurizer(const cost_model::FeatureExtractor& features,
                                      const ir::TargetLimits& limits);
 
-class TransferModel {
+class TransferModel final : public MarginSource {
  public:
   // One query group per task; records of `exclude` (the task being tuned) are left out, as are
   // tasks with fewer than two usable records or no ok one. std::invalid_argument (one line)
@@ -53,8 +54,8 @@ class TransferModel {
 
   // Safe to call from several threads at once (one model may serve many tuning runs, as in
   // a replay study); calls are serialised.
-  std::vector<float> predict(const cost_model::FeatureMatrix& x) const;
-  double weight(int local_measurements) const {
+  std::vector<float> predict(const cost_model::FeatureMatrix& x) const override;
+  double weight(int local_measurements) const override {
     return 1.0 / (1.0 + local_measurements / half_weight_at_);
   }
   void set_half_weight_at(double n) { half_weight_at_ = n; }

@@ -61,6 +61,9 @@ struct SearchOptions {
   // Measured first (TuneOptions::seed_configs): a GPU task's template's reference
   // configurations, with the xgb tuner.
   std::vector<Config> seed_configs{};
+  // xgb on a template: the analytical prior of its IR features as the model's margin source
+  // (src/tune/prior_margin.h), set in model.prior where the task is bound to a device.
+  bool prior = true;
 
   // UserError naming the option (as its flag) when a value is out of range or NaN.
   void validate() const;

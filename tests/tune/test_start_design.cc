@@ -4,9 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <random>
 #include <set>
+#include <unordered_set>
 
 #include "src/tune/model/model_policy.h"
+#include "src/tune/model/start_design.h"
+#include "src/tune/search_policy.h"
 #include "src/tune/replay_measurer_adapter.h"
 #include "tests/tune/tune_fixtures.h"
 
@@ -134,4 +138,44 @@ TEST_CASE("first batch toward the bounds: a choice knob's bounds by value, split
     // Uniform: 2 of 7 entities at an end; toward the bounds the first four draws would all be.
     CHECK(split_ends <= 3);
   }
+}
+
+TEST_CASE("spread_best takes the ranking's best that differ in enough knobs, then relaxes") {
+  replay::ReplayTask task = replay::ReplayTask::from_cache(test::synthetic_cache());
+  const ConfigSpace& space = task.space();
+  std::mt19937_64 rng(2);
+  std::vector<Config> ranking;
+  std::unordered_set<uint64_t> seen;
+  while (ranking.size() < 40) {
+    auto c = draw_unvisited(space, seen, rng);
+    REQUIRE(c);
+    seen.insert(c->index());
+    ranking.push_back(*c);
+  }
+  // Near-copies of the best come next in the ranking: one knob changed.
+  std::vector<Config> with_copies{ranking[0]};
+  for (int v = 0; v < space.knobs()[0].cardinality(); ++v) {
+    std::vector<int32_t> e = ranking[0].entities();
+    if (e[0] == v) continue;
+    e[0] = v;
+    Config copy(&space, e);
+    if (!seen.contains(copy.index())) with_copies.push_back(copy);
+  }
+  const size_t copies = with_copies.size() - 1;
+  REQUIRE(copies >= 1);
+  with_copies.insert(with_copies.end(), ranking.begin() + 1, ranking.end());
+  auto changes = [](const Config& a, const Config& b) {
+    int n = 0;
+    for (size_t k = 0; k < a.entities().size(); ++k) n += a.entities()[k] != b.entities()[k];
+    return n;
+  };
+  const std::vector<Config> spread = spread_best(with_copies, 4, 2);
+  REQUIRE(spread.size() == 4);
+  CHECK(spread[0].index() == with_copies[0].index());  // the best first
+  for (size_t i = 0; i < spread.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) CHECK(changes(spread[i], spread[j]) >= 2);
+  }
+  // Asked for more than stand apart: the requirement drops, down to the whole ranking.
+  CHECK(spread_best(with_copies, int(with_copies.size()), 2).size() == with_copies.size());
+  CHECK(spread_best(with_copies, 3, 0).front().index() == with_copies[0].index());
 }

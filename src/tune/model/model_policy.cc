@@ -61,9 +61,12 @@ void ModelPolicy::refit_and_plan() {
   new_since_fit_ = 0;
   proposed_since_fit_ = 0;
   const int n = static_cast<int>(state_.size());
+  int least = std::max(options_.min_batch, min_round_);
+  // Before any record, a margin source's plan is the first batch (first_batch, as a random
+  // start would be without one).
+  if (n == 0 && options_.margin()) least = std::max(least, options_.first_batch);
   round_size_ = std::clamp(static_cast<int>(options_.round_fraction * n),
-                           std::min(std::max(options_.min_batch, min_round_), options_.plan_size),
-                           options_.plan_size);
+                           std::min(least, options_.plan_size), options_.plan_size);
   round_times_ = {};
   surrogate_.refit(state_.records(), state_.throughput(), round_times_);
   const double start = thread_cpu_seconds();
@@ -100,6 +103,9 @@ void ModelPolicy::plan() {
     survivors_ =
         annealer_.find_best(cheap_score, std::max(rest, surrogate_.survivors()), exclude, rng_);
     found = rank_survivors(survivors_, score(survivors_), rest);
+  } else if (!surrogate_.trained()) {
+    // Ranked by the margin source alone: the best of four times as many, spread out.
+    found = spread_best(annealer_.find_best(score, 4 * rest, exclude, rng_), rest, 3);
   } else {
     found = annealer_.find_best(score, rest, exclude, rng_);
   }
@@ -110,7 +116,7 @@ void ModelPolicy::plan() {
 
 std::vector<Config> ModelPolicy::propose(int batch) {
   if (batch <= 0) return {};
-  const bool start = state_.empty() && !options_.transfer;
+  const bool start = state_.empty() && !options_.margin();
   // A small random first batch: the first fit comes sooner.
   const auto visited = static_cast<int>(state_.visited().size());
   if (start && options_.first_batch > 0 && visited < options_.first_batch) {
@@ -118,7 +124,7 @@ std::vector<Config> ModelPolicy::propose(int batch) {
   }
   const int round = round_size_ > 0 ? round_size_ : options_.plan_size;
   const bool stale = new_since_fit_ >= round || (plan_next_ >= plan_.size() && new_since_fit_ > 0);
-  if (stale || (fits() == 0 && plan_.empty() && options_.transfer)) refit_and_plan();
+  if (stale || (fits() == 0 && plan_.empty() && options_.margin())) refit_and_plan();
   // What is left of the round (results first, then the next fit); the whole batch when the
   // caller proposes again without observing.
   if (round_size_ > 0 && proposed_since_fit_ < round_size_) {
@@ -126,7 +132,8 @@ std::vector<Config> ModelPolicy::propose(int batch) {
   }
   std::vector<Config> out;
   std::uniform_real_distribution<double> u(0, 1);
-  const bool toward_bounds = options_.bound_bias > 0 && !surrogate_.trained() && !options_.transfer;
+  const bool toward_bounds =
+      options_.bound_bias > 0 && !surrogate_.trained() && !options_.margin();
   while (static_cast<int>(out.size()) < batch) {
     const bool explore = plan_next_ >= plan_.size() || u(rng_) < options_.epsilon;
     std::optional<Config> c;

@@ -11,7 +11,8 @@
 // clamp(round_fraction n, min_batch, plan_size) new measurements, n being the records at the
 // last fit; propose() returns no more than what is left of the current round. Before the first
 // fit the proposals are a random first batch of first_batch drawn toward the knobs' bounds
-// (start_design.h), or, with a transfer model, annealed on its scores alone.
+// (start_design.h), or, with a margin source (a transfer model, the analytical prior:
+// options.h), the first_batch best of annealing on its scores alone.
 
 #include <cstdint>
 #include <memory>

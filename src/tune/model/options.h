@@ -67,6 +67,14 @@ struct ModelPolicyOptions {
   cost_model::RankModelOptions model;
   CascadeOptions cascade;
   std::shared_ptr<const TransferModel> transfer;  // records of other tasks, or none
+  // The analytical prior of a template's IR features (src/tune/prior_margin.h), or none.
+  std::shared_ptr<const MarginSource> prior;
+
+  // What the rankers' base margin comes from: the transfer model where there is one (it was
+  // measured), else the prior; null for neither.
+  const MarginSource* margin() const {
+    return transfer ? static_cast<const MarginSource*>(transfer.get()) : prior.get();
+  }
 
   // Throws std::invalid_argument, one line naming the field, for a value out of its range.
   void validate() const;

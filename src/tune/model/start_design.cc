@@ -36,4 +36,26 @@ std::optional<Config> draw_toward_bounds(const ConfigSpace& space,
   return std::nullopt;
 }
 
+std::vector<Config> spread_best(const std::vector<Config>& best_first, int count,
+                                int min_changes) {
+  std::vector<Config> out;
+  std::vector<bool> taken(best_first.size(), false);
+  auto changes = [](const Config& a, const Config& b) {
+    int n = 0;
+    for (size_t k = 0; k < a.entities().size(); ++k) n += a.entities()[k] != b.entities()[k];
+    return n;
+  };
+  for (int need = min_changes; need >= 0 && static_cast<int>(out.size()) < count; --need) {
+    for (size_t i = 0; i < best_first.size() && static_cast<int>(out.size()) < count; ++i) {
+      if (taken[i]) continue;
+      const bool apart = std::ranges::all_of(
+          out, [&](const Config& o) { return changes(o, best_first[i]) >= need; });
+      if (!apart) continue;
+      taken[i] = true;
+      out.push_back(best_first[i]);
+    }
+  }
+  return out;
+}
+
 }  // namespace cutune

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <unordered_set>
+#include <vector>
 
 #include "src/space/config_space.h"
 
@@ -20,5 +21,13 @@ namespace cutune {
 std::optional<Config> draw_toward_bounds(const ConfigSpace& space,
                                          const std::unordered_set<uint64_t>& visited,
                                          std::mt19937_64& rng, double bias);
+
+// Up to `count` of `best_first` (a ranking, best first), spread out: each taken one differs
+// from every one taken before in at least `min_changes` knobs, the requirement lowered by one
+// whenever a pass over the ranking leaves the batch short. For a first batch ranked by a
+// margin source alone (the analytical prior, which cannot tell many knobs apart and so ties
+// whole families of configurations), so that one batch does not measure eight near-copies.
+std::vector<Config> spread_best(const std::vector<Config>& best_first, int count,
+                                int min_changes);
 
 }  // namespace cutune

@@ -77,7 +77,7 @@ void Surrogate::reset(uint64_t seed) {
   fits_ = warm_fits_ = full_fit_rows_ = 0;
   pending_trees_ = pending_parts_ = cascade_pending_ = 0;
   margin_weight_ = 0;
-  transfer_score_.clear();
+  margin_score_.clear();
   members_.clear();
   member_row_.clear();
   member_z_.clear();
@@ -89,10 +89,10 @@ void Surrogate::reset(uint64_t seed) {
 void Surrogate::refit(std::span<const Config> records, std::span<const double> throughput,
                       RoundTimes& times) {
   const int n = static_cast<int>(records.size());
-  transfer_score_.clear();
+  margin_score_.clear();
   const std::vector<float> labels = normalised_labels(throughput);
   const bool any_ok = std::any_of(labels.begin(), labels.end(), [](float v) { return v > 0; });
-  if (options_.transfer) margin_weight_ = options_.transfer->weight(n);
+  if (options_.margin()) margin_weight_ = options_.margin()->weight(n);
   double t0 = thread_cpu_seconds();
   auto lap = [&t0](double& into) {
     const double t = thread_cpu_seconds();
@@ -103,7 +103,7 @@ void Surrogate::refit(std::span<const Config> records, std::span<const double> t
     cost_model::FeatureMatrix x = features_.matrix(records);
     lap(times.features);
     std::vector<float> margin;
-    if (options_.transfer) margin = transfer_margin({records.begin(), records.end()});
+    if (options_.margin()) margin = margin_scores({records.begin(), records.end()});
     int trees = 0;
     for (const Member& m : members_) trees = std::max(trees, m.model.trees());
     const RefitOptions& r = options_.refit;
@@ -121,13 +121,13 @@ void Surrogate::refit(std::span<const Config> records, std::span<const double> t
   }
   gp_ = cost_model::GaussianProcess();
   gp_score_.clear();
-  // Not with a transfer model: its margin is what ranks the first rounds then.
-  if (any_ok && n < options_.gp_until && !options_.transfer) fit_gp(records, labels);
+  // Not with a margin source (a transfer model, the prior): its margin ranks the first rounds.
+  if (any_ok && n < options_.gp_until && !options_.margin()) fit_gp(records, labels);
 }
 
-std::vector<float> Surrogate::transfer_margin(const std::vector<Config>& configs) {
-  std::vector<float> out = cached_scores(global_score_, configs, [&](const auto& missing) {
-    return options_.transfer->predict(features_.matrix(missing));
+std::vector<float> Surrogate::margin_scores(const std::vector<Config>& configs) {
+  std::vector<float> out = cached_scores(source_score_, configs, [&](const auto& missing) {
+    return options_.margin()->predict(features_.matrix(missing));
   });
   for (float& v : out) v *= static_cast<float>(margin_weight_);
   return out;
@@ -255,9 +255,9 @@ std::vector<size_t> Surrogate::member_rows(const std::vector<Config>& configs) {
   }
   if (!missing.empty()) {
     cost_model::FeatureMatrix x = features_.matrix(missing);
-    // No margin without a transfer model, as at the fit: the booster's base score then.
+    // No margin without a margin source, as at the fit: the booster's base score then.
     std::vector<float> margin;
-    if (options_.transfer) margin = transfer_margin(missing);
+    if (options_.margin()) margin = margin_scores(missing);
     const size_t base = member_z_.size();
     member_z_.resize(base + missing.size() * m);
     for (size_t k = 0; k < m; ++k) {
@@ -301,9 +301,9 @@ std::vector<float> Surrogate::acquisition(const std::vector<Config>& configs) {
     }
     return out;
   }
-  if (!options_.transfer) return {};
-  return cached_scores(transfer_score_, configs, [&](const std::vector<Config>& missing) {
-    return transfer_margin(missing);
+  if (!options_.margin()) return {};
+  return cached_scores(margin_score_, configs, [&](const std::vector<Config>& missing) {
+    return margin_scores(missing);
   });
 }
 

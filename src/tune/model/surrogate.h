@@ -10,9 +10,10 @@
 //   records have grown by refit.growth since the last fit from scratch or the boosters would
 //   pass refit.max_tree_growth times their trees; a fit from scratch on refit.split_from records
 //   or more grows its trees over refit.split_parts rounds, so that no round pays for a whole fit.
-// - With a transfer model, every member fits on top of its weighted scores (base margin), and
-//   before the first fit the acquisition is those scores alone.
-// - While the records are fewer than gp_until (and without transfer), a Gaussian process over
+// - With a margin source (a transfer model, or the analytical prior: options.h margin()), every
+//   member fits on top of its weighted scores (base margin), and before the first fit the
+//   acquisition is those scores alone.
+// - While the records are fewer than gp_until (and without a margin source), a Gaussian process over
 //   the knobs' positions (cost_model/gaussian_process.h) is the acquisition instead: mean +
 //   gp_kappa * sd. Trees fitted to a few dozen records rank little beyond the values they
 //   split on; a smooth prior interpolates between them.
@@ -63,8 +64,8 @@ class Surrogate {
 
   // Whether the ensemble has been fitted.
   bool trained() const { return !members_.empty(); }
-  // Whether there is anything to rank by: a fit, or a transfer model.
-  bool ranks() const { return trained() || options_.transfer != nullptr; }
+  // Whether there is anything to rank by: a fit, or a margin source.
+  bool ranks() const { return trained() || options_.margin() != nullptr; }
   // The acquisition of each configuration (empty when !ranks()).
   std::vector<float> acquisition(const std::vector<Config>& configs);
   // Each member's standardised scores: out[m][i] for configs[i]; empty before the first fit.
@@ -87,7 +88,7 @@ class Surrogate {
     double mean = 0, scale = 1;  // of its scores over the records
   };
 
-  std::vector<float> transfer_margin(const std::vector<Config>& configs);
+  std::vector<float> margin_scores(const std::vector<Config>& configs);
   void fit_ensemble(const cost_model::FeatureMatrix& x, const std::vector<float>& labels,
                     const std::vector<float>& margin, bool warm);
   void fit_cascade(std::span<const Config> records, const std::vector<float>& labels, bool warm);
@@ -109,8 +110,8 @@ class Surrogate {
   int pending_parts_ = 0;    // the refits they are spread over
   int cascade_pending_ = 0;  // the same for the cascade's surrogate
   double margin_weight_ = 0;
-  std::unordered_map<uint64_t, float> global_score_;    // the transfer model's, never changes
-  std::unordered_map<uint64_t, float> transfer_score_;  // weighted, of the current fit
+  std::unordered_map<uint64_t, float> source_score_;    // the margin source's, never changes
+  std::unordered_map<uint64_t, float> margin_score_;    // weighted, of the current fit
   std::vector<Member> members_;
   std::unordered_map<uint64_t, size_t> member_row_;  // index -> first of its member scores
   std::vector<float> member_z_;                      // standardised, members_.size() a config
