@@ -8,3 +8,7 @@ target_link_libraries(tune_round PRIVATE cutune_tune cutune_kernels fmt::fmt Thr
   CLI11::CLI11)
 target_compile_definitions(tune_round PRIVATE CUTUNE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 
+
+# The analytical prior's order on a timed sample (bench/prior_study.cc).
+add_executable(prior_study ${CMAKE_CURRENT_LIST_DIR}/prior_study.cc)
+target_link_libraries(prior_study PRIVATE cutune_tune cutune_kernels fmt::fmt CLI11::CLI11)

@@ -43,6 +43,10 @@ check core_emulator "RUNS" 64,64,64 gemm_nn -1
 check feature_speed "ONLY" 10 0.1 bogus
 check feature_speed "SECONDS" 10 zero
 check sanitizer_cost "RUNS" 2x
+check prior_study "--log" --first 3
+check prior_study "--first" --log x --first 0
+check prior_study "--arch" --log x --arch sm_1
+check prior_study "nonexistent" --log /nonexistent/log.jsonl
 if [ -n "$src" ]; then
   check core_figures.sh "usage" --suite
   check scale_throughput.sh "usage" "$dir/.." abc

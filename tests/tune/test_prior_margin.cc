@@ -11,6 +11,7 @@
 #include "kernels/template.h"
 #include "src/target/device_info.h"
 #include "src/tune/model/model_policy.h"
+#include "src/tune/order_study.h"
 #include "src/tune/prior_margin.h"
 #include "tests/tune/tune_fixtures.h"
 
@@ -80,4 +81,30 @@ TEST_CASE("xgb with the analytical prior draws its first batch from the prior's 
   int in_fifth = 0;
   for (const Config& c : without.propose(8)) in_fifth += t.seconds(c) <= fifth;
   CHECK(in_fifth < 8);
+}
+
+TEST_CASE("order figures: best of the first F and trials to 95% of the sample's best") {
+  const std::vector<double> t{1, 0, 5, 10, 9.6, 2};  // best 10; 9.6 is within 95%
+  CHECK(order_figures(t, {3}, 1).best_of_first == 1.0);
+  CHECK(order_figures(t, {3}, 1).trials_to_95 == 1);
+  const OrderFigures slow = order_figures(t, {1, 0, 5, 2, 4, 3}, 3);
+  CHECK(slow.best_of_first == Approx(0.2));
+  CHECK(slow.trials_to_95 == 5);
+  CHECK(order_figures(t, {0, 1}, 2).trials_to_95 == 7);  // never: the sample's size + 1
+
+  // A prior that orders the sample exactly: perfect start and correlation 1; reversed: the
+  // last; the default's front (the best first) reaches it at once.
+  std::vector<float> exact(t.begin(), t.end()), reversed;
+  for (double v : t) reversed.push_back(float(-v));
+  const OrderStudy good = study_orders(t, exact, {}, 2, 200, 1);
+  CHECK(good.prior.best_of_first == 1.0);
+  CHECK(good.prior.trials_to_95 == 1);
+  CHECK(good.spearman == Approx(1.0));
+  CHECK(good.ok == 5);
+  CHECK(good.random.best_of_first < 1.0);
+  const OrderStudy bad = study_orders(t, reversed, {3}, 2, 200, 1);
+  CHECK(bad.prior.trials_to_95 == 5);  // 1 (0), then 0, 2, 5, 9.6
+  CHECK(bad.spearman == Approx(-1.0));
+  CHECK(bad.fronted.trials_to_95 == 1);
+  CHECK(bad.fronted.best_of_first == 1.0);
 }
