@@ -6,7 +6,8 @@
 #   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth|bars|probe]
 #                             [--only REGEX] [--sample-log LOG]
 #
-# --deadline: default 420 s (450 s with --plan probe). --plan full (default): the steps below with the trials the bars need;
+# --deadline: default 420 s (450 s with --plan probe). --plan full (default): the steps below
+# with the trials the bars need;
 # --plan breadth: every kind of step once with few trials and short caps, so that a first run on
 # a new machine reaches every part (GEMM fp32/fp16 mma.sync/wgmma, export, spec kernels, both
 # convolution suites, every gpu test) before the deadline; --plan bars: the issues' bars with
@@ -49,7 +50,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
     --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
-    --plan) plan=${2:?--plan needs full, breadth or bars}; shift ;;
+    --plan) plan=${2:?--plan needs full, breadth, bars or probe}; shift ;;
     --only) only=${2:?--only needs a regex}; shift ;;
     --sample-log) sample_log=${2:?--sample-log needs a tuning log}; shift ;;
     *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth|bars|probe, --only REGEX, --sample-log LOG)" >&2; exit 2 ;;
@@ -126,7 +127,7 @@ write_summary() {
       echo "| $name | $status | $seconds | $(sed 's/^{//; s/}$//; s/"//g' <<<"$figures") |"
     done < "$steps_file"
     # A plan's own section (the probe's table of peers).
-    [[ -s "$work/plan_summary.md" ]] && { echo; cat "$work/plan_summary.md"; }
+    if [[ -s "$work/plan_summary.md" ]]; then echo; cat "$work/plan_summary.md"; fi
   } > "$work/summary.md.tmp" && mv "$work/summary.md.tmp" "$out/summary.md"
   cp "$out/device_check.log" "$logs/device_check.log" 2>/dev/null
   tar czf "$work/device_check.tgz.tmp" -C "$work" logs && mv "$work/device_check.tgz.tmp" "$out/device_check.tgz"

@@ -116,20 +116,23 @@ def read_listing(rows, exclude):
     if not rows:
         return [], None
     head = rows[0]
-    col = {h: i for i, h in enumerate(head)}
-    need = ["Kernel Name", "Grid Size", "Block Size"]
-    if any(n not in col for n in need):
+
+    def column(word):  # ncu versions name the columns slightly differently
+        return next((i for i, h in enumerate(head) if word in h.lower()), None)
+    kname, grid, block = column("kernel name"), column("grid"), column("block")
+    launch = head.index("ID") if "ID" in head else None
+    if kname is None or grid is None or block is None:
         return [], None
     seen, shape = Counter(), {}
     for r in rows[1:]:
-        if len(r) != len(head) or r[col["Kernel Name"]] == "Kernel Name":
+        if len(r) != len(head) or r[kname] == head[kname]:
             continue
-        name = r[col["Kernel Name"]]
-        if "ID" in col and (name, r[col["ID"]]) in shape:
+        name = r[kname]
+        key = (name, r[launch] if launch is not None else len(shape))
+        if key in shape:
             continue  # one row per metric: count each launch once
         seen[name] += 1
-        shape[(name, r[col["ID"]] if "ID" in col else len(shape))] = (r[col["Grid Size"]],
-                                                                       r[col["Block Size"]])
+        shape[key] = (r[grid], r[block])
     table = []
     for name, n in seen.most_common():
         grid, block = next(v for k, v in shape.items() if k[0] == name)

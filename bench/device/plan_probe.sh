@@ -22,10 +22,12 @@
 #      as in 1;
 #   5. a uniform random sample of the fp16 wgmma 4096^3 space (nt), measured by `cutune tune
 #      --tuner random` for what is left of the deadline, then written as a Kernel Tuner cache
-#      that `cutune tune --replay` and `cutune replay` read. About 3 configurations a second on
-#      the H200 (60 trials in 17-22 s, compiles on 16 cores included), so a first call measures
-#      some 300-500 of the 1,000; `--sample-log` continues a log from an earlier call (the
-#      sample's seed is fixed: the same draws, the measured ones skipped).
+#      that `cutune tune --replay` and `cutune replay` read. At about 3 configurations a second
+#      (the H200's wgmma 4096^3 rate: 60 trials in 17-22 s, compiles on 16 cores included),
+#      1,000 take 5-6 minutes. Steps 1-4 expect about 6 of the first call's 7.5 minutes, so it
+#      leaves the sample 1-2 minutes (some 150-350 configurations); a second call,
+#      `--only '^probe_sample' --sample-log LOG --deadline 330`, continues the log of the first
+#      (the seed is fixed: the same draws, the measured ones skipped) to the 1,000.
 # summary.md ends with the table cutune / cuBLAS / Triton / Inductor per shape.
 #
 # $OUT: the check's four files, plus the sample (probe_sample_fp16_wgmma_nt_4096.json.gz, the
@@ -220,8 +222,11 @@ plan_probe() {
     --shape "$s4" --template gemm_fp16_wgmma_nt --tuner random --seed 50 --trials 1000 --batch 16 \
     --remeasure-top 0 --log "$out/$probe_sample_name.jsonl" --quiet --json "${resume[@]}"
   if [[ -s "$out/$probe_sample_name.jsonl" || $dry_run == 1 || $device_ok == 0 ]]; then
-    run_step probe_sample_cache 15 other -- bash -c "'$bin/cutune' cache '$out/$probe_sample_name.jsonl' \
-      --out '$work/$probe_sample_name.json' --force && gzip -9 -c '$work/$probe_sample_name.json' > '$out/$probe_sample_name.json.gz'"
+    run_step probe_sample_cache 15 other -- "$bin/cutune" cache "$out/$probe_sample_name.jsonl" \
+      --out "$work/$probe_sample_name.json" --force &&
+      gzip -9 -c "$work/$probe_sample_name.json" > "$out/$probe_sample_name.json.gz"
+  else
+    probe_skip probe_sample_cache "skipped: the sample logged nothing"
   fi
   probe_table
 }

@@ -72,8 +72,9 @@ grep -q '"deadline_s": 450' "$tmp/out_probe/summary.json" || fail "--plan probe'
 rc=0
 (cd "$tmp/elsewhere" && bash "$tmp/pack/device_check.sh" --sample-log "$tmp/pack.txt" > /dev/null 2>&1) || rc=$?
 (( rc == 2 )) || fail "--sample-log without --plan probe exits $rc, not 2"
+packed=$(tar tzf "$tmp/pack/payload.tar.gz") || fail "the payload does not read"
 for f in plan_probe.sh python/gemm_peers.py python/ncu_probe.py python/one_line_parser.py; do
-  tar tzf "$tmp/pack/payload.tar.gz" | grep -q "cutune_pack/$f" || fail "the pack lacks $f"
+  grep -q "cutune_pack/$f" <<<"$packed" || fail "the pack lacks $f"
 done
 # The probe's helpers: the references of a template from `cutune space --json` (the fp32
 # template's two at 256^3), and a script's figures line.
@@ -85,6 +86,16 @@ want=$("$build/src/cli/cutune" space gemm --shape 256,256,256 --json | python3 -
 printf 'some output\nfigures: {"kernel": "nvjet_x", "grid": "(132, 1, 1)"}\n' > "$tmp/line.txt"
 figures=$(bash -c "$(sed -n '/^plan_figures()/,/^}/p' "$root/bench/device/plan_probe.sh"); plan_figures line '$tmp/line.txt'")
 [[ $figures == '{"kernel": "nvjet_x", "grid": "(132, 1, 1)"}' ]] || fail "a figures line reads as '$figures'"
+# The sample step's path on the emulator: a random sample of the wgmma template logged by tune,
+# written as a Kernel Tuner cache (`cutune cache`, gzipped, as the step does), replayed by
+# tune --replay.
+"$build/src/cli/cutune" tune gemm_fp16 --shape 128,128,64 --template gemm_fp16_wgmma_nt --device emulator \
+  --tuner random --seed 50 --trials 3 --batch 3 --log "$tmp/sample.jsonl" --quiet --json > /dev/null 2>&1 ||
+  fail "the emulator's random sample failed"
+"$build/src/cli/cutune" cache "$tmp/sample.jsonl" --out "$tmp/sample.json" --force > /dev/null &&
+  gzip -9 -c "$tmp/sample.json" > "$tmp/sample.json.gz" || fail "cutune cache does not write the sample"
+"$build/src/cli/cutune" tune --replay "$tmp/sample.json.gz" --trials 3 --log "$tmp/replayed.jsonl" --quiet \
+  > /dev/null 2>&1 || fail "tune --replay does not read the sample's cache"
 # A tune step's figures from a real `tune --json` (the emulator's): the best time, the rate and
 # where the wall time went (time_split_s), which the next GPU run's summary reports.
 "$build/src/cli/cutune" tune gemm --shape 32,32,16 --device emulator --trials 4 --batch 4 \
