@@ -25,6 +25,7 @@ Exit codes: 0 done; 2 a bad argument (one line); 3 skipped, no torch, Triton or 
 (one line): the device check records that as "skipped".
 """
 
+import io
 import json
 import math
 import os
@@ -291,22 +292,29 @@ def measure(args):
            "triton": triton.__version__, "layout": args.layout, "out_dtype": args.out_dtype,
            "rounds": args.rounds, "runs_per_round": args.runs, "l2_flush": True,
            "timer": "cuda events, one product each", "cases": {}}
-    start = time.time()
-    for shape in args.shapes:
-        for dtype in args.dtypes:
+    run_cases(args, out, lambda shape, dtype: run_case(torch, shape, dtype, args, triton_matmul,
+                                                     triton_kernel), time.time)
+    print(table(out, []))
+    return 0
+
+
+def run_cases(args, out, run_one, clock):
+    """Every (type, shape) case into out["cases"], written to --json after each; none starts
+    once --budget-s has passed. Types outer: a type's Triton kernels compile once for every
+    shape, so that a budget that ends early still covers both shapes of the first type."""
+    start = clock()
+    for dtype in args.dtypes:
+        for shape in args.shapes:
             key = case_key(dtype, shape)
-            if time.time() - start > args.budget_s:
+            if clock() - start > args.budget_s:
                 out["cases"][key] = {"status": f"skipped: out of time ({args.budget_s:g} s budget)"}
             else:
-                out["cases"][key] = {"status": "ok", "peers": run_case(
-                    torch, shape, dtype, args, triton_matmul, triton_kernel)}
+                out["cases"][key] = {"status": "ok", "peers": run_one(shape, dtype)}
             done = [f"{n} {r['median_s'] * 1e3:.3f} ms" if "median_s" in r else f"{n} {r['status']}"
                     for n, r in out["cases"][key].get("peers", {}).items()]
             print(f"{key}: {', '.join(done) or out['cases'][key]['status']}", flush=True)
             if args.json_path:
                 write_json(args.json_path, out)
-    print(table(out, []))
-    return 0
 
 
 def write_json(path, obj):
@@ -450,6 +458,26 @@ def self_test():
     # A step's file: stderr lines around the JSON object.
     import tempfile
     with tempfile.TemporaryDirectory() as d:
+        # The cases: types outer, each written as it ends, none started after the budget
+        # (each fake case takes 40 s of a 50 s budget: the second starts at 40 s, the third not).
+        args = parse_args(["--shapes", "64,64,64", "128,128,128", "--budget-s", "50",
+                           "--json", os.path.join(d, "peers.json")])
+        now, ran, cases = [0.0], [], {"cases": {}}
+
+        def one(shape, dtype):
+            ran.append((dtype, shape))
+            now[0] += 40
+            if len(ran) > 1:  # the earlier cases are on disk already
+                with open(args.json_path) as f:
+                    assert len(json.load(f)["cases"]) == len(ran) - 1
+            return {"cublas": {"status": "ok", "median_s": 1e-3}}
+        import contextlib
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_cases(args, cases, one, lambda: now[0])
+        assert ran == [("fp16", (64, 64, 64)), ("fp16", (128, 128, 128))], ran
+        assert cases["cases"]["bf16 64,64,64"]["status"].startswith("skipped: out of time"), cases
+        with open(args.json_path) as f:
+            assert len(json.load(f)["cases"]) == 4
         path = os.path.join(d, "step.txt")
         with open(path, "w") as f:
             f.write("warning: {not json}\n" + json.dumps(bench, indent=1) + "\nnote: done\n")

@@ -17,7 +17,8 @@
 #      of our three fastest from step 1: SM clock, tensor pipe, L2 and DRAM throughput, warp
 #      stalls (per SASS instruction in the source page);
 #   3. the peers on the same GPU, timed as bench times (bench/gemm_peers.py: torch.mm's cuBLAS,
-#      an autotuned Triton kernel, torch.compile max-autotune), fp16/bf16 at 4096^3 and 8192^3;
+#      an autotuned Triton kernel, torch.compile max-autotune), fp16 at 4096^3 and 8192^3, then
+#      bf16 (Inductor's autotuning takes some 30-60 s a case: the last may not fit);
 #   4. bf16 4096^3, fp16 and bf16 8192^3 and the fp32 SGEMM 4096^3 (8x16-a-thread tiles) benched
 #      as in 1;
 #   5. a uniform random sample of the fp16 wgmma 4096^3 space (nt), measured by `cutune tune
@@ -193,8 +194,7 @@ plan_probe() {
     tar czf "$out/probe_ncu.tgz" -C "$work" ncu 2> /dev/null
   fi
 
-  # 3. The peers, on the same GPU, fp16 and bf16 at 4096^3 then 8192^3; no case starts in the
-  # last 30 s of the step's cap.
+  # 3. The peers, on the same GPU; no case starts in the last 30 s of the step's cap.
   local cap=150 left
   left=$(( $(remaining) - 10 ))
   (( left < cap )) && cap=$left
