@@ -200,7 +200,9 @@ def run_case(torch, shape, dtype, args, triton_matmul, triton_kernel):
         mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
 
         def inductor_of(f):
-            compiled = torch.compile(f, mode="max-autotune")
+            # Static shapes: each case its own kernels (dynamo would otherwise compile the second
+            # shape of the same function for any shape).
+            compiled = torch.compile(f, mode="max-autotune", dynamic=False)
 
             def call():
                 if mark:  # max-autotune replays CUDA graphs; each call is a new step

@@ -193,13 +193,14 @@ def cmd_metrics(args, ncu):
     with open(os.path.join(args.dir, "query_metrics.txt"), "w") as f:
         f.write(listing)
     kept, dropped = keep_known(WANTED, listing)
-    known_sections = [s for s in SECTIONS if re.search(rf"\b{s}\b", sections)] or SECTIONS
+    # Sections by their identifiers; none listed (an ncu that lists them otherwise): the full set.
+    known_sections = [s for s in SECTIONS if re.search(rf"\b{s}\b", sections)]
     with open(os.path.join(args.dir, "metrics.txt"), "w") as f:
         f.write(",".join(kept) + "\n")
     with open(os.path.join(args.dir, "sections.txt"), "w") as f:
         f.write(" ".join(known_sections) + "\n")
     print(f"ncu {version[-1] if version else '?'}; kept {len(kept)} metrics, dropped: "
-          f"{', '.join(dropped) or 'none'}; sections {' '.join(known_sections)}")
+          f"{', '.join(dropped) or 'none'}; sections {' '.join(known_sections) or '(the full set)'}")
     figures_line({"ncu": version[-1] if version else None, "metrics_kept": len(kept),
                   "metrics_dropped": dropped, "sections": known_sections})
     return 0
@@ -232,13 +233,15 @@ def cmd_profile(args, ncu):
         except OSError:
             return default
     metrics = read("metrics.txt")
-    sections = read("sections.txt", " ".join(SECTIONS)).split()
+    sections = read("sections.txt").split()
     rep = os.path.join(args.dir, args.name)
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name-base",
            "function", "-k", args.kernel, "--launch-skip", str(args.skip), "-c", "1", "-f",
            "-o", rep]
     for s in sections:
         cmd += ["--section", s]
+    if not sections:
+        cmd += ["--set", "full"]
     if metrics:
         cmd += ["--metrics", metrics]
     r = run(cmd + with_target_ld(args, args.cmd), env=ncu_env())

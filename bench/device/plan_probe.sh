@@ -70,11 +70,11 @@ probe_sgemm() {  # block_m block_n thread_m thread_n
 }
 
 # The indices of a template's reference configurations at a shape, from `cutune space --json`
-# (space-separated; nothing when it lists none). Keys are sorted in that JSON and the knobs hold
-# numbers only, so the first "]" after "references" closes the list.
+# (space-separated; nothing when it lists none). Its keys are sorted, and none after
+# "references" holds an "index".
 probe_references() {  # op template shape
   LD_LIBRARY_PATH="$(program_path)" "$bin/cutune" space "$1" --template "$2" --shape "$3" --json 2> /dev/null |
-    tr -d ' \n' | grep -o '"references":\[[^]]*\]' | grep -o '"index":[0-9]*' | cut -d: -f2 | paste -sd' ' -
+    sed -n '/^  "references":/,$p' | grep -o '"index": *[0-9]*' | grep -o '[0-9]*$' | paste -sd' ' -
 }
 
 # One `cutune bench` of named configurations and references beside cuBLAS: STEP CAP OP
@@ -83,7 +83,7 @@ probe_references() {  # op template shape
 probe_bench() {
   local step=$1 cap=$2 op=$3 template=$4 shape=$5
   shift 5
-  local configs=() name
+  local configs=() name bm bn tm tn
   for name in "$@"; do
     if [[ $name == sgemm:* ]]; then
       IFS=: read -r _ bm bn tm tn <<<"$name"

@@ -92,8 +92,9 @@ figures=$(bash -c "$(sed -n '/^plan_figures()/,/^}/p' "$root/bench/device/plan_p
 "$build/src/cli/cutune" tune gemm_fp16 --shape 128,128,64 --template gemm_fp16_wgmma_nt --device emulator \
   --tuner random --seed 50 --trials 3 --batch 3 --log "$tmp/sample.jsonl" --quiet --json > /dev/null 2>&1 ||
   fail "the emulator's random sample failed"
-"$build/src/cli/cutune" cache "$tmp/sample.jsonl" --out "$tmp/sample.json" --force > /dev/null &&
-  gzip -9 -c "$tmp/sample.json" > "$tmp/sample.json.gz" || fail "cutune cache does not write the sample"
+"$build/src/cli/cutune" cache "$tmp/sample.jsonl" --out "$tmp/sample.json" --force > /dev/null ||
+  fail "cutune cache does not write the sample"
+gzip -9 -c "$tmp/sample.json" > "$tmp/sample.json.gz"
 "$build/src/cli/cutune" tune --replay "$tmp/sample.json.gz" --trials 3 --log "$tmp/replayed.jsonl" --quiet \
   > /dev/null 2>&1 || fail "tune --replay does not read the sample's cache"
 # A tune step's figures from a real `tune --json` (the emulator's): the best time, the rate and
