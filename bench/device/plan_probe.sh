@@ -77,21 +77,50 @@ probe_references() {  # op template shape
     sed -n '/^  "references":/,$p' | grep -o '"index": *[0-9]*' | grep -o '[0-9]*$' | paste -sd' ' -
 }
 
+# The configuration JSON of a name: a wgmma one (probe_named) or sgemm:BM:BN:TM:TN.
+probe_config() {
+  if [[ $1 == sgemm:* ]]; then
+    local _ bm bn tm tn
+    IFS=: read -r _ bm bn tm tn <<<"$1"
+    probe_sgemm "$bm" "$bn" "$tm" "$tn"
+  else
+    probe_named "$1"
+  fi
+}
+
+# Whether a configuration is one of the template's (all knobs known, constraints met):
+# `cutune show` says so in a fraction of a second, where one bad --config would make bench
+# refuse them all (a template's knobs or constraints may have changed since this was written).
+probe_valid() {  # op template shape config
+  local shown
+  shown=$(LD_LIBRARY_PATH="$(program_path)" "$bin/cutune" show "$1" --template "$2" --shape "$3" \
+    --config "$4" --json 2> /dev/null) && grep -q '"constraint_violation": null' <<<"$shown"
+}
+
 # One `cutune bench` of named configurations and references beside cuBLAS: STEP CAP OP
 # TEMPLATE SHAPE NAMES...; the references come from $work/refs_TEMPLATE_SHAPE (filled in the
-# background at the start).
+# background at the start). Names whose configuration the template refuses are logged and left
+# out.
 probe_bench() {
   local step=$1 cap=$2 op=$3 template=$4 shape=$5
   shift 5
-  local configs=() name bm bn tm tn
-  for name in "$@"; do
-    if [[ $name == sgemm:* ]]; then
-      IFS=: read -r _ bm bn tm tn <<<"$name"
-      configs+=("$(probe_sgemm "$bm" "$bn" "$tm" "$tn")")
-    else
-      configs+=("$(probe_named "$name")")
-    fi
-  done
+  local configs=() names=("$@") i pids=()
+  if [[ $dry_run == 0 && $device_ok == 1 ]] && { [[ -z $only ]] || [[ $step =~ $only ]]; }; then
+    for i in "${!names[@]}"; do
+      probe_valid "$op" "$template" "$shape" "$(probe_config "${names[$i]}")" && touch "$work/valid_${step}_$i" &
+      pids+=($!)
+    done
+    wait "${pids[@]}"
+    for i in "${!names[@]}"; do
+      if [[ -e "$work/valid_${step}_$i" ]]; then
+        configs+=("$(probe_config "${names[$i]}")")
+      else
+        log "$step: ${names[$i]} left out: $template refuses $(probe_config "${names[$i]}")"
+      fi
+    done
+  else
+    for i in "${!names[@]}"; do configs+=("$(probe_config "${names[$i]}")"); done
+  fi
   [[ -n ${probe_refs_pid[${template}_$shape]:-} ]] && wait "${probe_refs_pid[${template}_$shape]}" 2> /dev/null
   local refs
   refs=$(cat "$work/refs_${template}_${shape}" 2> /dev/null)
@@ -151,7 +180,10 @@ plan_probe() {
   # The references of each template and shape, listed on the CPU while the GPU works (not in a
   # dry run: nothing would read them).
   declare -gA probe_refs_pid=()
-  if [[ $dry_run == 0 && $device_ok == 1 ]]; then
+  local wanted=1
+  [[ -n $only ]] && ! [[ probe_bench_fp16_4096 =~ $only || probe_bench_bf16_4096 =~ $only ||
+    probe_bench_fp16_8192 =~ $only || probe_bench_bf16_8192 =~ $only ]] && wanted=0
+  if [[ $dry_run == 0 && $device_ok == 1 && $wanted == 1 ]]; then
     for t in gemm_fp16:gemm_fp16_wgmma_nt gemm_bf16:gemm_bf16_wgmma_nt; do
       for s in $s4 $s8; do
         probe_references "${t%%:*}" "${t#*:}" "$s" > "$work/refs_${t#*:}_$s" &
