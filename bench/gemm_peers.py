@@ -154,12 +154,14 @@ def make_triton_matmul(torch):
         rm = pid_m * BM + tl.arange(0, BM)
         rn = pid_n * BN + tl.arange(0, BN)
         rk = tl.arange(0, BK)
-        pa = a + rm[:, None] * sam + rk[None, :] * sak
-        pb = b + rk[:, None] * sbk + rn[None, :] * sbn
+        # Rows and columns past the edge wrap round (their results are not stored), so that
+        # only K needs a mask on the loads.
+        pa = a + (rm % M)[:, None] * sam + rk[None, :] * sak
+        pb = b + rk[:, None] * sbk + (rn % N)[None, :] * sbn
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for k0 in range(0, K, BK):
-            ta = tl.load(pa, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)
-            tb = tl.load(pb, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)
+            ta = tl.load(pa, mask=rk[None, :] < K - k0, other=0.0)
+            tb = tl.load(pb, mask=rk[:, None] < K - k0, other=0.0)
             acc = tl.dot(ta, tb, acc)
             pa += BK * sak
             pb += BK * sbk
