@@ -299,7 +299,15 @@ def measure(args):
     run_cases(args, out, lambda shape, dtype: run_case(torch, shape, dtype, args, triton_matmul,
                                                      triton_kernel), time.time)
     print(table(out, []))
+    print("figures: " + json.dumps(speeds(out), sort_keys=True))  # the device check's figures
     return 0
+
+
+def speeds(peers):
+    """{case: {peer: speed relative to cuBLAS}} of a peers file (the one-line summary)."""
+    return {key: {n: round(r["speed_vs_cublas"], 3) for n, r in case.get("peers", {}).items()
+                  if n != "cublas" and r.get("speed_vs_cublas")}
+            for key, case in peers.get("cases", {}).items()}
 
 
 def run_cases(args, out, run_one, clock):
@@ -452,6 +460,7 @@ def self_test():
         "triton": {"median_s": 2.8e-4, "speed_vs_cublas": 0.75},
         "inductor": {"status": "failed: x"}}},
         "bf16 8192,8192,8192": {"status": "skipped: out of time (1 s budget)"}}}
+    assert speeds(peers) == {"fp16 4096,4096,4096": {"triton": 0.75}, "bf16 8192,8192,8192": {}}
     t = table(peers, [bench])
     row = [line for line in t.splitlines() if line.startswith("| fp16 4096")]
     assert row == ["| fp16 4096,4096,4096 | 0.200 | 0.160 | 1.250 | --config 9 | 0.280 | 0.750 | - | - "
