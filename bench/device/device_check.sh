@@ -3,13 +3,18 @@
 # one NVIDIA GPU, most valuable steps first, under one overall deadline, and brings back every
 # figure.
 #
-#   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth|bars] [--only REGEX]
+#   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth|bars|probe]
+#                             [--only REGEX] [--sample-log LOG]
 #
-# --deadline: default 420 s. --plan full (default): the steps below with the trials the bars need;
+# --deadline: default 420 s (450 s with --plan probe). --plan full (default): the steps below
+# with the trials the bars need;
 # --plan breadth: every kind of step once with few trials and short caps, so that a first run on
 # a new machine reaches every part (GEMM fp32/fp16 mma.sync/wgmma, export, spec kernels, both
 # convolution suites, every gpu test) before the deadline; --plan bars: the issues' bars with
-# the trials they need (1,000 trials of fp32 4096^3, all twelve ResNet-18 layers, ...).
+# the trials they need (1,000 trials of fp32 4096^3, all twelve ResNet-18 layers, ...);
+# --plan probe: why the Hopper GEMMs trail cuBLAS (named configurations beside cuBLAS, ncu, the
+# Triton and Inductor peers, a random sample of the wgmma space): plan_probe.sh beside this file,
+# whose --sample-log continues the sample of an earlier call.
 # --only REGEX: only the steps whose
 # names match (extended regex), e.g. to rerun what failed.
 #
@@ -26,8 +31,9 @@
 # 2048x2048x64 and 127x4096x255, then the fault-injection and remaining gpu tests. Each step's
 # timeout is the smaller of its cap and what is left of the deadline.
 #
-# $OUT (default ./device_check_out) ends up holding at most four files, rewritten after every
-# step, so that whatever is killed when, the last complete state is there:
+# $OUT (default ./device_check_out) ends up holding at most four files (the probe plan adds
+# three: plan_probe.sh), rewritten after every step, so that whatever is killed when, the last
+# complete state is there:
 #   summary.md, summary.json (steps: name, status, seconds, figures), device_check.log (the
 #   step log), device_check.tgz (every step's output).
 # --dry-run goes through every step as if there were no device ("skipped: no CUDA device");
@@ -36,22 +42,29 @@ set -uo pipefail
 
 pack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dry_run=0
-deadline=420
+deadline=""
 plan=full
 only=""
+sample_log=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
     --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
-    --plan) plan=${2:?--plan needs full, breadth or bars}; shift ;;
+    --plan) plan=${2:?--plan needs full, breadth, bars or probe}; shift ;;
     --only) only=${2:?--only needs a regex}; shift ;;
-    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth|bars, --only REGEX)" >&2; exit 2 ;;
+    --sample-log) sample_log=${2:?--sample-log needs a tuning log}; shift ;;
+    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth|bars|probe, --only REGEX, --sample-log LOG)" >&2; exit 2 ;;
   esac
   shift
 done
-if [[ $plan != full && $plan != breadth && $plan != bars ]]; then
-  echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth, bars)" >&2; exit 2
+if [[ $plan != full && $plan != breadth && $plan != bars && $plan != probe ]]; then
+  echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth, bars, probe)" >&2; exit 2
 fi
+[[ -z $deadline ]] && deadline=$([[ $plan == probe ]] && echo 450 || echo 420)
+if [[ -n $sample_log && ( $plan != probe || ! -s $sample_log ) ]]; then
+  echo "device_check.sh: --sample-log goes with --plan probe and names a tuning log ('$sample_log')" >&2; exit 2
+fi
+[[ -n $sample_log ]] && sample_log=$(cd "$(dirname "$sample_log")" && pwd)/$(basename "$sample_log")
 if [[ ! -d "$pack/bin" ]]; then
   echo "device_check.sh: $pack has no bin/: run the copy inside a pack (bench/device/pack_device_build.sh)" >&2
   exit 2
@@ -113,6 +126,8 @@ write_summary() {
     while IFS=$'\t' read -r name status seconds figures; do
       echo "| $name | $status | $seconds | $(sed 's/^{//; s/}$//; s/"//g' <<<"$figures") |"
     done < "$steps_file"
+    # A plan's own section (the probe's table of peers).
+    if [[ -s "$work/plan_summary.md" ]]; then echo; cat "$work/plan_summary.md"; fi
   } > "$work/summary.md.tmp" && mv "$work/summary.md.tmp" "$out/summary.md"
   cp "$out/device_check.log" "$logs/device_check.log" 2>/dev/null
   tar czf "$work/device_check.tgz.tmp" -C "$work" logs && mv "$work/device_check.tgz.tmp" "$out/device_check.tgz"
@@ -190,7 +205,7 @@ figures_of() {  # kind file
       speedup=$(json_number "$file" speedup_over_reference)
       printf '{"reference_median_s": %s, "best_median_s": %s, "speedup_over_reference": %s}' \
         "${reference:-null}" "${best:-null}" "${speedup:-null}" ;;
-    *) printf '{}' ;;
+    *) if declare -F plan_figures > /dev/null; then plan_figures "$kind" "$file"; else printf '{}'; fi ;;
   esac
 }
 
@@ -221,6 +236,8 @@ run_step() {
   case $rc in
     0) status=ok ;;
     77) status="skipped: the program found no device (exit 77)" ;;
+    3) status="skipped: $(grep -o 'skipped: .*' "$file" | tail -1 | cut -c10-200)" ;;  # a bench script's "cannot here"
+    130) status="stopped at its time (SIGINT, exit 130)" ;;
     124|137) status="timeout after ${t} s" ;;
     *) status="failed (exit $rc): $(tail -1 "$file" | cut -c1-200)" ;;
   esac
@@ -435,6 +452,9 @@ plan_bars() {
 case $plan in
   breadth) plan_breadth ;;
   bars) plan_bars ;;
+  probe)
+    # shellcheck source=plan_probe.sh
+    source "$pack/plan_probe.sh" && plan_probe ;;
   *) plan_full ;;
 esac
 

@@ -6,6 +6,9 @@
 #   PACK/manifest.txt     what is packed, and what was missing from the build
 #   PACK/payload.tar.gz   cutune_pack/ holding
 #     device_check.sh     the check itself (bench/device/device_check.sh)
+#     plan_probe.sh       its probe plan (bench/device/plan_probe.sh)
+#     python/             the probe's scripts: bench/gemm_peers.py (Triton and Inductor beside
+#                         cuBLAS), bench/device/ncu_probe.py, bench/one_line_parser.py
 #     bin/                cutune, the worker, the gpu tests, export_example (debug info stripped)
 #     examples/           the T1 specs and kernels of examples/ (tune --spec, test_spec_gpu)
 #     lib/                every shared library they need that is neither glibc's nor CUDA's
@@ -60,7 +63,9 @@ done | sort -u | while read -r name path; do
   echo "lib $name" >> "$pack/manifest.txt"
 done
 strip --strip-unneeded "$pack"/lib/*.so* 2>/dev/null || true
-cp "$root/bench/device/device_check.sh" "$pack/device_check.sh"
+cp "$root/bench/device/device_check.sh" "$root/bench/device/plan_probe.sh" "$pack/"
+mkdir -p "$pack/python"
+cp "$root/bench/gemm_peers.py" "$root/bench/device/ncu_probe.py" "$root/bench/one_line_parser.py" "$pack/python/"
 cp -r "$root/examples" "$pack/examples"  # the user-kernel specs that tune --spec steps run
 
 tar -C "$stage" -czf "$out/payload.tar.gz" cutune_pack

@@ -7,6 +7,7 @@
 // must come from this GPU's kind (--any-device to take another's); without an ok record the
 // baseline is still timed and printed. Their --spec forms (and `export --t4`) are cmd_spec.cc's.
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -73,12 +74,14 @@ void run_bench(const BenchArgs& args) {
         fmt::format("bench: {} ({}) declares no cuBLAS or cuDNN baseline to compare with",
                     tmpl->op(), tmpl->name()));
   // Configurations named on the command line are checked before anything needs a GPU.
+  // One named twice (by index and by knobs, say) is timed once.
   std::vector<Config> configs;
   for (const std::string& text : args.configs) {
     Config c = parse_config(tmpl->space(), text);
     if (std::optional<std::string> why = tmpl->space().violation(c))
       throw UsageError(fmt::format("--config {}: {}", text, *why));
-    configs.push_back(std::move(c));
+    const auto same = [&](const Config& o) { return o.index() == c.index(); };
+    if (std::none_of(configs.begin(), configs.end(), same)) configs.push_back(std::move(c));
   }
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
@@ -287,7 +290,7 @@ void add_gpu_commands(CLI::App& app) {
   bench
       ->add_option("--config", bench_args->configs,
                    "configurations (index or JSON) timed beside the baseline and the log's best, "
-                   "each with its ratio")
+                   "each with its ratio (one named twice is timed once)")
       ->expected(1, -1);
   bench->add_flag("--any-device", bench_args->any_device,
                   "take the log's best record even when another GPU kind measured it");

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "src/cli/cli_common.h"
 #include "src/cli/cmd_spec.h"
@@ -85,12 +86,19 @@ void run_space(const TaskOptions& opts) {
   auto tmpl = opts.make();
   const ConfigSpace& space = tmpl->space();
   std::optional<uint64_t> valid = space.count_valid(50'000'000);
+  const std::vector<Config> references = tmpl->reference_configs();
   if (opts.json) {
     nlohmann::json out = space.describe();
     out["template"] = tmpl->name();
     out["shape"] = tmpl->shape();
     out["size"] = space.size();
     out["valid"] = valid ? nlohmann::json(*valid) : nlohmann::json(nullptr);
+    // The configurations the template's author measured first (the xgb tuner's seeds), so
+    // that a script can time them by index without naming indices that change with the space.
+    out["references"] = nlohmann::json::array();
+    for (const Config& c : references) {
+      out["references"].push_back({{"index", c.index()}, {"knobs", c.to_json()["knobs"]}});
+    }
     print_json(out);
     return;
   }
@@ -101,6 +109,14 @@ void run_space(const TaskOptions& opts) {
   fmt::print("space size: {} configurations", space.size());
   if (valid) fmt::print(", {} satisfy the constraints", *valid);
   fmt::print("\n");
+  if (references.empty()) {
+    fmt::print("no reference configurations for this shape\n");
+  } else {
+    std::vector<uint64_t> indices;
+    for (const Config& c : references) indices.push_back(c.index());
+    fmt::print("reference configurations (cutune show --config INDEX): {}\n",
+               fmt::join(indices, ", "));
+  }
 }
 
 void run_show(const TaskOptions& opts, const std::string& config_text) {

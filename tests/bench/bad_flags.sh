@@ -54,6 +54,9 @@ if [ -n "$src" ]; then
   check suite_transfer.py "seeds" "$dir/.." x
   check sass_mix.py "--bogus" --bogus
   check peer_compare/peer_compare.py "--seeds" kt --seeds x
+  check gemm_peers.py "--shapes" --shapes 64,64
+  check gemm_peers.py "--dtypes" --dtypes fp8
+  check device/ncu_probe.py "needs -- CMD" list /tmp
 fi
 # --help is not an error.
 "$dir/replay_efficiency" --help >/dev/null || { echo "FAIL: replay_efficiency --help"; fail=1; }

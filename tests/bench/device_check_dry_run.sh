@@ -3,7 +3,8 @@
 # from an unrelated folder, and checks the $OUT rules: at most four files, exactly the names
 # summary.md, summary.json, device_check.log, device_check.tgz; every step listed in
 # summary.json, each but preflight "skipped: no CUDA device"; the pack under 40 MiB; nothing of
-# the unpacked payload left behind; a tune step's figures read from a real tune --json.
+# the unpacked payload left behind; a tune step's figures read from a real tune --json; the
+# probe plan's steps and helpers.
 set -euo pipefail
 root=$1 build=$2
 tmp=$(mktemp -d)
@@ -53,6 +54,49 @@ for plan in breadth bars; do
   n=$(grep -c '"status": "skipped: no CUDA device"' "$tmp/out_$plan/summary.json")
   (( n >= 10 )) || fail "--plan $plan lists $n steps"
 done
+# The probe plan: every step listed and skipped, the same four files (the sample and the ncu
+# reports come only from a GPU), and --sample-log only with it.
+probe_steps=(preflight probe_gpu_state probe_bench_fp16_4096 probe_ncu_metrics probe_ncu_list probe_ncu_cublas
+             probe_ncu_best1 probe_ncu_best2 probe_ncu_best3 probe_peers probe_bench_bf16_4096
+             probe_bench_fp16_8192 probe_bench_bf16_8192 probe_bench_fp32_4096 probe_sample probe_sample_cache)
+(cd "$tmp/elsewhere" && TMPDIR="$tmp/tmpdir" OUT="$tmp/out_probe" bash "$tmp/pack/device_check.sh" --dry-run \
+   --plan probe > "$tmp/run_probe.txt" 2>&1) || { cat "$tmp/run_probe.txt"; fail "--plan probe exited non-zero"; }
+files=$(cd "$tmp/out_probe" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd' ' -)
+[[ "$files" == "device_check.log device_check.tgz summary.json summary.md" ]] || fail "--plan probe: \$OUT holds '$files'"
+for s in "${probe_steps[@]}"; do
+  line=$(grep "\"name\": \"$s\"" "$tmp/out_probe/summary.json") || fail "--plan probe: step $s is not in summary.json"
+  [[ $s == preflight ]] || grep -q '"status": "skipped: no CUDA device"' <<<"$line" || fail "--plan probe: $line"
+done
+(( $(grep -c '"name":' "$tmp/out_probe/summary.json") == ${#probe_steps[@]} )) || fail "--plan probe lists other steps"
+grep -q '"deadline_s": 450' "$tmp/out_probe/summary.json" || fail "--plan probe's default deadline is not 450 s"
+rc=0
+(cd "$tmp/elsewhere" && bash "$tmp/pack/device_check.sh" --sample-log "$tmp/pack.txt" > /dev/null 2>&1) || rc=$?
+(( rc == 2 )) || fail "--sample-log without --plan probe exits $rc, not 2"
+packed=$(tar tzf "$tmp/pack/payload.tar.gz") || fail "the payload does not read"
+for f in plan_probe.sh python/gemm_peers.py python/ncu_probe.py python/one_line_parser.py; do
+  grep -q "cutune_pack/$f" <<<"$packed" || fail "the pack lacks $f"
+done
+# The probe's helpers: the references of a template from `cutune space --json` (the fp32
+# template's two at 256^3), and a script's figures line.
+refs=$(bin="$build/src/cli" bash -c "program_path() { echo; }; $(sed -n '/^probe_references()/,/^}/p' "$root/bench/device/plan_probe.sh")
+  probe_references gemm gemm_nn 256,256,256")
+want=$("$build/src/cli/cutune" space gemm --shape 256,256,256 --json | python3 -c \
+  'import json, sys; print(" ".join(str(r["index"]) for r in json.load(sys.stdin)["references"]))')
+[[ -n $refs && $refs == "$want" ]] || fail "probe_references gives '$refs', space --json lists '$want'"
+printf 'some output\nfigures: {"kernel": "nvjet_x", "grid": "(132, 1, 1)"}\n' > "$tmp/line.txt"
+figures=$(bash -c "$(sed -n '/^plan_figures()/,/^}/p' "$root/bench/device/plan_probe.sh"); plan_figures line '$tmp/line.txt'")
+[[ $figures == '{"kernel": "nvjet_x", "grid": "(132, 1, 1)"}' ]] || fail "a figures line reads as '$figures'"
+# The sample step's path on the emulator: a random sample of the wgmma template logged by tune,
+# written as a Kernel Tuner cache (`cutune cache`, gzipped, as the step does), replayed by
+# tune --replay.
+"$build/src/cli/cutune" tune gemm_fp16 --shape 128,128,64 --template gemm_fp16_wgmma_nt --device emulator \
+  --tuner random --seed 50 --trials 3 --batch 3 --log "$tmp/sample.jsonl" --quiet --json > /dev/null 2>&1 ||
+  fail "the emulator's random sample failed"
+"$build/src/cli/cutune" cache "$tmp/sample.jsonl" --out "$tmp/sample.json" --force > /dev/null ||
+  fail "cutune cache does not write the sample"
+gzip -9 -c "$tmp/sample.json" > "$tmp/sample.json.gz"
+"$build/src/cli/cutune" tune --replay "$tmp/sample.json.gz" --trials 3 --log "$tmp/replayed.jsonl" --quiet \
+  > /dev/null 2>&1 || fail "tune --replay does not read the sample's cache"
 # A tune step's figures from a real `tune --json` (the emulator's): the best time, the rate and
 # where the wall time went (time_split_s), which the next GPU run's summary reports.
 "$build/src/cli/cutune" tune gemm --shape 32,32,16 --device emulator --trials 4 --batch 4 \
@@ -71,4 +115,4 @@ grep -q '"layer_setup_s": \[[0-9]' <<<"$figures" || fail "a suite step's figures
 rc=0
 (cd "$tmp/elsewhere" && bash "$tmp/pack/device_check.sh" --plan nonsense > /dev/null 2>&1) || rc=$?
 (( rc == 2 )) || fail "an unknown plan exits $rc, not 2"
-echo "dry run ok: ${#steps[@]} steps, \$OUT = $files; plans breadth and bars listed"
+echo "dry run ok: ${#steps[@]} steps; plans breadth, bars and probe listed"

@@ -136,6 +136,27 @@ TEST_CASE("cli: space --json describes the knobs and counts", "[cli]") {
   CHECK_THAT(text.out, Catch::Contains("block_m"));
 }
 
+TEST_CASE("cli: space lists the template's reference configurations", "[cli]") {
+  // The classic 128x128 SGEMM and the 64x64 one fit 256^3; each is listed with its index and
+  // knobs, in the order the tuner measures them, and the index names those knobs.
+  json j = parse_stdout(run_cutune("space gemm --shape 256,256,256 --json"));
+  REQUIRE(j["references"].size() == 2);
+  const json& first = j["references"][0];
+  CHECK(first["knobs"]["block_m"] == 128);
+  CHECK(first["knobs"]["thread_m"] == 8);
+  CHECK(j["references"][1]["knobs"]["block_m"] == 64);
+  const std::string index = std::to_string(first["index"].get<uint64_t>());
+  json shown = parse_stdout(run_cutune("show gemm --shape 256,256,256 --json --config " + index));
+  CHECK(shown["config"]["knobs"] == first["knobs"]);
+  CliRun text = run_cutune("space gemm --shape 256,256,256");
+  INFO_RUN(text);
+  CHECK_THAT(text.out, Catch::Contains("reference configurations (cutune show --config INDEX): " +
+                                       index + ", "));
+  // A shape no reference fits says so (their channel tiles do not fit 2 output channels).
+  CHECK_THAT(run_cutune("space conv2d --shape 1,3,5,5,2,3,3").out,
+             Catch::Contains("no reference configurations for this shape"));
+}
+
 TEST_CASE("cli: show --json gives the IR, the CUDA source and the launch", "[cli]") {
   json j = parse_stdout(run_cutune("show gemm --shape 64,64,64 --config 0 --json"));
   CHECK(j["config"]["index"] == 0);
