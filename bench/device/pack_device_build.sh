@@ -38,7 +38,7 @@ mkdir -p "$pack/bin" "$pack/lib"
 programs=(src/cli/cutune tests/measure/cutune_test_worker tests/runtime/test_runtime_gpu
           tests/measure/test_gpu_measure tests/measure/test_worker_protocol
           tests/baselines/test_gpu_conv tests/runtime/test_tma_gpu tests/spec/test_spec_gpu
-          bench/export_example)
+          bench/export_example bench/prior_study)
 {
   echo "# cutune device pack, built $(date -u +%FT%TZ) from $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   for p in "${programs[@]}"; do

@@ -21,14 +21,17 @@
 #      bf16 (Inductor's autotuning takes some 30-60 s a case: the last may not fit);
 #   4. bf16 4096^3, fp16 and bf16 8192^3 and the fp32 SGEMM 4096^3 (8x16-a-thread tiles) benched
 #      as in 1;
-#   5. a uniform random sample of the fp16 wgmma 4096^3 space (nt), measured by `cutune tune
+#   5. the search's start on a never-seen shape (bf16 4096^3, 32 trials from no records): with the
+#      analytical prior, without it, and random (about 2 minutes at most);
+#   6. a uniform random sample of the fp16 wgmma 4096^3 space (nt), measured by `cutune tune
 #      --tuner random` for what is left of the deadline, then written as a Kernel Tuner cache
 #      that `cutune tune --replay` and `cutune replay` read. At about 3 configurations a second
 #      (the H200's wgmma 4096^3 rate: 60 trials in 17-22 s, compiles on 16 cores included),
-#      1,000 take 5-6 minutes. Steps 1-4 expect about 6 of the first call's 7.5 minutes, so it
-#      leaves the sample 1-2 minutes (some 150-350 configurations); a second call,
-#      `--only '^probe_sample' --sample-log LOG --deadline 330`, continues the log of the first
-#      (the seed is fixed: the same draws, the measured ones skipped) to the 1,000.
+#      1,000 take 5-6 minutes. Steps 1-5 expect about 7 of the first call's 7.5 minutes, so it
+#      leaves the sample little or nothing; a second call,
+#      `--only '^probe_(sample|prior_study)' --sample-log LOG --deadline 330`, continues the log of
+#      the first (the seed is fixed: the same draws, the measured ones skipped) toward the 1,000;
+#      then bench/prior_study reads it: the prior's order against random and the references first.
 # summary.md ends with the table cutune / cuBLAS / Triton / Inductor per shape.
 #
 # $OUT: the check's four files, plus the sample (probe_sample_fp16_wgmma_nt_4096.json.gz, the
@@ -242,7 +245,19 @@ plan_probe() {
     sgemm:128:256:8:16 sgemm:256:128:16:8
   probe_table
 
-  # 5. The random sample, for what is left (30 s kept for the cache). tune stops at SIGINT after
+  # 5. The search's start on a shape it has never seen (issue 50 item 5): bf16 4096^3 from no
+  # records, 32 trials each, with the analytical prior, without it (today's default before the
+  # prior: the references, then a random batch and the Gaussian process), and random.
+  local prior_tune=("$bin/cutune" tune gemm_bf16 --shape "$s4" --template gemm_bf16_wgmma_nt
+    --trials 32 --batch 16 --remeasure-top 0 --seed 5 --quiet --json)
+  run_step probe_prior_on 45 tune $((2 * 4096 * 4096 * 4096)) -- "${prior_tune[@]}" --prior on \
+    --log "$work/prior_on.jsonl"
+  run_step probe_prior_off 45 tune $((2 * 4096 * 4096 * 4096)) -- "${prior_tune[@]}" --prior off \
+    --log "$work/prior_off.jsonl"
+  run_step probe_prior_random 45 tune $((2 * 4096 * 4096 * 4096)) -- "${prior_tune[@]}" --tuner random \
+    --log "$work/prior_random.jsonl"
+
+  # 6. The random sample, for what is left (30 s kept for the cache). tune stops at SIGINT after
   # logging the batch in flight (batches of 16, a few seconds): 15 s before the step's cap.
   local resume=()
   if [[ -n $sample_log ]]; then
@@ -259,6 +274,13 @@ plan_probe() {
       gzip -9 -c "$work/$probe_sample_name.json" > "$out/$probe_sample_name.json.gz"
   else
     probe_skip probe_sample_cache "skipped: the sample logged nothing"
+  fi
+  # The prior's order on the sample against random orders and the references first (CPU only).
+  if [[ -s "$out/$probe_sample_name.jsonl" || $dry_run == 1 || $device_ok == 0 ]]; then
+    run_step probe_prior_study 20 other -- "$bin/prior_study" --log "$out/$probe_sample_name.jsonl" \
+      --first 32
+  else
+    probe_skip probe_prior_study "skipped: the sample logged nothing"
   fi
   probe_table
 }

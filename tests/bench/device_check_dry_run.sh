@@ -58,7 +58,8 @@ done
 # reports come only from a GPU), and --sample-log only with it.
 probe_steps=(preflight probe_gpu_state probe_bench_fp16_4096 probe_ncu_metrics probe_ncu_list probe_ncu_cublas
              probe_ncu_best1 probe_ncu_best2 probe_ncu_best3 probe_peers probe_bench_bf16_4096
-             probe_bench_fp16_8192 probe_bench_bf16_8192 probe_bench_fp32_4096 probe_sample probe_sample_cache)
+             probe_bench_fp16_8192 probe_bench_bf16_8192 probe_bench_fp32_4096 probe_prior_on
+             probe_prior_off probe_prior_random probe_sample probe_sample_cache probe_prior_study)
 (cd "$tmp/elsewhere" && TMPDIR="$tmp/tmpdir" OUT="$tmp/out_probe" bash "$tmp/pack/device_check.sh" --dry-run \
    --plan probe > "$tmp/run_probe.txt" 2>&1) || { cat "$tmp/run_probe.txt"; fail "--plan probe exited non-zero"; }
 files=$(cd "$tmp/out_probe" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd' ' -)
