@@ -11,6 +11,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_run.h"
@@ -142,4 +143,67 @@ TEST_CASE("tune --log a FIFO, a device or a symbolic link is refused before anyt
   }
   CHECK(still_fifo(fifo));
   CHECK(fs::is_symlink(link));
+}
+
+TEST_CASE("cache --spec names the spec's KernelName, as Kernel Tuner checks a cache", "[cli]") {
+  Scratch s;
+  // blur.json under another BenchmarkName: the task is named by it, the kernel is blur_rows.
+  const fs::path dir = fs::path(CUTUNE_SOURCE_DIR) / "tests/spec/data/kt_style";
+  nlohmann::json spec = nlohmann::json::parse(slurp(dir / "blur.json"));
+  spec["General"]["BenchmarkName"] = "blur_bench";
+  spec["KernelSpecification"]["BenchmarkName"] = "blur_bench";
+  spec["KernelSpecification"]["KernelFile"] = (dir / "blur.cu").string();
+  const fs::path renamed = s / "blur_bench.json";
+  std::ofstream(renamed) << spec.dump();
+  // A Kernel Tuner cache of its space (block_size_x * block_size_y <= 128) to replay.
+  // Ordered: the reader wants the keys before the entries, as Kernel Tuner writes them.
+  nlohmann::ordered_json cache{{"device_name", "GPU A"},
+                       {"kernel_name", "blur_rows"},
+                       {"problem_size", spec["KernelSpecification"]["ProblemSize"]},
+                       {"tune_params_keys", {"block_size_x", "block_size_y", "tile_size_x"}},
+                       {"tune_params",
+                        {{"block_size_x", {32, 64}},
+                         {"block_size_y", {1, 2, 4}},
+                         {"tile_size_x", {1, 2, 3}}}},
+                       {"cache", nlohmann::ordered_json::object()}};
+  for (int x : {32, 64})
+    for (int y : {1, 2, 4})
+      for (int t : {1, 2, 3}) {
+        if (x * y > 128) continue;
+        cache["cache"][fmt::format("{},{},{}", x, y, t)] = {
+            {"block_size_x", x}, {"block_size_y", y}, {"tile_size_x", t}, {"time", 1.0 + x + y + t}};
+      }
+  const fs::path replayed = s / "blur_source.json";
+  std::ofstream(replayed) << cache.dump();
+  const fs::path log = s / "blur.jsonl", out = s / "blur_cache.json";
+  const CliRun tuned = run_cutune("tune --spec " + renamed.string() + " --replay " +
+                                  replayed.string() + " --trials 3 --quiet --log " + log.string());
+  INFO_RUN(tuned);
+  REQUIRE(tuned.status == 0);
+  // As a GPU run of the spec logs it: the task named by the BenchmarkName (spec_task_key).
+  std::string lines;
+  {
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::ordered_json r = nlohmann::ordered_json::parse(line);
+      r["task"]["op"] = "spec";
+      r["task"]["template"] = "blur_bench";
+      r["task"]["arch"] = "sm_90";
+      r["result"]["timer"] = "cupti";
+      lines += r.dump() + "\n";
+    }
+  }
+  std::ofstream(log) << lines;
+  const CliRun plain = run_cutune("cache " + log.string() + " --out " + out.string());
+  INFO_RUN(plain);
+  REQUIRE(plain.status == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["kernel_name"] == "blur_bench");
+  const CliRun named = run_cutune("cache " + log.string() + " --out " + out.string() +
+                                  " --force --spec " + renamed.string());
+  INFO_RUN(named);
+  REQUIRE(named.status == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["kernel_name"] == "blur_rows");
+  check_refused(run_cutune("cache " + log.string() + " --out " + out.string() +
+                           " --force --spec " + (dir / "blur.json").string()),
+                "is the kernel 'blur_rows', the log's task is");
 }

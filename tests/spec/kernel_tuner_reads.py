@@ -70,7 +70,7 @@ def main():
         log = tmp / "tune.jsonl"
         run(cutune, "tune", "--spec", str(SPEC), "--replay", str(tmp / "source_cache.json"),
             "--trials", str(len(valid)), "--log", str(log), "--seed", "1")
-        run(cutune, "cache", str(log), "--out", str(tmp / "cutune_cache.json"))
+        run(cutune, "cache", str(log), "--out", str(tmp / "cutune_cache.json"), "--spec", str(SPEC))
         run(cutune, "export", str(log), "--t4", "--out", str(tmp / "t4.json"))
 
         written = json.loads((tmp / "cutune_cache.json").read_text())
