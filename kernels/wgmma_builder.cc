@@ -31,8 +31,9 @@ class WgmmaGemmBuilder {
  private:
   // The epilogue's two halves: `write` runs in the consumer threads; a staged epilogue's
   // copy-out (`copy_out`) runs after a barrier of the whole block, in the consumer threads too.
+  // `drain` runs in the consumers after their last tile: the TMA store's final wait.
   struct Epilogue {
-    Stmt write, copy_out;
+    Stmt write, copy_out, drain;
   };
 
   // Loads.
@@ -64,6 +65,9 @@ class WgmmaGemmBuilder {
   Stmt producer() const;
 
   Epilogue epilogue() const;
+  // The TMA store's epilogue (tma_store): the tile through the shared C tile and TMA stores.
+  Epilogue store_epilogue(const Expr& local_row, const Expr& local_col, const Expr& reg) const;
+  Expr c_tile_offset(const Expr& row, const Expr& col) const;
   Stmt barrier_setup() const;
   Stmt bind(Stmt body) const;
 
@@ -85,6 +89,12 @@ class WgmmaGemmBuilder {
   // tells that every warpgroup is done with the slot the previous iteration read.
   const bool release_by_barrier_;
 
+  // The TMA store: the shared C tile(s) in C's type, as columns of c_cols_ elements (128 bytes)
+  // by the stored rows (block_m), 128-byte swizzled; one per consumer warpgroup with
+  // ping-pong. Stored through c_map_ by the elected consumer thread.
+  const bool tma_store_;
+  int c_cols_ = 0;
+  std::string c_map_;
   WgmmaTile a_tile_, b_tile_;
   Buffer smem_, acc_, c_stage_;
   int stage_ld_ = 0;  // staged C rows, padded against bank conflicts
@@ -153,6 +163,7 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
       pipe_(p.mma_pipe == 1),
       early_(pipe_ && spec.hooks.release_in_flight),
       release_by_barrier_(any_copy_),
+      tma_store_(p.tma_store == 1 && p.epilogue == 2),
       a_tile_{0, p.bm, p.bk, &p},
       b_tile_{nn_ ? WgmmaTile{0, p.bk, p.bn, &p} : WgmmaTile{0, p.bn, p.bk, &p}} {
   CUTUNE_CHECK(!producer_ || (tma_a_ && tma_b_),
@@ -163,8 +174,19 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
                        p.stages * (a_tile_.stage_elements() + b_tile_.stage_elements()));
   acc_ = Buffer::make("Acc", Type::f32(), MemoryScope::local, int64_t{strips_} * per_strip_);
   stage_ld_ = p.bn + kStagePad;
-  c_stage_ = Buffer::make("C_stage", Type::f32(), MemoryScope::shared,
-                          p.epilogue == 2 ? int64_t{p.bm} * stage_ld_ : 1);
+  if (tma_store_) {
+    CUTUNE_CHECK(any_tma_ && p.split_k == 1,
+                 fmt::format("{}: a TMA store needs TMA loads and no split-K", spec.name));
+    const Type c_type = spec.c->type;
+    c_cols_ = 128 / c_type.element_bytes();
+    CUTUNE_CHECK(p.bn % c_cols_ == 0,
+                 fmt::format("{}: a TMA store needs whole 128-byte columns", spec.name));
+    const int tiles = pingpong_ ? p.warpgroups : 1;
+    c_stage_ = Buffer::make("C_stage", c_type, MemoryScope::shared, int64_t{tiles} * p.bm * p.bn);
+  } else {
+    c_stage_ = Buffer::make("C_stage", Type::f32(), MemoryScope::shared,
+                            p.epilogue == 2 ? int64_t{p.bm} * stage_ld_ : 1);
+  }
   mbar_full_ = Buffer::make("mbar_full", Type::i64(), MemoryScope::shared, p.stages);
   mbar_empty_ = Buffer::make("mbar_empty", Type::i64(), MemoryScope::shared, p.stages);
   mbar_order_ = Buffer::make("mbar_order", Type::i64(), MemoryScope::shared, p.warpgroups);
@@ -172,6 +194,20 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
   e_cols_ = p.column_elems();
   a_map_ = tma_a_ ? map_for(spec.a, *spec.a_tma, a_tile_) : "";
   b_map_ = tma_b_ ? map_for(spec.b, *spec.b_tma, b_tile_) : "";
+  if (tma_store_) {
+    // C as [m][n] of its type, boxes of one 128-byte column by the tile's rows.
+    TensorMapDesc d;
+    d.buffer = spec.c->name;
+    d.dtype = spec.c->type.dtype;
+    d.dims[0] = spec.n;
+    d.dims[1] = spec.m;
+    d.row_stride_bytes = spec.n * spec.c->type.element_bytes();
+    d.box[0] = c_cols_;
+    d.box[1] = p.bm;
+    d.swizzle = TmaSwizzle::b128;
+    maps_.push_back(TensorMapParam{spec.c->name + "_map", d});
+    c_map_ = maps_.back().name;
+  }
   if (tma_a_) slot_tx_bytes_ += a_tile_.stage_elements() * 2;
   if (tma_b_) slot_tx_bytes_ += b_tile_.stage_elements() * 2;
   Expr warp_in_block = int_var("block_warp");  // warp_uniform(tx / 32), bound with TMA (bind)
@@ -462,6 +498,7 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     return For::make("j", 0, strips_, ForKind::unrolled,
                      For::make("p", 0, per_strip_ / 2, ForKind::unrolled, st));
   };
+  if (tma_store_) return store_epilogue(local_row, local_col, reg);
   if (p.epilogue == 0) {
     Expr index = grow * i32(n) + gcol + e;
     Expr v = Load::make(acc_, reg + e);
@@ -499,6 +536,64 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     out.copy_out =
         For::make("c_cp", 0, int(ceil_div(copies, consumers_)), ForKind::unrolled, guarded);
   }
+  return out;
+}
+
+// Element (row, col) of the tile in the shared C tile: column col / c_cols_ of the layout,
+// whose rows are 128 bytes, the 16-byte chunk XORed with row % 8 (the 128-byte swizzle, which
+// the map's boxes undo). A quad of threads writes a row's 16 or 32 bytes, the 8 rows of a
+// warp's fragment land on 8 different chunks: no bank conflict beyond the access's size.
+Expr WgmmaGemmBuilder::c_tile_offset(const Expr& row, const Expr& col) const {
+  const int per_chunk = c_cols_ / 8;  // elements per 16 bytes
+  Expr column = col / c_cols_, within = col % c_cols_;
+  Expr chunk = xor_bits(within / per_chunk, row % 8, 3);
+  return column * (p_.bm * c_cols_) + row * c_cols_ + chunk * per_chunk + within % per_chunk;
+}
+
+// The TMA store: each consumer writes its accumulators into the shared C tile, fences them for
+// the async proxy and meets the others at a named barrier (the tile's consumers only: all of
+// them, or with ping-pong the owning warpgroup); then the elected thread of the first warp
+// stores the tile's columns and commits them. With several tiles a block that thread first
+// waits until the previous store has read the tile (wait_group.read), before a barrier that
+// lets the consumers write it again; so the store overlaps the next tile's main loop. The
+// final wait is the drain, after the last tile.
+WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue(const Expr& local_row,
+                                                            const Expr& local_col,
+                                                            const Expr& reg) const {
+  const WgmmaParams& p = p_;
+  const bool out16 = spec_.out16;
+  // With ping-pong, warpgroup w's tile is the w-th, and its barrier id 1 + w.
+  Expr base = pingpong_ ? wg_ * (p.bm * p.bn) : i32(0);
+  Expr id = pingpong_ ? wg_ + 1 : i32(1);
+  const int count = pingpong_ ? 128 : consumers_;
+  Expr elected = pingpong_ ? producer_elected_ : elected_;
+  Stmt meet = named_barrier_sync(id, count);
+
+  Expr at = base + c_tile_offset(local_row, local_col);
+  Expr value = out16 ? pack_x2(input_, Load::make(acc_, reg), Load::make(acc_, reg + 1))
+                     : Load::make(acc_, reg, 2);
+  Stmt writes = For::make("j", 0, strips_, ForKind::unrolled,
+                          For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
+                                    Store::make(c_stage_, at, value)));
+  Expr col = int_var("c_cp");
+  Stmt store = For::make(
+      "c_cp", 0, p.bn / c_cols_, ForKind::unrolled,
+      tma_store_2d(tensor_map_ref(c_map_), address_of(c_stage_, base + col * (p.bm * c_cols_)),
+                   tile_n_ * p.bn + col * c_cols_, tile_m_ * p.bm));
+  std::vector<Stmt> write;
+  if (several_tiles_) {
+    if (!spec_.hooks.skip_store_read_wait) {
+      write.push_back(IfThenElse::make(elected, bulk_wait_group_read()));
+    }
+    write.push_back(meet);
+  }
+  write.push_back(writes);
+  if (!spec_.hooks.skip_store_fence) write.push_back(fence_proxy_async());
+  if (!spec_.hooks.skip_store_barrier) write.push_back(meet);
+  write.push_back(IfThenElse::make(elected, Block::make({store, bulk_commit_group()})));
+  Epilogue out;
+  out.write = Block::make(write);
+  out.drain = IfThenElse::make(elected, bulk_wait_group());
   return out;
 }
 
@@ -551,10 +646,12 @@ Kernel WgmmaGemmBuilder::build() {
     parts.push_back(ring_mainloop());
     parts.push_back(epi.write);
     if (epi.copy_out.defined()) parts.push_back(Block::make({Sync::make(), epi.copy_out}));
+    parts.push_back(epi.drain);
   } else {
     // The branches are uniform across each warpgroup, as wgmma and setmaxnreg need.
     Expr is_consumer = wg_ < i32(p_.warpgroups);
-    parts.push_back(IfThenElse::make(is_consumer, consumers(epi.write, epi.copy_out), producer()));
+    parts.push_back(IfThenElse::make(
+        is_consumer, Block::make({consumers(epi.write, epi.copy_out), epi.drain}), producer()));
     if (epi.copy_out.defined()) {
       parts.push_back(Sync::make());
       parts.push_back(IfThenElse::make(is_consumer, epi.copy_out));

@@ -60,8 +60,36 @@ static inline void cutune_tma_load_2d(void* dst, const cutune_tensor_map& map, l
   cutune_emu_self->tma_load_2d(cutune_emu_self, dst, &map, bar, c0, c1, line);
 }
 // Generic-proxy writes are already visible to the emulated async proxy (the copy reads global
-// memory at issue and writes shared memory on delivery), so the fence orders nothing more.
-static inline void cutune_fence_proxy_async() { __asm__ __volatile__("" ::: "memory"); }
+// memory at issue and writes shared memory on delivery), so the fence orders nothing more; the
+// host notes it for the sanitizer's check of TMA stores (a store of bytes not fenced since
+// their write).
+static inline void cutune_fence_proxy_async() {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->fence_proxy_async(cutune_emu_self);
+}
+static inline void cutune_tma_store_2d(const cutune_tensor_map& map, const void* src, int c0,
+                                       int c1, int line = __builtin_LINE()) {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->tma_store_2d(cutune_emu_self, &map, src, c0, c1, line);
+}
+static inline void cutune_bulk_commit_group() { cutune_emu_self->bulk_commit(cutune_emu_self); }
+static inline void cutune_bulk_wait_group_read(int line = __builtin_LINE()) {
+  cutune_emu_self->bulk_wait(cutune_emu_self, line);
+  __asm__ __volatile__("" ::: "memory");
+}
+static inline void cutune_bulk_wait_group(int line = __builtin_LINE()) {
+  cutune_emu_self->bulk_wait(cutune_emu_self, line);
+  __asm__ __volatile__("" ::: "memory");
+}
+// Like __syncthreads it may switch to other threads: no shared value stays in a register
+// across it, and cutune_emu_self is restored after it.
+static inline void cutune_named_barrier_sync(int id, int count, int line = __builtin_LINE()) {
+  cutune_emu_abi::Thread* self = cutune_emu_self;
+  __asm__ __volatile__("" ::: "memory");
+  self->named_barrier(self, id, count, line);
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self = self;
+}
 static inline void cutune_prefetch_tensormap(const cutune_tensor_map&) {}
 
 // cutune_elect_one: elect.sync over the whole warp. Which lane the GPU elects is unspecified

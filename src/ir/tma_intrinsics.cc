@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/ir/ir_operators.h"
+
 namespace cutune::ir {
 
 namespace {
@@ -101,6 +103,28 @@ Stmt prefetch_tensormap(const Expr& map) {
   return call("cutune_prefetch_tensormap", {map});
 }
 
+Stmt tma_store_2d(const Expr& map, const Expr& src, const Expr& c0, const Expr& c1) {
+  require(is_map(map), "tma_store_2d: map is a tensor_map_ref");
+  require(is_shared_address(src, std::nullopt), "tma_store_2d: src is address_of a shared buffer");
+  require_int(c0, "tma_store_2d", "c0");
+  require_int(c1, "tma_store_2d", "c1");
+  return call("cutune_tma_store_2d", {map, src, c0, c1});
+}
+
+Stmt bulk_commit_group() { return call("cutune_bulk_commit_group", {}); }
+Stmt bulk_wait_group_read() { return call("cutune_bulk_wait_group_read", {}); }
+Stmt bulk_wait_group() { return call("cutune_bulk_wait_group", {}); }
+
+Stmt named_barrier_sync(const Expr& id, int count) {
+  require_int(id, "named_barrier_sync", "id");
+  if (auto c = as_const_int(id)) {
+    require(*c >= 1 && *c <= 15, "named_barrier_sync: id must be in 1..15 (0 is __syncthreads')");
+  }
+  require(count >= 32 && count % 32 == 0 && count <= 1024,
+          "named_barrier_sync: count must be a multiple of 32 in 32..1024");
+  return call("cutune_named_barrier_sync", {id, i32(count)});
+}
+
 Expr elect_one() { return Call::make(Type::boolean(), kElectOne, {}); }
 
 const std::vector<std::string>& tma_intrinsic_names() {
@@ -114,7 +138,12 @@ const std::vector<std::string>& tma_intrinsic_names() {
                                                  "cutune_tma_load_2d",
                                                  "cutune_fence_proxy_async",
                                                  "cutune_prefetch_tensormap",
-                                                 kElectOne};
+                                                 kElectOne,
+                                                 "cutune_tma_store_2d",
+                                                 "cutune_bulk_commit_group",
+                                                 "cutune_bulk_wait_group_read",
+                                                 "cutune_bulk_wait_group",
+                                                 "cutune_named_barrier_sync"};
   return names;
 }
 

@@ -1,0 +1,180 @@
+// The wgmma GEMM's TMA-store epilogue (tma_store = 1, wgmma_blocks.h): the consumers write
+// the tile into a shared C tile, fence it for the async proxy, meet at a named barrier and one
+// elected thread stores it by cp.async.bulk.tensor. In the emulator with the sanitizer, on odd
+// shapes whose tails TMA clips: fp32 and 16-bit C, fp16 and bf16 inputs, nn and nt, one tile
+// a block (with and without a producer) and several (cooperative and ping-pong consumers); and
+// the bugs planted through WgmmaGemmSpec::hooks are reported with their class and line.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "src/lower/lower.h"
+#include "src/measure/emulated_check.h"
+#include "tests/tensor_core/wgmma_tma_samples.h"
+
+using namespace cutune;
+
+namespace {
+
+// A TMA-store configuration: bm x bn x 32 tiles, a 3-slot ring with the 64-byte swizzle.
+nlohmann::json store_knobs(int bm, int bn, int warpgroups, int producer, int tiles, int pingpong) {
+  nlohmann::json j = nlohmann::json::parse(fmt::format(
+      R"({{"knobs":{{"block_m":{},"block_n":{},"block_k":32,"stages":3,"warpgroups":{},)"
+      R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":2,)"
+      R"("loads":1,"producer":{},"mma_pipe":1,"tiles_per_block":{},"pingpong":{},)"
+      R"("tma_store":1}}}})",
+      bm, bn, warpgroups, producer, tiles, pingpong));
+  return j;
+}
+
+// The last line of `code` that holds `text` (1-based; the kernel's call, after the
+// intrinsic's definition), or 0.
+int line_of(const std::string& code, const std::string& text) {
+  const size_t at = code.rfind(text);
+  if (at == std::string::npos) return 0;
+  return 1 + int(std::count(code.begin(), code.begin() + long(at), '\n'));
+}
+
+}  // namespace
+
+TEST_CASE("the TMA-store epilogue matches on odd shapes, one tile a block and several",
+          "[wgmma][tma][emulator]") {
+  // 200 x 136 x 72: 64 x 64 tiles leave 8 rows and 8 columns in the last ones, which the
+  // stores clip; 4 x 3 = 12 tiles.
+  struct Case {
+    const char* op;
+    const char* name;
+    int bm, warpgroups, producer, tiles, pingpong;
+  };
+  emu::Emulator emulator;
+  for (const Case& k : {
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nt", 64, 1, 0, 1, 0},        // no producer
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nn_out16", 64, 1, 1, 1, 0},  // a producer
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nt_out16", 128, 2, 1, 4, 0},  // cooperative
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nn", 128, 2, 1, 2, 0},
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nn", 64, 2, 1, 4, 1},  // ping-pong
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nt_out16", 64, 2, 1, 8, 1},
+       }) {
+    auto tmpl = make_template(k.op, {200, 136, 72}, k.name);
+    Config c = tmpl->space().from_json(
+        store_knobs(k.bm, 64, k.warpgroups, k.producer, k.tiles, k.pingpong));
+    INFO(test::describe(*tmpl, c));
+    REQUIRE(tmpl->space().violation(c).value_or("") == "");
+    Lowered l = lower(*tmpl, c, ir::TargetLimits{});
+    REQUIRE(l.ok());
+    const std::string& code = l.source->code;
+    CHECK(code.find("cutune_tma_store_2d(") != std::string::npos);
+    CHECK(code.find("cutune_named_barrier_sync(") != std::string::npos);
+    CHECK((code.find("cutune_bulk_wait_group_read()") != std::string::npos) == (k.tiles > 1));
+    EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator);
+    INFO("status " << r.status << ": " << r.message << "\nmax rel error " << r.max_rel_error);
+    CHECK(r.passed);
+  }
+}
+
+TEST_CASE("the TMA store's constraints: staged epilogue, 16-byte C rows, 128-byte columns, "
+          "shared memory",
+          "[wgmma][tma]") {
+  auto tmpl = make_template("gemm_fp16", {200, 136, 72}, "gemm_fp16_wgmma_nt_out16");
+  const ConfigSpace& space = tmpl->space();
+  nlohmann::json j = store_knobs(64, 64, 1, 1, 2, 0);
+  REQUIRE(space.is_valid(space.from_json(j)));
+  j["knobs"]["epilogue"] = 1;
+  CHECK(space.violation(space.from_json(j)).value_or("") ==
+        "a TMA store takes the staged epilogue (2) and TMA loads");
+  // 96 16-bit columns are one and a half 128-byte columns.
+  j["knobs"]["epilogue"] = 2;
+  j["knobs"]["block_n"] = 96;
+  CHECK(space.violation(space.from_json(j)).value_or("") ==
+        "a TMA store needs 16-byte global rows of C and whole 128-byte columns");
+  // N = 140 16-bit elements: rows of 280 bytes.
+  auto odd = make_template("gemm_fp16", {200, 140, 72}, "gemm_fp16_wgmma_nt_out16");
+  j["knobs"]["block_n"] = 64;
+  CHECK(odd->space().violation(odd->space().from_json(j)).value_or("") ==
+        "a TMA store needs 16-byte global rows of C and whole 128-byte columns");
+  // 128 x 256 with a 4-slot ring of 64-wide slices (192 KiB) has no room for its 64 KiB C
+  // tile; with 3 slots it has.
+  auto big = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nt_out16");
+  j = store_knobs(128, 256, 2, 1, 8, 0);
+  j["knobs"]["block_k"] = 64;
+  j["knobs"]["swizzle"] = 128;
+  j["knobs"]["stages"] = 4;
+  CHECK(big->space().violation(big->space().from_json(j)).value_or("") ==
+        "shared memory with the TMA store's C tiles within the opt-in limit");
+  j["knobs"]["stages"] = 3;
+  CHECK(big->space().is_valid(big->space().from_json(j)));
+  // The reference: the large tile, several tiles a block, a TMA store (128 x 128 for fp32 C).
+  int found = 0;
+  for (const Config& c : big->reference_configs()) {
+    if (c.get("tma_store") != 1) continue;
+    ++found;
+    CHECK(c.get("block_n") == 256);
+    CHECK(c.get("tiles_per_block") == 8);
+    CHECK(c.get("producer") == 1);
+  }
+  CHECK(found == 1);
+  auto fp32 = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nt");
+  found = 0;
+  for (const Config& c : fp32->reference_configs()) {
+    if (c.get("tma_store") != 1) continue;
+    ++found;
+    CHECK(c.get("block_n") == 128);
+  }
+  CHECK(found == 1);
+}
+
+TEST_CASE("planted TMA-store bugs are caught with their class and line", "[wgmma][tma][planted]") {
+  emu::Emulator emulator;
+  auto tmpl = make_template("gemm_fp16", {200, 136, 72}, "gemm_fp16_wgmma_nt_out16");
+  // Cooperative consumers, 4 tiles a block: the store of one tile and the next tile's writes.
+  const Config c = tmpl->space().from_json(store_knobs(128, 64, 2, 1, 4, 0));
+  REQUIRE(tmpl->space().is_valid(c));
+  auto run = [&](const wg::WgmmaGemmSpec::TestHooks& hooks, std::string& code) {
+    CudaSource src = test::hooked_source(*tmpl, c, hooks);
+    code = src.code;
+    return check_source_in_emulator(*tmpl, src, emulator);
+  };
+  std::string code;
+  {
+    // The next tile's writes while the store of the previous one may still read the tile.
+    wg::WgmmaGemmSpec::TestHooks h;
+    h.skip_store_read_wait = true;
+    EmulatedCheck r = run(h, code);
+    INFO(r.status << ": " << r.message);
+    const int store = line_of(code, "cutune_tma_store_2d(");
+    REQUIRE(store > 0);
+    CHECK(r.status == "race");
+    CHECK_THAT(r.message, Catch::Contains("data race on shared cutune_smem[") &&
+                              Catch::Contains(fmt::format("TMA store on line {}", store)) &&
+                              Catch::Contains("cp.async.bulk.wait_group.read"));
+  }
+  {
+    // The store reads bytes its writers have not fenced for the async proxy.
+    wg::WgmmaGemmSpec::TestHooks h;
+    h.skip_store_fence = true;
+    EmulatedCheck r = run(h, code);
+    INFO(r.status << ": " << r.message);
+    const int store = line_of(code, "cutune_tma_store_2d(");
+    CHECK(r.status == "race");
+    CHECK_THAT(r.message, Catch::Contains("proxy race on shared cutune_smem[") &&
+                              Catch::Contains(fmt::format("at line {}", store)) &&
+                              Catch::Contains("no fence.proxy.async"));
+  }
+  {
+    // The elected thread stores the tile while the other consumers have not written theirs.
+    wg::WgmmaGemmSpec::TestHooks h;
+    h.skip_store_barrier = true;
+    EmulatedCheck r = run(h, code);
+    INFO(r.status << ": " << r.message);
+    const int store = line_of(code, "cutune_tma_store_2d(");
+    CHECK(r.status == "race");
+    CHECK_THAT(r.message, Catch::Contains("data race on shared cutune_smem[") &&
+                              Catch::Contains("read by thread") &&
+                              Catch::Contains(fmt::format("at line {}, and written", store)));
+  }
+  // Without a bug the same configuration passes.
+  wg::WgmmaGemmSpec::TestHooks none;
+  EmulatedCheck r = run(none, code);
+  INFO(r.status << ": " << r.message);
+  CHECK(r.passed);
+}
