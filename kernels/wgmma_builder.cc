@@ -556,7 +556,10 @@ Expr WgmmaGemmBuilder::c_tile_offset(const Expr& row, const Expr& col) const {
 // stores the tile's columns and commits them. With several tiles a block that thread first
 // waits until the previous store has read the tile (wait_group.read), before a barrier that
 // lets the consumers write it again; so the store overlaps the next tile's main loop. The
-// final wait is the drain, after the last tile.
+// final wait is the drain, after the last tile. Bulk async-groups are per thread: the waits
+// must run in the thread that committed, which elect.sync guarantees (the PTX ISA: the same
+// leader for the same member mask every time; the emulator always elects lane 31).
+// The named barrier leaves the producer out: it is already loading the next tile's slices.
 WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue(const Expr& local_row,
                                                             const Expr& local_col,
                                                             const Expr& reg) const {
