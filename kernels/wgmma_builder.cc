@@ -550,9 +550,10 @@ Expr WgmmaGemmBuilder::c_tile_offset(const Expr& row, const Expr& col) const {
   return column * (p_.bm * c_cols_) + row * c_cols_ + chunk * per_chunk + within % per_chunk;
 }
 
-// The TMA store: each consumer writes its accumulators into the shared C tile, fences them for
-// the async proxy and meets the others at a named barrier (the tile's consumers only: all of
-// them, or with ping-pong the owning warpgroup); then the elected thread of the first warp
+// The TMA store: each consumer writes its accumulators into the shared C tile (16-bit C by
+// stmatrix, fp32 by 8-byte st.shared), fences them for the async proxy and meets the others
+// at a named barrier (the tile's consumers only: all of them, or with ping-pong the owning
+// warpgroup); then the elected thread of the first warp
 // stores the tile's columns and commits them. With several tiles a block that thread first
 // waits until the previous store has read the tile (wait_group.read), before a barrier that
 // lets the consumers write it again; so the store overlaps the next tile's main loop. The
@@ -572,12 +573,30 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue(const Expr& local_ro
   Expr elected = pingpong_ ? producer_elected_ : elected_;
   Stmt meet = named_barrier_sync(id, count);
 
-  Expr at = base + c_tile_offset(local_row, local_col);
-  Expr value = out16 ? pack_x2(input_, Load::make(acc_, reg), Load::make(acc_, reg + 1))
-                     : Load::make(acc_, reg, 2);
-  Stmt writes = For::make("j", 0, strips_, ForKind::unrolled,
-                          For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
-                                    Store::make(c_stage_, at, value)));
+  Stmt writes;
+  if (out16) {
+    // stmatrix.x4: the fragment's registers 8p..8p+7 of strip j are four 8x8 matrices, rows
+    // 0-7 and 8-15 of the warp's 16 by columns 16p..16p+7, then 16p+8..16p+15 (the ISA's D
+    // layout is the m8n8 matrices'); lane 8m + i gives row i of matrix m, whose 16 bytes are
+    // one swizzled chunk. One instruction for four 32-bit stores.
+    Expr lane = tx_ % 32, pv = int_var("p"), j = int_var("j");
+    Expr row = wg_row0_ + j * 64 + warp_ * 16 + lane / 8 % 2 * 8 + lane % 8;
+    Expr col = pv * 16 + lane / 16 * 8;
+    std::vector<Expr> words;
+    for (int m = 0; m < 4; ++m) {
+      Expr r = j * per_strip_ + pv * 8 + 2 * m;
+      words.push_back(pack_x2(input_, Load::make(acc_, r), Load::make(acc_, r + 1)));
+    }
+    writes = For::make(
+        "j", 0, strips_, ForKind::unrolled,
+        For::make("p", 0, p.bn / 16, ForKind::unrolled,
+                  stmatrix_x4(address_of(c_stage_, base + c_tile_offset(row, col)), words)));
+  } else {
+    Expr at = base + c_tile_offset(local_row, local_col);
+    writes = For::make("j", 0, strips_, ForKind::unrolled,
+                       For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
+                                 Store::make(c_stage_, at, Load::make(acc_, reg, 2))));
+  }
   Expr col = int_var("c_cp");
   Stmt store = For::make(
       "c_cp", 0, p.bn / c_cols_, ForKind::unrolled,

@@ -112,6 +112,13 @@ const std::vector<std::pair<std::string, std::string>>& definitions() {
        "__device__ __forceinline__ void cutune_named_barrier_sync(int id, int count) {\n"
        "  asm volatile(\"bar.sync %0, %1;\\n\" :: \"r\"(id), \"r\"(count) : \"memory\");\n"
        "}\n"},
+      {"cutune_stmatrix_x4",
+       "__device__ __forceinline__ void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, "
+       "unsigned r2, unsigned r3) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));\n"
+       "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\\n\" "
+       ":: \"r\"(s), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");\n"
+       "}\n"},
       // One lane of the full warp; the predicate goes through a register to the bool.
       {"cutune_elect_one",
        "__device__ __forceinline__ bool cutune_elect_one() {\n"

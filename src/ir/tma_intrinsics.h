@@ -27,6 +27,10 @@
 //   void cutune_bulk_wait_group_read();  cp.async.bulk.wait_group.read 0
 //   void cutune_bulk_wait_group();       cp.async.bulk.wait_group 0
 //   void cutune_named_barrier_sync(int id, int count);  bar.sync id, count
+//   void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, unsigned r2, unsigned r3);
+//       stmatrix.sync.aligned.m8n8.x4.shared.b16: warp-collective; lane 8j + i gives the
+//       address of row i of matrix j (16 bytes, 16-byte aligned), and lane l's r_j holds
+//       matrix j's elements (l / 4, 2 (l % 4)) (bits 0-15) and (l / 4, 2 (l % 4) + 1)
 //
 // Semantics (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and
 // "cp.async.bulk.tensor"): init sets phase 0, pending arrivals = expected = count, tx-count 0.
@@ -88,6 +92,8 @@ Stmt bulk_commit_group();
 Stmt bulk_wait_group_read();  // wait_group.read 0: the sources of every store may be reused
 Stmt bulk_wait_group();       // wait_group 0: every store has written global memory
 Stmt named_barrier_sync(const Expr& id, int count);  // id Int32 in 1..15
+// `row` is address_of a shared 16-bit buffer; `r` four 32-bit words (UInt32 or pack_x2).
+Stmt stmatrix_x4(const Expr& row, const std::vector<Expr>& r);
 
 // Every name above (tensor_map_ref excluded), for the code generator and feature counts.
 const std::vector<std::string>& tma_intrinsic_names();

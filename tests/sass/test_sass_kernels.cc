@@ -269,9 +269,14 @@ TEST_CASE("the TMA-store reference: UTMASTG stores of the tile, HGMMA main loop,
   // One store a 128-byte column (256 16-bit columns: 4), each issued once by an elected lane.
   std::vector<Function> functions = parse_nvdisasm(disassemble(b.compiled.cubin));
   const Function& f = kernel_function(functions, b.lowered.source->kernel_name);
-  size_t stores = 0;
-  for (const Instruction& ins : f.instructions) stores += ins.opcode == "UTMASTG";
+  size_t stores = 0, stsm = 0;
+  for (const Instruction& ins : f.instructions) {
+    stores += ins.opcode == "UTMASTG";
+    stsm += ins.opcode == "STSM";
+  }
   CHECK(stores == 4);
+  // The 16-bit tile reaches shared memory by stmatrix.x4: a thread's 64 words in 16.
+  CHECK(stsm == 16);
   CHECK(tma_lane_loops(f) == 0);
 }
 
