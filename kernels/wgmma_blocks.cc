@@ -153,11 +153,14 @@ void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16) {
                          return c.get("tma_store") == 0 ||
                                 (n * bytes % 16 == 0 && c.get("block_n") * bytes % 128 == 0);
                        });
+  // The kernel's shared buffers start on 1024-byte boundaries (sm_90a): the ring and the C
+  // tiles are multiples of that, and the full, empty (and ping-pong's order) mbarrier arrays
+  // take 1024 bytes each; so this is the kernel's exact size.
   space.add_constraint("shared memory with the TMA store's C tiles within the opt-in limit",
                        [out16](const Config& c) {
                          return c.get("tma_store") == 0 ||
                                 ring_and_stage_bytes(c) + tma_store_bytes(c, out16) +
-                                        16 * c.get("stages") <=
+                                        1024 * (2 + knob_or(c, "pingpong", 0)) <=
                                     tc::kMaxSharedBytes;
                        });
 }
