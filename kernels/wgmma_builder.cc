@@ -553,14 +553,14 @@ Expr WgmmaGemmBuilder::c_tile_offset(const Expr& row, const Expr& col) const {
 // The TMA store: each consumer writes its accumulators into the shared C tile (16-bit C by
 // stmatrix, fp32 by 8-byte st.shared), fences them for the async proxy and meets the others
 // at a named barrier (the tile's consumers only: all of them, or with ping-pong the owning
-// warpgroup); then the elected thread of the first warp
+// warpgroup, each with its own tile and barrier); then the elected thread of their first warp
 // stores the tile's columns and commits them. With several tiles a block that thread first
 // waits until the previous store has read the tile (wait_group.read), before a barrier that
 // lets the consumers write it again; so the store overlaps the next tile's main loop. The
 // final wait is the drain, after the last tile. Bulk async-groups are per thread: the waits
 // must run in the thread that committed, which elect.sync guarantees (the PTX ISA: the same
-// leader for the same member mask every time; the emulator always elects lane 31).
-// The named barrier leaves the producer out: it is already loading the next tile's slices.
+// leader for the same member mask every time; the emulator always elects lane 31). The named
+// barrier leaves the producer out: it is already loading the next tile's slices.
 WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue(const Expr& local_row,
                                                             const Expr& local_col,
                                                             const Expr& reg) const {
