@@ -118,8 +118,8 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
     space.add_constraint("several tiles a block need a producer and an unstaged epilogue",
                          [](const Config& c) {
                            return c.get("tiles_per_block") == 1 ||
-                                  (c.get("producer") == 1 && (c.get("epilogue") != 2 ||
-                                                              knob_or(c, "tma_store", 0) == 1));
+                                  (c.get("producer") == 1 &&
+                                   (c.get("epilogue") != 2 || knob_or(c, "tma_store", 0) == 1));
                          });
     space.define_choice("pingpong", {0, 1}, 0);
     space.add_constraint("ping-pong consumers need several tiles a block and two warpgroups",
@@ -143,11 +143,10 @@ int64_t tma_store_bytes(const Config& c, bool out16) {
 void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16) {
   const int64_t bytes = out16 ? 2 : 4;
   space.define_choice("tma_store", {0, 1}, 0);
-  space.add_constraint("a TMA store takes the staged epilogue (2) and TMA loads",
-                       [](const Config& c) {
-                         return c.get("tma_store") == 0 ||
-                                (c.get("epilogue") == 2 && c.get("loads") == 1);
-                       });
+  space.add_constraint(
+      "a TMA store takes the staged epilogue (2) and TMA loads", [](const Config& c) {
+        return c.get("tma_store") == 0 || (c.get("epilogue") == 2 && c.get("loads") == 1);
+      });
   space.add_constraint("a TMA store needs 16-byte global rows of C and whole 128-byte columns",
                        [n, bytes](const Config& c) {
                          return c.get("tma_store") == 0 ||

@@ -171,8 +171,8 @@ class BlockRunner {
                           int c0, int c1, int line);
   // TMA stores, bulk async-groups, the proxy fence and named barriers
   // (block_runner_store.cc).
-  static void tma_store_2d(cutune_emu_abi::Thread* self, const void* map, const void* src,
-                           int c0, int c1, int line);
+  static void tma_store_2d(cutune_emu_abi::Thread* self, const void* map, const void* src, int c0,
+                           int c1, int line);
   static void bulk_commit(cutune_emu_abi::Thread* self);
   static void bulk_wait(cutune_emu_abi::Thread* self, int line);
   static void fence_proxy_async(cutune_emu_abi::Thread* self);

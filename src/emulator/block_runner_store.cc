@@ -108,10 +108,10 @@ BlockRunner::Failure BlockRunner::release_named_barriers(bool& released) {
     }
     if (first == nullptr || there < first->named_count) continue;
     if (there > first->named_count) {
-      return {EmuStatus::barrier_divergence,
-              fmt::format("block {}: {} threads wait at bar.sync {}, {} (line {})",
-                          dim(first->thread.block_idx), there, id, first->named_count,
-                          first->line)};
+      return {
+          EmuStatus::barrier_divergence,
+          fmt::format("block {}: {} threads wait at bar.sync {}, {} (line {})",
+                      dim(first->thread.block_idx), there, id, first->named_count, first->line)};
     }
     // The sanitizer cannot end an interval for some threads only: like a completed mbarrier
     // phase, the barrier ends it for all (races across it are not reported, none is invented).

@@ -117,8 +117,7 @@ struct cutune_emu_stmatrix_lane {
   void* row;
   unsigned r[4];
 };
-static CUTUNE_EMU_UNCHECKED const char* cutune_emu_stmatrix_run(void* const* lane_args,
-                                                                unsigned) {
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_stmatrix_run(void* const* lane_args, unsigned) {
   unsigned short m[4][8][8];
   for (unsigned lane = 0; lane < 32; ++lane) {
     const cutune_emu_stmatrix_lane* l = (const cutune_emu_stmatrix_lane*)lane_args[lane];
@@ -136,8 +135,8 @@ static CUTUNE_EMU_UNCHECKED const char* cutune_emu_stmatrix_run(void* const* lan
   }
   return nullptr;
 }
-static inline void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, unsigned r2,
-                                      unsigned r3, int line = __builtin_LINE()) {
+static inline void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, unsigned r2, unsigned r3,
+                                      int line = __builtin_LINE()) {
   CUTUNE_EMU_NOTE(row, 16, cutune_emu_abi::kAccessMustBeShared | cutune_emu_abi::kAccessWrite,
                   line);
   cutune_emu_stmatrix_lane args{row, {r0, r1, r2, r3}};

@@ -230,7 +230,8 @@ void BlockSanitizer::proxy_fence(unsigned linear) {
 
 void BlockSanitizer::tma_store_read(const void* src, unsigned bytes, int line) {
   const uint32_t where = kLineBit | static_cast<uint32_t>(line);
-  const uintptr_t offset = reinterpret_cast<uintptr_t>(src) - reinterpret_cast<uintptr_t>(tls_block_);
+  const uintptr_t offset =
+      reinterpret_cast<uintptr_t>(src) - reinterpret_cast<uintptr_t>(tls_block_);
   if (current_ < 0 || offset >= tls_bytes_ || kind_[offset] == kIgnored) return;
   // Bounds and races: the read of the current thread.
   access(reinterpret_cast<uintptr_t>(src), bytes, cutune_emu_abi::kAccessWhereIsLine, line);

@@ -1,6 +1,7 @@
 #pragma once
 // What one TMA 2-D load (cp.async.bulk.tensor.2d, tiled mode) writes to shared memory, and
-// which global elements a TMA store writes from it, computed on the host from the emulator's tensor-map record (device_abi.h).
+// which global elements a TMA store writes from it, computed on the host from the emulator's
+// tensor-map record (device_abi.h).
 //
 // The box at coordinates (c0, c1) covers elements x = c0 .. c0 + box[0] - 1 of dimension 0
 // and y = c1, c1 + s, ..., below c1 + box[1] of dimension 1 (s = element_strides[1]). It lands

@@ -128,15 +128,15 @@ Stmt named_barrier_sync(const Expr& id, int count) {
 Stmt stmatrix_x4(const Expr& row, const std::vector<Expr>& r) {
   const Call* c = row.as<Call>();
   const Load* l = c != nullptr && c->args.size() == 1 ? c->args[0].as<Load>() : nullptr;
-  require(is_shared_address(row, std::nullopt) && l != nullptr &&
-              l->buffer->type.element_bytes() == 2,
-          "stmatrix_x4: row is address_of a shared 16-bit buffer");
+  require(
+      is_shared_address(row, std::nullopt) && l != nullptr && l->buffer->type.element_bytes() == 2,
+      "stmatrix_x4: row is address_of a shared 16-bit buffer");
   require(r.size() == 4, "stmatrix_x4: four registers");
   std::vector<Expr> args{row};
   for (const Expr& e : r) {
     // pack_x2's two-lane 16-bit value is one 32-bit word too.
-    const bool word = e.type() == Type::u32() ||
-                      (e.type().lanes == 2 && e.type().element_bytes() == 2);
+    const bool word =
+        e.type() == Type::u32() || (e.type().lanes == 2 && e.type().element_bytes() == 2);
     require(word, "stmatrix_x4: the registers are 32-bit words (UInt32 or pack_x2)");
     args.push_back(e);
   }

@@ -110,9 +110,10 @@ TEST_CASE("malformed tensor map records are refused", "[tma]") {
   CHECK(tma_box_image(rec, 0, 0, image).find("swizzle span") != std::string::npos);
 }
 
-TEST_CASE("a TMA store writes the in-range elements of its box from the swizzled image, "
-          "clipping the rest",
-          "[tma]") {
+TEST_CASE(
+    "a TMA store writes the in-range elements of its box from the swizzled image, "
+    "clipping the rest",
+    "[tma]") {
   // A 37 x 29 tensor (80-byte pitch); 64 x 16 boxes with the 128-byte swizzle past the right
   // and bottom edges, and before the left and top ones.
   Global g(37, 29, 40);

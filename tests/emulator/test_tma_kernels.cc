@@ -231,12 +231,11 @@ EmuResult run_named_barrier(int count, std::vector<int32_t>& out) {
   k.buffers = {o};
   k.body = bind(
       "tx", 128, ForKind::thread_x,
-      Allocate::make(
-          s, IfThenElse::make(tx < 64,
-                              Block::make({Store::make(s, tx, tx * 3),
-                                           named_barrier_sync(i32(1), count),
-                                           Store::make(o, tx, Load::make(s, 63 - tx))}),
-                              Store::make(o, tx, tx))));
+      Allocate::make(s, IfThenElse::make(tx < 64,
+                                         Block::make({Store::make(s, tx, tx * 3),
+                                                      named_barrier_sync(i32(1), count),
+                                                      Store::make(o, tx, Load::make(s, 63 - tx))}),
+                                         Store::make(o, tx, tx))));
   std::vector<HostBuffer> buffers = {HostBuffer::zeros(Type::i32(), 128)};
   EmulatorOptions options;
   options.host_threads = 1;

@@ -48,8 +48,8 @@ TEST_CASE("the TMA-store epilogue matches on odd shapes, one tile a block and se
   };
   emu::Emulator emulator;
   for (const Case& k : {
-           Case{"gemm_fp16", "gemm_fp16_wgmma_nt", 64, 1, 0, 1, 0},        // no producer
-           Case{"gemm_bf16", "gemm_bf16_wgmma_nn_out16", 64, 1, 1, 1, 0},  // a producer
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nt", 64, 1, 0, 1, 0},         // no producer
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nn_out16", 64, 1, 1, 1, 0},   // a producer
            Case{"gemm_fp16", "gemm_fp16_wgmma_nt_out16", 128, 2, 1, 4, 0},  // cooperative
            Case{"gemm_bf16", "gemm_bf16_wgmma_nn", 128, 2, 1, 2, 0},
            Case{"gemm_fp16", "gemm_fp16_wgmma_nn", 64, 2, 1, 4, 1},  // ping-pong
@@ -72,9 +72,10 @@ TEST_CASE("the TMA-store epilogue matches on odd shapes, one tile a block and se
   }
 }
 
-TEST_CASE("the TMA store's constraints: staged epilogue, 16-byte C rows, 128-byte columns, "
-          "shared memory",
-          "[wgmma][tma]") {
+TEST_CASE(
+    "the TMA store's constraints: staged epilogue, 16-byte C rows, 128-byte columns, "
+    "shared memory",
+    "[wgmma][tma]") {
   auto tmpl = make_template("gemm_fp16", {200, 136, 72}, "gemm_fp16_wgmma_nt_out16");
   const ConfigSpace& space = tmpl->space();
   nlohmann::json j = store_knobs(64, 64, 1, 1, 2, 0);
