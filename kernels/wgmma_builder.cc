@@ -554,9 +554,9 @@ Expr WgmmaGemmBuilder::c_tile_offset(const Expr& row, const Expr& col) const {
 // stmatrix, fp32 by 8-byte st.shared), fences them for the async proxy and meets the others
 // at a named barrier (the tile's consumers only: all of them, or with ping-pong the owning
 // warpgroup, each with its own tile and barrier); then the elected thread of their first warp
-// stores the tile's columns and commits them. With several tiles a block that thread first
-// waits until the previous store has read the tile (wait_group.read), before a barrier that
-// lets the consumers write it again; so the store overlaps the next tile's main loop. The
+// stores the tile's columns and commits them. Before the writes that thread waits until the
+// block's previous store has read the tile (wait_group.read), before a barrier that lets the
+// consumers write it again; so the store overlaps the next tile's main loop. The
 // final wait is the drain, after the last tile. Bulk async-groups are per thread: the waits
 // must run in the thread that committed, which elect.sync guarantees (the PTX ISA: the same
 // leader for the same member mask every time; the emulator always elects lane 31). The named
@@ -602,13 +602,13 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue(const Expr& local_ro
       "c_cp", 0, p.bn / c_cols_, ForKind::unrolled,
       tma_store_2d(tensor_map_ref(c_map_), address_of(c_stage_, base + col * (p.bm * c_cols_)),
                    tile_n_ * p.bn + col * c_cols_, tile_m_ * p.bm));
+  // Before the writes, always (a no-op wait and one barrier for a block's first tile): a block
+  // that walks several tiles, however its walk is bound, never overwrites a tile in flight.
   std::vector<Stmt> write;
-  if (several_tiles_) {
-    if (!spec_.hooks.skip_store_read_wait) {
-      write.push_back(IfThenElse::make(elected, bulk_wait_group_read()));
-    }
-    write.push_back(meet);
+  if (!spec_.hooks.skip_store_read_wait) {
+    write.push_back(IfThenElse::make(elected, bulk_wait_group_read()));
   }
+  write.push_back(meet);
   write.push_back(writes);
   if (!spec_.hooks.skip_store_fence) write.push_back(fence_proxy_async());
   if (!spec_.hooks.skip_store_barrier) write.push_back(meet);
