@@ -85,17 +85,18 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
     add(splits);
   }
   // The TMA-store epilogue: the large tile with a producer and several tiles a block (as
-  // many as ping-pong takes), each tile's store overlapping the next tile's main loop. 128x256
-  // with a 3-slot ring beside a 64 KiB 16-bit C tile; an fp32 C tile of 128x256 (128 KiB)
-  // leaves no room for a ring, so 128x128 with 4 slots beside 64 KiB.
+  // many as ping-pong takes), the stores overlapping the next tile's main loop. 16-bit C: a
+  // 3-slot ring beside the whole 64 KiB tile; fp32 C, whose 128 KiB tile leaves no room for a
+  // ring: the 4-slot ring beside two 16 KiB columns' buffers, the tile stored a column at a
+  // time (tma_store 2).
   {
     nlohmann::json store = tma;
-    store["block_n"] = out16_ ? 256 : 128;
+    store["block_n"] = 256;
     store["stages"] = out16_ ? 3 : 4;
     store["epilogue"] = 2;
     store["mma_pipe"] = 1;
     store["tiles_per_block"] = pingpong["tiles_per_block"];
-    store["tma_store"] = 1;
+    store["tma_store"] = out16_ ? 1 : 2;
     add(store);
   }
   // A smaller one for small or skinny problems.

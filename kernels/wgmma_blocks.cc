@@ -119,7 +119,7 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
                          [](const Config& c) {
                            return c.get("tiles_per_block") == 1 ||
                                   (c.get("producer") == 1 &&
-                                   (c.get("epilogue") != 2 || knob_or(c, "tma_store", 0) == 1));
+                                   (c.get("epilogue") != 2 || knob_or(c, "tma_store", 0) >= 1));
                          });
     space.define_choice("pingpong", {0, 1}, 0);
     space.add_constraint("ping-pong consumers need several tiles a block and two warpgroups",
@@ -137,12 +137,14 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
 int64_t tma_store_bytes(const Config& c, bool out16) {
   if (knob_or(c, "tma_store", 0) == 0) return 0;
   const int64_t tiles = knob_or(c, "pingpong", 0) == 1 ? c.get("warpgroups") : 1;
-  return tiles * c.get("block_m") * c.get("block_n") * (out16 ? 2 : 4);
+  // 2: two 128-byte columns of block_m rows.
+  const int64_t row_bytes = c.get("tma_store") == 2 ? 256 : c.get("block_n") * (out16 ? 2 : 4);
+  return tiles * c.get("block_m") * row_bytes;
 }
 
 void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16) {
   const int64_t bytes = out16 ? 2 : 4;
-  space.define_choice("tma_store", {0, 1}, 0);
+  space.define_choice("tma_store", {0, 1, 2}, 0);
   space.add_constraint(
       "a TMA store takes the staged epilogue (2) and TMA loads", [](const Config& c) {
         return c.get("tma_store") == 0 || (c.get("epilogue") == 2 && c.get("loads") == 1);

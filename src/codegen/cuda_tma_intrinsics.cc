@@ -99,9 +99,13 @@ const std::vector<std::pair<std::string, std::string>>& definitions() {
        "__device__ __forceinline__ void cutune_bulk_commit_group() {\n"
        "  asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\");\n"
        "}\n"},
-      {"cutune_bulk_wait_group_read",
-       "__device__ __forceinline__ void cutune_bulk_wait_group_read() {\n"
+      {"cutune_bulk_wait_group_read_0",
+       "__device__ __forceinline__ void cutune_bulk_wait_group_read_0() {\n"
        "  asm volatile(\"cp.async.bulk.wait_group.read 0;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      {"cutune_bulk_wait_group_read_1",
+       "__device__ __forceinline__ void cutune_bulk_wait_group_read_1() {\n"
+       "  asm volatile(\"cp.async.bulk.wait_group.read 1;\\n\" ::: \"memory\");\n"
        "}\n"},
       {"cutune_bulk_wait_group",
        "__device__ __forceinline__ void cutune_bulk_wait_group() {\n"

@@ -174,7 +174,7 @@ class BlockRunner {
   static void tma_store_2d(cutune_emu_abi::Thread* self, const void* map, const void* src, int c0,
                            int c1, int line);
   static void bulk_commit(cutune_emu_abi::Thread* self);
-  static void bulk_wait(cutune_emu_abi::Thread* self, int line);
+  static void bulk_wait(cutune_emu_abi::Thread* self, int pending, int line);
   static void fence_proxy_async(cutune_emu_abi::Thread* self);
   static void named_barrier(cutune_emu_abi::Thread* self, int id, int count, int line);
   // Releases each named barrier whose count of threads wait at it; sets `released` when it

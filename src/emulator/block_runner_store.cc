@@ -61,10 +61,12 @@ void BlockRunner::bulk_commit(cutune_emu_abi::Thread* self) {
   ++static_cast<Slot*>(self->host)->bulk_commits;
 }
 
-// wait_group 0 and wait_group.read 0 alike: every committed group of the thread is done.
-void BlockRunner::bulk_wait(cutune_emu_abi::Thread* self, int) {
+// wait_group and wait_group.read alike: every committed group of the thread but the
+// `pending` most recent is done.
+void BlockRunner::bulk_wait(cutune_emu_abi::Thread* self, int pending, int) {
   Slot* s = static_cast<Slot*>(self->host);
-  s->runner->bulk_reads_.retire(s->linear, s->bulk_commits);
+  const auto keep = static_cast<uint64_t>(pending);
+  s->runner->bulk_reads_.retire(s->linear, s->bulk_commits > keep ? s->bulk_commits - keep : 0);
 }
 
 void BlockRunner::fence_proxy_async(cutune_emu_abi::Thread* self) {

@@ -73,12 +73,16 @@ static inline void cutune_tma_store_2d(const cutune_tensor_map& map, const void*
   cutune_emu_self->tma_store_2d(cutune_emu_self, &map, src, c0, c1, line);
 }
 static inline void cutune_bulk_commit_group() { cutune_emu_self->bulk_commit(cutune_emu_self); }
-static inline void cutune_bulk_wait_group_read(int line = __builtin_LINE()) {
-  cutune_emu_self->bulk_wait(cutune_emu_self, line);
+static inline void cutune_bulk_wait_group_read_0(int line = __builtin_LINE()) {
+  cutune_emu_self->bulk_wait(cutune_emu_self, 0, line);
+  __asm__ __volatile__("" ::: "memory");
+}
+static inline void cutune_bulk_wait_group_read_1(int line = __builtin_LINE()) {
+  cutune_emu_self->bulk_wait(cutune_emu_self, 1, line);
   __asm__ __volatile__("" ::: "memory");
 }
 static inline void cutune_bulk_wait_group(int line = __builtin_LINE()) {
-  cutune_emu_self->bulk_wait(cutune_emu_self, line);
+  cutune_emu_self->bulk_wait(cutune_emu_self, 0, line);
   __asm__ __volatile__("" ::: "memory");
 }
 // Like __syncthreads it may switch to other threads: no shared value stays in a register

@@ -112,7 +112,11 @@ Stmt tma_store_2d(const Expr& map, const Expr& src, const Expr& c0, const Expr& 
 }
 
 Stmt bulk_commit_group() { return call("cutune_bulk_commit_group", {}); }
-Stmt bulk_wait_group_read() { return call("cutune_bulk_wait_group_read", {}); }
+Stmt bulk_wait_group_read(int pending) {
+  require(pending == 0 || pending == 1, "bulk_wait_group_read: pending is 0 or 1");
+  return call(pending == 0 ? "cutune_bulk_wait_group_read_0" : "cutune_bulk_wait_group_read_1",
+              {});
+}
 Stmt bulk_wait_group() { return call("cutune_bulk_wait_group", {}); }
 
 Stmt named_barrier_sync(const Expr& id, int count) {
@@ -159,7 +163,8 @@ const std::vector<std::string>& tma_intrinsic_names() {
                                                  kElectOne,
                                                  "cutune_tma_store_2d",
                                                  "cutune_bulk_commit_group",
-                                                 "cutune_bulk_wait_group_read",
+                                                 "cutune_bulk_wait_group_read_0",
+                                                 "cutune_bulk_wait_group_read_1",
                                                  "cutune_bulk_wait_group",
                                                  "cutune_named_barrier_sync",
                                                  "cutune_stmatrix_x4"};

@@ -24,7 +24,8 @@
 //   void cutune_tma_store_2d(const cutune_tensor_map& map, const void* src, int c0, int c1);
 //       cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box at (c0, c1) from src
 //   void cutune_bulk_commit_group();     cp.async.bulk.commit_group
-//   void cutune_bulk_wait_group_read();  cp.async.bulk.wait_group.read 0
+//   void cutune_bulk_wait_group_read_0(); cutune_bulk_wait_group_read_1();
+//       cp.async.bulk.wait_group.read 0 (1): at most 0 (1) of the thread's groups still read
 //   void cutune_bulk_wait_group();       cp.async.bulk.wait_group 0
 //   void cutune_named_barrier_sync(int id, int count);  bar.sync id, count
 //   void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, unsigned r2, unsigned r3);
@@ -89,7 +90,9 @@ Expr elect_one();
 
 Stmt tma_store_2d(const Expr& map, const Expr& src, const Expr& c0, const Expr& c1);
 Stmt bulk_commit_group();
-Stmt bulk_wait_group_read();  // wait_group.read 0: the sources of every store may be reused
+// wait_group.read `pending` (0 or 1): the sources of every store but those of the `pending`
+// most recent groups may be reused.
+Stmt bulk_wait_group_read(int pending = 0);
 Stmt bulk_wait_group();       // wait_group 0: every store has written global memory
 Stmt named_barrier_sync(const Expr& id, int count);  // id Int32 in 1..15
 // `row` is address_of a shared 16-bit buffer; `r` four 32-bit words (UInt32 or pack_x2).

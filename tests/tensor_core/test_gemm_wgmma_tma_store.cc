@@ -16,14 +16,16 @@ using namespace cutune;
 
 namespace {
 
-// A TMA-store configuration: bm x bn x 32 tiles, a 3-slot ring with the 64-byte swizzle.
-nlohmann::json store_knobs(int bm, int bn, int warpgroups, int producer, int tiles, int pingpong) {
+// A TMA-store configuration: bm x bn x 32 tiles, a 3-slot ring with the 64-byte swizzle, the
+// whole tile stored at once (mode 1) or a column at a time (2).
+nlohmann::json store_knobs(int bm, int bn, int warpgroups, int producer, int tiles, int pingpong,
+                           int mode = 1) {
   nlohmann::json j = nlohmann::json::parse(fmt::format(
       R"({{"knobs":{{"block_m":{},"block_n":{},"block_k":32,"stages":3,"warpgroups":{},)"
       R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":2,)"
       R"("loads":1,"producer":{},"mma_pipe":1,"tiles_per_block":{},"pingpong":{},)"
-      R"("tma_store":1}}}})",
-      bm, bn, warpgroups, producer, tiles, pingpong));
+      R"("tma_store":{}}}}})",
+      bm, bn, warpgroups, producer, tiles, pingpong, mode));
   return j;
 }
 
@@ -44,20 +46,24 @@ TEST_CASE("the TMA-store epilogue matches on odd shapes, one tile a block and se
   struct Case {
     const char* op;
     const char* name;
-    int bm, warpgroups, producer, tiles, pingpong;
+    int bm, bn, warpgroups, producer, tiles, pingpong, mode;
   };
   emu::Emulator emulator;
   for (const Case& k : {
-           Case{"gemm_fp16", "gemm_fp16_wgmma_nt", 64, 1, 0, 1, 0},         // no producer
-           Case{"gemm_bf16", "gemm_bf16_wgmma_nn_out16", 64, 1, 1, 1, 0},   // a producer
-           Case{"gemm_fp16", "gemm_fp16_wgmma_nt_out16", 128, 2, 1, 4, 0},  // cooperative
-           Case{"gemm_bf16", "gemm_bf16_wgmma_nn", 128, 2, 1, 2, 0},
-           Case{"gemm_fp16", "gemm_fp16_wgmma_nn", 64, 2, 1, 4, 1},  // ping-pong
-           Case{"gemm_bf16", "gemm_bf16_wgmma_nt_out16", 64, 2, 1, 8, 1},
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nt", 64, 64, 1, 0, 1, 0, 1},  // no producer
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nn_out16", 64, 64, 1, 1, 1, 0, 1},  // a producer
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nt_out16", 128, 64, 2, 1, 4, 0, 1},  // cooperative
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nn", 128, 64, 2, 1, 2, 0, 1},
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nn", 64, 64, 2, 1, 4, 1, 1},  // ping-pong
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nt_out16", 64, 64, 2, 1, 8, 1, 1},
+           // A column at a time through two buffers: 4 fp32 or 2 16-bit columns a tile.
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nn", 128, 128, 2, 1, 1, 0, 2},
+           Case{"gemm_bf16", "gemm_bf16_wgmma_nt_out16", 128, 128, 2, 1, 2, 0, 2},
+           Case{"gemm_fp16", "gemm_fp16_wgmma_nt", 64, 128, 2, 1, 4, 1, 2},
        }) {
     auto tmpl = make_template(k.op, {200, 136, 72}, k.name);
     Config c = tmpl->space().from_json(
-        store_knobs(k.bm, 64, k.warpgroups, k.producer, k.tiles, k.pingpong));
+        store_knobs(k.bm, k.bn, k.warpgroups, k.producer, k.tiles, k.pingpong, k.mode));
     INFO(test::describe(*tmpl, c));
     REQUIRE(tmpl->space().violation(c).value_or("") == "");
     Lowered l = lower(*tmpl, c, ir::TargetLimits{});
@@ -65,7 +71,8 @@ TEST_CASE("the TMA-store epilogue matches on odd shapes, one tile a block and se
     const std::string& code = l.source->code;
     CHECK(code.find("cutune_tma_store_2d(") != std::string::npos);
     CHECK(code.find("cutune_named_barrier_sync(") != std::string::npos);
-    CHECK(code.find("cutune_bulk_wait_group_read()") != std::string::npos);
+    CHECK(code.find(k.mode == 1 ? "cutune_bulk_wait_group_read_0()"
+                                : "cutune_bulk_wait_group_read_1()") != std::string::npos);
     EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator);
     INFO("status " << r.status << ": " << r.message << "\nmax rel error " << r.max_rel_error);
     CHECK(r.passed);
@@ -104,24 +111,29 @@ TEST_CASE(
         "shared memory with the TMA store's C tiles within the opt-in limit");
   j["knobs"]["stages"] = 3;
   CHECK(big->space().is_valid(big->space().from_json(j)));
-  // The reference: the large tile, several tiles a block, a TMA store (128 x 128 for fp32 C).
-  int found = 0;
-  for (const Config& c : big->reference_configs()) {
-    if (c.get("tma_store") != 1) continue;
-    ++found;
-    CHECK(c.get("block_n") == 256);
-    CHECK(c.get("tiles_per_block") == 8);
-    CHECK(c.get("producer") == 1);
-  }
-  CHECK(found == 1);
+  // The reference: the large tile, several tiles a block, a TMA store of the whole tile (of
+  // two columns' buffers for fp32 C, whose whole tile does not fit).
   auto fp32 = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nt");
-  found = 0;
-  for (const Config& c : fp32->reference_configs()) {
-    if (c.get("tma_store") != 1) continue;
-    ++found;
-    CHECK(c.get("block_n") == 128);
+  for (const Template* t : {big.get(), fp32.get()}) {
+    int found = 0;
+    for (const Config& c : t->reference_configs()) {
+      if (c.get("tma_store") == 0) continue;
+      ++found;
+      CHECK(c.get("tma_store") == (t == big.get() ? 1 : 2));
+      CHECK(c.get("block_n") == 256);
+      CHECK(c.get("tiles_per_block") == 8);
+      CHECK(c.get("producer") == 1);
+    }
+    CHECK(found == 1);
   }
-  CHECK(found == 1);
+  // Two columns' buffers (32 KiB) fit beside the 4-slot ring where the fp32 tile does not.
+  j["knobs"]["stages"] = 4;
+  j["knobs"]["tma_store"] = 2;
+  CHECK(fp32->space().is_valid(fp32->space().from_json(j)));
+  j["knobs"]["tma_store"] = 1;
+  j["knobs"]["stages"] = 3;
+  CHECK(fp32->space().violation(fp32->space().from_json(j)).value_or("") ==
+        "shared memory with the TMA store's C tiles within the opt-in limit");
 }
 
 TEST_CASE("planted TMA-store bugs are caught with their class and line", "[wgmma][tma][planted]") {
@@ -178,4 +190,18 @@ TEST_CASE("planted TMA-store bugs are caught with their class and line", "[wgmma
   EmulatedCheck r = run(none, code);
   INFO(r.status << ": " << r.message);
   CHECK(r.passed);
+  // A column at a time through two buffers: without the wait_group.read 1, the next tile's
+  // first column overwrites the buffer whose store may still read it.
+  const Config columns = tmpl->space().from_json(store_knobs(128, 128, 2, 1, 2, 0, 2));
+  REQUIRE(tmpl->space().is_valid(columns));
+  wg::WgmmaGemmSpec::TestHooks h;
+  h.skip_store_read_wait = true;
+  CudaSource src = test::hooked_source(*tmpl, columns, h);
+  r = check_source_in_emulator(*tmpl, src, emulator);
+  INFO(r.status << ": " << r.message);
+  CHECK(r.status == "race");
+  CHECK_THAT(r.message,
+             Catch::Contains(fmt::format("TMA store on line {}",
+                                         line_of(src.code, "cutune_tma_store_2d("))) &&
+                 Catch::Contains("cp.async.bulk.wait_group.read"));
 }
