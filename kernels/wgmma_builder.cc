@@ -619,11 +619,9 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue() const {
   // most recent still reads), the barrier that lets the consumers write it (always, a no-op
   // wait for a block's first: a block that walks several tiles, however its walk is bound,
   // never overwrites a buffer in flight), the writes, the fence, the barrier, the store.
-  auto round = [&](int pending, const Stmt& write, const Stmt& issue) {
+  auto round = [&](const Stmt& wait, const Stmt& write, const Stmt& issue) {
     std::vector<Stmt> out;
-    if (!spec_.hooks.skip_store_read_wait) {
-      out.push_back(IfThenElse::make(elected, bulk_wait_group_read(pending)));
-    }
+    if (!spec_.hooks.skip_store_read_wait) out.push_back(IfThenElse::make(elected, wait));
     out.push_back(meet);
     out.push_back(write);
     if (!spec_.hooks.skip_store_fence) out.push_back(fence_proxy_async());
@@ -634,15 +632,20 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue() const {
   Expr col = int_var("c_cp");
   Epilogue out;
   if (subtiles_) {
-    // Column c through buffer c % 2: its store may still read the buffer of column c - 1.
+    // Column c through buffer c % 2, while the store of column c - 1 may still read the
+    // other. With an odd number of columns a tile's first column takes the buffer of the
+    // previous tile's last: it waits for every store.
     Expr at0 = base + col % 2 * (p.bm * c_cols_);
+    Stmt wait = columns % 2 == 0 ? bulk_wait_group_read(1)
+                                 : IfThenElse::make(eq(col, 0), bulk_wait_group_read(0),
+                                                    bulk_wait_group_read(1));
     out.write = For::make("c_cp", 0, columns, ForKind::unrolled,
-                          round(1, writes(col * blocks, blocks, at0, col * c_cols_),
+                          round(wait, writes(col * blocks, blocks, at0, col * c_cols_),
                                 store(col, at0)));
   } else {
     Stmt issue = For::make("c_cp", 0, columns, ForKind::unrolled,
                            store(col, base + col * (p.bm * c_cols_)));
-    out.write = round(0, writes(i32(0), p.bn / 8, base, i32(0)), issue);
+    out.write = round(bulk_wait_group_read(0), writes(i32(0), p.bn / 8, base, i32(0)), issue);
   }
   out.drain = IfThenElse::make(elected, bulk_wait_group());
   return out;
