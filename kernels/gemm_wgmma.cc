@@ -38,6 +38,7 @@ void GemmWgmmaTemplate::define_space() {
   });
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
   wg::add_tiles_per_block_constraint(space_, m_, n);
+  wg::define_tma_store_knob(space_, n, out16_);
 }
 
 std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
@@ -82,6 +83,21 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
     splits["epilogue"] = 0;
     wg::set_split_k(splits, split);
     add(splits);
+  }
+  // The TMA-store epilogue: the large tile with a producer and several tiles a block (as
+  // many as ping-pong takes), the stores overlapping the next tile's main loop. 16-bit C: a
+  // 3-slot ring beside the whole 64 KiB tile; fp32 C, whose 128 KiB tile leaves no room for a
+  // ring: the 4-slot ring beside two 16 KiB columns' buffers, the tile stored a column at a
+  // time (tma_store 2).
+  {
+    nlohmann::json store = tma;
+    store["block_n"] = 256;
+    store["stages"] = out16_ ? 3 : 4;
+    store["epilogue"] = 2;
+    store["mma_pipe"] = 1;
+    store["tiles_per_block"] = pingpong["tiles_per_block"];
+    store["tma_store"] = out16_ ? 1 : 2;
+    add(store);
   }
   // A smaller one for small or skinny problems.
   add(wg::ring_knobs(64, 64, 64, 3, 1, 128, 16, 4, 1));

@@ -49,7 +49,9 @@
 // epilogue: 0 scalar stores (atomics with split-K), 1 pairs of adjacent columns (float2, or
 // one 32-bit word of 16-bit C; N even), 2 through shared memory: the tile is staged as fp32
 // rows and written by the whole block with 16-byte (fp32) or 2x4-byte (16-bit) stores of 4
-// consecutive columns (N a multiple of 4).
+// consecutive columns (N a multiple of 4); with tma_store = 1 (the whole tile) or 2 (a column
+// of 128 bytes at a time, through two columns' buffers) it is staged in C's type and stored by
+// TMA instead (wgmma_blocks.h, define_tma_store_knob), also with several tiles a block.
 
 #include "kernels/gemm16_template.h"
 #include "kernels/wgmma_blocks.h"

@@ -22,7 +22,10 @@ int knob_or(const Config& c, const char* name, int fallback) {
 int64_t ring_and_stage_bytes(const Config& c) {
   const int64_t bm = c.get("block_m"), bn = c.get("block_n"), bk = c.get("block_k");
   int64_t bytes = c.get("stages") * (bm + bn) * bk * 2;
-  if (c.get("epilogue") == 2) bytes += bm * (bn + kStagePad) * 4;
+  // The TMA store's C tiles are counted by its own constraint (tma_store_bytes).
+  if (c.get("epilogue") == 2 && knob_or(c, "tma_store", 0) == 0) {
+    bytes += bm * (bn + kStagePad) * 4;
+  }
   return bytes;
 }
 
@@ -45,6 +48,7 @@ WgmmaParams wgmma_params(const Config& c) {
   p.mma_pipe = knob_or(c, "mma_pipe", 0);
   p.tiles_per_block = knob_or(c, "tiles_per_block", 1);
   p.pingpong = knob_or(c, "pingpong", 0);
+  p.tma_store = knob_or(c, "tma_store", 0);
   return p;
 }
 
@@ -114,7 +118,8 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
     space.add_constraint("several tiles a block need a producer and an unstaged epilogue",
                          [](const Config& c) {
                            return c.get("tiles_per_block") == 1 ||
-                                  (c.get("producer") == 1 && c.get("epilogue") != 2);
+                                  (c.get("producer") == 1 &&
+                                   (c.get("epilogue") != 2 || knob_or(c, "tma_store", 0) >= 1));
                          });
     space.define_choice("pingpong", {0, 1}, 0);
     space.add_constraint("ping-pong consumers need several tiles a block and two warpgroups",
@@ -127,6 +132,38 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
   space.add_constraint("wide split-K takes split_k 2 or 4 (to 8 or 16)", [](const Config& c) {
     return c.get("split_k_wide") == 0 || c.get("split_k") >= 2;
   });
+}
+
+int64_t tma_store_bytes(const Config& c, bool out16) {
+  if (knob_or(c, "tma_store", 0) == 0) return 0;
+  const int64_t tiles = knob_or(c, "pingpong", 0) == 1 ? c.get("warpgroups") : 1;
+  // 2: two 128-byte columns of block_m rows.
+  const int64_t row_bytes = c.get("tma_store") == 2 ? 256 : c.get("block_n") * (out16 ? 2 : 4);
+  return tiles * c.get("block_m") * row_bytes;
+}
+
+void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16) {
+  const int64_t bytes = out16 ? 2 : 4;
+  space.define_choice("tma_store", {0, 1, 2}, 0);
+  space.add_constraint(
+      "a TMA store takes the staged epilogue (2) and TMA loads", [](const Config& c) {
+        return c.get("tma_store") == 0 || (c.get("epilogue") == 2 && c.get("loads") == 1);
+      });
+  space.add_constraint("a TMA store needs 16-byte global rows of C and whole 128-byte columns",
+                       [n, bytes](const Config& c) {
+                         return c.get("tma_store") == 0 ||
+                                (n * bytes % 16 == 0 && c.get("block_n") * bytes % 128 == 0);
+                       });
+  // The kernel's shared buffers start on 1024-byte boundaries (sm_90a): the ring and the C
+  // tiles are multiples of that, and the full, empty (and ping-pong's order) mbarrier arrays
+  // take 1024 bytes each; so this is the kernel's exact size.
+  space.add_constraint("shared memory with the TMA store's C tiles within the opt-in limit",
+                       [out16](const Config& c) {
+                         return c.get("tma_store") == 0 ||
+                                ring_and_stage_bytes(c) + tma_store_bytes(c, out16) +
+                                        1024 * (2 + knob_or(c, "pingpong", 0)) <=
+                                    tc::kMaxSharedBytes;
+                       });
 }
 
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n) {

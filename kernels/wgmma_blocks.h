@@ -36,6 +36,9 @@ struct WgmmaParams {
   // cores in turn (an order barrier), so that one stores its tile while the next computes.
   // 0: the warpgroups split each tile's rows (cooperative).
   int pingpong = 0;
+  // With epilogue 2 and TMA loads, the staged tile goes out by TMA stores: 1 through a whole
+  // shared C tile, 2 through two 128-byte columns in turn (define_tma_store_knob).
+  int tma_store = 0;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
   int threads() const { return 128 * (warpgroups + producer); }
@@ -99,6 +102,25 @@ bool register_budget_holds(int warpgroups);
 // M x N tiles are far fewer than the SMs and whose K is long. The shape's own rules (16-byte
 // global row strides for TMA, no more tiles a block than tiles) are the template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
+// Defines `tma_store` (0, 1, 2; if omitted 0; after every other knob, so that configurations
+// written before it keep their indices) for a GEMM whose C is a row-major matrix of n columns
+// of fp32 or (out16) 16-bit elements: 1 and 2 turn the staged epilogue (2) into one through
+// shared memory in C's type and TMA stores, which also allows several tiles a block. The
+// consumers write their accumulators there (128-byte-swizzled columns of 128 bytes by block_m
+// rows, which TMA boxes store; the fragments' st.shared, or stmatrix for 16-bit C, without
+// bank conflicts), fence.proxy.async, meet at a named barrier of the consumers, and one
+// elected thread stores the boxes and commits them; the buffer is written again only after
+// that thread's wait_group.read and the barrier. 1: the whole tile (with ping-pong one per
+// consumer warpgroup, each with its own barrier), stored at once, the store overlapping the
+// next tile's main loop. 2: two columns' buffers (32 KiB at block_m 128) that the tile's
+// columns take in turn, each column's store overlapping the next column's writes (a
+// wait_group.read 1 before each): for the tiles whose whole C tile does not fit beside the
+// ring (128x256 fp32 is 128 KiB), at the price of two barriers a column. Constraints: the
+// staged epilogue and TMA loads, C rows a multiple of 16 bytes, block_n whole 128-byte
+// columns, the ring and the C buffers within the opt-in shared memory.
+void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16);
+// The shared bytes of the TMA store's C buffers (0 without it).
+int64_t tma_store_bytes(const Config& c, bool out16);
 // tiles_per_block at most the M x N tiles of the shape.
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n);
 
@@ -141,12 +163,19 @@ struct WgmmaGemmSpec {
   // instead of the previous slice's (without a producer: refilled stages - 1 slices ahead);
   // `skip_turn_wait`: ping-pong consumers start a tile's main loop without waiting for the
   // previous tile's to end.
+  // TMA store (tma_store = 1): `skip_store_read_wait` writes the shared C tile of a block's
+  // next tile without the cp.async.bulk.wait_group.read for the previous tile's store;
+  // `skip_store_fence` issues the store without the writers' fence.proxy.async;
+  // `skip_store_barrier` issues it without the consumers' barrier after their writes.
   struct TestHooks {
     bool wrong_map_swizzle = false;
     int expect_tx_delta = 0;
     bool skip_full_wait = false;
     bool release_in_flight = false;
     bool skip_turn_wait = false;
+    bool skip_store_read_wait = false;
+    bool skip_store_fence = false;
+    bool skip_store_barrier = false;
   };
   TestHooks hooks;
 };

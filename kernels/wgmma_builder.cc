@@ -31,8 +31,9 @@ class WgmmaGemmBuilder {
  private:
   // The epilogue's two halves: `write` runs in the consumer threads; a staged epilogue's
   // copy-out (`copy_out`) runs after a barrier of the whole block, in the consumer threads too.
+  // `drain` runs in the consumers after their last tile: the TMA store's final wait.
   struct Epilogue {
-    Stmt write, copy_out;
+    Stmt write, copy_out, drain;
   };
 
   // Loads.
@@ -64,6 +65,9 @@ class WgmmaGemmBuilder {
   Stmt producer() const;
 
   Epilogue epilogue() const;
+  // The TMA store's epilogue (tma_store): the tile through the shared C tile and TMA stores.
+  Epilogue store_epilogue() const;
+  Expr c_tile_offset(const Expr& row, const Expr& col) const;
   Stmt barrier_setup() const;
   Stmt bind(Stmt body) const;
 
@@ -85,6 +89,13 @@ class WgmmaGemmBuilder {
   // tells that every warpgroup is done with the slot the previous iteration read.
   const bool release_by_barrier_;
 
+  // The TMA store: the shared C tile(s) in C's type, as columns of c_cols_ elements (128 bytes)
+  // by the stored rows (block_m), 128-byte swizzled, or two such columns (subtiles_); one per
+  // consumer warpgroup with ping-pong. Stored through c_map_ by the elected consumer thread.
+  const bool tma_store_;
+  const bool subtiles_;  // tma_store 2: two columns' buffers, taken in turn
+  int c_cols_ = 0;
+  std::string c_map_;
   WgmmaTile a_tile_, b_tile_;
   Buffer smem_, acc_, c_stage_;
   int stage_ld_ = 0;  // staged C rows, padded against bank conflicts
@@ -153,6 +164,8 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
       pipe_(p.mma_pipe == 1),
       early_(pipe_ && spec.hooks.release_in_flight),
       release_by_barrier_(any_copy_),
+      tma_store_(p.tma_store >= 1 && p.epilogue == 2),
+      subtiles_(tma_store_ && p.tma_store == 2),
       a_tile_{0, p.bm, p.bk, &p},
       b_tile_{nn_ ? WgmmaTile{0, p.bk, p.bn, &p} : WgmmaTile{0, p.bn, p.bk, &p}} {
   CUTUNE_CHECK(!producer_ || (tma_a_ && tma_b_),
@@ -163,8 +176,20 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
                        p.stages * (a_tile_.stage_elements() + b_tile_.stage_elements()));
   acc_ = Buffer::make("Acc", Type::f32(), MemoryScope::local, int64_t{strips_} * per_strip_);
   stage_ld_ = p.bn + kStagePad;
-  c_stage_ = Buffer::make("C_stage", Type::f32(), MemoryScope::shared,
-                          p.epilogue == 2 ? int64_t{p.bm} * stage_ld_ : 1);
+  if (tma_store_) {
+    CUTUNE_CHECK(any_tma_ && p.split_k == 1,
+                 fmt::format("{}: a TMA store needs TMA loads and no split-K", spec.name));
+    const Type c_type = spec.c->type;
+    c_cols_ = 128 / c_type.element_bytes();
+    CUTUNE_CHECK(p.bn % c_cols_ == 0,
+                 fmt::format("{}: a TMA store needs whole 128-byte columns", spec.name));
+    const int tiles = pingpong_ ? p.warpgroups : 1;
+    const int64_t per_tile = subtiles_ ? int64_t{2} * p.bm * c_cols_ : int64_t{p.bm} * p.bn;
+    c_stage_ = Buffer::make("C_stage", c_type, MemoryScope::shared, tiles * per_tile);
+  } else {
+    c_stage_ = Buffer::make("C_stage", Type::f32(), MemoryScope::shared,
+                            p.epilogue == 2 ? int64_t{p.bm} * stage_ld_ : 1);
+  }
   mbar_full_ = Buffer::make("mbar_full", Type::i64(), MemoryScope::shared, p.stages);
   mbar_empty_ = Buffer::make("mbar_empty", Type::i64(), MemoryScope::shared, p.stages);
   mbar_order_ = Buffer::make("mbar_order", Type::i64(), MemoryScope::shared, p.warpgroups);
@@ -172,6 +197,20 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
   e_cols_ = p.column_elems();
   a_map_ = tma_a_ ? map_for(spec.a, *spec.a_tma, a_tile_) : "";
   b_map_ = tma_b_ ? map_for(spec.b, *spec.b_tma, b_tile_) : "";
+  if (tma_store_) {
+    // C as [m][n] of its type, boxes of one 128-byte column by the tile's rows.
+    TensorMapDesc d;
+    d.buffer = spec.c->name;
+    d.dtype = spec.c->type.dtype;
+    d.dims[0] = spec.n;
+    d.dims[1] = spec.m;
+    d.row_stride_bytes = spec.n * spec.c->type.element_bytes();
+    d.box[0] = c_cols_;
+    d.box[1] = p.bm;
+    d.swizzle = TmaSwizzle::b128;
+    maps_.push_back(TensorMapParam{spec.c->name + "_map", d});
+    c_map_ = maps_.back().name;
+  }
   if (tma_a_) slot_tx_bytes_ += a_tile_.stage_elements() * 2;
   if (tma_b_) slot_tx_bytes_ += b_tile_.stage_elements() * 2;
   Expr warp_in_block = int_var("block_warp");  // warp_uniform(tx / 32), bound with TMA (bind)
@@ -462,6 +501,7 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     return For::make("j", 0, strips_, ForKind::unrolled,
                      For::make("p", 0, per_strip_ / 2, ForKind::unrolled, st));
   };
+  if (tma_store_) return store_epilogue();
   if (p.epilogue == 0) {
     Expr index = grow * i32(n) + gcol + e;
     Expr v = Load::make(acc_, reg + e);
@@ -499,6 +539,115 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     out.copy_out =
         For::make("c_cp", 0, int(ceil_div(copies, consumers_)), ForKind::unrolled, guarded);
   }
+  return out;
+}
+
+// Element (row, col) of the tile in the shared C tile: column col / c_cols_ of the layout,
+// whose rows are 128 bytes, the 16-byte chunk XORed with row % 8 (the 128-byte swizzle, which
+// the map's boxes undo). A quad of threads writes a row's 16 or 32 bytes, the 8 rows of a
+// warp's fragment land on 8 different chunks: no bank conflict beyond the access's size.
+Expr WgmmaGemmBuilder::c_tile_offset(const Expr& row, const Expr& col) const {
+  const int per_chunk = c_cols_ / 8;  // elements per 16 bytes
+  Expr column = col / c_cols_, within = col % c_cols_;
+  Expr chunk = xor_bits(within / per_chunk, row % 8, 3);
+  return column * (p_.bm * c_cols_) + row * c_cols_ + chunk * per_chunk + within % per_chunk;
+}
+
+// The TMA store: each consumer writes its accumulators into the shared C buffer (16-bit C by
+// stmatrix, fp32 by 8-byte st.shared), fences them for the async proxy and meets the others
+// at a named barrier (the tile's consumers only: all of them, or with ping-pong the owning
+// warpgroup, each with its own buffer and barrier); then the elected thread of their first
+// warp stores the buffer's columns and commits them. Before the writes that thread waits until
+// its earlier stores have read the buffer (wait_group.read), before a barrier that lets the
+// consumers write it again. With the whole tile (tma_store 1) the store overlaps the next
+// tile's main loop; with two columns' buffers (2) the tile goes out a column at a time, each
+// column's store overlapping the next column's writes (wait_group.read 1), the last ones the
+// next main loop. The final wait is the drain, after the last tile. Bulk async-groups are per
+// thread: the waits must run in the thread that committed, which elect.sync guarantees (the
+// PTX ISA: the same leader for the same member mask every time; the emulator always elects
+// lane 31). The named barrier leaves the producer out: it is already loading the next tile's
+// slices.
+WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::store_epilogue() const {
+  const WgmmaParams& p = p_;
+  // With ping-pong, warpgroup w's buffer is the w-th, and its barrier id 1 + w.
+  const int64_t buffer = subtiles_ ? int64_t{2} * p.bm * c_cols_ : int64_t{p.bm} * p.bn;
+  Expr base = pingpong_ ? wg_ * i32(buffer) : i32(0);
+  Expr id = pingpong_ ? wg_ + 1 : i32(1);
+  const int count = pingpong_ ? 128 : consumers_;
+  Expr elected = pingpong_ ? producer_elected_ : elected_;
+  Stmt meet = named_barrier_sync(id, count);
+  const int columns = p.bn / c_cols_, blocks = c_cols_ / 8;  // n8 blocks a column
+
+  // The fragments of the tile's columns first / blocks .. (n8 blocks first .. first + n - 1),
+  // column `shift` of them at `at0`.
+  auto writes = [&](const Expr& first, int n, const Expr& at0, const Expr& shift) {
+    Expr j = int_var("j"), pv = int_var("p");
+    if (spec_.out16) {
+      // stmatrix.x4: registers 8u..8u+7 of strip j are four 8x8 matrices, rows 0-7 and 8-15
+      // of the warp's 16 by columns 16u..16u+7, then 16u+8..16u+15 (the ISA's D layout is
+      // the m8n8 matrices'); lane 8m + i gives row i of matrix m, whose 16 bytes are one
+      // swizzled chunk. One instruction for four 32-bit stores.
+      Expr lane = tx_ % 32, u = first / 2 + pv;
+      Expr row = wg_row0_ + j * 64 + warp_ * 16 + lane / 8 % 2 * 8 + lane % 8;
+      Expr col = u * 16 + lane / 16 * 8 - shift;
+      std::vector<Expr> words;
+      for (int m = 0; m < 4; ++m) {
+        Expr r = j * per_strip_ + u * 8 + 2 * m;
+        words.push_back(pack_x2(input_, Load::make(acc_, r), Load::make(acc_, r + 1)));
+      }
+      return For::make(
+          "j", 0, strips_, ForKind::unrolled,
+          For::make("p", 0, n / 2, ForKind::unrolled,
+                    stmatrix_x4(address_of(c_stage_, at0 + c_tile_offset(row, col)), words)));
+    }
+    // Register pair pp of strip j: row group + 8 (pp % 2) of the warp's 16, columns
+    // 8 (pp / 2) + 2 thread_in_group (+1); one 8-byte store.
+    Expr pp = first * 2 + pv;
+    Expr row = wg_row0_ + j * 64 + warp_ * 16 + g_ + pp % 2 * 8;
+    Expr col = pp / 2 * 8 + q_ * 2 - shift;
+    Expr reg = j * per_strip_ + pp * 2;
+    return For::make("j", 0, strips_, ForKind::unrolled,
+                     For::make("p", 0, 2 * n, ForKind::unrolled,
+                               Store::make(c_stage_, at0 + c_tile_offset(row, col),
+                                           Load::make(acc_, reg, 2))));
+  };
+  auto store = [&](const Expr& column, const Expr& from) {
+    return tma_store_2d(tensor_map_ref(c_map_), address_of(c_stage_, from),
+                        tile_n_ * p.bn + column * c_cols_, tile_m_ * p.bm);
+  };
+  // One round: the wait for the buffer (none of the thread's store groups but the `pending`
+  // most recent still reads), the barrier that lets the consumers write it (always, a no-op
+  // wait for a block's first: a block that walks several tiles, however its walk is bound,
+  // never overwrites a buffer in flight), the writes, the fence, the barrier, the store.
+  auto round = [&](const Stmt& wait, const Stmt& write, const Stmt& issue) {
+    std::vector<Stmt> out;
+    if (!spec_.hooks.skip_store_read_wait) out.push_back(IfThenElse::make(elected, wait));
+    out.push_back(meet);
+    out.push_back(write);
+    if (!spec_.hooks.skip_store_fence) out.push_back(fence_proxy_async());
+    if (!spec_.hooks.skip_store_barrier) out.push_back(meet);
+    out.push_back(IfThenElse::make(elected, Block::make({issue, bulk_commit_group()})));
+    return Block::make(out);
+  };
+  Expr col = int_var("c_cp");
+  Epilogue out;
+  if (subtiles_) {
+    // Column c through buffer c % 2, while the store of column c - 1 may still read the
+    // other. With an odd number of columns a tile's first column takes the buffer of the
+    // previous tile's last: it waits for every store.
+    Expr at0 = base + col % 2 * (p.bm * c_cols_);
+    Stmt wait = columns % 2 == 0 ? bulk_wait_group_read(1)
+                                 : IfThenElse::make(eq(col, 0), bulk_wait_group_read(0),
+                                                    bulk_wait_group_read(1));
+    out.write = For::make("c_cp", 0, columns, ForKind::unrolled,
+                          round(wait, writes(col * blocks, blocks, at0, col * c_cols_),
+                                store(col, at0)));
+  } else {
+    Stmt issue = For::make("c_cp", 0, columns, ForKind::unrolled,
+                           store(col, base + col * (p.bm * c_cols_)));
+    out.write = round(bulk_wait_group_read(0), writes(i32(0), p.bn / 8, base, i32(0)), issue);
+  }
+  out.drain = IfThenElse::make(elected, bulk_wait_group());
   return out;
 }
 
@@ -551,10 +700,12 @@ Kernel WgmmaGemmBuilder::build() {
     parts.push_back(ring_mainloop());
     parts.push_back(epi.write);
     if (epi.copy_out.defined()) parts.push_back(Block::make({Sync::make(), epi.copy_out}));
+    parts.push_back(epi.drain);
   } else {
     // The branches are uniform across each warpgroup, as wgmma and setmaxnreg need.
     Expr is_consumer = wg_ < i32(p_.warpgroups);
-    parts.push_back(IfThenElse::make(is_consumer, consumers(epi.write, epi.copy_out), producer()));
+    parts.push_back(IfThenElse::make(
+        is_consumer, Block::make({consumers(epi.write, epi.copy_out), epi.drain}), producer()));
     if (epi.copy_out.defined()) {
       parts.push_back(Sync::make());
       parts.push_back(IfThenElse::make(is_consumer, epi.copy_out));

@@ -8,9 +8,6 @@ namespace cutune::wg {
 
 using namespace ir;
 
-namespace {
-
-// a XOR b for values below 2^bits, in the IR's arithmetic (it has no bit operations).
 Expr xor_bits(const Expr& a, const Expr& b, int bits) {
   Expr out = i32(0);
   for (int i = 0; i < bits; ++i) {
@@ -19,8 +16,6 @@ Expr xor_bits(const Expr& a, const Expr& b, int bits) {
   }
   return out;
 }
-
-}  // namespace
 
 WgmmaSwizzle wgmma_swizzle(int bytes) {
   switch (bytes) {

@@ -12,6 +12,8 @@
 
 namespace cutune::wg {
 
+// a XOR b for values below 2^bits, in the IR's arithmetic (it has no bit operations).
+ir::Expr xor_bits(const ir::Expr& a, const ir::Expr& b, int bits);
 // The descriptors' and the tensor maps' codes of a swizzle of `bytes` (0, 32, 64 or 128).
 ir::WgmmaSwizzle wgmma_swizzle(int bytes);
 ir::TmaSwizzle tma_swizzle(int bytes);

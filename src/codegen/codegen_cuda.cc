@@ -41,14 +41,16 @@ struct BoundVars : IRVisitor {
 // what the code generator defines above the kernel.
 struct UsedNames : IRVisitor {
   std::set<std::string> calls;
-  std::set<std::string> tma_destinations;  // shared buffers a TMA load writes
+  std::set<std::string> tma_destinations;  // shared buffers a TMA load writes or a store reads
   bool storage16 = false;
   using IRVisitor::visit_node;
   void note(Type t) { storage16 = storage16 || t.element_bytes() == 2; }
   void visit_node(const Call* op) override {
     calls.insert(op->name);
-    if (op->name == "cutune_tma_load_2d" && !op->args.empty()) {
-      const Call* dst = op->args[0].as<Call>();
+    // A load's destination is argument 0, a store's source argument 1.
+    const bool load = op->name == "cutune_tma_load_2d", store = op->name == "cutune_tma_store_2d";
+    if ((load || store) && op->args.size() > 1) {
+      const Call* dst = op->args[store ? 1 : 0].as<Call>();
       const Load* l = dst != nullptr && !dst->args.empty() ? dst->args[0].as<Load>() : nullptr;
       if (l != nullptr) tma_destinations.insert(l->buffer->name);
     }

@@ -85,6 +85,44 @@ const std::vector<std::pair<std::string, std::string>>& definitions() {
        "  asm volatile(\"prefetch.tensormap [%0];\\n\" :: \"l\"(reinterpret_cast<unsigned long "
        "long>(&map)) : \"memory\");\n"
        "}\n"},
+      // The store reads shared memory through the async proxy and writes global memory; its
+      // group is the issuing thread's bulk async-group.
+      {"cutune_tma_store_2d",
+       "__device__ __forceinline__ void cutune_tma_store_2d(const cutune_tensor_map& map, const "
+       "void* src, int c0, int c1) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(src));\n"
+       "  asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], "
+       "[%1];\\n\" :: \"l\"(reinterpret_cast<unsigned long long>(&map)), \"r\"(s), \"r\"(c0), "
+       "\"r\"(c1) : \"memory\");\n"
+       "}\n"},
+      {"cutune_bulk_commit_group",
+       "__device__ __forceinline__ void cutune_bulk_commit_group() {\n"
+       "  asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      {"cutune_bulk_wait_group_read_0",
+       "__device__ __forceinline__ void cutune_bulk_wait_group_read_0() {\n"
+       "  asm volatile(\"cp.async.bulk.wait_group.read 0;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      {"cutune_bulk_wait_group_read_1",
+       "__device__ __forceinline__ void cutune_bulk_wait_group_read_1() {\n"
+       "  asm volatile(\"cp.async.bulk.wait_group.read 1;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      {"cutune_bulk_wait_group",
+       "__device__ __forceinline__ void cutune_bulk_wait_group() {\n"
+       "  asm volatile(\"cp.async.bulk.wait_group 0;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      // bar.sync with a thread count: the threads of the count meet, the others go on.
+      {"cutune_named_barrier_sync",
+       "__device__ __forceinline__ void cutune_named_barrier_sync(int id, int count) {\n"
+       "  asm volatile(\"bar.sync %0, %1;\\n\" :: \"r\"(id), \"r\"(count) : \"memory\");\n"
+       "}\n"},
+      {"cutune_stmatrix_x4",
+       "__device__ __forceinline__ void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, "
+       "unsigned r2, unsigned r3) {\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));\n"
+       "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\\n\" "
+       ":: \"r\"(s), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");\n"
+       "}\n"},
       // One lane of the full warp; the predicate goes through a register to the bool.
       {"cutune_elect_one",
        "__device__ __forceinline__ bool cutune_elect_one() {\n"
@@ -104,9 +142,10 @@ std::string tma_intrinsic_definitions(const std::set<std::string>& used, bool te
   for (const auto& [name, def] : definitions()) {
     if (used.count(name)) text += def;
   }
-  // cutune_tma_load_2d and the prefetch name the map type.
-  const bool map_type =
-      tensor_maps || used.count("cutune_tma_load_2d") || used.count("cutune_prefetch_tensormap");
+  // cutune_tma_load_2d, the store and the prefetch name the map type.
+  const bool map_type = tensor_maps || used.count("cutune_tma_load_2d") ||
+                        used.count("cutune_tma_store_2d") ||
+                        used.count("cutune_prefetch_tensormap");
   if (text.empty() && !map_type) return "";
   std::string out =
       "\n// mbarrier and TMA intrinsics (PTX, sm_90); the CPU emulator defines its own.\n"

@@ -102,6 +102,11 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.thread.mbarrier_wait = &BlockRunner::mbarrier_wait;
     s.thread.mbarrier_inval = &BlockRunner::mbarrier_inval;
     s.thread.tma_load_2d = &BlockRunner::tma_load_2d;
+    s.thread.tma_store_2d = &BlockRunner::tma_store_2d;
+    s.thread.bulk_commit = &BlockRunner::bulk_commit;
+    s.thread.bulk_wait = &BlockRunner::bulk_wait;
+    s.thread.fence_proxy_async = &BlockRunner::fence_proxy_async;
+    s.thread.named_barrier = &BlockRunner::named_barrier;
     s.thread.host = &s;
     s.runner = this;
     s.linear = static_cast<unsigned>(&s - slots_.data());
@@ -122,6 +127,7 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     sanitizer_ = std::make_unique<BlockSanitizer>(tls_block_, tls_bytes_,
                                                   static_cast<unsigned>(slots_.size()));
     sanitizer_->watch_wgmma_reads(&wgmma_reads_);
+    sanitizer_->watch_bulk_reads(&bulk_reads_);
   }
 }
 
@@ -190,6 +196,9 @@ std::string BlockRunner::divergence(const Slot& a, const Slot& b) const {
       case State::at_warp:
         return fmt::format("waits at {} (mask {:#010x}) on line {}", s.collective_name, s.mask,
                            s.line);
+      case State::at_named:
+        return fmt::format("waits at the bar.sync {}, {} on line {}", s.named_id, s.named_count,
+                           s.line);
       default:
         return fmt::format("waits at the __syncthreads on line {}", s.line);
     }
@@ -223,6 +232,7 @@ BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int f
     s.wgmma.clear();
     s.wgmma_commits = 0;
     s.wgmma_fenced = false;
+    s.bulk_commits = 0;
     s.wait_bar = nullptr;
     void* top = stacks_ + (i + 1) * per_thread;
     s.fiber = boost::context::fiber(std::allocator_arg, BorrowedStack{top, kStackBytes},
@@ -238,6 +248,7 @@ BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int f
   barriers_.clear();
   tma_copies_.clear();
   wgmma_reads_.clear();
+  bulk_reads_.clear();
 
   for (;;) {
     for (Slot& s : slots_) {
@@ -265,6 +276,8 @@ BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int f
     }
     if (released) continue;
     if (wake_mbarrier_waiters()) continue;
+    if (Failure f = release_named_barriers(released); f.status != EmuStatus::ok) return f;
+    if (released) continue;
     // TMA copies land as late as a GPU may land them: a __syncthreads does not wait for them,
     // so where every thread that has not exited waits at one, the barrier is released first
     // and the copies stay in flight until some thread waits at an mbarrier (or the block
@@ -284,6 +297,18 @@ BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int f
       if (s.state == State::at_mbarrier) {
         return {EmuStatus::barrier_divergence, mbarrier_deadlock(s)};
       }
+    }
+
+    for (const Slot& s : slots_) {
+      if (s.state != State::at_named) continue;
+      size_t there = 0;
+      for (const Slot& o : slots_) there += o.state == State::at_named && o.named_id == s.named_id;
+      return {EmuStatus::barrier_divergence,
+              fmt::format("named barrier deadlock in block {}: thread {} waits at the bar.sync "
+                          "{}, {} on line {}, where only {} threads wait, and no other thread can "
+                          "arrive",
+                          dim(block_idx), dim(s.thread.thread_idx), s.named_id, s.named_count,
+                          s.line, there)};
     }
 
     // No thread is ready and none waits at a collective: all wait at __syncthreads or are done.

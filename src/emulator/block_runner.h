@@ -37,7 +37,8 @@
 // The methods are defined by concern: block_runner.cc (fibers, __syncthreads, failures, the
 // scheduling loop), block_runner_tracked.cc (the sanitizer's tracked rule for uninitialised
 // shared reads), block_runner_warp.cc (warp and warpgroup collectives),
-// block_runner_wgmma.cc (wgmma) and block_runner_async.cc (cp.async, mbarriers, TMA).
+// block_runner_wgmma.cc (wgmma), block_runner_async.cc (cp.async, mbarriers, TMA loads) and
+// block_runner_store.cc (TMA stores, named barriers).
 
 #include <boost/context/fiber.hpp>
 
@@ -87,7 +88,7 @@ class BlockRunner {
   uint64_t noted_uninitialised_reads() const { return noted_; }
 
  private:
-  enum class State { ready, at_barrier, at_warp, at_mbarrier, failed, done };
+  enum class State { ready, at_barrier, at_warp, at_mbarrier, at_named, failed, done };
   struct PendingCopy {
     void* dst;
     uint64_t group;  // the commit group the copy joins: commits made before its issue
@@ -125,6 +126,8 @@ class BlockRunner {
     std::vector<PendingAccumulators> wgmma;  // issued, not yet delivered, in issue order
     uint64_t wgmma_commits = 0;
     bool wgmma_fenced = false;  // a wgmma.fence since the last wait
+    uint64_t bulk_commits = 0;  // TMA stores' bulk async-groups closed
+    int named_id = 0, named_count = 0;  // at_named: bar.sync id, count
     BlockRunner* runner = nullptr;
     unsigned linear = 0;  // index in the block
   };
@@ -166,6 +169,17 @@ class BlockRunner {
   static void mbarrier_inval(cutune_emu_abi::Thread* self, void* bar, int line);
   static void tma_load_2d(cutune_emu_abi::Thread* self, void* dst, const void* map, void* bar,
                           int c0, int c1, int line);
+  // TMA stores, bulk async-groups, the proxy fence and named barriers
+  // (block_runner_store.cc).
+  static void tma_store_2d(cutune_emu_abi::Thread* self, const void* map, const void* src, int c0,
+                           int c1, int line);
+  static void bulk_commit(cutune_emu_abi::Thread* self);
+  static void bulk_wait(cutune_emu_abi::Thread* self, int pending, int line);
+  static void fence_proxy_async(cutune_emu_abi::Thread* self);
+  static void named_barrier(cutune_emu_abi::Thread* self, int id, int count, int line);
+  // Releases each named barrier whose count of threads wait at it; sets `released` when it
+  // released any. A failure: threads at one id with different counts, or more than the count.
+  Failure release_named_barriers(bool& released);
   // A barrier operand must be 8-byte aligned shared memory (where the runner can tell).
   void check_barrier(cutune_emu_abi::Thread* self, const void* bar, int line);
   // Wakes the mbarrier waiters whose phase has completed; true when any woke.
@@ -211,6 +225,9 @@ class BlockRunner {
   };
   std::vector<TmaCopy> tma_copies_;  // issued, not yet delivered, in issue order
   WgmmaReads wgmma_reads_;           // the shared bytes wgmmas in flight read
+  // The shared bytes TMA stores in flight read, keyed by the issuing thread (linear index)
+  // and its bulk async-group, until its bulk wait.
+  WgmmaReads bulk_reads_;
   std::string collective_failure_;   // a collective's composed failure text
 };
 

@@ -80,6 +80,18 @@ struct Thread {
   // written to `dst` when the block runner delivers it, with a complete_tx on `bar`.
   void (*tma_load_2d)(Thread* self, void* dst, const void* map, void* bar, int c0, int c1,
                       int line);
+  // TMA stores (cp.async.bulk.tensor.2d.global.shared::cta.bulk_group): the box of `map` at
+  // (c0, c1) is read from `src` and written to global memory now (clipped to the map's
+  // dimensions); the source bytes count as read until this thread's bulk wait completes the
+  // group the store joins (commit closes it; the wait completes all but the `pending` most
+  // recent committed groups). The fence is fence.proxy.async: the sanitizer
+  // reports a store of shared bytes whose writer has not fenced since writing them.
+  void (*tma_store_2d)(Thread* self, const void* map, const void* src, int c0, int c1, int line);
+  void (*bulk_commit)(Thread* self);
+  void (*bulk_wait)(Thread* self, int pending, int line);
+  void (*fence_proxy_async)(Thread* self);
+  // bar.sync id, count: suspends until `count` threads of the block wait at barrier `id`.
+  void (*named_barrier)(Thread* self, int id, int count, int line);
   void* host;  // the scheduler's record of this thread; opaque to device code
 };
 

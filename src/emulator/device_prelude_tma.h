@@ -60,8 +60,40 @@ static inline void cutune_tma_load_2d(void* dst, const cutune_tensor_map& map, l
   cutune_emu_self->tma_load_2d(cutune_emu_self, dst, &map, bar, c0, c1, line);
 }
 // Generic-proxy writes are already visible to the emulated async proxy (the copy reads global
-// memory at issue and writes shared memory on delivery), so the fence orders nothing more.
-static inline void cutune_fence_proxy_async() { __asm__ __volatile__("" ::: "memory"); }
+// memory at issue and writes shared memory on delivery), so the fence orders nothing more; the
+// host notes it for the sanitizer's check of TMA stores (a store of bytes not fenced since
+// their write).
+static inline void cutune_fence_proxy_async() {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->fence_proxy_async(cutune_emu_self);
+}
+static inline void cutune_tma_store_2d(const cutune_tensor_map& map, const void* src, int c0,
+                                       int c1, int line = __builtin_LINE()) {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->tma_store_2d(cutune_emu_self, &map, src, c0, c1, line);
+}
+static inline void cutune_bulk_commit_group() { cutune_emu_self->bulk_commit(cutune_emu_self); }
+static inline void cutune_bulk_wait_group_read_0(int line = __builtin_LINE()) {
+  cutune_emu_self->bulk_wait(cutune_emu_self, 0, line);
+  __asm__ __volatile__("" ::: "memory");
+}
+static inline void cutune_bulk_wait_group_read_1(int line = __builtin_LINE()) {
+  cutune_emu_self->bulk_wait(cutune_emu_self, 1, line);
+  __asm__ __volatile__("" ::: "memory");
+}
+static inline void cutune_bulk_wait_group(int line = __builtin_LINE()) {
+  cutune_emu_self->bulk_wait(cutune_emu_self, 0, line);
+  __asm__ __volatile__("" ::: "memory");
+}
+// Like __syncthreads it may switch to other threads: no shared value stays in a register
+// across it, and cutune_emu_self is restored after it.
+static inline void cutune_named_barrier_sync(int id, int count, int line = __builtin_LINE()) {
+  cutune_emu_abi::Thread* self = cutune_emu_self;
+  __asm__ __volatile__("" ::: "memory");
+  self->named_barrier(self, id, count, line);
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self = self;
+}
 static inline void cutune_prefetch_tensormap(const cutune_tensor_map&) {}
 
 // cutune_elect_one: elect.sync over the whole warp. Which lane the GPU elects is unspecified
@@ -80,4 +112,37 @@ static inline bool cutune_elect_one(int line = __builtin_LINE()) {
   int elected = 0;
   cutune_emu_warp_collective(&cutune_emu_elect_run, "cutune_elect_one", &elected, ~0u, line);
   return elected != 0;
+}
+
+// stmatrix.sync.aligned.m8n8.x4.shared.b16, ldmatrix's mirror (device_prelude.h): lane 8j + i
+// gives the address of row i of matrix j; lane l's r[j] holds matrix j's elements (l/4, 2(l%4))
+// and (l/4, 2(l%4)+1). The sanitizer sees each row written by the lane that gives its address.
+struct cutune_emu_stmatrix_lane {
+  void* row;
+  unsigned r[4];
+};
+static CUTUNE_EMU_UNCHECKED const char* cutune_emu_stmatrix_run(void* const* lane_args, unsigned) {
+  unsigned short m[4][8][8];
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const cutune_emu_stmatrix_lane* l = (const cutune_emu_stmatrix_lane*)lane_args[lane];
+    if ((unsigned long long)l->row % 16 != 0) return "a row address is not 16-byte aligned";
+    unsigned g = lane >> 2, t = lane & 3u;
+    for (unsigned j = 0; j < 4; ++j) {
+      m[j][g][2 * t] = (unsigned short)(l->r[j] & 0xffffu);
+      m[j][g][2 * t + 1] = (unsigned short)(l->r[j] >> 16);
+    }
+  }
+  for (unsigned j = 0; j < 4; ++j) {
+    for (unsigned i = 0; i < 8; ++i) {
+      __builtin_memcpy(((const cutune_emu_stmatrix_lane*)lane_args[8 * j + i])->row, m[j][i], 16);
+    }
+  }
+  return nullptr;
+}
+static inline void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, unsigned r2, unsigned r3,
+                                      int line = __builtin_LINE()) {
+  CUTUNE_EMU_NOTE(row, 16, cutune_emu_abi::kAccessMustBeShared | cutune_emu_abi::kAccessWrite,
+                  line);
+  cutune_emu_stmatrix_lane args{row, {r0, r1, r2, r3}};
+  cutune_emu_warp_collective(&cutune_emu_stmatrix_run, "cutune_stmatrix_x4", &args, ~0u, line);
 }

@@ -27,7 +27,9 @@
 //    their warp, is a race. cp.async copies write at the wait that completes them, and race
 //    with any access by another thread since their issue. Atomics never race. A store to
 //    shared bytes that a wgmma in flight reads (before the wgmma.wait_group that completes it)
-//    races with that wgmma.
+//    races with that wgmma, and so does one to shared bytes that a TMA store in flight reads
+//    (before the issuing thread's cp.async.bulk.wait_group). A TMA store that reads bytes whose
+//    writer has run no fence.proxy.async since writing them is a race between the proxies.
 //  - Races between blocks (racecheck): per element of each writable global buffer, the last
 //    writing block and the reading block(s); two blocks writing the same element, or one
 //    reading what another writes, without atomics, is a race.
@@ -151,6 +153,15 @@ class BlockSanitizer {
   // The block runner's record of the shared bytes wgmmas in flight read: a store to them is a
   // race with the wgmma (racecheck).
   void watch_wgmma_reads(const WgmmaReads* reads) { wgmma_reads_ = reads; }
+  // The same for the shared bytes TMA stores in flight read (until their bulk wait).
+  void watch_bulk_reads(const WgmmaReads* reads) { bulk_reads_ = reads; }
+  // A TMA store by the current thread reads [src, src + bytes) of shared memory now: bounds,
+  // a race with another thread's write in this interval, and a byte whose writer has not run
+  // fence.proxy.async since writing it (the async proxy may not see the write).
+  void tma_store_read(const void* src, unsigned bytes, int line);
+  // Thread `linear` ran fence.proxy.async: its shared writes so far are visible to the async
+  // proxy.
+  void proxy_fence(unsigned linear);
 
  private:
   struct ByteShadow {
@@ -159,6 +170,7 @@ class BlockSanitizer {
     uint32_t w_epoch, r_epoch;
     uint16_t w_thread, r_thread;  // r_thread kSeveral: more than one reader
     uint16_t r_warp, r_first;     // r_warp kSeveral: readers in several warps
+    uint32_t w_seq;               // the generic write's number (write_seq_), 0 for async ones
   };
   static constexpr uint16_t kSeveral = 0xffff;
   static constexpr uint16_t kIgnored = 0xffff;  // in kind_: a variable of the prelude
@@ -175,6 +187,8 @@ class BlockSanitizer {
                                 bool other_write, bool several, uint32_t other_where,
                                 Async async = Async::no, unsigned writer = 0) const;
   [[noreturn]] void report_uninitialised() const;
+  [[noreturn]] void report_bulk_write(size_t offset, uint32_t where,
+                                      const WgmmaReads::Pending& store) const;
   [[noreturn]] void report_wgmma_write(size_t offset, uint32_t where,
                                        const WgmmaReads::Pending& wgmma) const;
   std::string thread_text(unsigned linear) const;
@@ -209,6 +223,11 @@ class BlockSanitizer {
   cutune_emu_abi::Dim3 block_idx_{};
   int current_ = -1;
   const WgmmaReads* wgmma_reads_ = nullptr;
+  const WgmmaReads* bulk_reads_ = nullptr;
+  // Generic shared writes are numbered (ByteShadow::w_seq); fence_seq_[t] is the number of the
+  // last one made before thread t's latest fence.proxy.async.
+  uint32_t write_seq_ = 0;
+  std::vector<uint32_t> fence_seq_;
   // The first read of a byte no thread of the block had written, this interval (strict) or
   // this block (tracked).
   bool suspect_ = false;

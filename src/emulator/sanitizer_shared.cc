@@ -35,7 +35,8 @@ BlockSanitizer::BlockSanitizer(std::byte* tls_block, size_t tls_bytes, unsigned 
       tls_bytes_(tls_block == nullptr ? 0 : tls_bytes),
       threads_(threads),
       kind_(tls_bytes_, kIgnored),
-      warp_epoch_((threads + 31) / 32, 0) {
+      warp_epoch_((threads + 31) / 32, 0),
+      fence_seq_(threads, 0) {
   const SharedLayout* layout = g_run.layout;
   if (layout != nullptr && layout->known) {
     std::fill(kind_.begin(), kind_.end(), 0);
@@ -88,6 +89,7 @@ void BlockSanitizer::begin_block(cutune_emu_abi::Dim3 block_idx) {
   global_atomics_ = false;
   stores_.clear();
   old_bytes_.clear();
+  std::fill(fence_seq_.begin(), fence_seq_.end(), 0);
 }
 
 void BlockSanitizer::end_block() {
@@ -156,9 +158,15 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
       report_wgmma_write(offset, where, *p);
     }
   }
+  if (write && g_run.racecheck && bulk_reads_ != nullptr && !bulk_reads_->empty()) {
+    if (const WgmmaReads::Pending* p = bulk_reads_->find(offset, bytes)) {
+      report_bulk_write(offset, where, *p);
+    }
+  }
   auto conflicts = [&](uint32_t interval, uint16_t thread, uint32_t their_epoch) {
     return interval == now && thread != t && !(thread / 32 == warp && their_epoch != epoch);
   };
+  const uint32_t seq = write && !atomic ? ++write_seq_ : 0;
   const ArrayShadow& a = arrays_[kind_[offset] - 1];
   const size_t first = (offset - a.offset) >> a.shift;
   const size_t last = (offset + bytes - 1 - a.offset) >> a.shift;
@@ -212,6 +220,39 @@ void BlockSanitizer::shared_access(size_t offset, unsigned bytes, unsigned flags
     b.w_thread = t;
     b.w_epoch = epoch;
     b.w_where = where;
+    b.w_seq = seq;
+  }
+}
+
+void BlockSanitizer::proxy_fence(unsigned linear) {
+  if (linear < fence_seq_.size()) fence_seq_[linear] = write_seq_;
+}
+
+void BlockSanitizer::tma_store_read(const void* src, unsigned bytes, int line) {
+  const uint32_t where = kLineBit | static_cast<uint32_t>(line);
+  const uintptr_t offset =
+      reinterpret_cast<uintptr_t>(src) - reinterpret_cast<uintptr_t>(tls_block_);
+  if (current_ < 0 || offset >= tls_bytes_ || kind_[offset] == kIgnored) return;
+  // Bounds and races: the read of the current thread.
+  access(reinterpret_cast<uintptr_t>(src), bytes, cutune_emu_abi::kAccessWhereIsLine, line);
+  if (!g_run.racecheck || !shared_in_bounds(offset, bytes)) return;
+  const ArrayShadow& a = arrays_[kind_[offset] - 1];
+  const size_t first = (offset - a.offset) >> a.shift;
+  const size_t last = (offset + bytes - 1 - a.offset) >> a.shift;
+  for (size_t g = first; g <= last; ++g) {
+    const ByteShadow& b = shadow_[a.base + g];
+    if (b.w_interval < block_start_ || b.w_seq == 0 || b.w_thread >= fence_seq_.size() ||
+        b.w_seq <= fence_seq_[b.w_thread]) {
+      continue;
+    }
+    report_finding(
+        EmuStatus::race,
+        fmt::format("{}: proxy race on shared {} in block {}: written by thread {} at {} and "
+                    "read by the TMA store of thread {} at {}, with no fence.proxy.async by the "
+                    "writer between them (the async proxy may not see the write)",
+                    g_run.kernel_name, shared_element(a.offset + (g << a.shift)), block_text(),
+                    thread_text(b.w_thread), where_text(b.w_where),
+                    thread_text(static_cast<unsigned>(current_)), where_text(where)));
   }
 }
 
@@ -284,6 +325,7 @@ void BlockSanitizer::async_write(unsigned thread, const void* dst, int bytes, ui
     b.w_thread = t;
     b.w_epoch = epoch;
     b.w_where = where;
+    b.w_seq = 0;
   }
 }
 
@@ -370,6 +412,17 @@ void BlockSanitizer::report_wgmma_write(size_t offset, uint32_t where,
                              g_run.kernel_name, shared_element(offset), block_text(),
                              thread_text(static_cast<unsigned>(current_)), where_text(where),
                              wgmma.line, wgmma.warpgroup));
+}
+
+void BlockSanitizer::report_bulk_write(size_t offset, uint32_t where,
+                                       const WgmmaReads::Pending& store) const {
+  report_finding(EmuStatus::race,
+                 fmt::format("{}: data race on shared {} in block {}: written by thread {} at {} "
+                             "while the TMA store on line {} (thread {}) still reads it: that "
+                             "thread has not waited for it (cp.async.bulk.wait_group.read)",
+                             g_run.kernel_name, shared_element(offset), block_text(),
+                             thread_text(static_cast<unsigned>(current_)), where_text(where),
+                             store.line, thread_text(store.warpgroup)));
 }
 
 void BlockSanitizer::report_uninitialised() const {

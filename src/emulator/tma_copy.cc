@@ -27,8 +27,13 @@ cutune_emu_abi::TensorMapRecord make_tensor_map_record(const void* base, unsigne
   return r;
 }
 
-std::string tma_box_image(const cutune_emu_abi::TensorMapRecord& m, int c0, int c1,
-                          std::vector<unsigned char>& image) {
+namespace {
+
+// Calls visit(global address, image offset) for each in-range element of the box at (c0, c1);
+// sets `image_bytes` to the box image's size. "" or why the record cannot be copied.
+template <typename Visit>
+std::string each_box_element(const cutune_emu_abi::TensorMapRecord& m, int c0, int c1,
+                             unsigned long long& image_bytes, Visit visit) {
   if (m.magic != cutune_emu_abi::kTensorMapMagic) {
     return "the tensor map argument was not built for this kernel (no emulator record)";
   }
@@ -43,8 +48,8 @@ std::string tma_box_image(const cutune_emu_abi::TensorMapRecord& m, int c0, int 
     return "a swizzled box row is not exactly the swizzle span";
   }
   const unsigned rows = (m.box[1] + m.element_strides[1] - 1) / m.element_strides[1];
-  image.assign(row_bytes * rows, 0);
-  const auto* base = static_cast<const unsigned char*>(m.base);
+  image_bytes = row_bytes * rows;
+  auto* base = static_cast<unsigned char*>(const_cast<void*>(m.base));
   for (unsigned j = 0; j < rows; ++j) {
     const long long y =
         static_cast<long long>(c1) + static_cast<long long>(j) * m.element_strides[1];
@@ -53,13 +58,38 @@ std::string tma_box_image(const cutune_emu_abi::TensorMapRecord& m, int c0, int 
       const long long x = static_cast<long long>(c0) + i;
       if (!row_in || x < 0 || static_cast<unsigned long long>(x) >= m.dims[0]) continue;
       const unsigned long long dense = (j * row_bytes) + static_cast<unsigned long long>(i) * eb;
-      std::memcpy(&image[cutune_smem::swizzle_offset(m.swizzle, dense)],
-                  base + static_cast<unsigned long long>(y) * m.row_stride +
-                      static_cast<unsigned long long>(x) * eb,
-                  eb);
+      visit(base + static_cast<unsigned long long>(y) * m.row_stride +
+                static_cast<unsigned long long>(x) * eb,
+            cutune_smem::swizzle_offset(m.swizzle, dense));
     }
   }
   return "";
+}
+
+}  // namespace
+
+std::string tma_box_image(const cutune_emu_abi::TensorMapRecord& m, int c0, int c1,
+                          std::vector<unsigned char>& image) {
+  unsigned long long bytes = 0;
+  image.clear();
+  std::string err = each_box_element(m, c0, c1, bytes,
+                                     [&](const unsigned char* global, unsigned long long offset) {
+                                       if (image.size() != bytes) image.assign(bytes, 0);
+                                       std::memcpy(&image[offset], global, m.element_bytes);
+                                     });
+  // A box wholly outside the dimensions is all zeros.
+  if (err.empty() && image.size() != bytes) image.assign(bytes, 0);
+  return err;
+}
+
+std::string tma_store_elements(const cutune_emu_abi::TensorMapRecord& m, int c0, int c1,
+                               std::vector<TmaStoreElement>& elements,
+                               unsigned long long& image_bytes) {
+  elements.clear();
+  return each_box_element(m, c0, c1, image_bytes,
+                          [&](unsigned char* global, unsigned long long offset) {
+                            elements.push_back(TmaStoreElement{global, offset});
+                          });
 }
 
 }  // namespace cutune::emu

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/ir/ir_operators.h"
+
 namespace cutune::ir {
 
 namespace {
@@ -101,6 +103,50 @@ Stmt prefetch_tensormap(const Expr& map) {
   return call("cutune_prefetch_tensormap", {map});
 }
 
+Stmt tma_store_2d(const Expr& map, const Expr& src, const Expr& c0, const Expr& c1) {
+  require(is_map(map), "tma_store_2d: map is a tensor_map_ref");
+  require(is_shared_address(src, std::nullopt), "tma_store_2d: src is address_of a shared buffer");
+  require_int(c0, "tma_store_2d", "c0");
+  require_int(c1, "tma_store_2d", "c1");
+  return call("cutune_tma_store_2d", {map, src, c0, c1});
+}
+
+Stmt bulk_commit_group() { return call("cutune_bulk_commit_group", {}); }
+Stmt bulk_wait_group_read(int pending) {
+  require(pending == 0 || pending == 1, "bulk_wait_group_read: pending is 0 or 1");
+  return call(pending == 0 ? "cutune_bulk_wait_group_read_0" : "cutune_bulk_wait_group_read_1",
+              {});
+}
+Stmt bulk_wait_group() { return call("cutune_bulk_wait_group", {}); }
+
+Stmt named_barrier_sync(const Expr& id, int count) {
+  require_int(id, "named_barrier_sync", "id");
+  if (auto c = as_const_int(id)) {
+    require(*c >= 1 && *c <= 15, "named_barrier_sync: id must be in 1..15 (0 is __syncthreads')");
+  }
+  require(count >= 32 && count % 32 == 0 && count <= 1024,
+          "named_barrier_sync: count must be a multiple of 32 in 32..1024");
+  return call("cutune_named_barrier_sync", {id, i32(count)});
+}
+
+Stmt stmatrix_x4(const Expr& row, const std::vector<Expr>& r) {
+  const Call* c = row.as<Call>();
+  const Load* l = c != nullptr && c->args.size() == 1 ? c->args[0].as<Load>() : nullptr;
+  require(
+      is_shared_address(row, std::nullopt) && l != nullptr && l->buffer->type.element_bytes() == 2,
+      "stmatrix_x4: row is address_of a shared 16-bit buffer");
+  require(r.size() == 4, "stmatrix_x4: four registers");
+  std::vector<Expr> args{row};
+  for (const Expr& e : r) {
+    // pack_x2's two-lane 16-bit value is one 32-bit word too.
+    const bool word =
+        e.type() == Type::u32() || (e.type().lanes == 2 && e.type().element_bytes() == 2);
+    require(word, "stmatrix_x4: the registers are 32-bit words (UInt32 or pack_x2)");
+    args.push_back(e);
+  }
+  return call("cutune_stmatrix_x4", std::move(args));
+}
+
 Expr elect_one() { return Call::make(Type::boolean(), kElectOne, {}); }
 
 const std::vector<std::string>& tma_intrinsic_names() {
@@ -114,7 +160,14 @@ const std::vector<std::string>& tma_intrinsic_names() {
                                                  "cutune_tma_load_2d",
                                                  "cutune_fence_proxy_async",
                                                  "cutune_prefetch_tensormap",
-                                                 kElectOne};
+                                                 kElectOne,
+                                                 "cutune_tma_store_2d",
+                                                 "cutune_bulk_commit_group",
+                                                 "cutune_bulk_wait_group_read_0",
+                                                 "cutune_bulk_wait_group_read_1",
+                                                 "cutune_bulk_wait_group",
+                                                 "cutune_named_barrier_sync",
+                                                 "cutune_stmatrix_x4"};
   return names;
 }
 

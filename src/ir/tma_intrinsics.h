@@ -21,6 +21,17 @@
 //   void cutune_fence_proxy_async();  fence.proxy.async.shared::cta
 //   void cutune_prefetch_tensormap(const cutune_tensor_map& map);
 //   bool cutune_elect_one();  elect.sync over the whole warp: true in exactly one lane
+//   void cutune_tma_store_2d(const cutune_tensor_map& map, const void* src, int c0, int c1);
+//       cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box at (c0, c1) from src
+//   void cutune_bulk_commit_group();     cp.async.bulk.commit_group
+//   void cutune_bulk_wait_group_read_0(); cutune_bulk_wait_group_read_1();
+//       cp.async.bulk.wait_group.read 0 (1): at most 0 (1) of the thread's groups still read
+//   void cutune_bulk_wait_group();       cp.async.bulk.wait_group 0
+//   void cutune_named_barrier_sync(int id, int count);  bar.sync id, count
+//   void cutune_stmatrix_x4(void* row, unsigned r0, unsigned r1, unsigned r2, unsigned r3);
+//       stmatrix.sync.aligned.m8n8.x4.shared.b16: warp-collective; lane 8j + i gives the
+//       address of row i of matrix j (16 bytes, 16-byte aligned), and lane l's r_j holds
+//       matrix j's elements (l / 4, 2 (l % 4)) (bits 0-15) and (l / 4, 2 (l % 4) + 1)
 //
 // Semantics (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and
 // "cp.async.bulk.tensor"): init sets phase 0, pending arrivals = expected = count, tx-count 0.
@@ -31,6 +42,18 @@
 // completed, i.e. while the current phase's parity differs from p (so a fresh barrier's
 // wait_parity(1) returns at once). A TMA destination is 128-byte aligned (1024/512/256 bytes with
 // the 128/64/32-byte swizzle) and may be read only after a wait on its barrier returns.
+//
+// The TMA store (PTX ISA, "cp.async.bulk.tensor" and "cp.async.bulk.wait_group") reads the
+// box's image from shared memory (laid out, and swizzled, as a load would write it; 128-byte
+// aligned, 1024 with the 128-byte swizzle) and writes the elements that lie inside the map's
+// dimensions to global memory: rows and columns outside are clipped. It is asynchronous: the
+// issuing thread's bulk async-groups (commit_group closes one) track it, and the shared bytes
+// may be written again only after that thread's wait_group.read has covered its group (the
+// global writes are complete after wait_group without .read, or at the grid's end). The
+// shared bytes, written by the generic proxy (st.shared), must be made visible to the async
+// proxy first: each writing thread's fence.proxy.async, then a barrier before the issue.
+// The named barrier waits until `count` threads (a multiple of 32) of the block have arrived
+// at barrier `id` (1..15; 0 is __syncthreads'); threads not in the count go on.
 //
 // Arguments: `bar` is address_of(a shared Int64 buffer, index); `dst` is address_of(a shared
 // buffer, index); `map` is tensor_map_ref(name) of a Kernel::tensor_maps entry.
@@ -64,6 +87,16 @@ Stmt prefetch_tensormap(const Expr& map);
 // the active lanes (ELECT ... BRA.U.ANY), not knowing that only one lane is active.
 inline constexpr const char* kElectOne = "cutune_elect_one";
 Expr elect_one();
+
+Stmt tma_store_2d(const Expr& map, const Expr& src, const Expr& c0, const Expr& c1);
+Stmt bulk_commit_group();
+// wait_group.read `pending` (0 or 1): the sources of every store but those of the `pending`
+// most recent groups may be reused.
+Stmt bulk_wait_group_read(int pending = 0);
+Stmt bulk_wait_group();       // wait_group 0: every store has written global memory
+Stmt named_barrier_sync(const Expr& id, int count);  // id Int32 in 1..15
+// `row` is address_of a shared 16-bit buffer; `r` four 32-bit words (UInt32 or pack_x2).
+Stmt stmatrix_x4(const Expr& row, const std::vector<Expr>& r);
 
 // Every name above (tensor_map_ref excluded), for the code generator and feature counts.
 const std::vector<std::string>& tma_intrinsic_names();

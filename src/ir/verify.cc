@@ -155,13 +155,14 @@ class Verifier : public IRVisitor {
     }
   }
 
-  // mma, ldmatrix, warp_uniform and elect_one are warp-collective: every lane must reach them
+  // mma, ldmatrix, stmatrix, warp_uniform and elect_one are warp-collective: every lane must
+  // reach them
   // together.
   void visit_node(const Call* op) override {
     IRVisitor::visit_node(op);
     bool collective = op->name.rfind("cutune_mma_", 0) == 0 ||
                       op->name.rfind("cutune_ldmatrix_", 0) == 0 || op->name == kWarpUniform ||
-                      op->name == kElectOne;
+                      op->name == kElectOne || op->name == "cutune_stmatrix_x4";
     if (collective && divergent_depth_ > 0) {
       error("warp-collective {} is under a thread-dependent condition", op->name);
     }

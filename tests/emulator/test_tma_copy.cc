@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "src/emulator/tma_copy.h"
@@ -107,4 +108,41 @@ TEST_CASE("malformed tensor map records are refused", "[tma]") {
   CHECK(tma_box_image(rec, 0, 0, image).find("multiple of 16") != std::string::npos);
   rec = make_tensor_map_record(x, 2, 8, 8, 16, 16, 8, 1, 3);  // 32-byte rows, 128B swizzle
   CHECK(tma_box_image(rec, 0, 0, image).find("swizzle span") != std::string::npos);
+}
+
+TEST_CASE(
+    "a TMA store writes the in-range elements of its box from the swizzled image, "
+    "clipping the rest",
+    "[tma]") {
+  // A 37 x 29 tensor (80-byte pitch); 64 x 16 boxes with the 128-byte swizzle past the right
+  // and bottom edges, and before the left and top ones.
+  Global g(37, 29, 40);
+  auto rec = make_tensor_map_record(g.data.data(), 2, 37, 29, 80, 64, 16, 1, 3);
+  for (auto [c0, c1] : {std::pair{0, 0}, std::pair{20, 20}, std::pair{-30, -5}}) {
+    std::vector<cutune::emu::TmaStoreElement> elements;
+    unsigned long long bytes = 0;
+    REQUIRE(cutune::emu::tma_store_elements(rec, c0, c1, elements, bytes).empty());
+    CHECK(bytes == 64 * 16 * 2);
+    size_t expected = 0;
+    for (int j = 0; j < 16; ++j)
+      for (int i = 0; i < 64; ++i) expected += g.at(c0 + i, c1 + j) != 0;
+    CHECK(elements.size() == expected);
+    for (const cutune::emu::TmaStoreElement& e : elements) {
+      // Each element's image offset is where a load of the same box puts it.
+      const auto index = size_t(reinterpret_cast<uint16_t*>(e.global) - g.data.data());
+      const int x = int(index % 40), y = int(index / 40);
+      INFO("box at (" << c0 << "," << c1 << "): element (" << x << "," << y << ")");
+      REQUIRE(x < 37);
+      const size_t dense = (size_t(y - c1) * 64 + size_t(x - c0)) * 2;
+      CHECK(e.image_offset == swizzled(3, dense));
+    }
+  }
+  // A box wholly outside writes nothing (and a load of it is all zeros).
+  std::vector<cutune::emu::TmaStoreElement> elements;
+  unsigned long long bytes = 0;
+  REQUIRE(cutune::emu::tma_store_elements(rec, 64, 0, elements, bytes).empty());
+  CHECK(elements.empty());
+  std::vector<unsigned char> image;
+  REQUIRE(tma_box_image(rec, 64, 0, image).empty());
+  CHECK(image == std::vector<unsigned char>(bytes, 0));
 }

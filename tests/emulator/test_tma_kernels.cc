@@ -1,7 +1,7 @@
 // Kernels built from the IR with the mbarrier and TMA intrinsics (src/ir/tma_intrinsics.h),
 // generated as CUDA C, run in the CPU emulator against host references, and compiled with NVRTC
-// for sm_90a: a TMA tile load through each swizzle, the deadlock and expect_tx reports, and a
-// three-stage producer/consumer ring.
+// for sm_90a: a TMA tile load through each swizzle, the deadlock and expect_tx reports, a
+// three-stage producer/consumer ring, and a named barrier of part of the block.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -215,4 +215,48 @@ TEST_CASE("a ring that waits with the wrong phase parity is caught", "[tma][emul
   EmuResult r = k.run(result, expected);
   INFO(r.message);
   CHECK_FALSE((r.status == EmuStatus::ok && result == expected));
+}
+
+namespace {
+
+// 128 threads: the first two warps write shared S, meet at bar.sync 1, `count` and read each
+// other's values; the last two write their own index. `count` 64 is right; 96 waits for
+// threads that never come.
+EmuResult run_named_barrier(int count, std::vector<int32_t>& out) {
+  Buffer s = Buffer::make("S", Type::i32(), MemoryScope::shared, 64);
+  Buffer o = Buffer::make("Out", Type::i32(), MemoryScope::global, 128);
+  Expr tx = var("tx");
+  Kernel k;
+  k.name = "named_barrier";
+  k.buffers = {o};
+  k.body = bind(
+      "tx", 128, ForKind::thread_x,
+      Allocate::make(s, IfThenElse::make(tx < 64,
+                                         Block::make({Store::make(s, tx, tx * 3),
+                                                      named_barrier_sync(i32(1), count),
+                                                      Store::make(o, tx, Load::make(s, 63 - tx))}),
+                                         Store::make(o, tx, tx))));
+  std::vector<HostBuffer> buffers = {HostBuffer::zeros(Type::i32(), 128)};
+  EmulatorOptions options;
+  options.host_threads = 1;
+  options.sanitize_all_blocks = true;
+  Emulator emu(options);
+  EmuResult r = emu.run(generate(k), buffers);
+  out = buffers[0].to_ints();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a named barrier meets the threads of its count, the others go on", "[tma][emulator]") {
+  std::vector<int32_t> out;
+  EmuResult r = run_named_barrier(64, out);
+  INFO(r.message);
+  REQUIRE(r.status == EmuStatus::ok);
+  for (int t = 0; t < 128; ++t) CHECK(out[size_t(t)] == (t < 64 ? (63 - t) * 3 : t));
+  r = run_named_barrier(96, out);
+  CHECK(r.status == EmuStatus::barrier_divergence);
+  CHECK_THAT(r.message, Catch::Contains("named barrier deadlock") &&
+                            Catch::Contains("bar.sync 1, 96") &&
+                            Catch::Contains("where only 64 threads wait"));
 }

@@ -246,6 +246,46 @@ TEST_CASE("the large Hopper tile with several tiles a block: HGMMA main loop, no
   CHECK(r.local_loads == 0);
 }
 
+TEST_CASE("the TMA-store references: UTMASTG stores of the tile, HGMMA main loop, no spills",
+          "[sass][tma]") {
+  require_nvdisasm();
+  // 16-bit C: the whole 128x256 tile, 4 columns of 64, written by stmatrix (a thread's 64
+  // words in 16). fp32 C: 8 columns of 32 through two columns' buffers, by 8-byte st.shared.
+  for (const char* name : {"gemm_fp16_wgmma_nt_out16", "gemm_fp16_wgmma_nt"}) {
+    const bool out16 = std::string(name).ends_with("_out16");
+    auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, name);
+    std::vector<Config> refs = tmpl->reference_configs();
+    auto it = std::find_if(refs.begin(), refs.end(),
+                           [](const Config& c) { return c.get("tma_store") != 0; });
+    REQUIRE(it != refs.end());
+    const Config& c = *it;
+    INFO(name);
+    CHECK(c.get("block_n") == 256);
+    CHECK(c.get("tiles_per_block") == 8);
+    CHECK(c.get("tma_store") == (out16 ? 1 : 2));
+    const Sm90aBuild b = build_sm90a(*tmpl, c);
+    SassReport r = inspect(b.compiled, b.lowered.source->launch);
+    INFO(r.to_text());
+    REQUIRE(r.main_loop);
+    CHECK(r.mix.count_opcode("HGMMA") == 4);
+    // The consumers' k loop keeps the large tile's count: at most 16 instructions an HGMMA.
+    CHECK(r.mix.total <= 16 * r.mix.count_opcode("HGMMA"));
+    CHECK_FALSE(r.spills());
+    CHECK(r.local_loads == 0);
+    // One store a 128-byte column, each issued once by an elected lane.
+    std::vector<Function> functions = parse_nvdisasm(disassemble(b.compiled.cubin));
+    const Function& f = kernel_function(functions, b.lowered.source->kernel_name);
+    size_t stores = 0, stsm = 0;
+    for (const Instruction& ins : f.instructions) {
+      stores += ins.opcode == "UTMASTG";
+      stsm += ins.opcode == "STSM";
+    }
+    CHECK(stores == (out16 ? 4u : 8u));
+    CHECK(stsm == (out16 ? 16u : 0u));
+    CHECK(tma_lane_loops(f) == 0);
+  }
+}
+
 TEST_CASE("the ping-pong reference: each warpgroup's whole tile in its loop, no spills",
           "[sass][tma]") {
   require_nvdisasm();

@@ -63,8 +63,9 @@ TEST_CASE("the reference configurations of the wgmma GEMMs match", "[wgmma][emul
     auto tmpl = make_template("gemm_fp16", {136, 200, 72}, name);
     emu::Emulator emulator;
     // cp.async, TMA + producer, 128x256 TMA + producer + mma_pipe, ping-pong (4 tiles: 2 a
-    // block), small
-    REQUIRE(tmpl->reference_configs().size() == 5);
+    // block), the 128x256 TMA store (fp32 C: a column at a time, 2 tiles a block), small
+    REQUIRE(tmpl->reference_configs().size() == 6);
+    CHECK(tmpl->reference_configs()[4].get("tma_store") == 2);
     CHECK(tmpl->reference_configs()[3].get("tiles_per_block") == 2);
     for (const Config& c : tmpl->reference_configs()) {
       EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator);
