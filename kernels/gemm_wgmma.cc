@@ -37,7 +37,7 @@ void GemmWgmmaTemplate::define_space() {
     return c.get("loads") == 0 || (k % 8 == 0 && (!nn || n % 8 == 0));
   });
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
-  wg::add_tiles_per_block_constraint(space_, m_, n);
+  wg::add_tiles_per_block_constraint(space_, m_, n, out16_);
 }
 
 std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
@@ -63,6 +63,21 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   large["epilogue"] = 1;
   large["mma_pipe"] = 1;
   add(large);
+  // Its transpose, 256x128x64: each consumer warpgroup two m64 strips of 64x128 (the same 128
+  // accumulators a thread), B's slice half as wide, A's twice as tall.
+  nlohmann::json tall = large;
+  tall["block_m"] = 256;
+  tall["block_n"] = 128;
+  add(tall);
+  // Both as persistent tiles: a grid of one block an SM, each walking its tiles in groups of 8
+  // tile rows, the last wave's tiles split along K into the zeroed fp32 C where the tiles
+  // leave it part empty (not for 16-bit C, whose pieces could not add).
+  for (const nlohmann::json& tile : {large, tall}) {
+    nlohmann::json persistent = tile;
+    persistent["persistent"] = 1;
+    persistent["last_wave_split"] = out16_ ? 0 : 1;
+    add(persistent);
+  }
   // Ping-pong: the same 128x128x64 ring, each consumer warpgroup computing whole 128x128
   // tiles in turn (128 accumulators a thread), so that one warpgroup's stores overlap the
   // other's wgmmas; several tiles a block, as many as leave at least 128 blocks (a wave on a
@@ -74,6 +89,12 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   const int64_t tiles = ceil_div(m_, int64_t{128}) * ceil_div(n_, int64_t{128});
   pingpong["tiles_per_block"] = tiles >= 8 * 128 ? 8 : tiles >= 4 * 128 ? 4 : 2;
   add(pingpong);
+  // And ping-pong over persistent tiles: a block an SM, whatever the tiles.
+  nlohmann::json pingpong_persistent = pingpong;
+  pingpong_persistent["tiles_per_block"] = 1;
+  pingpong_persistent["persistent"] = 1;
+  pingpong_persistent["last_wave_split"] = out16_ ? 0 : 1;
+  add(pingpong_persistent);
   // Split-K where the output tiles leave most SMs idle and K is long (reference_split_k): the
   // TMA ring's tiles adding fp32 into C with atomics.
   if (const int64_t split = wg::reference_split_k(tiles, ceil_div(k_, int64_t{64}));

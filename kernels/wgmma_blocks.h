@@ -36,6 +36,16 @@ struct WgmmaParams {
   // cores in turn (an order barrier), so that one stores its tile while the next computes.
   // 0: the warpgroups split each tile's rows (cooperative).
   int pingpong = 0;
+  // 1: persistent tiles (with a producer): the grid is sized from the device (SMs x resident
+  // blocks, by whoever launches: src/codegen/launch_grid.h), not from the shape, and block b
+  // takes tiles b, b + G, b + 2G, ... of the G blocks launched, in the raster_group order, so
+  // that the blocks of one wave work on a compact band of tile rows.
+  int persistent = 0;
+  // 1 (persistent, fp32 C): where the tiles leave the last wave part empty (tiles % G = r > 0),
+  // its r tiles are shared out along K: each split into S = min(G / r, k_slices) pieces (fewer
+  // where pieces would be empty), one piece a block, added into the zeroed C with atomics. No
+  // block waits for another, so any order of the blocks is correct.
+  int last_wave_split = 0;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
   int threads() const { return 128 * (warpgroups + producer); }
@@ -96,11 +106,21 @@ bool register_budget_holds(int warpgroups);
 // `tiles_per_block` and `pingpong` are defined only where TMA can load both operands (else
 // they could never be other than 0, 1, 0). And `split_k_wide` (0, 1; if omitted 0, defined
 // last): 1 multiplies split_k 2 and 4 by 4, to 8 and 16 (split_k_of), for the shapes whose
-// M x N tiles are far fewer than the SMs and whose K is long. The shape's own rules (16-byte
-// global row strides for TMA, no more tiles a block than tiles) are the template's.
+// M x N tiles are far fewer than the SMs and whose K is long. And last, `persistent` (0, 1;
+// if omitted 0): with a producer and an unstaged epilogue, one tile a block by the knob and
+// no split-K; and `last_wave_split` (0, 1; if omitted 0): with persistent. Both are defined
+// only where TMA can load both operands. The shape's own rules (16-byte global row strides
+// for TMA, no more tiles a block than tiles, last_wave_split only into fp32 C) are the
+// template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
-// tiles_per_block at most the M x N tiles of the shape.
-void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n);
+// tiles_per_block at most the M x N tiles of the shape; and, where C is 16-bit (out16), no
+// last_wave_split (its pieces add into C with fp32 atomics).
+void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n, bool out16 = false);
+
+// Resident blocks per SM a persistent kernel's grid is sized for: 1, since a producer
+// warpgroup's setmaxnreg needs __launch_bounds__(threads, 1), which lets ptxas give one block
+// the SM's registers.
+inline constexpr int kPersistentBlocksPerSm = 1;
 
 // The constraints that follow N, K and the output type: shared memory within the opt-in
 // limit, split-K only into fp32 C with scalar atomics and with a K slice for every split,

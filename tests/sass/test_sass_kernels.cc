@@ -251,9 +251,12 @@ TEST_CASE("the ping-pong reference: each warpgroup's whole tile in its loop, no 
   require_nvdisasm();
   auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
   std::vector<Config> refs = tmpl->reference_configs();
-  REQUIRE(refs.size() >= 4);
-  const Config& c = refs[3];
-  REQUIRE(c.get("pingpong") == 1);
+  // The ping-pong reference with several tiles a block by the knob (another is persistent).
+  auto it = std::find_if(refs.begin(), refs.end(), [](const Config& r) {
+    return r.get("pingpong") == 1 && r.get("tiles_per_block") > 1;
+  });
+  REQUIRE(it != refs.end());
+  const Config& c = *it;
   CHECK(c.get("tiles_per_block") == 8);  // 1,024 tiles: 128 blocks
   SassReport r = report_of(*tmpl, c, "sm_90a");
   INFO(r.to_text());
@@ -264,4 +267,29 @@ TEST_CASE("the ping-pong reference: each warpgroup's whole tile in its loop, no 
   CHECK(r.mix.count_opcode("R2UR") == 0);
   CHECK_FALSE(r.spills());
   CHECK(r.local_loads == 0);
+}
+
+TEST_CASE("the persistent 128x256 reference: setmaxnreg, HGMMA main loop, no spills",
+          "[sass][tma][persistent]") {
+  require_nvdisasm();
+  auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
+  std::vector<Config> refs = tmpl->reference_configs();
+  auto it = std::find_if(refs.begin(), refs.end(), [](const Config& r) {
+    return r.get("persistent") == 1 && r.get("block_n") == 256 && r.get("pingpong") == 0;
+  });
+  REQUIRE(it != refs.end());
+  CHECK(it->get("last_wave_split") == 1);  // fp32 C
+  const Sm90aBuild b = build_sm90a(*tmpl, *it);
+  SassReport r = inspect(b.compiled, b.lowered.source->launch);
+  INFO(r.to_text());
+  REQUIRE(r.main_loop);
+  // The consumers' loop is the non-persistent kernel's: m64n256k16, 4 k-steps of 16, in at
+  // most 16 instructions an HGMMA.
+  CHECK(r.mix.count_opcode("HGMMA") == 4);
+  CHECK(double(r.mix.total) / double(r.mix.count_opcode("HGMMA")) <= 16.0);
+  CHECK_FALSE(r.spills());
+  CHECK(r.local_loads == 0);
+  const std::string code = b.lowered.source->code;
+  CHECK(code.find("setmaxnreg") != std::string::npos);
+  CHECK(code.find("cutune_grid_blocks()") != std::string::npos);
 }
