@@ -397,8 +397,13 @@ Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
   const Expr in_rest = t >= whole;
   Stmt item = tc::bind_tile(body, grid_, tile);
   item = LetStmt::make("split_piece", select(in_rest && pieces > i32(1), i32(1), i32(0)), item);
-  item = LetStmt::make("k_tiles", select(in_rest, min(per, k - int_var("first_k_tile")), k), item);
-  item = LetStmt::make("first_k_tile", select(in_rest, bx % pieces * per, i32(0)), item);
+  // A piece starts below k (pieces·per covers K with less than a piece to spare) and has at
+  // least one slice, so the `% k` and the max change nothing; they tell the analyses that
+  // cannot see through the pieces' arithmetic (bounds, the features' loop extents) that the K
+  // loops run 1 to k slices.
+  item = LetStmt::make(
+      "k_tiles", select(in_rest, max(min(per, k - int_var("first_k_tile")), i32(1)), k), item);
+  item = LetStmt::make("first_k_tile", select(in_rest, bx % pieces * per % k, i32(0)), item);
   item = LetStmt::make("tile", select(in_rest, whole * g + bx / pieces, bx + t * g), item);
   Stmt loop = For::make("tile_t", 0, whole + select(bx < rest * pieces, i32(1), i32(0)),
                         ForKind::serial, item);

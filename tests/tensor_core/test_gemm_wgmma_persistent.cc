@@ -37,6 +37,9 @@ Config persistent_config(const Template& t, int bm, int bn, int warpgroups, int 
   return c;
 }
 
+// {"knobs": ...} of `c`, without its index, to edit.
+nlohmann::json knobs_of(const Config& c) { return {{"knobs", c.to_json()["knobs"]}}; }
+
 // Runs `c` on grids of each of `grids` blocks (the emulator's override), sanitizer on.
 void check_grids(const Template& t, const Config& c, std::initializer_list<int> grids) {
   for (int blocks : grids) {
@@ -79,7 +82,7 @@ TEST_CASE("persistent tiles into 16-bit C match, without the split",
     INFO(name);
     check_grids(*tmpl, persistent_config(*tmpl, 64, 64, 2, 1, 0), {3, 5});
     // The pieces of a split would add into C with fp32 atomics.
-    nlohmann::json j = persistent_config(*tmpl, 64, 64, 2, 1, 0).to_json();
+    nlohmann::json j = knobs_of(persistent_config(*tmpl, 64, 64, 2, 1, 0));
     j["knobs"]["last_wave_split"] = 1;
     CHECK(tmpl->space().violation(tmpl->space().from_json(j)).value_or("") ==
           "the last wave's pieces add into fp32 C");
@@ -90,7 +93,7 @@ TEST_CASE("persistent knobs: constraints, launch bounds and the grid they launch
           "[wgmma][tma][persistent]") {
   auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
   const ConfigSpace& space = tmpl->space();
-  nlohmann::json j = persistent_config(*tmpl, 128, 256, 2, 0, 1, 1).to_json();
+  nlohmann::json j = knobs_of(persistent_config(*tmpl, 128, 256, 2, 0, 1, 1));
   j["knobs"]["block_k"] = 64;
   j["knobs"]["swizzle"] = 128;
   const Config c = space.from_json(j);
@@ -127,16 +130,16 @@ TEST_CASE("persistent knobs: constraints, launch bounds and the grid they launch
       "persistent tiles need a producer, an unstaged epilogue, one tile a block and no split-K";
   for (auto [knob, value] : std::vector<std::pair<const char*, int>>{
            {"epilogue", 2}, {"tiles_per_block", 2}, {"split_k", 2}}) {
-    nlohmann::json bad = c.to_json();
+    nlohmann::json bad = knobs_of(persistent_config(*tmpl, 64, 64, 1, 0, 1));
     bad["knobs"][knob] = value;
     INFO(knob);
     CHECK(space.violation(space.from_json(bad)).value_or("") == rule);
   }
-  nlohmann::json bad = c.to_json();
+  nlohmann::json bad = knobs_of(c);
   bad["knobs"]["persistent"] = 0;
   CHECK(space.violation(space.from_json(bad)).value_or("") ==
         "the last wave splits along K only with persistent tiles");
-  nlohmann::json pp = persistent_config(*tmpl, 128, 128, 2, 1, 1, 1).to_json();
+  nlohmann::json pp = knobs_of(persistent_config(*tmpl, 128, 128, 2, 1, 1, 1));
   CHECK(space.is_valid(space.from_json(pp)));
   pp["knobs"]["persistent"] = 0;
   pp["knobs"]["last_wave_split"] = 0;
@@ -183,7 +186,7 @@ TEST_CASE("persistent tiles are visible to the IR features: blocks, waves, tiles
   auto count = [&](const Config& c, const std::string& name) {
     return std::exp2(value(c, name)) - 1;
   };
-  nlohmann::json j = persistent_config(*tmpl, 128, 256, 2, 0, 1, 1).to_json();
+  nlohmann::json j = knobs_of(persistent_config(*tmpl, 128, 256, 2, 0, 1, 1));
   const Config persistent = tmpl->space().from_json(j);
   j["knobs"]["persistent"] = 0;
   j["knobs"]["last_wave_split"] = 0;
