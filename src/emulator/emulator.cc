@@ -120,7 +120,13 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
   if (options_.persistent_grid > 0) {
     launch = with_persistent_grid(launch, uint32_t(options_.persistent_grid));
   } else if (launch.persistent_blocks_per_sm != 0) {
-    launch.grid = launch_grid(launch, target_limits(options_.arch).sm_count);
+    try {
+      launch.grid = launch_grid(launch, target_limits(options_.arch).sm_count);
+    } catch (const std::invalid_argument& e) {
+      result.status = EmuStatus::crashed;
+      result.message = fmt::format("{}: a persistent kernel's grid: {}", src.kernel_name, e.what());
+      return result;
+    }
   }
   if (launch.block.volume() == 0 || launch.block.volume() > 1024 || launch.grid.volume() == 0) {
     result.status = EmuStatus::crashed;
