@@ -47,9 +47,9 @@
 // architecture's target_limits or a test's forced grid, the export loader with the user's GPU).
 // Block b walks tiles b, b + G, ... (gridDim.x, so any G is correct) in the raster_group
 // order, with the several-tiles ring of tiles_per_block and, with pingpong, its consumers.
-// With last_wave_split (fp32 C), the tiles % G tiles of a part-empty last wave are cut along
-// K into pieces, one a block, whose accumulators add into the zeroed C by atomics; no block
-// waits for another.
+// With last_wave_split (fp32 C), the slices of the tiles % G tiles of a part-empty last wave
+// are dealt out evenly to the G blocks (stream-K); a tile that several shares meet is added
+// into the zeroed C by atomics, with no fix-up pass: no block waits for another.
 //
 // Shared tiles are the canonical wgmma layouts of src/ir/wgmma_descriptor.h: a tile of R rows
 // by C contiguous elements (A: [block_m][block_k]; B-nt: [block_n][block_k]; B-nn:

@@ -42,9 +42,10 @@ struct WgmmaParams {
   // that the blocks of one wave work on a compact band of tile rows.
   int persistent = 0;
   // 1 (persistent, fp32 C): where the tiles leave the last wave part empty (tiles % G = r > 0),
-  // its r tiles are shared out along K: each split into S = min(G / r, k_slices) pieces (fewer
-  // where pieces would be empty), one piece a block, added into the zeroed C with atomics. No
-  // block waits for another, so any order of the blocks is correct.
+  // its r tiles are shared out along K (stream-K): their r x k_slices slices are dealt to the
+  // G blocks in contiguous shares of q or q + 1, and a tile a share holds only part of is added
+  // into the zeroed C with atomics. No block waits for another, so any order of the blocks is
+  // correct.
   int last_wave_split = 0;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
@@ -160,13 +161,15 @@ struct WgmmaGemmSpec {
   // slice's slot is released right after its wgmmas' wait_group 1, which leaves them in flight,
   // instead of the previous slice's (without a producer: refilled stages - 1 slices ahead);
   // `skip_turn_wait`: ping-pong consumers start a tile's main loop without waiting for the
-  // previous tile's to end.
+  // previous tile's to end; `store_pieces`: the pieces of a persistent kernel's split last wave
+  // store into C instead of adding.
   struct TestHooks {
     bool wrong_map_swizzle = false;
     int expect_tx_delta = 0;
     bool skip_full_wait = false;
     bool release_in_flight = false;
     bool skip_turn_wait = false;
+    bool store_pieces = false;
   };
   TestHooks hooks;
 };

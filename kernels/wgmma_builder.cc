@@ -377,12 +377,13 @@ Stmt WgmmaGemmBuilder::each_tile(const Stmt& body) const {
 // Persistent tiles: of the G = gridDim.x blocks launched, block bx takes tiles bx, bx + G, ...
 // (tile_t counts them), in the raster_group order of bind_tile, so that a wave's G tiles are
 // consecutive in it: a band of raster_group tile rows, column by column, whose A rows and B
-// columns the L2 holds. With last_wave_split, the r = tiles % G tiles of a part-empty last
-// wave are cut along K into `pieces` of `piece_k` slices (as many as G / r, at most one a
-// slice, none empty), and piece bx of them (bx < r·pieces) is the block's last item: tile
-// whole·G + bx / pieces, from slice (bx % pieces)·piece_k; `split_piece` says it is a piece
-// (pieces > 1), whose epilogue adds into C. Every block's work is fixed by bx and G alone: no
-// block waits for another, whatever order they run in.
+// columns the L2 holds. With last_wave_split the r = tiles % G tiles of a part-empty last wave
+// are shared out along K (stream-K): their r·k_tiles slices, in order, are dealt to the G
+// blocks in contiguous shares as even as can be (q or q + 1 slices), and each tile a share
+// meets is an item of the block, after its whole tiles: the tile's slices within the share.
+// An item short of the whole K (`split_piece`) adds into C; a tile whose slices one share
+// holds all of is stored as usual. Every block's work follows from bx and G alone: no block
+// waits for another, whatever order they run in.
 Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
   const Expr tiles = i32(tiles_m_ * tiles_n_), k = i32(k_tiles_);
   const Expr g = int_var("grid_blocks"), bx = int_var("bx"), t = int_var("tile_t");
@@ -393,24 +394,33 @@ Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
                          For::make("tile_t", 0, (tiles - bx + g - 1) / g, ForKind::serial, item));
   }
   const Expr whole = int_var("whole_rounds"), rest = int_var("rest_tiles");
-  const Expr per = int_var("piece_k"), pieces = int_var("pieces");
+  const Expr share = int_var("tail_share"), extra = int_var("tail_extra");
+  const Expr lo = int_var("share_begin"), hi = int_var("share_end");
   const Expr in_rest = t >= whole;
+  // Item t - whole of the share: rest tile lo / k + t - whole, its slices [u0, u1) of the tail.
+  const Expr rest_tile = int_var("rest_tile"), u0 = int_var("slice_begin"),
+             u1 = int_var("slice_end");
   Stmt item = tc::bind_tile(body, grid_, tile);
-  item = LetStmt::make("split_piece", select(in_rest && pieces > i32(1), i32(1), i32(0)), item);
-  // A piece starts below k (pieces·per covers K with less than a piece to spare) and has at
-  // least one slice, so the `% k` and the max change nothing; they tell the analyses that
-  // cannot see through the pieces' arithmetic (bounds, the features' loop extents) that the K
-  // loops run 1 to k slices.
-  item = LetStmt::make(
-      "k_tiles", select(in_rest, max(min(per, k - int_var("first_k_tile")), i32(1)), k), item);
-  item = LetStmt::make("first_k_tile", select(in_rest, bx % pieces * per % k, i32(0)), item);
-  item = LetStmt::make("tile", select(in_rest, whole * g + bx / pieces, bx + t * g), item);
-  Stmt loop = For::make("tile_t", 0, whole + select(bx < rest * pieces, i32(1), i32(0)),
-                        ForKind::serial, item);
-  loop = LetStmt::make("pieces", (k + per - 1) / per, loop);
-  const Expr wanted = int_var("pieces_wanted");
-  loop = LetStmt::make("piece_k", (k + wanted - 1) / wanted, loop);
-  loop = LetStmt::make("pieces_wanted", min(g / max(rest, i32(1)), k), loop);
+  item = LetStmt::make("split_piece", select(in_rest && u1 - u0 < k, i32(1), i32(0)), item);
+  // The ring runs on from the whole tiles through the share's slices without a gap.
+  item = LetStmt::make("ring_base", select(in_rest, whole * k + u0 - lo, t * k), item);
+  // An item holds 1 to k slices from a first below k: the min, max and `% k` change nothing;
+  // they tell the analyses that cannot see through the share's arithmetic (bounds, the
+  // features' loop extents) that the K loops run at most k slices.
+  item = LetStmt::make("k_tiles", select(in_rest, max(min(u1 - u0, k), i32(1)), k), item);
+  item = LetStmt::make("first_k_tile", select(in_rest, (u0 - rest_tile * k) % k, i32(0)),
+                       item);
+  item = LetStmt::make("tile", select(in_rest, whole * g + rest_tile, bx + t * g), item);
+  item = LetStmt::make("slice_end", min(hi, rest_tile * k + k), item);
+  item = LetStmt::make("slice_begin", max(lo, rest_tile * k), item);
+  item = LetStmt::make("rest_tile", lo / k + t - whole, item);
+  Expr tail_items = select(hi > lo, (hi - 1) / k - lo / k + 1, i32(0));
+  Stmt loop = For::make("tile_t", 0, whole + tail_items, ForKind::serial, item);
+  loop = LetStmt::make("share_end", lo + share + select(bx < extra, i32(1), i32(0)), loop);
+  loop = LetStmt::make("share_begin", bx * share + min(bx, extra), loop);
+  // r·k slices over G blocks: q each, and one more for the first r·k % G.
+  loop = LetStmt::make("tail_extra", rest * k % g, loop);
+  loop = LetStmt::make("tail_share", rest * k / g, loop);
   loop = LetStmt::make("rest_tiles", tiles - whole * g, loop);
   loop = LetStmt::make("whole_rounds", tiles / g, loop);
   return LetStmt::make("grid_blocks", grid_blocks(), loop);
@@ -433,10 +443,11 @@ Stmt WgmmaGemmBuilder::piece_write() const {
 
 // Slice k of the block's tile, as a number in the ring's sequence: with several tiles a block,
 // both sides run the same sequence of tiles, and slice k of tile t is number t·k_tiles + k
-// (k_tiles of a whole tile: a last-wave piece, shorter, is a block's last).
+// (with last_wave_split, ring_base + k: the slices of the items before it).
 Expr WgmmaGemmBuilder::ring_position(const Expr& k) const {
-  Expr base = several_tiles_ ? int_var("tile_t") * (grid_.k_per_tile ? i32(k_tiles_) : n_tiles_)
-                             : Expr();
+  Expr base = grid_.k_per_tile  ? int_var("ring_base")
+              : several_tiles_ ? int_var("tile_t") * n_tiles_
+                               : Expr();
   return base.defined() ? base + k : k;
 }
 
@@ -482,7 +493,7 @@ Stmt WgmmaGemmBuilder::consumers(Stmt write, const Stmt& copy_out) const {
   Stmt mainloop;
   if (several_tiles_) {
     CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
-    if (split_last_wave_) {
+    if (split_last_wave_ && !spec_.hooks.store_pieces) {
       write = IfThenElse::make(int_var("split_piece") > i32(0), piece_write(), write);
     }
     Stmt tile_body = Block::make({init_, consume, write});

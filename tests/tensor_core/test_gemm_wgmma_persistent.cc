@@ -58,8 +58,9 @@ void check_grids(const Template& t, const Config& c, std::initializer_list<int> 
 TEST_CASE("persistent tiles match on small grids, the last wave split along K",
           "[wgmma][tma][persistent][emulator]") {
   // 127 x 200 in 64 x 64 tiles: 2 x 4 = 8 tiles; K = 72: 3 slices of 32. Grids of 1 block (8
-  // tiles in turn), 3 (two whole rounds, 2 tiles left: one each), 5 (3 left) and 7 (1 left,
-  // cut into 3 pieces of one slice, adding into C).
+  // tiles in turn), 3 (two whole rounds, then the last 2 tiles' 6 slices in shares of 2: the
+  // middle block's share is the end of one tile and the start of the next), 5 (one round, 3
+  // tiles' 9 slices in shares of 2 and 1) and 7 (1 tile's 3 slices, one a block, 4 idle).
   for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_bf16_wgmma_nt"}) {
     auto tmpl = make_template(std::string(name).substr(0, 9), {127, 200, 72}, name);
     INFO(name);
@@ -73,6 +74,24 @@ TEST_CASE("persistent tiles match on small grids, the last wave split along K",
   // Without the split the last wave runs its tiles whole; scalar stores too.
   auto nn = make_template("gemm_bf16", {127, 200, 72}, "gemm_bf16_wgmma_nn");
   check_grids(*nn, persistent_config(*nn, 64, 64, 2, 1, 0, 0, 0), {3, 7});
+}
+
+TEST_CASE("pieces of the last wave stored instead of added are caught",
+          "[wgmma][tma][persistent][emulator][planted]") {
+  // 8 tiles of 3 slices on 3 blocks: 2 whole rounds, then the 6 slices of the last 2 tiles in
+  // shares of 2, each tile met by two blocks. Stores race on C (and lose a share's sum).
+  auto tmpl = make_template("gemm_fp16", {127, 200, 72}, "gemm_fp16_wgmma_nt");
+  const Config c = persistent_config(*tmpl, 64, 64, 1, 0, 1);
+  emu::EmulatorOptions options;
+  options.persistent_grid = 3;
+  emu::Emulator emulator(options);
+  REQUIRE(check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, {}), emulator).passed);
+  wg::WgmmaGemmSpec::TestHooks stored;
+  stored.store_pieces = true;
+  EmulatedCheck r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, stored), emulator);
+  INFO(r.status << ": " << r.message);
+  CHECK_FALSE(r.passed);
+  CHECK_THAT(r.message, Catch::Contains("data race on global memory C"));
 }
 
 TEST_CASE("persistent tiles into 16-bit C match, without the split",
