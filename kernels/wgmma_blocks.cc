@@ -120,13 +120,12 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
                          });
     space.define_choice("pingpong", {0, 1}, 0);
     // (Persistent tiles, defined below, are several tiles a block too.)
-    space.add_constraint("ping-pong consumers need several tiles a block and two warpgroups",
-                         [](const Config& c) {
-                           return c.get("pingpong") == 0 ||
-                                  ((c.get("tiles_per_block") > 1 ||
-                                    knob_or(c, "persistent", 0) == 1) &&
-                                   c.get("warpgroups") == 2);
-                         });
+    space.add_constraint(
+        "ping-pong consumers need several tiles a block and two warpgroups", [](const Config& c) {
+          return c.get("pingpong") == 0 ||
+                 ((c.get("tiles_per_block") > 1 || knob_or(c, "persistent", 0) == 1) &&
+                  c.get("warpgroups") == 2);
+        });
   }
   space.define_choice("split_k_wide", {0, 1}, 0);
   space.add_constraint("wide split-K takes split_k 2 or 4 (to 8 or 16)", [](const Config& c) {
@@ -138,15 +137,13 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
   space.add_constraint(
       "persistent tiles need a producer, an unstaged epilogue, one tile a block and no split-K",
       [](const Config& c) {
-        return c.get("persistent") == 0 ||
-               (c.get("producer") == 1 && c.get("epilogue") != 2 &&
-                c.get("tiles_per_block") == 1 && split_k_of(c) == 1);
+        return c.get("persistent") == 0 || (c.get("producer") == 1 && c.get("epilogue") != 2 &&
+                                            c.get("tiles_per_block") == 1 && split_k_of(c) == 1);
       });
   space.define_choice("last_wave_split", {0, 1}, 0);
-  space.add_constraint("the last wave splits along K only with persistent tiles",
-                       [](const Config& c) {
-                         return c.get("last_wave_split") == 0 || c.get("persistent") == 1;
-                       });
+  space.add_constraint(
+      "the last wave splits along K only with persistent tiles",
+      [](const Config& c) { return c.get("last_wave_split") == 0 || c.get("persistent") == 1; });
 }
 
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n, bool out16) {
@@ -155,9 +152,8 @@ void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n, bo
            ceil_div(m, c.get("block_m")) * ceil_div(n, c.get("block_n"));
   });
   if (out16) {
-    space.add_constraint("the last wave's pieces add into fp32 C", [](const Config& c) {
-      return knob_or(c, "last_wave_split", 0) == 0;
-    });
+    space.add_constraint("the last wave's pieces add into fp32 C",
+                         [](const Config& c) { return knob_or(c, "last_wave_split", 0) == 0; });
   }
 }
 

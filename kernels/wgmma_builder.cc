@@ -408,8 +408,7 @@ Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
   // they tell the analyses that cannot see through the share's arithmetic (bounds, the
   // features' loop extents) that the K loops run at most k slices.
   item = LetStmt::make("k_tiles", select(in_rest, max(min(u1 - u0, k), i32(1)), k), item);
-  item = LetStmt::make("first_k_tile", select(in_rest, (u0 - rest_tile * k) % k, i32(0)),
-                       item);
+  item = LetStmt::make("first_k_tile", select(in_rest, (u0 - rest_tile * k) % k, i32(0)), item);
   item = LetStmt::make("tile", select(in_rest, whole * g + rest_tile, bx + t * g), item);
   item = LetStmt::make("slice_end", min(hi, rest_tile * k + k), item);
   item = LetStmt::make("slice_begin", max(lo, rest_tile * k), item);
@@ -445,7 +444,7 @@ Stmt WgmmaGemmBuilder::piece_write() const {
 // both sides run the same sequence of tiles, and slice k of tile t is number t·k_tiles + k
 // (with last_wave_split, ring_base + k: the slices of the items before it).
 Expr WgmmaGemmBuilder::ring_position(const Expr& k) const {
-  Expr base = grid_.k_per_tile  ? int_var("ring_base")
+  Expr base = grid_.k_per_tile ? int_var("ring_base")
               : several_tiles_ ? int_var("tile_t") * n_tiles_
                                : Expr();
   return base.defined() ? base + k : k;

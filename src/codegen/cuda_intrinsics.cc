@@ -144,7 +144,9 @@ const std::vector<std::pair<std::string, std::string>>& plain_definitions() {
        "  return static_cast<unsigned>(lo) | (static_cast<unsigned>(hi) << 16);\n"
        "}\n"},
       {"cutune_grid_blocks",
-       "__device__ __forceinline__ int cutune_grid_blocks() { return static_cast<int>(gridDim.x); }\n"}};
+       "__device__ __forceinline__ int cutune_grid_blocks() {\n"
+       "  return static_cast<int>(gridDim.x);\n"
+       "}\n"}};
   return defs;
 }
 

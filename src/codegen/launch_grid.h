@@ -33,7 +33,8 @@ inline Dim3 launch_grid(const LaunchSpec& launch, int sm_count) {
 // `launch` with its grid forced to `blocks` blocks along x (1 to the kernel's extent), for the
 // emulator's tests of small persistent grids; a kernel that is not persistent is unchanged.
 inline LaunchSpec with_persistent_grid(LaunchSpec launch, uint32_t blocks) {
-  if (launch.persistent_blocks_per_sm != 0) launch.grid.x = std::clamp<uint32_t>(blocks, 1, launch.grid.x);
+  if (launch.persistent_blocks_per_sm != 0)
+    launch.grid.x = std::clamp<uint32_t>(blocks, 1, launch.grid.x);
   return launch;
 }
 

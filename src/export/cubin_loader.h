@@ -192,8 +192,8 @@ class LoadedKernel {
   void launch(void** args, CUstream stream = nullptr) const {
     const KernelManifest& m = manifest_;
     const std::array<unsigned, 3> grid = grid_for(m, current_sm_count(m));
-    check(cuLaunchKernel(function_, grid[0], grid[1], grid[2], m.block[0], m.block[1],
-                         m.block[2], m.dynamic_smem_bytes, stream, args, nullptr),
+    check(cuLaunchKernel(function_, grid[0], grid[1], grid[2], m.block[0], m.block[1], m.block[2],
+                         m.dynamic_smem_bytes, stream, args, nullptr),
           "cuLaunchKernel");
   }
 

@@ -23,8 +23,8 @@ namespace {
 
 // A persistent TMA configuration with a producer: bm x bn x 32 tiles, `warpgroups` consumer
 // warpgroups, a 3-slot ring, paired stores.
-Config persistent_config(const Template& t, int bm, int bn, int warpgroups, int pingpong,
-                         int split, int pipe = 0, int epilogue = 1) {
+Config persistent_config(const Template& t, int bm, int bn, int warpgroups, int pingpong, int split,
+                         int pipe = 0, int epilogue = 1) {
   nlohmann::json j = nlohmann::json::parse(fmt::format(
       R"({{"knobs":{{"block_m":{},"block_n":{},"block_k":32,"stages":3,"warpgroups":{},)"
       R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":{},)"
@@ -88,7 +88,8 @@ TEST_CASE("pieces of the last wave stored instead of added are caught",
   REQUIRE(check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, {}), emulator).passed);
   wg::WgmmaGemmSpec::TestHooks stored;
   stored.store_pieces = true;
-  EmulatedCheck r = check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, stored), emulator);
+  EmulatedCheck r =
+      check_source_in_emulator(*tmpl, test::hooked_source(*tmpl, c, stored), emulator);
   INFO(r.status << ": " << r.message);
   CHECK_FALSE(r.passed);
   CHECK_THAT(r.message, Catch::Contains("data race on global memory C"));
