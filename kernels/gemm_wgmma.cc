@@ -70,14 +70,19 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   tall["block_n"] = 128;
   add(tall);
   // Both as persistent tiles: a grid of one block an SM, each walking its tiles in groups of 8
-  // tile rows, the last wave's tiles split along K into the zeroed fp32 C where the tiles
-  // leave it part empty (not for 16-bit C, whose pieces could not add).
-  for (const nlohmann::json& tile : {large, tall}) {
-    nlohmann::json persistent = tile;
-    persistent["persistent"] = 1;
-    persistent["last_wave_split"] = out16_ ? 0 : 1;
-    add(persistent);
+  // tile rows. And 128x256 with the part-empty last wave shared out along K (stream-K) into
+  // fp32 C: whether its atomics cost less than the idle SMs they save is the GPU's to say.
+  nlohmann::json persistent = large;
+  persistent["persistent"] = 1;
+  add(persistent);
+  if (!out16_) {
+    nlohmann::json stream_k = persistent;
+    stream_k["last_wave_split"] = 1;
+    add(stream_k);
   }
+  nlohmann::json persistent_tall = tall;
+  persistent_tall["persistent"] = 1;
+  add(persistent_tall);
   // Ping-pong: the same 128x128x64 ring, each consumer warpgroup computing whole 128x128
   // tiles in turn (128 accumulators a thread), so that one warpgroup's stores overlap the
   // other's wgmmas; several tiles a block, as many as leave at least 128 blocks (a wave on a
@@ -93,7 +98,6 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   nlohmann::json pingpong_persistent = pingpong;
   pingpong_persistent["tiles_per_block"] = 1;
   pingpong_persistent["persistent"] = 1;
-  pingpong_persistent["last_wave_split"] = out16_ ? 0 : 1;
   add(pingpong_persistent);
   // Split-K where the output tiles leave most SMs idle and K is long (reference_split_k): the
   // TMA ring's tiles adding fp32 into C with atomics.

@@ -402,8 +402,11 @@ Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
              u1 = int_var("slice_end");
   Stmt item = tc::bind_tile(body, grid_, tile);
   item = LetStmt::make("split_piece", select(in_rest && u1 - u0 < k, i32(1), i32(0)), item);
-  // The ring runs on from the whole tiles through the share's slices without a gap.
-  item = LetStmt::make("ring_base", select(in_rest, whole * k + u0 - lo, t * k), item);
+  // The ring runs on from the whole tiles through the share's slices without a gap. (Never
+  // negative: the max, which changes nothing, lets the code generator say so, so that the
+  // slot and phase of each slice are plain % and / rather than floor division helpers.)
+  item = LetStmt::make("ring_base", max(select(in_rest, whole * k + u0 - lo, t * k), i32(0)),
+                       item);
   // An item holds 1 to k slices from a first below k: the min, max and `% k` change nothing;
   // they tell the analyses that cannot see through the share's arithmetic (bounds, the
   // features' loop extents) that the K loops run at most k slices.
