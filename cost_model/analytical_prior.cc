@@ -55,6 +55,7 @@ AnalyticalPrior::AnalyticalPrior(const std::vector<std::string>& names, PriorTar
   occupancy_ = at("kernel.occupancy");
   registers_ = at("kernel.registers");
   local_bytes_ = at("kernel.local_bytes");
+  tiles_per_block_ = at("kernel.tiles_per_block");
   float_ops_ = at("kernel.float_ops");
   int_ops_ = at("kernel.int_ops");
   mma_ops_ = at("kernel.mma_ops");
@@ -136,7 +137,11 @@ PriorEstimate AnalyticalPrior::estimate(std::span<const float> row) const {
 
   const double wave_efficiency = std::clamp(double(row[wave_efficiency_]), 1e-3, 1.0);
   e.waves = std::max(1.0, unscaled(row[waves_]));
-  e.fixed = e.waves * t.block_fixed_clocks;
+  // A persistent kernel's waves are rounds of tiles its blocks walk (tiles_per_block > 1):
+  // launched and filled once, then each further tile exposes less.
+  const bool persistent = unscaled(row[tiles_per_block_]) > 1.0 + 1e-6;
+  e.fixed = persistent ? t.block_fixed_clocks + (e.waves - 1) * t.tile_switch_clocks
+                       : e.waves * t.block_fixed_clocks;
   e.barriers = unscaled(row[syncs_]) * t.barrier_clocks * e.waves / blocks_per_sm;
   double clocks = e.body / wave_efficiency + e.fixed + e.barriers;
   // Spills: the register estimate at the cap with more per-thread arrays than it holds.

@@ -15,7 +15,8 @@
 //           or TMA ring's stages times the resident blocks) against the SM's share of L2
 //           bandwidth times the load latency; without a ring, the resident warps
 //   time  = body / wave efficiency  +  waves x a block's fixed cost (launch, barrier set-up,
-//           the ring's first fill)  +  block barriers
+//           the ring's first fill; a persistent block pays it once, and a smaller one for each
+//           further round of tiles)  +  block barriers
 //
 // with a configuration that does not fit on an SM (no resident block) or that spills (the
 // register estimate at the cap with more per-thread arrays than registers) penalised. The
@@ -49,6 +50,7 @@ struct PriorTarget {
   double l2_capacity = 50.0 * 1024 * 1024;
   double latency_clocks = 800;        // a global load through L2 to DRAM and back
   double block_fixed_clocks = 2500;   // launch, barrier set-up, the first fill of the ring
+  double tile_switch_clocks = 500;    // a persistent block's next tile: what its epilogue exposes
   double barrier_clocks = 40;         // one block-wide barrier
   // The share of the IR's integer operations that reach the issue slots: the IR counts each
   // index computation where it is written, while the compiler hoists the loop-invariant parts
@@ -91,6 +93,7 @@ class AnalyticalPrior {
   PriorTarget target_;
   // Columns of the kernel features it reads.
   int blocks_, blocks_per_sm_, waves_, wave_efficiency_, occupancy_, registers_, local_bytes_;
+  int tiles_per_block_;
   int float_ops_, int_ops_, mma_ops_, global_distinct_, shared_touched_, syncs_;
   int async_bytes_, bytes_in_flight_, tma_bytes_, tma_in_flight_;
   std::vector<GlobalBuffer> globals_;

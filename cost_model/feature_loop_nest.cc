@@ -458,6 +458,7 @@ void summarize_loop_nest(const Kernel& kernel, std::span<const std::string> loop
   analyzer.reset(loop_names, buffer_names, out);
   analyzer.run(kernel);
   out.kernel.min_blocks = kernel.min_blocks;
+  out.kernel.persistent_blocks_per_sm = kernel.persistent_blocks_per_sm;
 }
 
 }  // namespace cutune::cost_model

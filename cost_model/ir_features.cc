@@ -138,9 +138,16 @@ class IrFeatures final : public FeatureExtractor {
     Occupancy occ =
         estimate_occupancy(sm_, int64_t(k.threads_per_block), int64_t(k.shared_bytes), registers);
     double slots = double(occ.blocks_per_sm) * sm_.sm_count;
+    double blocks = k.blocks, tiles_per_block = 1;
+    if (k.persistent_blocks_per_sm > 0) {
+      // The launch takes min(tiles, SMs x its blocks per SM); its rounds are of tiles.
+      slots = std::min(k.blocks, double(sm_.sm_count) * k.persistent_blocks_per_sm);
+      blocks = slots;
+      tiles_per_block = slots > 0 ? k.blocks / slots : 0;
+    }
     double waves = slots > 0 ? std::ceil(k.blocks / slots) : 0;
     *at++ = log_scaled(k.threads_per_block);
-    *at++ = log_scaled(k.blocks);
+    *at++ = log_scaled(blocks);
     *at++ = log_scaled(k.shared_bytes);
     *at++ = log_scaled(k.local_bytes);
     *at++ = log_scaled(registers);
@@ -172,6 +179,7 @@ class IrFeatures final : public FeatureExtractor {
     *at++ = log_scaled(k.tma_stage_bytes * std::max(0.0, k.tma_stages - 1));
     *at++ = float(k.warp_specialized);
     *at++ = log_scaled(k.mma_in_flight);
+    *at++ = log_scaled(tiles_per_block);
   }
 
   const Template& tmpl_;

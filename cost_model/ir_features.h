@@ -67,7 +67,7 @@ inline constexpr std::array<std::string_view, 20> kBufferFeatures = {
     "bytes_per_flop",  // touched_total over the kernel's float operations
 };
 
-inline constexpr std::array<std::string_view, 29> kKernelFeatures = {
+inline constexpr std::array<std::string_view, 30> kKernelFeatures = {
     "threads_per_block", "blocks",
     "shared_bytes",     // per block
     "local_bytes",      // per thread
@@ -99,6 +99,12 @@ inline constexpr std::array<std::string_view, 29> kKernelFeatures = {
     "tma_bytes_in_flight",  // per block: one slot's expect_tx bytes times (stages - 1)
     "warp_specialized",     // 1 with a producer warpgroup (setmaxnreg), else 0
     "mma_in_flight",        // wgmma groups left unfinished at a wait (wait_group N: the most N)
+    // Persistent kernels (ir::Kernel::persistent_blocks_per_sm): `blocks` is the grid the
+    // launch takes on the target's SMs (launch_grid.h), `waves` the rounds of tiles it walks,
+    // `wave_efficiency` tiles over the slots of those rounds (before any split of the last
+    // one, which the knob features carry). 1 for other kernels, whose blocks are their tiles
+    // (a static tiles_per_block shows in loop.tile_t).
+    "tiles_per_block",  // tiles (the block_x extent) over the blocks launched
 };
 
 // The loop and buffer names a template's vector has slots for: the ones it declares

@@ -37,7 +37,7 @@ void GemmWgmmaTemplate::define_space() {
     return c.get("loads") == 0 || (k % 8 == 0 && (!nn || n % 8 == 0));
   });
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
-  wg::add_tiles_per_block_constraint(space_, m_, n);
+  wg::add_tiles_per_block_constraint(space_, m_, n, out16_);
   wg::define_tma_store_knob(space_, n, out16_);
 }
 
@@ -64,6 +64,26 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   large["epilogue"] = 1;
   large["mma_pipe"] = 1;
   add(large);
+  // Its transpose, 256x128x64: each consumer warpgroup two m64 strips of 64x128 (the same 128
+  // accumulators a thread), B's slice half as wide, A's twice as tall.
+  nlohmann::json tall = large;
+  tall["block_m"] = 256;
+  tall["block_n"] = 128;
+  add(tall);
+  // Both as persistent tiles: a grid of one block an SM, each walking its tiles in groups of 8
+  // tile rows. And 128x256 with the part-empty last wave shared out along K (stream-K) into
+  // fp32 C: whether its atomics cost less than the idle SMs they save is the GPU's to say.
+  nlohmann::json persistent = large;
+  persistent["persistent"] = 1;
+  add(persistent);
+  if (!out16_) {
+    nlohmann::json stream_k = persistent;
+    stream_k["last_wave_split"] = 1;
+    add(stream_k);
+  }
+  nlohmann::json persistent_tall = tall;
+  persistent_tall["persistent"] = 1;
+  add(persistent_tall);
   // Ping-pong: the same 128x128x64 ring, each consumer warpgroup computing whole 128x128
   // tiles in turn (128 accumulators a thread), so that one warpgroup's stores overlap the
   // other's wgmmas; several tiles a block, as many as leave at least 128 blocks (a wave on a
@@ -75,6 +95,11 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
   const int64_t tiles = ceil_div(m_, int64_t{128}) * ceil_div(n_, int64_t{128});
   pingpong["tiles_per_block"] = tiles >= 8 * 128 ? 8 : tiles >= 4 * 128 ? 4 : 2;
   add(pingpong);
+  // And ping-pong over persistent tiles: a block an SM, whatever the tiles.
+  nlohmann::json pingpong_persistent = pingpong;
+  pingpong_persistent["tiles_per_block"] = 1;
+  pingpong_persistent["persistent"] = 1;
+  add(pingpong_persistent);
   // Split-K where the output tiles leave most SMs idle and K is long (reference_split_k): the
   // TMA ring's tiles adding fp32 into C with atomics.
   if (const int64_t split = wg::reference_split_k(tiles, ceil_div(k_, int64_t{64}));
@@ -97,6 +122,11 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
     store["mma_pipe"] = 1;
     store["tiles_per_block"] = pingpong["tiles_per_block"];
     store["tma_store"] = out16_ ? 1 : 2;
+    add(store);
+    // And over persistent tiles: a block an SM walking its tiles, each tile's store
+    // overlapping the next one's main loop.
+    store["tiles_per_block"] = 1;
+    store["persistent"] = 1;
     add(store);
   }
   // A smaller one for small or skinny problems.

@@ -40,6 +40,17 @@
 // warpgroup t % 2's) and taking the tensor cores in turn through an order mbarrier, so that one
 // stores its tile while the other computes.
 //
+// persistent and last_wave_split (wgmma_blocks.h): the grid is sized from the device, not the
+// shape. The kernel's block_x extent is its tiles, the Kernel says it is persistent (one block
+// an SM: setmaxnreg's launch bounds), and whoever launches it takes G = min(tiles, SMs) blocks
+// (src/codegen/launch_grid.h: the GPU worker with its device, the emulator with its
+// architecture's target_limits or a test's forced grid, the export loader with the user's GPU).
+// Block b walks tiles b, b + G, ... (gridDim.x, so any G is correct) in the raster_group
+// order, with the several-tiles ring of tiles_per_block and, with pingpong, its consumers.
+// With last_wave_split (fp32 C), the slices of the tiles % G tiles of a part-empty last wave
+// are dealt out evenly to the G blocks (stream-K); a tile that several shares meet is added
+// into the zeroed C by atomics, with no fix-up pass: no block waits for another.
+//
 // Shared tiles are the canonical wgmma layouts of src/ir/wgmma_descriptor.h: a tile of R rows
 // by C contiguous elements (A: [block_m][block_k]; B-nt: [block_n][block_k]; B-nn:
 // [block_k][block_n]) is split into columns of E = swizzle/2 elements (8 for swizzle 0, the

@@ -175,12 +175,12 @@ Stmt bind_tile_grid(Stmt body, const TileGrid& g) {
     body = LetStmt::make(
         "k_tiles", max(min(i32(tiles_per_split), i32(g.k_tiles) - first_tile), 0), body);
     body = LetStmt::make("first_k_tile", int_var("kz") * i32(tiles_per_split), body);
-  } else {
+  } else if (!g.k_per_tile) {
     body = LetStmt::make("k_tiles", i32(g.k_tiles), body);
     body = LetStmt::make("first_k_tile", 0, body);
   }
   Expr bx = int_var("bx");
-  if (g.tiles_per_block == 1) body = bind_tile(body, g, bx);
+  if (g.tiles_per_block == 1 && !g.persistent) body = bind_tile(body, g, bx);
   body = For::make("tx", 0, g.threads, ForKind::thread_x, body);
   if (g.split_k > 1) body = For::make("kz", 0, g.split_k, ForKind::block_y, body);
   return For::make("bx", 0, i32(g.blocks()), ForKind::block_x, body);

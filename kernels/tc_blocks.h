@@ -124,11 +124,15 @@ ir::Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p);
 // rasterisation: `raster` rows of tiles at a time, column-major inside a group); then the loops
 // tx (threads), kz (when split_k > 1) and bx.
 // With tiles_per_block T > 1 the grid has ceil(tiles / T) blocks and `body` binds tile_m and
-// tile_n itself, for each of its tiles, by bind_tile.
+// tile_n itself, for each of its tiles, by bind_tile; so does a persistent grid, whose extent
+// is the tiles (the most blocks it can use: the launch takes fewer, launch_grid.h), and whose
+// body also binds first_k_tile and k_tiles per tile where `k_per_tile` (pieces of K).
 struct TileGrid {
   int64_t tiles_m, tiles_n, k_tiles;
   int split_k, raster, threads;
   int tiles_per_block = 1;
+  bool persistent = false;
+  bool k_per_tile = false;
   int64_t blocks() const { return (tiles_m * tiles_n + tiles_per_block - 1) / tiles_per_block; }
 };
 ir::Stmt bind_tile_grid(ir::Stmt body, const TileGrid& g);

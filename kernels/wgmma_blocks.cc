@@ -49,6 +49,8 @@ WgmmaParams wgmma_params(const Config& c) {
   p.tiles_per_block = knob_or(c, "tiles_per_block", 1);
   p.pingpong = knob_or(c, "pingpong", 0);
   p.tma_store = knob_or(c, "tma_store", 0);
+  p.persistent = knob_or(c, "persistent", 0);
+  p.last_wave_split = knob_or(c, "last_wave_split", 0);
   return p;
 }
 
@@ -122,16 +124,33 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma) {
                                    (c.get("epilogue") != 2 || knob_or(c, "tma_store", 0) >= 1));
                          });
     space.define_choice("pingpong", {0, 1}, 0);
-    space.add_constraint("ping-pong consumers need several tiles a block and two warpgroups",
-                         [](const Config& c) {
-                           return c.get("pingpong") == 0 ||
-                                  (c.get("tiles_per_block") > 1 && c.get("warpgroups") == 2);
-                         });
+    // (Persistent tiles, defined below, are several tiles a block too.)
+    space.add_constraint(
+        "ping-pong consumers need several tiles a block and two warpgroups", [](const Config& c) {
+          return c.get("pingpong") == 0 ||
+                 ((c.get("tiles_per_block") > 1 || knob_or(c, "persistent", 0) == 1) &&
+                  c.get("warpgroups") == 2);
+        });
   }
   space.define_choice("split_k_wide", {0, 1}, 0);
   space.add_constraint("wide split-K takes split_k 2 or 4 (to 8 or 16)", [](const Config& c) {
     return c.get("split_k_wide") == 0 || c.get("split_k") >= 2;
   });
+  if (!both) return;
+  // Last, so that the configurations written before them keep their indices.
+  space.define_choice("persistent", {0, 1}, 0);
+  space.add_constraint(
+      "persistent tiles need a producer, an unstaged epilogue (or a TMA store), one tile a block "
+      "and no split-K",
+      [](const Config& c) {
+        const bool unstaged = c.get("epilogue") != 2 || knob_or(c, "tma_store", 0) >= 1;
+        return c.get("persistent") == 0 || (c.get("producer") == 1 && unstaged &&
+                                            c.get("tiles_per_block") == 1 && split_k_of(c) == 1);
+      });
+  space.define_choice("last_wave_split", {0, 1}, 0);
+  space.add_constraint(
+      "the last wave splits along K only with persistent tiles",
+      [](const Config& c) { return c.get("last_wave_split") == 0 || c.get("persistent") == 1; });
 }
 
 int64_t tma_store_bytes(const Config& c, bool out16) {
@@ -166,11 +185,15 @@ void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16) {
                        });
 }
 
-void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n) {
+void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n, bool out16) {
   space.add_constraint("no more tiles a block than output tiles", [m, n](const Config& c) {
     return c.get("tiles_per_block") <=
            ceil_div(m, c.get("block_m")) * ceil_div(n, c.get("block_n"));
   });
+  if (out16) {
+    space.add_constraint("the last wave's pieces add into fp32 C",
+                         [](const Config& c) { return knob_or(c, "last_wave_split", 0) == 0; });
+  }
 }
 
 void define_wgmma_knobs(ConfigSpace& space, bool b_mn_major) {

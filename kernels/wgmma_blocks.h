@@ -39,6 +39,17 @@ struct WgmmaParams {
   // With epilogue 2 and TMA loads, the staged tile goes out by TMA stores: 1 through a whole
   // shared C tile, 2 through two 128-byte columns in turn (define_tma_store_knob).
   int tma_store = 0;
+  // 1: persistent tiles (with a producer): the grid is sized from the device (SMs x resident
+  // blocks, by whoever launches: src/codegen/launch_grid.h), not from the shape, and block b
+  // takes tiles b, b + G, b + 2G, ... of the G blocks launched, in the raster_group order, so
+  // that the blocks of one wave work on a compact band of tile rows.
+  int persistent = 0;
+  // 1 (persistent, fp32 C): where the tiles leave the last wave part empty (tiles % G = r > 0),
+  // its r tiles are shared out along K (stream-K): their r x k_slices slices are dealt to the
+  // G blocks in contiguous shares of q or q + 1, and a tile a share holds only part of is added
+  // into the zeroed C with atomics. No block waits for another, so any order of the blocks is
+  // correct.
+  int last_wave_split = 0;
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
   int threads() const { return 128 * (warpgroups + producer); }
@@ -99,8 +110,12 @@ bool register_budget_holds(int warpgroups);
 // `tiles_per_block` and `pingpong` are defined only where TMA can load both operands (else
 // they could never be other than 0, 1, 0). And `split_k_wide` (0, 1; if omitted 0, defined
 // last): 1 multiplies split_k 2 and 4 by 4, to 8 and 16 (split_k_of), for the shapes whose
-// M x N tiles are far fewer than the SMs and whose K is long. The shape's own rules (16-byte
-// global row strides for TMA, no more tiles a block than tiles) are the template's.
+// M x N tiles are far fewer than the SMs and whose K is long. And last, `persistent` (0, 1;
+// if omitted 0): with a producer and an unstaged epilogue, one tile a block by the knob and
+// no split-K; and `last_wave_split` (0, 1; if omitted 0): with persistent. Both are defined
+// only where TMA can load both operands. The shape's own rules (16-byte global row strides
+// for TMA, no more tiles a block than tiles, last_wave_split only into fp32 C) are the
+// template's.
 void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
 // Defines `tma_store` (0, 1, 2; if omitted 0; after every other knob, so that configurations
 // written before it keep their indices) for a GEMM whose C is a row-major matrix of n columns
@@ -121,8 +136,14 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
 void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16);
 // The shared bytes of the TMA store's C buffers (0 without it).
 int64_t tma_store_bytes(const Config& c, bool out16);
-// tiles_per_block at most the M x N tiles of the shape.
-void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n);
+// tiles_per_block at most the M x N tiles of the shape; and, where C is 16-bit (out16), no
+// last_wave_split (its pieces add into C with fp32 atomics).
+void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n, bool out16 = false);
+
+// Resident blocks per SM a persistent kernel's grid is sized for: 1, since a producer
+// warpgroup's setmaxnreg needs __launch_bounds__(threads, 1), which lets ptxas give one block
+// the SM's registers.
+inline constexpr int kPersistentBlocksPerSm = 1;
 
 // The constraints that follow N, K and the output type: shared memory within the opt-in
 // limit, split-K only into fp32 C with scalar atomics and with a K slice for every split,
@@ -162,7 +183,8 @@ struct WgmmaGemmSpec {
   // slice's slot is released right after its wgmmas' wait_group 1, which leaves them in flight,
   // instead of the previous slice's (without a producer: refilled stages - 1 slices ahead);
   // `skip_turn_wait`: ping-pong consumers start a tile's main loop without waiting for the
-  // previous tile's to end.
+  // previous tile's to end; `store_pieces`: the pieces of a persistent kernel's split last wave
+  // store into C instead of adding.
   // TMA store (tma_store = 1): `skip_store_read_wait` writes the shared C tile of a block's
   // next tile without the cp.async.bulk.wait_group.read for the previous tile's store;
   // `skip_store_fence` issues the store without the writers' fence.proxy.async;
@@ -176,6 +198,7 @@ struct WgmmaGemmSpec {
     bool skip_store_read_wait = false;
     bool skip_store_fence = false;
     bool skip_store_barrier = false;
+    bool store_pieces = false;
   };
   TestHooks hooks;
 };

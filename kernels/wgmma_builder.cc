@@ -59,6 +59,8 @@ class WgmmaGemmBuilder {
   // Main loops.
   Stmt released_loop(std::vector<Stmt> prefix, const Expr& ring) const;
   Stmt each_tile(const Stmt& body) const;
+  Stmt persistent_tiles(const Stmt& body) const;
+  Stmt piece_write() const;
   Expr ring_position(const Expr& k) const;
   Stmt ring_mainloop() const;
   Stmt consumers(Stmt write, const Stmt& copy_out) const;
@@ -138,6 +140,9 @@ class WgmmaGemmBuilder {
   // tiles, under its tile_m and tile_n; the last blocks may have fewer.
   tc::TileGrid grid_;
   bool several_tiles_ = false;
+  // Persistent tiles (with a producer): each_tile walks the tiles by the launched grid; with
+  // split_last_wave_ the last wave's tiles come in pieces of K, added into C by atomics.
+  bool persistent_ = false, split_last_wave_ = false;
 };
 
 WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams& p)
@@ -226,7 +231,19 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
       For::make("i", 0, strips_ * per_strip_, ForKind::unrolled, Store::make(acc_, ii, f32(0.0)));
   const int tiles_per_block = producer_ ? p.tiles_per_block : 1;
   grid_ = {tiles_m_, tiles_n_, k_tiles_, p.split_k, p.raster, threads_, tiles_per_block};
-  several_tiles_ = grid_.tiles_per_block > 1;
+  CUTUNE_CHECK(p.persistent == 0 || (producer_ && p.split_k == 1 && tiles_per_block == 1),
+               fmt::format("{}: persistent tiles need a producer, no split-K and one tile a "
+                           "block by the knob",
+                           spec.name));
+  CUTUNE_CHECK(p.last_wave_split == 0 || (p.persistent == 1 && !spec.out16),
+               fmt::format("{}: the last wave splits along K only with persistent tiles and "
+                           "fp32 C",
+                           spec.name));
+  persistent_ = p.persistent == 1;
+  split_last_wave_ = persistent_ && p.last_wave_split == 1;
+  grid_.persistent = persistent_;
+  grid_.k_per_tile = split_last_wave_;
+  several_tiles_ = grid_.tiles_per_block > 1 || persistent_;
 }
 
 // Copies a [rows][cols] slice, whose (0, 0) is global (row0, col0) of a row-major matrix of
@@ -268,6 +285,9 @@ std::string WgmmaGemmBuilder::map_for(const Buffer& global, const WgmmaGemmSpec:
   d.box[0] = e_cols_;
   d.box[1] = tile.rows;
   d.swizzle = spec_.hooks.wrong_map_swizzle ? TmaSwizzle::none : tma_swizzle(p_.swizzle);
+  // A and B are read tile after tile by many blocks: the L2 fetches 256-byte sectors of them
+  // at once (a hint; the emulator ignores it).
+  d.l2_promotion = TmaL2Promotion::b256;
   maps_.push_back(TensorMapParam{global->name + "_map", d});
   return maps_.back().name;
 }
@@ -385,6 +405,7 @@ Stmt WgmmaGemmBuilder::released_loop(std::vector<Stmt> prefix, const Expr& ring)
 }
 
 Stmt WgmmaGemmBuilder::each_tile(const Stmt& body) const {
+  if (persistent_) return persistent_tiles(body);
   Expr tile = int_var("tile");
   return For::make("tile_t", 0, grid_.tiles_per_block, ForKind::serial,
                    LetStmt::make("tile", int_var("bx") + int_var("tile_t") * i32(grid_.blocks()),
@@ -392,10 +413,82 @@ Stmt WgmmaGemmBuilder::each_tile(const Stmt& body) const {
                                                   tc::bind_tile(body, grid_, tile))));
 }
 
+// Persistent tiles: of the G = gridDim.x blocks launched, block bx takes tiles bx, bx + G, ...
+// (tile_t counts them), in the raster_group order of bind_tile, so that a wave's G tiles are
+// consecutive in it: a band of raster_group tile rows, column by column, whose A rows and B
+// columns the L2 holds. With last_wave_split the r = tiles % G tiles of a part-empty last wave
+// are shared out along K (stream-K): their r·k_tiles slices, in order, are dealt to the G
+// blocks in contiguous shares as even as can be (q or q + 1 slices), and each tile a share
+// meets is an item of the block, after its whole tiles: the tile's slices within the share.
+// An item short of the whole K (`split_piece`) adds into C; a tile whose slices one share
+// holds all of is stored as usual. Every block's work follows from bx and G alone: no block
+// waits for another, whatever order they run in.
+Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
+  const Expr tiles = i32(tiles_m_ * tiles_n_), k = i32(k_tiles_);
+  const Expr g = int_var("grid_blocks"), bx = int_var("bx"), t = int_var("tile_t");
+  const Expr tile = int_var("tile");
+  if (!split_last_wave_) {
+    Stmt item = LetStmt::make("tile", bx + t * g, tc::bind_tile(body, grid_, tile));
+    return LetStmt::make("grid_blocks", grid_blocks(),
+                         For::make("tile_t", 0, (tiles - bx + g - 1) / g, ForKind::serial, item));
+  }
+  const Expr whole = int_var("whole_rounds"), rest = int_var("rest_tiles");
+  const Expr share = int_var("tail_share"), extra = int_var("tail_extra");
+  const Expr lo = int_var("share_begin"), hi = int_var("share_end");
+  const Expr in_rest = t >= whole;
+  // Item t - whole of the share: rest tile lo / k + t - whole, its slices [u0, u1) of the tail.
+  const Expr rest_tile = int_var("rest_tile"), u0 = int_var("slice_begin"),
+             u1 = int_var("slice_end");
+  Stmt item = tc::bind_tile(body, grid_, tile);
+  item = LetStmt::make("split_piece", select(in_rest && u1 - u0 < k, i32(1), i32(0)), item);
+  // The ring runs on from the whole tiles through the share's slices without a gap. (Never
+  // negative: the max, which changes nothing, lets the code generator say so, so that the
+  // slot and phase of each slice are plain % and / rather than floor division helpers.)
+  item = LetStmt::make("ring_base", max(select(in_rest, whole * k + u0 - lo, t * k), i32(0)),
+                       item);
+  // An item holds 1 to k slices from a first below k: the min, max and `% k` change nothing;
+  // they tell the analyses that cannot see through the share's arithmetic (bounds, the
+  // features' loop extents) that the K loops run at most k slices.
+  item = LetStmt::make("k_tiles", select(in_rest, max(min(u1 - u0, k), i32(1)), k), item);
+  item = LetStmt::make("first_k_tile", select(in_rest, (u0 - rest_tile * k) % k, i32(0)), item);
+  item = LetStmt::make("tile", select(in_rest, whole * g + rest_tile, bx + t * g), item);
+  item = LetStmt::make("slice_end", min(hi, rest_tile * k + k), item);
+  item = LetStmt::make("slice_begin", max(lo, rest_tile * k), item);
+  item = LetStmt::make("rest_tile", lo / k + t - whole, item);
+  Expr tail_items = select(hi > lo, (hi - 1) / k - lo / k + 1, i32(0));
+  Stmt loop = For::make("tile_t", 0, whole + tail_items, ForKind::serial, item);
+  loop = LetStmt::make("share_end", lo + share + select(bx < extra, i32(1), i32(0)), loop);
+  loop = LetStmt::make("share_begin", bx * share + min(bx, extra), loop);
+  // r·k slices over G blocks: q each, and one more for the first r·k % G.
+  loop = LetStmt::make("tail_extra", rest * k % g, loop);
+  loop = LetStmt::make("tail_share", rest * k / g, loop);
+  loop = LetStmt::make("rest_tiles", tiles - whole * g, loop);
+  loop = LetStmt::make("whole_rounds", tiles / g, loop);
+  return LetStmt::make("grid_blocks", grid_blocks(), loop);
+}
+
+// A last-wave piece's epilogue: every accumulator added into C by a scalar atomic (the tile's
+// other pieces add theirs; fp32 C starts at zero), in the fragment layout of epilogue().
+Stmt WgmmaGemmBuilder::piece_write() const {
+  Expr j = int_var("j"), pp = int_var("p"), e = int_var("e");
+  Expr grow = tile_m_ * p_.bm + wg_row0_ + j * 64 + warp_ * 16 + g_ + pp % 2 * 8;
+  Expr gcol = tile_n_ * p_.bn + pp / 2 * 8 + q_ * 2 + e;
+  Stmt add = atomic_add(spec_.c, grow * i32(spec_.n) + gcol,
+                        Load::make(acc_, j * per_strip_ + pp * 2 + e));
+  return For::make(
+      "j", 0, strips_, ForKind::unrolled,
+      For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
+                For::make("e", 0, 2, ForKind::unrolled,
+                          IfThenElse::make(grow < i32(spec_.m) && gcol < i32(spec_.n), add))));
+}
+
 // Slice k of the block's tile, as a number in the ring's sequence: with several tiles a block,
-// both sides run the same sequence of tiles, and slice k of tile t is number t·k_tiles + k.
+// both sides run the same sequence of tiles, and slice k of tile t is number t·k_tiles + k
+// (with last_wave_split, ring_base + k: the slices of the items before it).
 Expr WgmmaGemmBuilder::ring_position(const Expr& k) const {
-  Expr base = several_tiles_ ? int_var("tile_t") * n_tiles_ : Expr();
+  Expr base = grid_.k_per_tile ? int_var("ring_base")
+              : several_tiles_ ? int_var("tile_t") * n_tiles_
+                               : Expr();
   return base.defined() ? base + k : k;
 }
 
@@ -441,6 +534,9 @@ Stmt WgmmaGemmBuilder::consumers(Stmt write, const Stmt& copy_out) const {
   Stmt mainloop;
   if (several_tiles_) {
     CUTUNE_CHECK(!copy_out.defined(), "several tiles a block store unstaged");
+    if (split_last_wave_ && !spec_.hooks.store_pieces) {
+      write = IfThenElse::make(int_var("split_piece") > i32(0), piece_write(), write);
+    }
     Stmt tile_body = Block::make({init_, consume, write});
     if (pingpong_) {
       // The block's tile t is warpgroup t % W's. Its main loop starts once tile t - 1's has
@@ -719,6 +815,7 @@ Kernel WgmmaGemmBuilder::build() {
   kernel.tensor_maps = std::move(maps_);
   // setmaxnreg needs the register count at entry fixed: __launch_bounds__(threads, 1).
   if (producer_) kernel.min_blocks = 1;
+  if (persistent_) kernel.persistent_blocks_per_sm = kPersistentBlocksPerSm;
   return kernel;
 }
 

@@ -153,6 +153,7 @@ class CudaEmitter : public IRVisitor {
     src.launch.block =
         Dim3{static_cast<uint32_t>(launch_.block[0]), static_cast<uint32_t>(launch_.block[1]),
              static_cast<uint32_t>(launch_.block[2])};
+    src.launch.persistent_blocks_per_sm = static_cast<uint32_t>(kernel_.persistent_blocks_per_sm);
     if (dynamic_shared_) {
       src.launch.dynamic_smem_bytes = static_cast<uint32_t>(dynamic_offset_);
     } else {

@@ -142,6 +142,10 @@ const std::vector<std::pair<std::string, std::string>>& plain_definitions() {
        "__device__ __forceinline__ unsigned cutune_pack_b16x2(unsigned short lo, unsigned short "
        "hi) {\n"
        "  return static_cast<unsigned>(lo) | (static_cast<unsigned>(hi) << 16);\n"
+       "}\n"},
+      {"cutune_grid_blocks",
+       "__device__ __forceinline__ int cutune_grid_blocks() {\n"
+       "  return static_cast<int>(gridDim.x);\n"
        "}\n"}};
   return defs;
 }

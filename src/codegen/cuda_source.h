@@ -38,6 +38,9 @@ struct LaunchSpec {
   Dim3 block;
   uint32_t static_smem_bytes = 0;   // __shared__ arrays declared in the kernel
   uint32_t dynamic_smem_bytes = 0;  // extern __shared__; above 48 KiB it needs the opt-in
+  // A persistent kernel's (ir::Kernel::persistent_blocks_per_sm): grid.x is then the most
+  // blocks it can use, and the launch takes launch_grid (launch_grid.h) of the device's SMs.
+  uint32_t persistent_blocks_per_sm = 0;
 };
 
 struct CudaSource {

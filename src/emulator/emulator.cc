@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "src/codegen/launch_grid.h"
 #include "src/emulator/emu_assert.h"
 #include "src/emulator/guarded_buffers.h"
 #include "src/emulator/kernel_object.h"
@@ -21,6 +22,7 @@
 #include "src/emulator/source_lines.h"
 #include "src/emulator/temp_dirs.h"
 #include "src/emulator/tma_copy.h"
+#include "src/target/device_info.h"
 
 namespace cutune::emu {
 
@@ -113,7 +115,19 @@ std::string tensor_map_record(const CudaSource& src, const ir::TensorMapDesc& de
 EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
                         const std::vector<ScalarArg>& scalars) {
   EmuResult result;
-  const LaunchSpec& launch = src.launch;
+  // A persistent kernel's grid: the architecture's SMs', or the one a test forces.
+  LaunchSpec launch = src.launch;
+  if (options_.persistent_grid > 0) {
+    launch = with_persistent_grid(launch, uint32_t(options_.persistent_grid));
+  } else if (launch.persistent_blocks_per_sm != 0) {
+    try {
+      launch.grid = launch_grid(launch, target_limits(options_.arch).sm_count);
+    } catch (const std::invalid_argument& e) {
+      result.status = EmuStatus::crashed;
+      result.message = fmt::format("{}: a persistent kernel's grid: {}", src.kernel_name, e.what());
+      return result;
+    }
+  }
   if (launch.block.volume() == 0 || launch.block.volume() > 1024 || launch.grid.volume() == 0) {
     result.status = EmuStatus::crashed;
     result.message = fmt::format("{}: invalid launch: grid ({},{},{}) block ({},{},{})",

@@ -75,6 +75,12 @@ struct EmulatorOptions {
   // which keeps a check's cost near the plain emulator's (where the sample is more than half
   // the grid, every block is instrumented all the same); true instruments every block.
   bool sanitize_all_blocks = false;
+  // A persistent kernel's grid (src/codegen/launch_grid.h) is sized for the SMs of this
+  // architecture's target_limits (src/target/device_info.h), as the GPU sizes it for its own;
+  // persistent_grid > 0 forces that many blocks instead (at most the kernel's extent), so that
+  // tests can give each block several tiles and an uneven last wave.
+  std::string arch = "sm_90";
+  int persistent_grid = 0;
 };
 
 class Emulator {

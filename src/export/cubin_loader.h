@@ -67,6 +67,9 @@ struct KernelManifest {
   std::string cubin;   // file name, relative to the manifest's folder
   std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
   unsigned static_smem_bytes = 0, dynamic_smem_bytes = 0;
+  // A persistent kernel (> 0): `grid` is the most blocks it can use, and it is launched with
+  // min(grid[0], SMs x this) blocks along x on the GPU of the current context (grid_for).
+  unsigned persistent_blocks_per_sm = 0;
   std::vector<Param> params;
   double flops = 0, time_s = 0;
   nlohmann::json raw;  // the whole entry (task, config, cuBLAS time, ...)
@@ -88,6 +91,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
     }
     k.static_smem_bytes = e.at("shared_bytes").at("static").get<unsigned>();
     k.dynamic_smem_bytes = e.at("shared_bytes").at("dynamic").get<unsigned>();
+    k.persistent_blocks_per_sm = e.value("persistent_blocks_per_sm", 0u);
     for (const nlohmann::json& p : e.at("params")) {
       Param param;
       param.name = p.at("name").get<std::string>();
@@ -187,9 +191,33 @@ class LoadedKernel {
   // `args[i]` points at the value of parameter i (for a buffer: a CUdeviceptr).
   void launch(void** args, CUstream stream = nullptr) const {
     const KernelManifest& m = manifest_;
-    check(cuLaunchKernel(function_, m.grid[0], m.grid[1], m.grid[2], m.block[0], m.block[1],
-                         m.block[2], m.dynamic_smem_bytes, stream, args, nullptr),
+    const std::array<unsigned, 3> grid = grid_for(m, current_sm_count(m));
+    check(cuLaunchKernel(function_, grid[0], grid[1], grid[2], m.block[0], m.block[1], m.block[2],
+                         m.dynamic_smem_bytes, stream, args, nullptr),
           "cuLaunchKernel");
+  }
+
+  // The grid `m` launches with on a GPU of `sm_count` SMs: its own, or for a persistent kernel
+  // at most SMs x blocks per SM blocks along x.
+  static std::array<unsigned, 3> grid_for(const KernelManifest& m, int sm_count) {
+    std::array<unsigned, 3> grid = m.grid;
+    if (m.persistent_blocks_per_sm != 0 && sm_count > 0) {
+      const unsigned long long resident =
+          static_cast<unsigned long long>(sm_count) * m.persistent_blocks_per_sm;
+      if (resident < grid[0]) grid[0] = static_cast<unsigned>(resident);
+    }
+    return grid;
+  }
+
+  // The SM count of the current context's GPU, asked only for a persistent kernel.
+  static int current_sm_count(const KernelManifest& m) {
+    if (m.persistent_blocks_per_sm == 0) return 0;
+    CUdevice device;
+    check(cuCtxGetDevice(&device), "cuCtxGetDevice");
+    int sms = 0;
+    check(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+          "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    return sms;
   }
 
   // Launches with the buffers named by parameter (a tensor map is encoded over the buffer its

@@ -90,6 +90,10 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
           {"baseline", k.baseline ? nlohmann::json(*k.baseline) : nullptr},
           {"baseline_s", k.baseline_s ? nlohmann::json(*k.baseline_s) : nullptr}};
   if (!k.constants.empty()) entry["constants"] = k.constants;
+  // A persistent kernel: "grid" is the most blocks it can use; the loader launches
+  // min(grid[0], SMs x this) on the user's GPU (launch_grid.h's rule).
+  if (l.persistent_blocks_per_sm != 0)
+    entry["persistent_blocks_per_sm"] = l.persistent_blocks_per_sm;
   return entry;
 }
 

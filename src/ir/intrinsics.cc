@@ -91,6 +91,8 @@ const Expr& warp_uniform_operand(const Expr& e) {
   return call->name == kWarpUniform && call->args.size() == 1 ? call->args[0] : e;
 }
 
+Expr grid_blocks() { return Call::make(Type::i32(), kGridBlocks, {}); }
+
 Stmt atomic_add(const Buffer& buf, const Expr& index, const Expr& value) {
   require(buf->type == Type::f32() && value.type() == Type::f32(), "atomic_add is Float32");
   return call("atomicAdd", {address_of(buf, index), value});
@@ -106,7 +108,7 @@ const std::vector<std::string>& intrinsic_names() {
       "cutune_cp_async_wait_3",   "cutune_cp_async_wait_4",   "cutune_pack_f16x2",
       "cutune_pack_bf16x2",       "cutune_f32_to_f16",        "cutune_f32_to_bf16",
       "cutune_f16_to_f32",        "cutune_bf16_to_f32",       "cutune_pack_b16x2",
-      kWarpUniform};
+      kWarpUniform,               kGridBlocks};
   return names;
 }
 

@@ -61,6 +61,12 @@ Expr warp_uniform(const Expr& value);
 // reason about thread indices (the verifier's bounds, the features' ranges) look through it.
 const Expr& warp_uniform_operand(const Expr& e);
 
+// gridDim.x as an Int32: the blocks a persistent kernel was launched with, by which its blocks
+// stride through the tiles (the launcher picks it: src/codegen/launch_grid.h). A plain
+// definition (`return gridDim.x`), the same text on the GPU and in the emulator.
+inline constexpr const char* kGridBlocks = "cutune_grid_blocks";
+Expr grid_blocks();
+
 // atomicAdd(&buf[index], value) for Float32 (split-K reductions).
 Stmt atomic_add(const Buffer& buf, const Expr& index, const Expr& value);
 

@@ -386,6 +386,11 @@ struct Kernel {
   // TMA tensor maps, passed after the scalars (src/ir/tensor_map.h); the body names each by a
   // Var of its name. Last, so that Kernel{name, buffers, scalars, body} still reads.
   std::vector<TensorMapParam> tensor_maps = {};
+  // A persistent kernel (> 0): its blocks walk their work by gridDim.x, so it is correct for
+  // any grid.x from 1 to the block_x extent (the most blocks it can use), and whoever launches
+  // it takes min(that extent, SMs x this) blocks (src/codegen/launch_grid.h): the blocks of it
+  // one SM holds at once. 0: the grid is the block loops' extents.
+  int persistent_blocks_per_sm = 0;
 };
 
 // Thrown by make(...) when an IR invariant is broken: a bug in the template that built it.

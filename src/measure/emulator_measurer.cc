@@ -51,6 +51,7 @@ class EmulatorMeasurer final : public Measurer {
     e.work_dir = o.work_dir;
     e.racecheck = o.sanitize;
     e.memcheck = o.sanitize;
+    e.arch = o.limits.arch;  // whose SMs a persistent kernel's grid is sized for
     return e;
   }
 

@@ -17,6 +17,7 @@
 #include "src/baselines/cublas_gemm.h"
 #include "src/baselines/cudnn_conv.h"
 #include "src/baselines/cudnn_conv_task.h"
+#include "src/codegen/launch_grid.h"
 #include "src/runtime/cuda_check.h"
 #include "src/runtime/cuda_module.h"
 #include "src/runtime/device.h"
@@ -346,7 +347,10 @@ class GpuBackend final : public WorkerBackend {
       loaded = args_.load(request.cubin, request.kernel_name, device_.arch(), request.launch,
                           request.args, request.maps);
       phases_["load"] = seconds_since(load_start);
-      launch = [&] { launch_kernel(loaded.function, request.launch, loaded.args.data()); };
+      // A persistent kernel takes as many blocks as this device holds at once.
+      LaunchSpec sized = request.launch;
+      sized.grid = launch_grid(request.launch, device_.sm_count);
+      launch = [&loaded, sized] { launch_kernel(loaded.function, sized, loaded.args.data()); };
     }
 
     const auto check_start = std::chrono::steady_clock::now();

@@ -213,7 +213,8 @@ nlohmann::json to_json(const LaunchSpec& l) {
   return {{"grid", {l.grid.x, l.grid.y, l.grid.z}},
           {"block", {l.block.x, l.block.y, l.block.z}},
           {"static_smem_bytes", l.static_smem_bytes},
-          {"dynamic_smem_bytes", l.dynamic_smem_bytes}};
+          {"dynamic_smem_bytes", l.dynamic_smem_bytes},
+          {"persistent_blocks_per_sm", l.persistent_blocks_per_sm}};
 }
 
 LaunchSpec launch_spec_from_json(const nlohmann::json& j) {
@@ -222,6 +223,7 @@ LaunchSpec launch_spec_from_json(const nlohmann::json& j) {
   l.block = dim3_from_json(field(j, "block"));
   l.static_smem_bytes = get<uint32_t>(j, "static_smem_bytes");
   l.dynamic_smem_bytes = get<uint32_t>(j, "dynamic_smem_bytes");
+  l.persistent_blocks_per_sm = j.value("persistent_blocks_per_sm", 0u);
   return l;
 }
 

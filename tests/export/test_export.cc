@@ -198,3 +198,40 @@ TEST_CASE("a log whose tasks cannot be rebuilt is an error, not an empty export"
   CHECK_FALSE(std::filesystem::exists(dir / "out" / "manifest.json"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a persistent kernel's manifest says so, and the loader sizes its grid from the GPU",
+          "[export][persistent]") {
+  // The grid of a persistent kernel is the most blocks it can use (its tiles); the loader
+  // launches min(that, SMs x blocks per SM) on the GPU it runs on.
+  const std::vector<int64_t> shape = {1024, 1024, 256};
+  auto tmpl = make_template("gemm_fp16", shape, "gemm_fp16_wgmma_nt");
+  const std::vector<Config> refs = tmpl->reference_configs();
+  auto it = std::find_if(refs.begin(), refs.end(),
+                         [](const Config& c) { return c.get("persistent") == 1; });
+  REQUIRE(it != refs.end());
+  const auto dir = fresh_dir("export_persistent");
+  {
+    LogWriter w(dir / "log.jsonl");
+    Record r = gemm_record(it->index(), 1e-5, MeasureStatus::ok);
+    r.task = {"gemm_fp16", shape, "float32", "sm_90", "NVIDIA H200", "gemm_fp16_wgmma_nt"};
+    w.append(r);
+  }
+  const ExportSummary s = export_log(dir / "log.jsonl", dir / "out");
+  REQUIRE(s.written.size() == 1);
+  const auto kernels = cutune_loader::read_manifest((dir / "out").string());
+  REQUIRE(kernels.size() == 1);
+  const cutune_loader::KernelManifest& k = kernels[0];
+  const Lowered lowered = lower(*tmpl, *it, ir::TargetLimits{});
+  REQUIRE(lowered.ok());
+  const uint32_t tiles = lowered.source->launch.grid.x;
+  CHECK(tiles == 1024 / it->get("block_m") * (1024 / it->get("block_n")));
+  CHECK(k.grid[0] == tiles);
+  CHECK(k.persistent_blocks_per_sm == 1);
+  CHECK(cutune_loader::LoadedKernel::grid_for(k, 4)[0] == 4);
+  CHECK(cutune_loader::LoadedKernel::grid_for(k, 1000)[0] == tiles);
+  // Another kernel's grid is its own on any GPU.
+  cutune_loader::KernelManifest plain = k;
+  plain.persistent_blocks_per_sm = 0;
+  CHECK(cutune_loader::LoadedKernel::grid_for(plain, 4)[0] == tiles);
+  std::filesystem::remove_all(dir);
+}

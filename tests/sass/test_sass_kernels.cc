@@ -291,9 +291,12 @@ TEST_CASE("the ping-pong reference: each warpgroup's whole tile in its loop, no 
   require_nvdisasm();
   auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
   std::vector<Config> refs = tmpl->reference_configs();
-  REQUIRE(refs.size() >= 4);
-  const Config& c = refs[3];
-  REQUIRE(c.get("pingpong") == 1);
+  // The ping-pong reference with several tiles a block by the knob (another is persistent).
+  auto it = std::find_if(refs.begin(), refs.end(), [](const Config& r) {
+    return r.get("pingpong") == 1 && r.get("tiles_per_block") > 1;
+  });
+  REQUIRE(it != refs.end());
+  const Config& c = *it;
   CHECK(c.get("tiles_per_block") == 8);  // 1,024 tiles: 128 blocks
   SassReport r = report_of(*tmpl, c, "sm_90a");
   INFO(r.to_text());
@@ -304,4 +307,30 @@ TEST_CASE("the ping-pong reference: each warpgroup's whole tile in its loop, no 
   CHECK(r.mix.count_opcode("R2UR") == 0);
   CHECK_FALSE(r.spills());
   CHECK(r.local_loads == 0);
+}
+
+TEST_CASE("the persistent 128x256 references: setmaxnreg, HGMMA main loop, no spills",
+          "[sass][tma][persistent]") {
+  require_nvdisasm();
+  auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
+  int found = 0;
+  for (const Config& c : tmpl->reference_configs()) {
+    if (c.get("persistent") != 1 || c.get("block_n") != 256) continue;
+    ++found;
+    const Sm90aBuild b = build_sm90a(*tmpl, c);
+    SassReport r = inspect(b.compiled, b.lowered.source->launch);
+    INFO("last_wave_split " << c.get("last_wave_split") << "\n" << r.to_text());
+    REQUIRE(r.main_loop);
+    // The consumers' loop of the kernel that is not persistent (m64n256k16, 4 k-steps of 16),
+    // in at most 16 instructions an HGMMA: with the last wave shared out along K, a slice's
+    // ring slot and phase follow from an item's first slice, no longer a multiple of stages.
+    CHECK(r.mix.count_opcode("HGMMA") == 4);
+    CHECK(double(r.mix.total) / double(r.mix.count_opcode("HGMMA")) <= 16.0);
+    CHECK_FALSE(r.spills());
+    CHECK(r.local_loads == 0);
+    const std::string& code = b.lowered.source->code;
+    CHECK(code.find("cutune_setmaxnreg_inc_232") != std::string::npos);
+    CHECK(code.find("cutune_grid_blocks()") != std::string::npos);
+  }
+  CHECK(found == 2);  // without and with the last wave split along K (fp32 C)
 }

@@ -62,12 +62,23 @@ TEST_CASE("the reference configurations of the wgmma GEMMs match", "[wgmma][emul
   for (const char* name : {"gemm_fp16_wgmma_nn", "gemm_fp16_wgmma_nt"}) {
     auto tmpl = make_template("gemm_fp16", {136, 200, 72}, name);
     emu::Emulator emulator;
-    // cp.async, TMA + producer, 128x256 TMA + producer + mma_pipe, ping-pong (4 tiles: 2 a
-    // block), the 128x256 TMA store (fp32 C: a column at a time, 2 tiles a block), small
-    REQUIRE(tmpl->reference_configs().size() == 6);
-    CHECK(tmpl->reference_configs()[4].get("tma_store") == 2);
-    CHECK(tmpl->reference_configs()[3].get("tiles_per_block") == 2);
-    for (const Config& c : tmpl->reference_configs()) {
+    // cp.async, TMA + producer, 128x256 TMA + producer + mma_pipe, 256x128, 128x256
+    // persistent (and with the last wave split along K), 256x128 persistent, ping-pong (4
+    // tiles: 2 a block), ping-pong persistent, the 128x256 TMA store (fp32 C: a column at a
+    // time, 2 tiles a block) and over persistent tiles, small
+    const std::vector<Config> refs = tmpl->reference_configs();
+    REQUIRE(refs.size() == 12);
+    CHECK(refs[3].get("block_m") == 256);
+    CHECK(refs[3].get("block_n") == 128);
+    for (int i : {4, 5, 6, 8, 10}) CHECK(refs[size_t(i)].get("persistent") == 1);
+    for (int i = 0; i < 12; ++i) CHECK(refs[size_t(i)].get("last_wave_split") == (i == 5));
+    CHECK(refs[6].get("block_m") == 256);
+    CHECK(refs[7].get("tiles_per_block") == 2);
+    CHECK(refs[8].get("pingpong") == 1);
+    CHECK(refs[9].get("tma_store") == 2);
+    CHECK(refs[9].get("tiles_per_block") == 2);
+    CHECK(refs[10].get("tma_store") == 2);
+    for (const Config& c : refs) {
       EmulatedCheck r = check_in_emulator(*tmpl, c, ir::TargetLimits{}, emulator);
       INFO(test::describe(*tmpl, c) << "\nstatus " << r.status << ": " << r.message);
       CHECK(r.passed);

@@ -59,6 +59,7 @@ Kernel all_intrinsics_kernel() {
                           pack_x2(DType::Float16, Load::make(acc, 0), Load::make(acc, 1))));
   s.push_back(atomic_add(out, 32 + tx, Load::make(acc, 2)));
   s.push_back(Store::make(out, tx, cast(Type::f32(), warp_uniform(tx / 32))));
+  s.push_back(Store::make(out, 33, cast(Type::f32(), grid_blocks())));
   Stmt body = Block::make(s);
   body = Allocate::make(acc, body);
   body = Allocate::make(frag, body);

@@ -47,6 +47,9 @@ TEST_CASE("a TMA template kernel's tensor maps reach the worker's request",
     CHECK(e.box[0] == 64);
     CHECK(e.box[1] == 128);
     CHECK(e.swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
+    // A and B are read by many blocks: 256-byte L2 promotion (a hint the emulator ignores).
+    CHECK(request.maps[i]->l2_promotion == ir::TmaL2Promotion::b256);
+    CHECK(e.l2_promotion == CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
   }
   // They survive the worker protocol.
   request.kernel_name = l.source->kernel_name;

@@ -1,0 +1,41 @@
+#pragma once
+// The grid a kernel is launched with, the one rule every launcher applies (the GPU worker with
+// its device's SM count, the emulator with its architecture's, `cutune export`'s loader with
+// the user's GPU, which repeats these lines since it includes nothing of cutune): the block
+// loops' extents, except that a persistent kernel (LaunchSpec::persistent_blocks_per_sm > 0)
+// takes at most as many blocks as the device holds at once, SMs x blocks per SM, so that every
+// block stays resident and walks its share of the tiles (for tile = blockIdx.x; tile < tiles;
+// tile += gridDim.x). Such a kernel is correct for any grid.x from 1 to its extent.
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "src/codegen/cuda_source.h"
+
+namespace cutune {
+
+// `launch`'s grid on a device of `sm_count` SMs. Throws std::invalid_argument for a
+// persistent kernel and sm_count < 1.
+inline Dim3 launch_grid(const LaunchSpec& launch, int sm_count) {
+  if (launch.persistent_blocks_per_sm == 0) return launch.grid;
+  if (sm_count < 1) {
+    throw std::invalid_argument("a persistent kernel's grid needs the device's SM count, got " +
+                                std::to_string(sm_count));
+  }
+  Dim3 grid = launch.grid;
+  const uint64_t resident = uint64_t(sm_count) * launch.persistent_blocks_per_sm;
+  grid.x = uint32_t(std::min<uint64_t>(grid.x, resident));
+  return grid;
+}
+
+// `launch` with its grid forced to `blocks` blocks along x (1 to the kernel's extent), for the
+// emulator's tests of small persistent grids; a kernel that is not persistent is unchanged.
+inline LaunchSpec with_persistent_grid(LaunchSpec launch, uint32_t blocks) {
+  if (launch.persistent_blocks_per_sm != 0)
+    launch.grid.x = std::clamp<uint32_t>(blocks, 1, launch.grid.x);
+  return launch;
+}
+
+}  // namespace cutune
