@@ -24,13 +24,13 @@ namespace {
 // A persistent TMA configuration with a producer: bm x bn x 32 tiles, `warpgroups` consumer
 // warpgroups, a 3-slot ring, paired stores.
 Config persistent_config(const Template& t, int bm, int bn, int warpgroups, int pingpong, int split,
-                         int pipe = 0, int epilogue = 1) {
+                         int pipe = 0, int epilogue = 1, int tma_store = 0) {
   nlohmann::json j = nlohmann::json::parse(fmt::format(
       R"({{"knobs":{{"block_m":{},"block_n":{},"block_k":32,"stages":3,"warpgroups":{},)"
       R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":{},)"
       R"("loads":1,"producer":1,"mma_pipe":{},"pingpong":{},"persistent":1,)"
-      R"("last_wave_split":{}}}}})",
-      bm, bn, warpgroups, epilogue, pipe, pingpong, split));
+      R"("last_wave_split":{},"tma_store":{}}}}})",
+      bm, bn, warpgroups, epilogue, pipe, pingpong, split, tma_store));
   Config c = t.space().from_json(j);
   INFO(t.space().violation(c).value_or(""));
   REQUIRE(t.space().is_valid(c));
@@ -81,26 +81,15 @@ TEST_CASE("persistent tiles with the TMA-store epilogue match on small grids",
   // The store's waits run before every tile's writes, so a block walking several tiles never
   // overwrites a tile in flight; with the last wave split, pieces add by atomics and whole
   // tiles go out by TMA. 127 x 200 in 64 x 64 tiles (8), K = 72 (3 slices).
-  auto with_store = [](const Template& t, Config c, int store) {
-    nlohmann::json j = knobs_of(c);
-    j["knobs"]["tma_store"] = store;
-    Config out = t.space().from_json(j);
-    INFO(t.space().violation(out).value_or(""));
-    REQUIRE(t.space().is_valid(out));
-    return out;
-  };
   auto fp32 = make_template("gemm_fp16", {127, 200, 72}, "gemm_fp16_wgmma_nn");
   // fp32 C a column at a time (64 columns: two 128-byte columns), the last wave split.
-  check_grids(*fp32, with_store(*fp32, persistent_config(*fp32, 64, 64, 1, 0, 1, 1, 2), 2),
-              {1, 3, 5});
+  check_grids(*fp32, persistent_config(*fp32, 64, 64, 1, 0, 1, 1, 2, 2), {1, 3, 5});
   // The whole tile, cooperative warpgroups over 128-row tiles, no split.
   auto coop = make_template("gemm_fp16", {255, 200, 72}, "gemm_fp16_wgmma_nt");
-  check_grids(*coop, with_store(*coop, persistent_config(*coop, 128, 64, 2, 0, 0, 1, 2), 1),
-              {3, 7});
+  check_grids(*coop, persistent_config(*coop, 128, 64, 2, 0, 0, 1, 2, 1), {3, 7});
   // 16-bit C by stmatrix, ping-pong: each warpgroup its own buffer and barrier.
   auto out16 = make_template("gemm_bf16", {127, 200, 72}, "gemm_bf16_wgmma_nt_out16");
-  check_grids(*out16, with_store(*out16, persistent_config(*out16, 64, 64, 2, 1, 0, 1, 2), 1),
-              {1, 3});
+  check_grids(*out16, persistent_config(*out16, 64, 64, 2, 1, 0, 1, 2, 1), {1, 3});
 }
 
 TEST_CASE("pieces of the last wave stored instead of added are caught",
