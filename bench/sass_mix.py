@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """One line per reference configuration of the main templates: what `cutune sass` reads from
 the sm_90 machine code (registers, spills, main-loop size, math share, integer instructions,
-where the first HMMA and BAR sit in the loop, shared and global load kinds).
+where the first HMMA and BAR sit in the loop, shared and global load kinds). Then every reference
+configuration of the Hopper wgmma GEMMs at 4096^3 (as `cutune space --json` lists them): its
+tile and what it turns on, registers, spills, shared memory, and the main loop's instructions per
+HGMMA.
 
 usage: bench/sass_mix.py [path/to/cutune]   (default build/src/cli/cutune)
 Needs nvdisasm (cmake/install_deps.sh installs it); no GPU.
@@ -44,3 +47,37 @@ for task in TASKS:
           f"spill {d['spill_store_bytes']}/{d['spill_load_bytes']} loop {m['instructions']:>4} "
           f"math {100 * m['math_share']:5.1f}% int {m['classes']['integer']:>3} "
           f"HMMA@{first.get('HMMA', '-')} BAR@{first.get('BAR', '-')} {kinds}")
+
+WGMMA = [["--dtype", "fp16", "--family", "wgmma", "--layout", "nt"],
+         ["--dtype", "fp16", "--family", "wgmma", "--layout", "nt", "--out-dtype", "fp16"]]
+print()
+print(f"{'wgmma GEMM 4096^3 reference':<44} {'index':>10} regs spill   smem  loop HGMMA per")
+for params in WGMMA:
+    base = ["gemm", "--shape", "4096,4096,4096", *params]
+    out = subprocess.run([CUTUNE, "space", *base, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"{' '.join(params)}: {out.stderr.strip()}")
+        continue
+    for ref in json.loads(out.stdout)["references"]:
+        k = ref["knobs"]
+        on = [name for name in ("persistent", "last_wave_split", "pingpong", "mma_pipe")
+              if k.get(name)]
+        if k.get("tma_store"):
+            on.append(f"tma_store={k['tma_store']}")
+        if k.get("tiles_per_block", 1) > 1:
+            on.append(f"tiles={k['tiles_per_block']}")
+        what = (f"{'out16 ' if '--out-dtype' in params else ''}{k['block_m']}x{k['block_n']} "
+                f"{'tma' if k['loads'] else 'cp.async'} epi{k['epilogue']} {' '.join(on)}")
+        sass = subprocess.run([CUTUNE, "sass", *base, "--arch", "sm_90", "--config",
+                               str(ref["index"]), "--json"], capture_output=True, text=True)
+        if sass.returncode != 0:
+            print(f"{what:<44} {ref['index']:>10} {sass.stderr.strip()}")
+            continue
+        d = json.loads(sass.stdout)
+        m = d["main_loop"]
+        hgmma = m["kinds"].get("HGMMA", 0)
+        per = f"{m['instructions'] / hgmma:5.2f}" if hgmma else "    -"
+        print(f"{what:<44} {ref['index']:>10} {d['registers']:>4} "
+              f"{d['spill_store_bytes'] + d['spill_load_bytes']:>5} "
+              f"{d['dynamic_shared_bytes'] + d['static_shared_bytes']:>6} {m['instructions']:>5} "
+              f"{hgmma:>5} {per}")
