@@ -45,6 +45,24 @@ Record gemm_record(uint64_t index, double median_s, MeasureStatus status) {
   return r;
 }
 
+// Exports, into dir/out, a log of one ok record of configuration `index` of gemm_fp16_wgmma_nt
+// at `shape`, and reads its manifest back (one kernel).
+std::vector<cutune_loader::KernelManifest> export_wgmma_record(const std::filesystem::path& dir,
+                                                               const std::vector<int64_t>& shape,
+                                                               uint64_t index) {
+  {
+    LogWriter w(dir / "log.jsonl");
+    Record r = gemm_record(index, 1e-5, MeasureStatus::ok);
+    r.task = {"gemm_fp16", shape, "float32", "sm_90", "NVIDIA H200", "gemm_fp16_wgmma_nt"};
+    w.append(r);
+  }
+  const ExportSummary s = export_log(dir / "log.jsonl", dir / "out");
+  REQUIRE(s.written.size() == 1);
+  auto kernels = cutune_loader::read_manifest((dir / "out").string());
+  REQUIRE(kernels.size() == 1);
+  return kernels;
+}
+
 }  // namespace
 
 TEST_CASE("export names are file-safe", "[export]") {
@@ -124,16 +142,7 @@ TEST_CASE("a kernel that loads through TMA is exported with its tensor maps desc
   }
   REQUIRE(tma);
   const auto dir = fresh_dir("export_tma");
-  {
-    LogWriter w(dir / "log.jsonl");
-    Record r = gemm_record(tma->index(), 1e-5, MeasureStatus::ok);
-    r.task = {"gemm_fp16", shape, "float32", "sm_90", "NVIDIA H200", "gemm_fp16_wgmma_nt"};
-    w.append(r);
-  }
-  const ExportSummary s = export_log(dir / "log.jsonl", dir / "out");
-  REQUIRE(s.written.size() == 1);
-  const auto kernels = cutune_loader::read_manifest((dir / "out").string());
-  REQUIRE(kernels.size() == 1);
+  const auto kernels = export_wgmma_record(dir, shape, tma->index());
   const auto& params = kernels[0].params;
   REQUIRE(params.size() == lowered->source->params.size());
   int maps = 0;
@@ -210,16 +219,7 @@ TEST_CASE("a persistent kernel's manifest says so, and the loader sizes its grid
                          [](const Config& c) { return c.get("persistent") == 1; });
   REQUIRE(it != refs.end());
   const auto dir = fresh_dir("export_persistent");
-  {
-    LogWriter w(dir / "log.jsonl");
-    Record r = gemm_record(it->index(), 1e-5, MeasureStatus::ok);
-    r.task = {"gemm_fp16", shape, "float32", "sm_90", "NVIDIA H200", "gemm_fp16_wgmma_nt"};
-    w.append(r);
-  }
-  const ExportSummary s = export_log(dir / "log.jsonl", dir / "out");
-  REQUIRE(s.written.size() == 1);
-  const auto kernels = cutune_loader::read_manifest((dir / "out").string());
-  REQUIRE(kernels.size() == 1);
+  const auto kernels = export_wgmma_record(dir, shape, it->index());
   const cutune_loader::KernelManifest& k = kernels[0];
   const Lowered lowered = lower(*tmpl, *it, ir::TargetLimits{});
   REQUIRE(lowered.ok());
