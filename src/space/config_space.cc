@@ -1,6 +1,7 @@
 #include "src/space/config_space.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
@@ -285,6 +286,45 @@ std::optional<Config> ConfigSpace::sample_valid(std::mt19937_64& rng, int max_tr
       entities[i] = pick(rng);
     }
     if (is_valid(config)) return config;
+  }
+  return repair_sample(rng);
+}
+
+int ConfigSpace::violations(const Config& config) const {
+  int n = 0;
+  for (const auto& [description, predicate] : constraints_) n += !predicate(config);
+  return n;
+}
+
+std::optional<Config> ConfigSpace::repair_sample(std::mt19937_64& rng) const {
+  constexpr int kRestarts = 64, kSteps = 256;
+  Config config(this, std::vector<int32_t>(knobs_.size()));
+  auto& entities = config.entities_;
+  std::vector<int32_t> best;
+  for (int restart = 0; restart < kRestarts && !knobs_.empty(); ++restart) {
+    for (size_t i = 0; i < knobs_.size(); ++i) {
+      entities[i] = std::uniform_int_distribution<int32_t>(
+          0, static_cast<int32_t>(knobs_[i].cardinality() - 1))(rng);
+    }
+    for (int step = 0; step < kSteps; ++step) {
+      if (violations(config) == 0) return config;
+      const size_t k = std::uniform_int_distribution<size_t>(0, knobs_.size() - 1)(rng);
+      // The knob's values that break the fewest constraints; one of them at random (sideways
+      // moves let the search cross plateaus).
+      int fewest = INT_MAX;
+      best.clear();
+      for (int32_t e = 0; e < static_cast<int32_t>(knobs_[k].cardinality()); ++e) {
+        entities[k] = e;
+        const int v = violations(config);
+        if (v < fewest) {
+          fewest = v;
+          best.clear();
+        }
+        if (v == fewest) best.push_back(e);
+      }
+      entities[k] = best[std::uniform_int_distribution<size_t>(0, best.size() - 1)(rng)];
+    }
+    if (violations(config) == 0) return config;
   }
   return std::nullopt;
 }

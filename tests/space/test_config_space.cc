@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <map>
 #include <set>
@@ -198,6 +199,24 @@ TEST_CASE("sample_valid is uniform over valid points and never invalid") {
   impossible.define_choice("a", {1, 2});
   impossible.add_constraint("never", [](const Config&) { return false; });
   CHECK_FALSE(impossible.sample_valid(rng, 100).has_value());
+}
+
+TEST_CASE("sample_valid repairs a draw where rejection misses a rare valid point") {
+  // Six knobs of 10 values, each fixed by its own constraint: one valid point in a million,
+  // which 10 uniform draws all but never hit; the repair sets the knobs one at a time.
+  ConfigSpace space;
+  for (int k = 0; k < 6; ++k) {
+    space.define_choice(fmt::format("k{}", k), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    space.add_constraint(fmt::format("k{} is {}", k, (3 * k + 1) % 10),
+                         [k](const Config& c) { return c.get(k) == (3 * k + 1) % 10; });
+  }
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 5; ++i) {
+    const std::optional<Config> c = space.sample_valid(rng, 10);
+    REQUIRE(c.has_value());
+    CHECK(space.is_valid(*c));
+    for (int k = 0; k < 6; ++k) CHECK(c->get(k) == (3 * k + 1) % 10);
+  }
 }
 
 TEST_CASE("neighbours differ in exactly one knob") {
