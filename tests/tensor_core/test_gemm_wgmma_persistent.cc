@@ -160,10 +160,12 @@ TEST_CASE("persistent knobs: constraints, launch bounds and the grid they launch
   CHECK(launch_grid(plain.source->launch, 132).x == 512);
   CHECK(launch_grid(plain.source->launch, 0).x == 512);
 
-  // Persistent tiles need a producer, an unstaged epilogue, one tile a block by the knob and no
-  // split-K; the split needs persistence; ping-pong takes persistent tiles as several a block.
+  // Persistent tiles need a producer, an unstaged epilogue (or a TMA store), one tile a block
+  // by the knob and no split-K; the split needs persistence; ping-pong takes persistent tiles
+  // as several a block.
   const std::string rule =
-      "persistent tiles need a producer, an unstaged epilogue, one tile a block and no split-K";
+      "persistent tiles need a producer, an unstaged epilogue (or a TMA store), one tile a block "
+      "and no split-K";
   for (auto [knob, value] : std::vector<std::pair<const char*, int>>{
            {"epilogue", 2}, {"tiles_per_block", 2}, {"split_k", 2}}) {
     nlohmann::json bad = knobs_of(persistent_config(*tmpl, 64, 64, 1, 0, 1));
@@ -185,17 +187,19 @@ TEST_CASE("persistent knobs: constraints, launch bounds and the grid they launch
 
 TEST_CASE("the knobs added for persistence keep every earlier configuration's index",
           "[wgmma][tma][persistent]") {
-  // Defined last with default 0: a configuration that leaves them 0 has the index it had.
+  // Defined last with default 0 (then the TMA store's knob): a configuration that leaves
+  // them 0 has the index it had.
   auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nn");
   const ConfigSpace& space = tmpl->space();
   const std::vector<Knob>& knobs = space.knobs();
-  REQUIRE(knobs.size() >= 2);
-  CHECK(knobs[knobs.size() - 2].name() == "persistent");
-  CHECK(knobs.back().name() == "last_wave_split");
+  REQUIRE(knobs.size() >= 3);
+  CHECK(knobs[knobs.size() - 3].name() == "persistent");
+  CHECK(knobs[knobs.size() - 2].name() == "last_wave_split");
+  CHECK(knobs.back().name() == "tma_store");
   uint64_t before = 1;
-  for (size_t i = 0; i + 2 < knobs.size(); ++i) before *= uint64_t(knobs[i].cardinality());
+  for (size_t i = 0; i + 3 < knobs.size(); ++i) before *= uint64_t(knobs[i].cardinality());
   for (const Config& c : tmpl->reference_configs()) {
-    if (c.get("persistent") == 1) {
+    if (c.get("persistent") == 1 || c.get("tma_store") != 0) {
       CHECK(c.index() >= before);
     } else {
       CHECK(c.index() < before);
