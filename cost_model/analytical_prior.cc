@@ -47,7 +47,13 @@ PriorTarget prior_target(const DeviceInfo& device, const std::string& family) {
 }
 
 AnalyticalPrior::AnalyticalPrior(const std::vector<std::string>& names, PriorTarget target)
-    : names_(names), target_(target) {
+    : target_(target) {
+  auto at = [&names](const std::string& name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      throw std::invalid_argument(fmt::format("analytical prior: no feature '{}'", name));
+    return static_cast<int>(it - names.begin());
+  };
   blocks_ = at("kernel.blocks");
   blocks_per_sm_ = at("kernel.blocks_per_sm");
   waves_ = at("kernel.waves");
@@ -67,20 +73,13 @@ AnalyticalPrior::AnalyticalPrior(const std::vector<std::string>& names, PriorTar
   tma_bytes_ = at("kernel.tma_copy_bytes");
   tma_in_flight_ = at("kernel.tma_bytes_in_flight");
   const std::string suffix = ".global";
-  for (size_t i = 0; i < names_.size(); ++i) {
-    const std::string& n = names_[i];
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
     if (!n.starts_with("buffer.") || !n.ends_with(suffix)) continue;
     const std::string slot = n.substr(0, n.size() - suffix.size());
     globals_.push_back(
         {static_cast<int>(i), at(slot + ".touched_total"), at(slot + ".warp_efficiency")});
   }
-}
-
-int AnalyticalPrior::at(const std::string& name) const {
-  const auto it = std::find(names_.begin(), names_.end(), name);
-  if (it == names_.end())
-    throw std::invalid_argument(fmt::format("analytical prior: no feature '{}'", name));
-  return static_cast<int>(it - names_.begin());
 }
 
 PriorEstimate AnalyticalPrior::estimate(std::span<const float> row) const {

@@ -87,9 +87,6 @@ class AnalyticalPrior {
   struct GlobalBuffer {
     int flag, touched, warp_efficiency;  // columns: the scope flag, bytes, coalescing
   };
-  int at(const std::string& name) const;
-
-  std::vector<std::string> names_;
   PriorTarget target_;
   // Columns of the kernel features it reads.
   int blocks_, blocks_per_sm_, waves_, wave_efficiency_, occupancy_, registers_, local_bytes_;

@@ -20,4 +20,10 @@ class MarginSource {
   virtual double weight(int local_measurements) const = 0;
 };
 
+// The weight both sources fade by: 1 / (1 + n / half_weight_at), a half at half_weight_at
+// local measurements.
+inline double fading_weight(int local_measurements, double half_weight_at) {
+  return 1.0 / (1.0 + local_measurements / half_weight_at);
+}
+
 }  // namespace cutune

@@ -14,7 +14,7 @@ namespace cutune {
 
 struct OrderFigures {
   double best_of_first = 0;  // over the sample's best, in [0, 1]
-  double trials_to_95 = 0;   // 1-based; the sample's size + 1 when never (cannot happen whole)
+  double trials_to_95 = 0;   // 1-based; the sample's size + 1 when the order never gets there
 };
 
 // `order` lists positions into `throughput`, each once; positions left out come after it in

@@ -25,7 +25,7 @@ class PriorMargin final : public MarginSource {
     return prior_.score(x);
   }
   double weight(int local_measurements) const override {
-    return 1.0 / (1.0 + local_measurements / half_weight_at_);
+    return fading_weight(local_measurements, half_weight_at_);
   }
   const cost_model::AnalyticalPrior& prior() const { return prior_; }
 

@@ -56,7 +56,7 @@ class TransferModel final : public MarginSource {
   // a replay study); calls are serialised.
   std::vector<float> predict(const cost_model::FeatureMatrix& x) const override;
   double weight(int local_measurements) const override {
-    return 1.0 / (1.0 + local_measurements / half_weight_at_);
+    return fading_weight(local_measurements, half_weight_at_);
   }
   void set_half_weight_at(double n) { half_weight_at_ = n; }
 
