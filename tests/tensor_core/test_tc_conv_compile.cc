@@ -1,4 +1,4 @@
-// 200 sampled tensor-core convolution configurations compile with NVRTC for sm_90, with no
+// 160 sampled tensor-core convolution configurations compile with NVRTC for sm_90, with no
 // failure the verifier did not predict: every configuration the verifier passes must compile.
 
 #include <catch2/catch.hpp>
@@ -23,10 +23,10 @@ std::vector<int64_t> resnet18_layer(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("80 conv2d_fp16_nhwc configurations on ResNet-18 C7 compile",
+TEST_CASE("40 conv2d_fp16_nhwc configurations on ResNet-18 C7 compile",
           "[tensor_core][conv][nvrtc]") {
   // 28x28, 128 -> 256 channels, 3x3, stride 2, pad 1.
-  test::compile_sample("conv2d_fp16", "conv2d_fp16_nhwc", resnet18_layer("C7"), 80, 901);
+  test::compile_sample("conv2d_fp16", "conv2d_fp16_nhwc", resnet18_layer("C7"), 40, 901);
 }
 
 TEST_CASE("40 conv2d_bf16_nhwc_out16 configurations on ResNet-18 C1 compile",
