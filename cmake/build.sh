@@ -11,6 +11,8 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 jobs="${CUTUNE_JOBS:-$(nproc)}"
 if [[ ! -f "$build/build.ninja" ]]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  python=()
+  if [[ -x "$root/.venv/bin/python" ]]; then python=(-DPython_EXECUTABLE="$root/.venv/bin/python"); fi
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${python[@]}" >/dev/null
 fi
 cmake --build "$build" -j "$jobs"

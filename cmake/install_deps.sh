@@ -14,6 +14,7 @@ packages=(
   chromium     # tests/report renders the report page headless (~350 MB, 14 s to install here)
   libopenmpi-dev openmpi-bin
   python3-pip  # installs nvdisasm's wheel below when the toolkit lacks it
+  python3-venv python3-dev  # the Python package's environment and headers (.venv below)
 )
 
 missing=()
@@ -61,4 +62,19 @@ else
     echo "install_deps: warning: pip could not install nvidia-cuda-nvdisasm" >&2
   nvdisasm_present ||
     echo "install_deps: warning: no nvdisasm; cutune sass and tests/sass will say so" >&2
+fi
+
+# The Python package (src/python): a virtual environment in .venv with nanobind (its native
+# loader), scikit-build-core (`pip install .`) and pytest (tests/python), from PyPI. Optional:
+# without it the package's native loader is not built and its tests skip visibly.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import nanobind, pytest, scikit_build_core' 2>/dev/null; then
+  echo "install_deps: Python environment present (.venv)"
+else
+  echo "install_deps: making the Python environment .venv (nanobind, scikit-build-core, pytest)"
+  { python3 -m venv "$venv" &&
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+      'nanobind>=2,<4' 'scikit-build-core>=0.10,<2' 'pytest>=7'; } ||
+    echo "install_deps: warning: no Python environment; the Python package's tests will skip" >&2
 fi
