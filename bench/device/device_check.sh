@@ -5,6 +5,7 @@
 #
 #   bash PACK/device_check.sh [--dry-run] [--deadline SECONDS] [--plan full|breadth|bars|probe]
 #                             [--only REGEX] [--sample-log LOG]
+#   (--plan python: the Python package on the GPU machine's python3: plan_python.sh)
 #
 # --deadline: default 420 s (450 s with --plan probe). --plan full (default): the steps below
 # with the trials the bars need;
@@ -50,15 +51,15 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
     --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
-    --plan) plan=${2:?--plan needs full, breadth, bars or probe}; shift ;;
+    --plan) plan=${2:?--plan needs full, breadth, bars, probe or python}; shift ;;
     --only) only=${2:?--only needs a regex}; shift ;;
     --sample-log) sample_log=${2:?--sample-log needs a tuning log}; shift ;;
-    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth|bars|probe, --only REGEX, --sample-log LOG)" >&2; exit 2 ;;
+    *) echo "device_check.sh: unknown argument '$1' (accepted: --dry-run, --deadline S, --plan full|breadth|bars|probe|python, --only REGEX, --sample-log LOG)" >&2; exit 2 ;;
   esac
   shift
 done
-if [[ $plan != full && $plan != breadth && $plan != bars && $plan != probe ]]; then
-  echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth, bars, probe)" >&2; exit 2
+if [[ $plan != full && $plan != breadth && $plan != bars && $plan != probe && $plan != python ]]; then
+  echo "device_check.sh: unknown plan '$plan' (accepted: full, breadth, bars, probe, python)" >&2; exit 2
 fi
 [[ -z $deadline ]] && deadline=$([[ $plan == probe ]] && echo 450 || echo 420)
 if [[ -n $sample_log && ( $plan != probe || ! -s $sample_log ) ]]; then
@@ -455,6 +456,9 @@ case $plan in
   probe)
     # shellcheck source=plan_probe.sh
     source "$pack/plan_probe.sh" && plan_probe ;;
+  python)
+    # shellcheck source=plan_python.sh
+    source "$pack/plan_python.sh" && plan_python ;;
   *) plan_full ;;
 esac
 

@@ -63,10 +63,21 @@ done | sort -u | while read -r name path; do
   echo "lib $name" >> "$pack/manifest.txt"
 done
 strip --strip-unneeded "$pack"/lib/*.so* 2>/dev/null || true
-cp "$root/bench/device/device_check.sh" "$root/bench/device/plan_probe.sh" "$pack/"
+cp "$root/bench/device/device_check.sh" "$root/bench/device/plan_probe.sh" "$root/bench/device/plan_python.sh" "$pack/"
 mkdir -p "$pack/python"
 cp "$root/bench/gemm_peers.py" "$root/bench/device/ncu_probe.py" "$root/bench/one_line_parser.py" "$pack/python/"
 cp -r "$root/examples" "$pack/examples"  # the user-kernel specs that tune --spec steps run
+# The Python plan: the package, its loader's sources (built there, for that machine's Python),
+# its tests and example, as a checkout lays them out.
+py=$pack/python_pkg
+mkdir -p "$py/src/export" "$py/include/nlohmann" "$py/tests" "$py/examples"
+cp -r "$root/src/python" "$py/src/python"
+find "$py/src/python" -name __pycache__ -prune -exec rm -rf {} +
+cp "$root/src/export/cubin_loader.h" "$py/src/export/"
+cp /usr/include/nlohmann/json.hpp "$py/include/nlohmann/"
+cp -r "$root/tests/python" "$py/tests/python"
+find "$py/tests/python" -name __pycache__ -prune -exec rm -rf {} +
+cp -r "$root/examples/python" "$py/examples/python"
 
 tar -C "$stage" -czf "$out/payload.tar.gz" cutune_pack
 cp "$pack/manifest.txt" "$out/manifest.txt"

@@ -73,7 +73,20 @@ grep -q '"deadline_s": 450' "$tmp/out_probe/summary.json" || fail "--plan probe'
 rc=0
 (cd "$tmp/elsewhere" && bash "$tmp/pack/device_check.sh" --sample-log "$tmp/pack.txt" > /dev/null 2>&1) || rc=$?
 (( rc == 2 )) || fail "--sample-log without --plan probe exits $rc, not 2"
+# The Python plan: its steps listed and skipped; the pack carries what it builds and runs.
+(cd "$tmp/elsewhere" && TMPDIR="$tmp/tmpdir" OUT="$tmp/out_python" bash "$tmp/pack/device_check.sh" --dry-run \
+   --plan python > "$tmp/run_python.txt" 2>&1) || { cat "$tmp/run_python.txt"; fail "--plan python exited non-zero"; }
+for s in python_loader_build python_tests python_example; do
+  grep -q "\"name\": \"$s\", \"status\": \"skipped: no CUDA device\"" "$tmp/out_python/summary.json" ||
+    fail "--plan python: step $s is not listed as skipped"
+done
 packed=$(tar tzf "$tmp/pack/payload.tar.gz") || fail "the payload does not read"
+for f in plan_python.sh python_pkg/src/python/CMakeLists.txt python_pkg/src/python/loader_module.cc \
+         python_pkg/src/python/cutune/kernels.py python_pkg/src/export/cubin_loader.h \
+         python_pkg/include/nlohmann/json.hpp python_pkg/tests/python/test_gpu.py \
+         python_pkg/examples/python/tune_and_call.py; do
+  grep -q "cutune_pack/$f" <<<"$packed" || fail "the pack lacks $f"
+done
 for f in plan_probe.sh python/gemm_peers.py python/ncu_probe.py python/one_line_parser.py; do
   grep -q "cutune_pack/$f" <<<"$packed" || fail "the pack lacks $f"
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `pip install .` from the checkout into a fresh virtual environment, then what a new user
-# runs first: import cutune, list the operators, the installed command. Usage:
+# runs first (import cutune, list the operators, the installed command), then tests/python
+# against the installed package and command. Usage:
 #   pip_install.sh PYTHON VENV_DIR
 # ccache reuses the CMake build's objects (pyproject.toml's build-dir sits one folder below
 # the checkout, as build/ does), so this costs a link, not a rebuild.
@@ -24,3 +25,5 @@ assert cutune._command.binary().startswith(__import__("sys").prefix), cutune._co
 print("import cutune: ops", names)
 '
 "$venv/bin/cutune" --version
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'pytest>=7'
+"$venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$root/tests/python"
