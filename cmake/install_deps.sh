@@ -65,16 +65,16 @@ else
 fi
 
 # The Python package (src/python): a virtual environment in .venv with nanobind (its native
-# loader), scikit-build-core (`pip install .`) and pytest (tests/python), from PyPI. Optional:
-# without it the package's native loader is not built and its tests skip visibly.
+# loader), scikit-build-core (`pip install .`), pytest and pandas (tests/python), from PyPI.
+# Optional: without it the package's native loader is not built and its tests skip visibly.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
-if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import nanobind, pytest, scikit_build_core' 2>/dev/null; then
+if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import nanobind, pytest, scikit_build_core, pandas' 2>/dev/null; then
   echo "install_deps: Python environment present (.venv)"
 else
-  echo "install_deps: making the Python environment .venv (nanobind, scikit-build-core, pytest)"
+  echo "install_deps: making the Python environment .venv (nanobind, scikit-build-core, pytest, pandas)"
   { python3 -m venv "$venv" &&
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-      'nanobind>=2,<4' 'scikit-build-core>=0.10,<2' 'pytest>=7'; } ||
+      'nanobind>=2,<4' 'scikit-build-core>=0.10,<2' 'pytest>=7' pandas; } ||
     echo "install_deps: warning: no Python environment; the Python package's tests will skip" >&2
 fi
