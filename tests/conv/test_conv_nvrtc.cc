@@ -1,4 +1,4 @@
-// 200 sampled configurations of each convolution template (over a ResNet-18 layer or two and
+// 130 to 220 sampled configurations of each convolution template (over a ResNet-18 layer or two and
 // an odd shape) compile with NVRTC for sm_90. A configuration the verifier rejects is a
 // predicted failure and is not compiled; every one it accepts must compile.
 
@@ -49,14 +49,16 @@ const std::vector<int64_t> kOdd = {3, 13, 23, 17, 11, 5, 3, 2, 2, 2};
 
 }  // namespace
 
-TEST_CASE("conv2d_nchw: 80 configurations of ResNet-18 C6 compile", "[conv][nvrtc]") {
-  CHECK(compile_sampled("conv2d", "conv2d_nchw", kC6, 80, 101) >= 60);
+// The direct NCHW kernels unroll their filter loops fully and compile slowest (about 0.7 s
+// each), so they are sampled less.
+TEST_CASE("conv2d_nchw: 50 configurations of ResNet-18 C6 compile", "[conv][nvrtc]") {
+  CHECK(compile_sampled("conv2d", "conv2d_nchw", kC6, 50, 101) >= 38);
 }
-TEST_CASE("conv2d_nchw: 60 configurations of ResNet-18 C1 compile", "[conv][nvrtc]") {
-  CHECK(compile_sampled("conv2d", "conv2d_nchw", kC1, 60, 102) >= 45);
+TEST_CASE("conv2d_nchw: 40 configurations of ResNet-18 C1 compile", "[conv][nvrtc]") {
+  CHECK(compile_sampled("conv2d", "conv2d_nchw", kC1, 40, 102) >= 30);
 }
-TEST_CASE("conv2d_nchw: 60 configurations of an odd shape compile", "[conv][nvrtc]") {
-  CHECK(compile_sampled("conv2d", "conv2d_nchw", kOdd, 60, 103) >= 45);
+TEST_CASE("conv2d_nchw: 40 configurations of an odd shape compile", "[conv][nvrtc]") {
+  CHECK(compile_sampled("conv2d", "conv2d_nchw", kOdd, 40, 103) >= 30);
 }
 
 TEST_CASE("conv2d_nhwc: 80 configurations of ResNet-18 C6 compile", "[conv][nvrtc]") {
