@@ -38,7 +38,9 @@ constexpr DepthwiseRow kMobilenet[] = {
 
 std::vector<SuiteInfo> list_suites() {
   return {{"resnet18", "the 12 distinct conv2d layers of ResNet-18 (C1-C12), 224x224 input"},
-          {"mobilenet", "the 9 distinct depthwise layers of MobileNet v1 (D1-D9), 224x224 input"}};
+          {"mobilenet", "the 9 distinct depthwise layers of MobileNet v1 (D1-D9), 224x224 input"},
+          {"llama3-8b", "the 4 GEMMs of a Llama 3 8B decoder layer (qkv, o, gate_up, down) at "
+                        "each token count of --tokens"}};
 }
 
 std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch) {
@@ -46,38 +48,49 @@ std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch) {
   std::vector<SuiteLayer> out;
   if (suite == "resnet18") {
     for (const ConvRow& l : kResnet18) {
-      out.push_back({l.name,
-                     "conv2d",
-                     {batch, l.c, l.size, l.size, l.k, l.r, l.r, l.stride, l.r / 2, 1},
-                     1,
-                     fmt::format("{}x{}, {}->{}, {}x{}, stride {}", l.size, l.size, l.c, l.k, l.r,
-                                 l.r, l.stride)});
+      SuiteLayer layer;
+      layer.name = l.name;
+      layer.op = "conv2d";
+      layer.shape = {batch, l.c, l.size, l.size, l.k, l.r, l.r, l.stride, l.r / 2, 1};
+      layer.description = fmt::format("{}x{}, {}->{}, {}x{}, stride {}", l.size, l.size, l.c,
+                                      l.k, l.r, l.r, l.stride);
+      out.push_back(std::move(layer));
     }
     return out;
   }
   if (suite == "mobilenet") {
     for (const DepthwiseRow& l : kMobilenet) {
-      out.push_back(
-          {l.name,
-           "depthwise_conv2d",
-           {batch, l.c, l.size, l.size, 3, 3, l.stride, 1, 1},
-           l.repeat,
-           fmt::format("{}x{}, {} channels, 3x3, stride {}", l.size, l.size, l.c, l.stride)});
+      SuiteLayer layer;
+      layer.name = l.name;
+      layer.op = "depthwise_conv2d";
+      layer.shape = {batch, l.c, l.size, l.size, 3, 3, l.stride, 1, 1};
+      layer.repeat = l.repeat;
+      layer.description =
+          fmt::format("{}x{}, {} channels, 3x3, stride {}", l.size, l.size, l.c, l.stride);
+      out.push_back(std::move(layer));
     }
     return out;
   }
+  if (suite == "llama3-8b")
+    throw TaskError(fmt::format("{} is a transformer model: its layers are GEMMs at token "
+                                "counts (kernels/gemm_suites.h)", suite));
   std::string known;
   for (const SuiteInfo& s : list_suites()) known += (known.empty() ? "" : ", ") + s.name;
   throw TaskError(fmt::format("unknown suite '{}' (known: {})", suite, known));
 }
 
-std::string suite_layer_op(const SuiteLayer& layer, const std::string& dtype) {
+std::string suite_layer_op(const SuiteLayer& layer, const std::string& suite_dtype) {
+  const std::string& dtype = layer.dtype.empty() ? suite_dtype : layer.dtype;
   if (dtype == "fp32") return layer.op;
+  if (dtype == "fp8" || dtype == "e4m3" || dtype == "e5m2") {
+    throw TaskError(fmt::format("layer {}: cutune has no fp8 templates yet (fp16, bf16, fp32)",
+                                layer.name));
+  }
   if (dtype != "fp16" && dtype != "bf16") {
     throw TaskError(fmt::format("unknown dtype '{}' (known: fp32, fp16, bf16)", dtype));
   }
-  if (layer.op != "conv2d") {
-    throw TaskError(fmt::format("layer {} ({}) has no {} template: only conv2d layers do",
+  if (layer.op != "conv2d" && layer.op != "gemm") {
+    throw TaskError(fmt::format("layer {} ({}) has no {} template: conv2d and gemm layers do",
                                 layer.name, layer.op, dtype));
   }
   return layer.op + "_" + dtype;

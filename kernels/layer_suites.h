@@ -21,6 +21,9 @@ struct SuiteLayer {
   std::vector<int64_t> shape;  // as make_template takes it, every parameter given
   int repeat = 1;              // how many times the network runs this layer
   std::string description;     // "224x224, 3->64, 7x7, stride 2"
+  // Task parameters the layer fixes (kernels/gemm_suites.h); empty: the operator's default,
+  // the suite's --dtype, no epilogue.
+  std::string layout, dtype, epilogue;
 };
 
 struct SuiteInfo {
@@ -34,10 +37,11 @@ std::vector<SuiteInfo> list_suites();
 // lists the known ones) or batch < 1.
 std::vector<SuiteLayer> suite_layers(const std::string& suite, int64_t batch = 1);
 
-// The operator that tunes `layer` with inputs of type `dtype`: "fp32" the layer's own op;
-// "fp16" / "bf16" the tensor-core NHWC operators conv2d_fp16 / conv2d_bf16 (mma.sync and
-// wgmma templates, conv2d_tc.h and conv2d_wgmma.h) for conv2d layers. TaskError for another
-// dtype, or a 16-bit type for a depthwise layer (no tensor-core template takes one).
+// The operator that tunes `layer` with inputs of type `dtype` (the layer's own where it fixes
+// one): "fp32" the layer's own op; "fp16" / "bf16" the tensor-core operators: conv2d_fp16 /
+// conv2d_bf16 (NHWC, mma.sync and wgmma templates, conv2d_tc.h and conv2d_wgmma.h) for conv2d
+// layers, gemm_fp16 / gemm_bf16 for GEMM layers. TaskError for another dtype (fp8: not yet), or
+// a 16-bit type for a depthwise layer (no tensor-core template takes one).
 std::string suite_layer_op(const SuiteLayer& layer, const std::string& dtype);
 
 }  // namespace cutune

@@ -15,9 +15,11 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
+#include "kernels/gemm_suites.h"
 #include "kernels/layer_suites.h"
 #include "src/cli/cli_common.h"
 #include "src/cli/cmd_tune.h"
@@ -52,7 +54,39 @@ struct SuiteArgs {
   std::string template_name;     // empty: each operator's default template
   std::string device = "gpu";    // or emulator (correctness only)
   bool coordinator_only = false;
+  std::string tokens;            // GEMM suites: token counts (M); empty: default_tokens()
+  std::string model;             // a model file (gemm_suites.h) in place of a suite name
 };
+
+bool gemm_suite(const SuiteArgs& args) { return !args.model.empty() || is_gemm_suite(args.suite); }
+
+// The layers the command names: a network's at --batch-size, or a transformer model's GEMMs
+// (built in, or from --model FILE) at --tokens.
+std::vector<SuiteLayer> named_layers(const SuiteArgs& args) {
+  if (!gemm_suite(args)) {
+    if (!args.tokens.empty())
+      throw UsageError(fmt::format("--tokens goes with a transformer model (llama3-8b or "
+                                   "--model FILE), not {}", args.suite));
+    if (args.batch_size != 1 && args.batch_size != 16)
+      throw UsageError(
+          fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
+    return suite_layers(args.suite, args.batch_size);
+  }
+  if (args.batch_size != 1)
+    throw UsageError("--batch-size goes with a network suite; a model's GEMMs take --tokens");
+  const std::vector<int64_t> tokens =
+      args.tokens.empty() ? default_tokens() : parse_tokens(args.tokens);
+  if (args.model.empty()) return gemm_suite_layers(gemm_model(args.suite), tokens);
+  require_readable_file(args.model, "--model");
+  std::ifstream in(args.model);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(fmt::format("--model {}: not JSON (byte {})", args.model, e.byte));
+  }
+  return gemm_suite_layers(gemm_model_from_json(j, args.model), tokens);
+}
 
 // The suite's layers, or those named in `names` (in the suite's order).
 std::vector<SuiteLayer> chosen_layers(const std::vector<SuiteLayer>& all,
@@ -79,7 +113,7 @@ struct LayerOutcome {
   SuiteLayer layer;
   TaskKey key;
   TuneSummary summary;
-  std::optional<double> cudnn_s, tuned_s;
+  std::optional<double> baseline_s, tuned_s;  // the library's (cuDNN, cuBLAS) and ours
   std::string reference;  // which reference checked the candidates: cudnn, cpu
   int transfer_tasks = 0;
   double setup_s = 0;  // GPU suite: the layer's measurer and session, before tuning starts
@@ -91,7 +125,7 @@ std::vector<Record> log_records(const std::string& path) {
   return read_log(path, {.lenient = true}).records;
 }
 
-// The cuDNN baseline and the reference recorded with this task's results: the median of the
+// The library baseline and the reference recorded with this task's results: the median of the
 // baseline_s values (one per worker start), and the reference of the last ok record.
 void read_baseline(const std::vector<Record>& records, LayerOutcome& out) {
   std::vector<double> times;
@@ -101,7 +135,7 @@ void read_baseline(const std::vector<Record>& records, LayerOutcome& out) {
     if (b.baseline_s && std::isfinite(*b.baseline_s)) times.push_back(*b.baseline_s);
     if (r.result.ok() && b.reference) out.reference = *b.reference;
   }
-  if (!times.empty()) out.cudnn_s = percentile(times, 0.5);
+  if (!times.empty()) out.baseline_s = percentile(times, 0.5);
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -110,27 +144,62 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s;
 }
 
+// The library the layers are compared with ("cuDNN", "cuBLAS"; "library" for a mix).
+std::string library_of(const std::vector<LayerOutcome>& rows) {
+  std::string library;
+  for (const LayerOutcome& o : rows) {
+    const std::string l = o.tmpl ? o.tmpl->baseline().library() : "";
+    if (l.empty()) continue;
+    if (!library.empty() && library != l) return "library";
+    library = l;
+  }
+  return library.empty() ? "library" : library;
+}
+
+// The whole model's time, each layer's times its repeat, over the layers with both times.
+struct SummedTimes {
+  double baseline_s = 0, tuned_s = 0;
+  int layers = 0;
+};
+SummedTimes summed_times(const std::vector<LayerOutcome>& rows) {
+  SummedTimes t;
+  for (const LayerOutcome& o : rows) {
+    if (!o.baseline_s || !o.tuned_s) continue;
+    t.baseline_s += *o.baseline_s * o.layer.repeat;
+    t.tuned_s += *o.tuned_s * o.layer.repeat;
+    ++t.layers;
+  }
+  return t;
+}
+
 void print_table(const std::string& suite, const std::vector<LayerOutcome>& rows,
                  const BaselineRatios& ratios) {
-  fmt::print("\n{:<5} {:<28} {:<34} {:>11} {:>11} {:>8}\n", "layer", "shape", "", "cuDNN ms",
-             "tuned ms", "speedup");
+  const std::string library = library_of(rows);
+  fmt::print("\n{:<12} {:<28} {:<34} {:>11} {:>11} {:>8}\n", "layer", "shape", "",
+             library + " ms", "tuned ms", "speedup");
   for (const LayerOutcome& o : rows) {
     const auto ms = [](std::optional<double> t) {
       return t ? fmt::format("{:.4f}", *t * 1e3) : std::string("-");
     };
     const std::string speedup =
-        o.cudnn_s && o.tuned_s ? fmt::format("{:.2f}x", *o.cudnn_s / *o.tuned_s) : "-";
-    fmt::print("{:<5} {:<28} {:<34} {:>11} {:>11} {:>8}\n", o.layer.name, shape_text(o.layer.shape),
-               o.layer.description, ms(o.cudnn_s), ms(o.tuned_s), speedup);
+        o.baseline_s && o.tuned_s ? fmt::format("{:.2f}x", *o.baseline_s / *o.tuned_s) : "-";
+    fmt::print("{:<12} {:<28} {:<34} {:>11} {:>11} {:>8}\n", o.layer.name,
+               shape_text(o.layer.shape), o.layer.description, ms(o.baseline_s), ms(o.tuned_s),
+               speedup);
   }
-  if (ratios.geomean)
+  if (ratios.geomean) {
     fmt::print(
-        "speedup over cuDNN ({}), over the {} of {} layers with both times: geometric mean "
+        "speedup over {} ({}), over the {} of {} layers with both times: geometric mean "
         "{:.3f}x, median {:.3f}x\n",
-        suite, ratios.counted, ratios.total, *ratios.geomean, *ratios.median);
-  else
-    fmt::print("speedup over cuDNN ({}): - (none of the {} layers has both times)\n", suite,
+        library, suite, ratios.counted, ratios.total, *ratios.geomean, *ratios.median);
+    const SummedTimes t = summed_times(rows);
+    fmt::print("summed over those layers, each times its repeat: {} {:.4f} ms, tuned {:.4f} ms "
+               "({:.3f}x)\n",
+               library, t.baseline_s * 1e3, t.tuned_s * 1e3, t.baseline_s / t.tuned_s);
+  } else {
+    fmt::print("speedup over {} ({}): - (none of the {} layers has both times)\n", library, suite,
                ratios.total);
+  }
 }
 
 // Every layer's task from the one resolver (tune_task.h), before the log or the GPU is looked
@@ -148,8 +217,15 @@ std::vector<TuneTask> layer_tasks(const SuiteArgs& args, const std::vector<Suite
     TaskSource source;
     source.op.op = suite_layer_op(layer, args.dtype);
     source.op.shape = shape_text(layer.shape);
-    source.op.template_name =
-        args.template_name.empty() ? default_template(source.op.op, arch) : args.template_name;
+    if (!layer.epilogue.empty())
+      throw UsageError(fmt::format("layer {}: epilogue '{}': suites take no epilogues yet",
+                                   layer.name, layer.epilogue));
+    TaskRequest request;
+    request.op = source.op.op;
+    request.layout = layer.layout;
+    source.op.template_name = args.template_name.empty()
+                                  ? resolve_template(request, arch).name
+                                  : args.template_name;
     tasks.push_back(resolve_tune_task(source, measure, search));
   }
   return tasks;
@@ -243,10 +319,11 @@ std::vector<LayerOutcome> tune_layers(const SuiteArgs& args, const std::vector<S
     read_baseline(log_records(args.log), out);
     const double elapsed = monotonic_seconds() - start;
     fmt::print(stderr,
-               "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, cuDNN {} ms\n", i + 1,
+               "[suite {}/{} layers, {:.0f} s, ETA {:.0f} s] {}: tuned {} ms, {} {} ms\n", i + 1,
                layers.size(), elapsed, elapsed / double(i + 1) * double(layers.size() - i - 1),
                layer.name, out.tuned_s ? fmt::format("{:.4f}", *out.tuned_s * 1e3) : "-",
-               out.cudnn_s ? fmt::format("{:.4f}", *out.cudnn_s * 1e3) : "-");
+               task.tmpl ? task.tmpl->baseline().library() : "library",
+               out.baseline_s ? fmt::format("{:.4f}", *out.baseline_s * 1e3) : "-");
     rows.push_back(std::move(out));
   }
   return rows;
@@ -263,11 +340,7 @@ void run_tune_suite(const SuiteArgs& args) {
   search.batch = args.batch;
   search.seed = args.seed;
   search.validate();
-  if (args.batch_size != 1 && args.batch_size != 16)
-    throw UsageError(
-        fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
-  const std::vector<SuiteLayer> layers =
-      chosen_layers(suite_layers(args.suite, args.batch_size), args.layers);
+  const std::vector<SuiteLayer> layers = chosen_layers(named_layers(args), args.layers);
   std::vector<TuneTask> tasks = layer_tasks(args, layers, search);
   // One log for the whole suite: new, or continued with --resume (its layers' records count).
   // Checked by rank 0 alone: the others would see the file it has begun.
@@ -301,17 +374,21 @@ void run_tune_suite(const SuiteArgs& args) {
 
   std::vector<std::optional<double>> baseline_s, tuned_s;
   for (const LayerOutcome& o : rows) {
-    baseline_s.push_back(o.cudnn_s);
+    baseline_s.push_back(o.baseline_s);
     tuned_s.push_back(o.tuned_s);
   }
+  const SummedTimes summed = summed_times(rows);
   const BaselineRatios ratios = baseline_ratios(baseline_s, tuned_s);
   const auto opt = [](std::optional<double> v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
 
   if (args.json) {
-    nlohmann::json j = {{"suite", args.suite},
+    nlohmann::json j = {{"suite", args.model.empty() ? args.suite : args.model},
                         {"batch_size", args.batch_size},
+                        {"library", library_of(rows)},
+                        {"summed_baseline_s", summed.layers ? opt(summed.baseline_s) : nullptr},
+                        {"summed_tuned_s", summed.layers ? opt(summed.tuned_s) : nullptr},
                         {"device", device_name},
                         {"arch", device_arch},
                         {"ranks", distributed::process_count()},
@@ -333,9 +410,10 @@ void run_tune_suite(const SuiteArgs& args) {
            {"shape", o.layer.shape},
            {"description", o.layer.description},
            {"repeat", o.layer.repeat},
-           {"cudnn_s", opt(o.cudnn_s)},
+           {"baseline_s", opt(o.baseline_s)},
            {"tuned_s", opt(o.tuned_s)},
-           {"speedup", o.cudnn_s && o.tuned_s ? nlohmann::json(*o.cudnn_s / *o.tuned_s) : nullptr},
+           {"speedup",
+            o.baseline_s && o.tuned_s ? nlohmann::json(*o.baseline_s / *o.tuned_s) : nullptr},
            {"reference", o.reference},
            {"trials", o.summary.total()},
            {"valid", o.summary.valid},
@@ -347,7 +425,7 @@ void run_tune_suite(const SuiteArgs& args) {
     print_json(j);
     return;
   }
-  print_table(args.suite, rows, ratios);
+  print_table(args.model.empty() ? args.suite : args.model, rows, ratios);
   fmt::print("log: {}\n", args.log);
   if (interrupt.flag()->load()) {
     fmt::print(stderr, "interrupted after {} of {} layers; resume with\n  {}\n", rows.size(),
@@ -360,10 +438,17 @@ void run_tune_suite(const SuiteArgs& args) {
 
 void add_suite_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune-suite",
-                                 "tune every layer of a network suite (resnet18, mobilenet) on the "
-                                 "GPU and compare with cuDNN");
+                                 "tune every layer of a network suite (resnet18, mobilenet) or "
+                                 "every GEMM of a transformer model (llama3-8b, --model FILE) on "
+                                 "the GPU and compare with cuDNN or cuBLAS");
   auto args = std::make_shared<SuiteArgs>();
-  cmd->add_option("suite", args->suite, "resnet18 or mobilenet")->required();
+  cmd->add_option("suite", args->suite, "resnet18, mobilenet or llama3-8b (omitted with --model)");
+  cmd->add_option("--tokens", args->tokens,
+                  "transformer models: the token counts M, e.g. 1,16,128 (default: "
+                  "1,16,128,1024,4096)");
+  cmd->add_option("--model", args->model,
+                  "a model's GEMMs as JSON: {\"name\", \"repeat\", \"gemms\": [{\"name\", \"n\", "
+                  "\"k\", \"dtype\", \"epilogue\"}]} (kernels/gemm_suites.h)");
   cmd->add_option("--trials", args->trials, "configurations to measure per layer")
       ->capture_default_str();
   cmd->add_option("--log", args->log, "tuning log every record is appended to")->required();
@@ -394,6 +479,8 @@ void add_suite_commands(CLI::App& app) {
                 "under mpirun: rank 0 searches and logs but does not measure");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args] {
+    if (args->suite.empty() == args->model.empty())
+      throw UsageError("name a suite (resnet18, mobilenet, llama3-8b) or give --model FILE");
     if (args->device != "gpu" && args->device != "emulator")
       throw UsageError(fmt::format("--device must be gpu or emulator (got '{}')", args->device));
     run_tune_suite(*args);

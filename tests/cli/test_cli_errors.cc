@@ -86,3 +86,13 @@ TEST_CASE("cli: no command at all is a usage error", "[cli]") {
   CHECK(r.status == 2);
   CHECK(r.err_lines() == 1);
 }
+
+TEST_CASE("cli: tune-suite's transformer models refuse bad tokens, models and dtypes", "[cli]") {
+  CHECK_USAGE_ERROR("tune-suite llama3-8b --tokens 16,1 --log x.jsonl", "increasing order");
+  CHECK_USAGE_ERROR("tune-suite resnet18 --tokens 1 --log x.jsonl", "--tokens goes with");
+  CHECK_USAGE_ERROR("tune-suite llama3-8b --batch-size 16 --log x.jsonl", "--batch-size goes");
+  CHECK_USAGE_ERROR("tune-suite llama3-8b --dtype fp8 --log x.jsonl", "no fp8 templates yet");
+  CHECK_USAGE_ERROR("tune-suite --model /nonexistent.json --log x.jsonl", "--model");
+  CHECK_USAGE_ERROR("tune-suite --log x.jsonl", "name a suite");
+  CHECK_USAGE_ERROR("tune-suite llama3-8b --model m.json --log x.jsonl", "name a suite");
+}

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -172,4 +173,32 @@ TEST_CASE("a log of an operator name of before resumes under its task parameters
   INFO_RUN(other);
   CHECK(other.status == 2);
   CHECK(log_lines(log).size() == 3);
+}
+
+TEST_CASE("tune-suite --model tunes a model's GEMMs at each token count in the emulator",
+          "[cli]") {
+  const fs::path model = scratch_dir() / "tiny_model.json";
+  {
+    std::ofstream out(model);
+    out << R"({"name": "tiny", "repeat": 2, "gemms": [{"name": "up", "n": 24, "k": 16}]})";
+  }
+  const fs::path log = scratch_dir() / "tiny_model.jsonl";
+  fs::remove(log);
+  auto r = run_cutune("tune-suite --model " + model.string() +
+                      " --tokens 1,5 --dtype fp16 --device emulator --trials 2 --batch 2 --quiet "
+                      "--json --log " +
+                      log.string());
+  INFO_RUN(r);
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["library"] == "cuBLAS");
+  REQUIRE(j["layers"].size() == 2);
+  CHECK(j["layers"][0]["name"] == "up.m1");
+  CHECK(j["layers"][1]["shape"] == nlohmann::json::array({5, 24, 16}));
+  CHECK(j["layers"][1]["repeat"] == 2);
+  CHECK(j["layers"][1]["template"] == "gemm_fp16_wgmma_nt");
+  CHECK(j["summed_tuned_s"].is_null());  // the emulator measures no cuBLAS time
+  std::set<std::vector<int64_t>> shapes;
+  for (const nlohmann::json& l : log_lines(log)) shapes.insert(l["task"]["shape"]);
+  CHECK(shapes == std::set<std::vector<int64_t>>{{1, 24, 16}, {5, 24, 16}});
 }

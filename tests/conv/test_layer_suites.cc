@@ -66,7 +66,7 @@ TEST_CASE("mobilenet lists MobileNet v1's depthwise layers", "[conv][suite]") {
 TEST_CASE("unknown suites and bad batches are TaskErrors", "[conv][suite]") {
   CHECK_THROWS_AS(suite_layers("vgg16"), TaskError);
   CHECK_THROWS_AS(suite_layers("resnet18", 0), TaskError);
-  CHECK(list_suites().size() == 2);
+  CHECK(list_suites().size() == 3);  // resnet18, mobilenet, llama3-8b (gemm_suites.h)
 }
 
 TEST_CASE("every ResNet-18 layer's reference configurations verify, batch 1", "[conv][suite]") {
