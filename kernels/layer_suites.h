@@ -7,7 +7,12 @@
 // mobilenet: the depthwise layers of MobileNet v1 (Howard et al., 2017, Table 1) on 224×224
 //   inputs, 3×3 with stride 1 or 2 and pad 1, named D1–D9; D7 stands for the five identical
 //   14×14×512 stride-1 layers (repeat = 5).
-// Both suites are given for any batch size (the benchmarks use 1 and 16).
+// resnet50: ResNet-50 v1.5's 23 distinct convolutions (R1-R23), each with its repeat in the
+//   network (53 convolutions, the projection shortcuts included).
+// mobilenet_v2: MobileNet v2's stem, 1x1 expansions and projections as conv2d (P0-P19) and its
+//   3x3 depthwise layers (W1-W10), with repeats (52 layers).
+// Every suite is given for any batch size (the benchmarks use 1, 16 and 32). The repeats make
+// a network's summed time; ResNet-18's table is AutoTVM's (each layer once).
 
 #include <cstdint>
 #include <string>

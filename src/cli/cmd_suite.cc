@@ -67,9 +67,8 @@ std::vector<SuiteLayer> named_layers(const SuiteArgs& args) {
     if (!args.tokens.empty())
       throw UsageError(fmt::format("--tokens goes with a transformer model (llama3-8b or "
                                    "--model FILE), not {}", args.suite));
-    if (args.batch_size != 1 && args.batch_size != 16)
-      throw UsageError(
-          fmt::format("--batch-size {}: the suites are given at batch 1 or 16", args.batch_size));
+    if (args.batch_size < 1 || args.batch_size > 256)
+      throw UsageError(fmt::format("--batch-size {}: give 1 to 256", args.batch_size));
     return suite_layers(args.suite, args.batch_size);
   }
   if (args.batch_size != 1)
@@ -438,11 +437,12 @@ void run_tune_suite(const SuiteArgs& args) {
 
 void add_suite_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune-suite",
-                                 "tune every layer of a network suite (resnet18, mobilenet) or "
+                                 "tune every layer of a network suite (resnet18, resnet50, mobilenet, mobilenet_v2) or "
                                  "every GEMM of a transformer model (llama3-8b, --model FILE) on "
                                  "the GPU and compare with cuDNN or cuBLAS");
   auto args = std::make_shared<SuiteArgs>();
-  cmd->add_option("suite", args->suite, "resnet18, mobilenet or llama3-8b (omitted with --model)");
+  cmd->add_option("suite", args->suite,
+                  "resnet18, resnet50, mobilenet, mobilenet_v2 or llama3-8b (omitted with --model)");
   cmd->add_option("--tokens", args->tokens,
                   "transformer models: the token counts M, e.g. 1,16,128 (default: "
                   "1,16,128,1024,4096)");
@@ -452,7 +452,7 @@ void add_suite_commands(CLI::App& app) {
   cmd->add_option("--trials", args->trials, "configurations to measure per layer")
       ->capture_default_str();
   cmd->add_option("--log", args->log, "tuning log every record is appended to")->required();
-  cmd->add_option("--batch-size", args->batch_size, "network batch size: 1 or 16")
+  cmd->add_option("--batch-size", args->batch_size, "network batch size, 1 to 256")
       ->capture_default_str();
   cmd->add_option("--tuner", args->tuner, "search policy: xgb, ga, random or grid")
       ->capture_default_str();
@@ -480,7 +480,9 @@ void add_suite_commands(CLI::App& app) {
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args] {
     if (args->suite.empty() == args->model.empty())
-      throw UsageError("name a suite (resnet18, mobilenet, llama3-8b) or give --model FILE");
+      throw UsageError(
+          "name a suite (resnet18, resnet50, mobilenet, mobilenet_v2, llama3-8b) or give --model "
+          "FILE");
     if (args->device != "gpu" && args->device != "emulator")
       throw UsageError(fmt::format("--device must be gpu or emulator (got '{}')", args->device));
     run_tune_suite(*args);

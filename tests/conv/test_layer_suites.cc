@@ -66,7 +66,7 @@ TEST_CASE("mobilenet lists MobileNet v1's depthwise layers", "[conv][suite]") {
 TEST_CASE("unknown suites and bad batches are TaskErrors", "[conv][suite]") {
   CHECK_THROWS_AS(suite_layers("vgg16"), TaskError);
   CHECK_THROWS_AS(suite_layers("resnet18", 0), TaskError);
-  CHECK(list_suites().size() == 3);  // resnet18, mobilenet, llama3-8b (gemm_suites.h)
+  CHECK(list_suites().size() == 5);  // resnet18, mobilenet, resnet50, mobilenet_v2, llama3-8b
 }
 
 TEST_CASE("every ResNet-18 layer's reference configurations verify, batch 1", "[conv][suite]") {
@@ -81,4 +81,33 @@ TEST_CASE("every MobileNet layer's reference configurations verify", "[conv][sui
   for (int64_t batch : {1, 16}) {
     for (const SuiteLayer& l : suite_layers("mobilenet", batch)) check_layer_templates(l);
   }
+}
+
+TEST_CASE("resnet50 and mobilenet_v2 list their distinct layers with the network's repeats",
+          "[conv][suite]") {
+  const std::vector<SuiteLayer> r50 = suite_layers("resnet50", 32);
+  CHECK(r50.size() == 23);
+  int convs = 0;
+  for (const SuiteLayer& l : r50) {
+    convs += l.repeat;
+    CHECK(l.shape[0] == 32);
+    CHECK(l.op == "conv2d");
+    CHECK_NOTHROW(conv2d_shape(l.shape));
+  }
+  CHECK(convs == 53);  // 1 + 16 blocks x 3 + 4 projection shortcuts
+  // The first downsampling block of stage 3: its 3x3 strides (v1.5), the shortcut too.
+  CHECK(r50[6].shape == std::vector<int64_t>{32, 128, 56, 56, 128, 3, 3, 2, 1, 1});
+  CHECK(r50[8].shape == std::vector<int64_t>{32, 256, 56, 56, 512, 1, 1, 2, 0, 1});
+
+  const std::vector<SuiteLayer> v2 = suite_layers("mobilenet_v2");
+  int dense = 0, depthwise = 0, distinct_depthwise = 0;
+  for (const SuiteLayer& l : v2) {
+    (l.op == "conv2d" ? dense : depthwise) += l.repeat;
+    distinct_depthwise += l.op == "depthwise_conv2d";
+  }
+  CHECK(v2.size() == 30);
+  CHECK(distinct_depthwise == 10);
+  CHECK(depthwise == 17);  // one a block
+  CHECK(dense == 35);      // the stem, 16 expansions, 17 projections, the last 1x1
+  CHECK(v2.back().shape == std::vector<int64_t>{1, 960, 7, 7, 3, 3, 1, 1, 1});
 }
