@@ -144,13 +144,16 @@ const std::vector<std::pair<std::string, std::string>>& definitions() {
        "  asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n"
        "}\n"},
       // mapa turns the barrier's own shared address into the peer block's in the cluster
-      // window, which the .shared::cluster arrive takes.
+      // window, which the .shared::cluster arrive takes. Its default semantics (release at
+      // CTA scope, as CUTLASS's ClusterBarrier uses it): a .release.cluster arrive would add a
+      // cluster-wide memory barrier to every slice of the consumers' loop, and what it orders
+      // (the slot's reads by wgmmas that have completed) needs none.
       {"cutune_mbarrier_arrive_cluster",
        "__device__ __forceinline__ void cutune_mbarrier_arrive_cluster(long long* bar, int cta) "
        "{\n"
        "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
        "  asm volatile(\"{\\n .reg .b32 remote;\\n mapa.shared::cluster.u32 remote, %0, %1;\\n"
-       " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n}\\n\" :: "
+       " mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}\\n\" :: "
        "\"r\"(s), \"r\"(cta) : \"memory\");\n"
        "}\n"},
       {"cutune_tma_load_2d_multicast",

@@ -38,7 +38,7 @@
 //   void cutune_cluster_wait();          barrier.cluster.wait.acquire
 //   void cutune_fence_mbarrier_init();   fence.mbarrier_init.release.cluster
 //   void cutune_mbarrier_arrive_cluster(long long* bar, int cta);
-//       mapa + mbarrier.arrive.release.cluster.shared::cluster: one arrival on the barrier at
+//       mapa + mbarrier.arrive.shared::cluster: one arrival on the barrier at
 //       bar's offset in the shared memory of the cluster's block of rank `cta`
 //   void cutune_tma_load_2d_multicast(void* dst, const cutune_tensor_map& map, long long* bar,
 //                                     int c0, int c1, int mask);
