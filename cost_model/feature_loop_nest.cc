@@ -460,6 +460,7 @@ void summarize_loop_nest(const Kernel& kernel, std::span<const std::string> loop
   analyzer.run(kernel);
   out.kernel.min_blocks = kernel.min_blocks;
   out.kernel.persistent_blocks_per_sm = kernel.persistent_blocks_per_sm;
+  out.kernel.cluster_x = kernel.cluster_x;
 }
 
 }  // namespace cutune::cost_model

@@ -4,12 +4,13 @@
 // after the mbarrier inits and before the end. In the emulator with the sanitizer on (the
 // blocks of a cluster run together: src/emulator/cluster_runner.h), on odd shapes whose tile
 // grids are not whole clusters; the planted bugs; the knobs' constraints and indices; the
-// launch (__cluster_dims__, whole clusters) and the worker protocol.
+// launch (__cluster_dims__, whole clusters), the worker protocol and the IR features.
 
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
 
+#include "cost_model/features.h"
 #include "src/codegen/launch_grid.h"
 #include "src/lower/lower.h"
 #include "src/measure/emulated_check.h"
@@ -214,4 +215,33 @@ TEST_CASE("the cluster knobs keep every earlier configuration's index", "[wgmma]
     const bool clustered = c.get("cluster_m") != 1 || c.get("cluster_n") != 1;
     CHECK((c.index() >= before) == clustered);
   }
+}
+
+TEST_CASE("clusters are visible to the IR features: the cluster and the L2 bytes it saves",
+          "[wgmma][tma][cluster][features]") {
+  // 128 x 256 x 64 slices: a block reads A's 128 rows and B's 256 rows of 64 elements; in a
+  // 2x1 cluster it reads B's half (the peer the other), so its TMA bytes are 2/3.
+  auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, "gemm_fp16_wgmma_nt");
+  auto f = cost_model::make_ir_features(*tmpl, ir::TargetLimits{});
+  auto value = [&](const Config& c, const std::string& name) {
+    std::vector<float> v(size_t(f->size()));
+    f->extract(c, v);
+    const std::vector<std::string> names = f->names();
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return double(v[i]);
+    FAIL("no feature " << name);
+    return 0.0;
+  };
+  nlohmann::json j = cluster_knobs(2, 1, 128, 256, 2, 1, 0);
+  j["knobs"]["block_k"] = 64;
+  j["knobs"]["swizzle"] = 128;
+  const Config cluster = tmpl->space().from_json(j);
+  REQUIRE(tmpl->space().is_valid(cluster));
+  j["knobs"]["cluster_m"] = 1;
+  const Config plain = tmpl->space().from_json(j);
+  CHECK(value(cluster, "kernel.cluster_size") == 2);
+  CHECK(value(plain, "kernel.cluster_size") == 1);
+  const double bytes = std::exp2(value(cluster, "kernel.tma_copy_bytes")) - 1;
+  const double plain_bytes = std::exp2(value(plain, "kernel.tma_copy_bytes")) - 1;
+  CHECK(bytes / plain_bytes == Approx(2.0 / 3).epsilon(1e-3));
 }
