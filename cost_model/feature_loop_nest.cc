@@ -238,7 +238,8 @@ class LoopNestAnalyzer : public IRVisitor {
       const int n = std::stoi(op->name.substr(17));
       ops_.mma += n / 8.0;
       ops_.float_ops += 2.0 * 64 * n * 16 / 128;
-    } else if (op->name == "cutune_tma_load_2d" && op->args.size() >= 3) {
+    } else if ((op->name == "cutune_tma_load_2d" || op->name == "cutune_tma_load_2d_multicast") &&
+               op->args.size() >= 3) {
       // A box of its tensor map lands in shared memory; the ring is the barriers the
       // copies complete on (the allocation the barrier argument points into).
       if (const Var* map = op->args[1].as<Var>()) {
@@ -459,6 +460,7 @@ void summarize_loop_nest(const Kernel& kernel, std::span<const std::string> loop
   analyzer.run(kernel);
   out.kernel.min_blocks = kernel.min_blocks;
   out.kernel.persistent_blocks_per_sm = kernel.persistent_blocks_per_sm;
+  out.kernel.cluster_x = kernel.cluster_x;
 }
 
 }  // namespace cutune::cost_model

@@ -93,6 +93,7 @@ struct KernelStats {
   double pipeline_depth = 1;            // shared-memory stages: the largest wait_group N + 2
   int min_blocks = 0;                   // ir::Kernel::min_blocks (__launch_bounds__)
   int persistent_blocks_per_sm = 0;     // ir::Kernel's: `blocks` is then the tiles it walks
+  int cluster_x = 1;                    // ir::Kernel's: blocks a thread-block cluster
   // TMA (src/ir/tma_intrinsics.h); 0 elsewhere.
   double tma_copy_bytes = 0;      // global->shared bytes of the tensor-map boxes, per launch
   double tma_stages = 0;          // mbarriers the copies complete on (the ring's slots)

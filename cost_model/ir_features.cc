@@ -180,6 +180,7 @@ class IrFeatures final : public FeatureExtractor {
     *at++ = float(k.warp_specialized);
     *at++ = log_scaled(k.mma_in_flight);
     *at++ = log_scaled(tiles_per_block);
+    *at++ = float(k.cluster_x);
   }
 
   const Template& tmpl_;

@@ -67,7 +67,7 @@ inline constexpr std::array<std::string_view, 20> kBufferFeatures = {
     "bytes_per_flop",  // touched_total over the kernel's float operations
 };
 
-inline constexpr std::array<std::string_view, 30> kKernelFeatures = {
+inline constexpr std::array<std::string_view, 31> kKernelFeatures = {
     "threads_per_block", "blocks",
     "shared_bytes",     // per block
     "local_bytes",      // per thread
@@ -105,6 +105,10 @@ inline constexpr std::array<std::string_view, 30> kKernelFeatures = {
     // one, which the knob features carry). 1 for other kernels, whose blocks are their tiles
     // (a static tiles_per_block shows in loop.tile_t).
     "tiles_per_block",  // tiles (the block_x extent) over the blocks launched
+    // Thread-block clusters (ir::Kernel::cluster_x; 1 without): the blocks that share an
+    // operand's slice by multicast TMA. The L2 bytes that saves are in tma_copy_bytes already
+    // (each block's boxes of the shared slice are half of it).
+    "cluster_size",
 };
 
 // The loop and buffer names a template's vector has slots for: the ones it declares

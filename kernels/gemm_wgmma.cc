@@ -39,6 +39,7 @@ void GemmWgmmaTemplate::define_space() {
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
   wg::add_tiles_per_block_constraint(space_, m_, n, out16_);
   wg::define_tma_store_knob(space_, n, out16_);
+  wg::define_cluster_knobs(space_);
 }
 
 std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
@@ -127,6 +128,11 @@ std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
     // overlapping the next one's main loop.
     store["tiles_per_block"] = 1;
     store["persistent"] = 1;
+    add(store);
+    // And in clusters of two tile rows (2x1) sharing B's 256-column slice, each block loading
+    // half of it by a multicast TMA copy into both: B's reads from L2 halve, the cluster
+    // walking its tiles as one.
+    store["cluster_m"] = 2;
     add(store);
   }
   // A smaller one for small or skinny problems.

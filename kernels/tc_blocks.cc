@@ -8,6 +8,7 @@
 
 #include "src/ir/intrinsics.h"
 #include "src/ir/ir_operators.h"
+#include "src/ir/tma_intrinsics.h"
 
 namespace cutune::tc {
 
@@ -180,23 +181,50 @@ Stmt bind_tile_grid(Stmt body, const TileGrid& g) {
     body = LetStmt::make("first_k_tile", 0, body);
   }
   Expr bx = int_var("bx");
-  if (g.tiles_per_block == 1 && !g.persistent) body = bind_tile(body, g, bx);
+  if (g.tiles_per_block == 1 && !g.persistent) {
+    body = bind_tile(body, g, g.cluster_size() > 1 ? bx / g.cluster_size() : bx);
+  }
+  // The block's rank in its cluster, which its tiles follow (bind_tile).
+  if (g.cluster_size() > 1) body = LetStmt::make("cta_rank", cluster_ctarank(), body);
   body = For::make("tx", 0, g.threads, ForKind::thread_x, body);
   if (g.split_k > 1) body = For::make("kz", 0, g.split_k, ForKind::block_y, body);
   return For::make("bx", 0, i32(g.blocks()), ForKind::block_x, body);
 }
 
-Stmt bind_tile(Stmt body, const TileGrid& g, const Expr& tile) {
+namespace {
+
+// `body` under `m` and `n` of tile `tile` of a tiles_m x tiles_n grid in its rasterisation.
+Stmt bind_raster(Stmt body, const TileGrid& g, const Expr& tile, const std::string& m,
+                 const std::string& n) {
   if (g.raster == 1) {
-    body = LetStmt::make("tile_n", tile % i32(g.tiles_n), body);
-    return LetStmt::make("tile_m", tile / i32(g.tiles_n), body);
+    body = LetStmt::make(n, tile % i32(g.tiles_n), body);
+    return LetStmt::make(m, tile / i32(g.tiles_n), body);
   }
   const int64_t group_tiles = g.raster * g.tiles_n;
   Expr first_m = tile / i32(group_tiles) * g.raster;
   Expr rows = int_var("group_rows");
-  body = LetStmt::make("tile_n", tile % i32(group_tiles) / rows, body);
-  body = LetStmt::make("tile_m", first_m + tile % i32(group_tiles) % rows, body);
+  body = LetStmt::make(n, tile % i32(group_tiles) / rows, body);
+  body = LetStmt::make(m, first_m + tile % i32(group_tiles) % rows, body);
   return LetStmt::make("group_rows", min(i32(g.tiles_m) - first_m, i32(g.raster)), body);
+}
+
+}  // namespace
+
+Stmt bind_tile(Stmt body, const TileGrid& g, const Expr& tile) {
+  if (g.cluster_size() == 1) return bind_raster(body, g, tile, "tile_m", "tile_n");
+  // The block's tile in its cluster tile: row (or column) cta_rank of the group.
+  Expr rank = int_var("cta_rank");
+  body = LetStmt::make("tile_n",
+                       int_var("cluster_tile_n") * g.cluster_n + (g.cluster_n > 1 ? rank : i32(0)),
+                       body);
+  body = LetStmt::make("tile_m",
+                       int_var("cluster_tile_m") * g.cluster_m + (g.cluster_m > 1 ? rank : i32(0)),
+                       body);
+  TileGrid clusters = g;
+  clusters.tiles_m = ceil_div(g.tiles_m, int64_t{g.cluster_m});
+  clusters.tiles_n = ceil_div(g.tiles_n, int64_t{g.cluster_n});
+  clusters.cluster_m = clusters.cluster_n = 1;
+  return bind_raster(body, clusters, tile, "cluster_tile_m", "cluster_tile_n");
 }
 
 }  // namespace cutune::tc

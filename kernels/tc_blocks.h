@@ -127,13 +127,27 @@ ir::Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p);
 // tile_n itself, for each of its tiles, by bind_tile; so does a persistent grid, whose extent
 // is the tiles (the most blocks it can use: the launch takes fewer, launch_grid.h), and whose
 // body also binds first_k_tile and k_tiles per tile where `k_per_tile` (pieces of K).
+// With a cluster of cluster_m x cluster_n blocks (one of them 2), the grid walks cluster
+// tiles instead (the tiles in groups of cluster_m rows by cluster_n columns, the shape rounded
+// up to whole groups), `tile` in bind_tile is a cluster tile, and the block of rank `cta_rank`
+// (which the caller binds) takes its row (or column) of it; the blocks of a cluster are
+// consecutive along x: cluster bx / size, rank bx % size. A block whose tile lies past the
+// shape still runs, as its peer needs it to.
 struct TileGrid {
   int64_t tiles_m, tiles_n, k_tiles;
   int split_k, raster, threads;
   int tiles_per_block = 1;
   bool persistent = false;
   bool k_per_tile = false;
-  int64_t blocks() const { return (tiles_m * tiles_n + tiles_per_block - 1) / tiles_per_block; }
+  int cluster_m = 1, cluster_n = 1;
+  int cluster_size() const { return cluster_m * cluster_n; }
+  // The tiles, or cluster tiles, the grid walks.
+  int64_t units() const {
+    return (tiles_m + cluster_m - 1) / cluster_m * ((tiles_n + cluster_n - 1) / cluster_n);
+  }
+  int64_t blocks() const {
+    return (units() + tiles_per_block - 1) / tiles_per_block * cluster_size();
+  }
 };
 ir::Stmt bind_tile_grid(ir::Stmt body, const TileGrid& g);
 // `body` under `tile_m` and `tile_n` of output tile `tile` (0 .. tiles_m·tiles_n - 1), in the

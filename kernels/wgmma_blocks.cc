@@ -51,6 +51,8 @@ WgmmaParams wgmma_params(const Config& c) {
   p.tma_store = knob_or(c, "tma_store", 0);
   p.persistent = knob_or(c, "persistent", 0);
   p.last_wave_split = knob_or(c, "last_wave_split", 0);
+  p.cluster_m = knob_or(c, "cluster_m", 1);
+  p.cluster_n = knob_or(c, "cluster_n", 1);
   return p;
 }
 
@@ -182,6 +184,28 @@ void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16) {
                                 ring_and_stage_bytes(c) + tma_store_bytes(c, out16) +
                                         1024 * (2 + knob_or(c, "pingpong", 0)) <=
                                     tc::kMaxSharedBytes;
+                       });
+}
+
+void define_cluster_knobs(ConfigSpace& space) {
+  space.define_choice("cluster_m", {1, 2}, 1);
+  space.define_choice("cluster_n", {1, 2}, 1);
+  auto clustered = [](const Config& c) {
+    return c.get("cluster_m") > 1 || c.get("cluster_n") > 1;
+  };
+  space.add_constraint("a cluster is 2x1 or 1x2", [](const Config& c) {
+    return c.get("cluster_m") == 1 || c.get("cluster_n") == 1;
+  });
+  // The multicast copies are the producer's: without one every thread would wait on TMA
+  // barriers that a peer's copies complete, with no warp left to refill the ring.
+  space.add_constraint("a cluster needs TMA loads and a producer warpgroup",
+                       [clustered](const Config& c) {
+                         return !clustered(c) || (c.get("loads") == 1 && c.get("producer") == 1);
+                       });
+  // A cluster's blocks walk the same tiles in step; the stream-K pieces are dealt per block.
+  space.add_constraint("no split of the last wave along K with clusters",
+                       [clustered](const Config& c) {
+                         return !clustered(c) || c.get("last_wave_split") == 0;
                        });
 }
 

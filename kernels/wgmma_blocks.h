@@ -50,6 +50,11 @@ struct WgmmaParams {
   // into the zeroed C with atomics. No block waits for another, so any order of the blocks is
   // correct.
   int last_wave_split = 0;
+  // Thread-block clusters of 2 (define_cluster_knobs): cluster_m 2 pairs the blocks of two
+  // tile rows of one tile column, which share B's slice: each block loads half of it by a
+  // multicast TMA copy into both; cluster_n 2 pairs two tile columns sharing A the same way.
+  int cluster_m = 1, cluster_n = 1;
+  int cluster_size() const { return cluster_m * cluster_n; }
   bool tma() const { return loads == 1; }
   int consumer_threads() const { return 128 * warpgroups; }
   int threads() const { return 128 * (warpgroups + producer); }
@@ -134,6 +139,12 @@ void define_wgmma_load_knobs(ConfigSpace& space, bool a_tma, bool b_tma);
 // staged epilogue and TMA loads, C rows a multiple of 16 bytes, block_n whole 128-byte
 // columns, the ring and the C buffers within the opt-in shared memory.
 void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16);
+// Defines `cluster_m` and `cluster_n` (1, 2; if omitted 1; after every other knob, so that
+// configurations written before them keep their indices): thread-block clusters of two blocks
+// whose tiles share an operand's slice (2x1: one tile column, B; 1x2: one tile row, A), which
+// each block loads half of by multicast TMA into both. Constraints: not both 2; TMA loads and
+// a producer warpgroup; no split of the last wave along K (its pieces are per block).
+void define_cluster_knobs(ConfigSpace& space);
 // The shared bytes of the TMA store's C buffers (0 without it).
 int64_t tma_store_bytes(const Config& c, bool out16);
 // tiles_per_block at most the M x N tiles of the shape; and, where C is 16-bit (out16), no
@@ -199,6 +210,13 @@ struct WgmmaGemmSpec {
     bool skip_store_fence = false;
     bool skip_store_barrier = false;
     bool store_pieces = false;
+    // Clusters (cluster_m or cluster_n 2): `wrong_cta_mask` multicasts each block's half of
+    // the shared slice into itself alone; `skip_cluster_init_barrier` leaves out the cluster
+    // barrier between the mbarriers' init and their first use by a peer; `skip_remote_arrive`
+    // releases a ring slot to the block's own producer only, not to the peer's.
+    bool wrong_cta_mask = false;
+    bool skip_cluster_init_barrier = false;
+    bool skip_remote_arrive = false;
   };
   TestHooks hooks;
 };

@@ -41,11 +41,14 @@ class WgmmaGemmBuilder {
                  const tc::SourceFn& source, const Expr& slot, const Expr& row0,
                  const Expr& col0) const;
   std::string map_for(const Buffer& global, const WgmmaGemmSpec::TmaView& view,
-                      const WgmmaTile& tile);
+                      const WgmmaTile& tile, bool shared);
   Expr full(const Expr& slot) const { return address_of(mbar_full_, slot); }
   Expr empty(const Expr& slot) const { return address_of(mbar_empty_, slot); }
   Stmt tma_tile(const std::string& prefix, const std::string& map, const WgmmaTile& tile,
-                const Expr& slot, const Expr& row0, const Expr& col0) const;
+                const Expr& slot, const Expr& row0, const Expr& col0, bool shared) const;
+  // A consumer's release of ring slot `slot`: to its block's producer, and in a cluster to
+  // the peer's, whose multicast copies write into this block's slot too.
+  Stmt release(const Expr& slot) const;
   Stmt load_slice(const Expr& k_tile, const Expr& slot, bool issuer = false,
                   const Stmt& before_issue = Stmt()) const;
   Stmt commit() const { return async_ && any_copy_ ? cp_async_commit() : Stmt(); }
@@ -95,7 +98,13 @@ class WgmmaGemmBuilder {
   // by the stored rows (block_m), 128-byte swizzled, or two such columns (subtiles_); one per
   // consumer warpgroup with ping-pong. Stored through c_map_ by the elected consumer thread.
   const bool tma_store_;
-  const bool subtiles_;  // tma_store 2: two columns' buffers, taken in turn
+  const bool subtiles_;
+  // Clusters of cs_ blocks (2 or 1): share_a_ (1x2) or share_b_ (2x1) marks the operand whose
+  // slice the cluster's blocks share, each loading half of its rows (rank_'s half) by a
+  // multicast copy into both.
+  const int cs_;
+  const bool share_a_, share_b_;
+  Expr rank_ = int_var("cta_rank");  // tma_store 2: two columns' buffers, taken in turn
   int c_cols_ = 0;
   std::string c_map_;
   WgmmaTile a_tile_, b_tile_;
@@ -171,6 +180,9 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
       release_by_barrier_(any_copy_),
       tma_store_(p.tma_store >= 1 && p.epilogue == 2),
       subtiles_(tma_store_ && p.tma_store == 2),
+      cs_(p.cluster_size()),
+      share_a_(p.cluster_n > 1),
+      share_b_(p.cluster_m > 1),
       a_tile_{0, p.bm, p.bk, &p},
       b_tile_{nn_ ? WgmmaTile{0, p.bk, p.bn, &p} : WgmmaTile{0, p.bn, p.bk, &p}} {
   CUTUNE_CHECK(!producer_ || (tma_a_ && tma_b_),
@@ -200,8 +212,17 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
   mbar_order_ = Buffer::make("mbar_order", Type::i64(), MemoryScope::shared, p.warpgroups);
 
   e_cols_ = p.column_elems();
-  a_map_ = tma_a_ ? map_for(spec.a, *spec.a_tma, a_tile_) : "";
-  b_map_ = tma_b_ ? map_for(spec.b, *spec.b_tma, b_tile_) : "";
+  CUTUNE_CHECK(cs_ == 1 || (producer_ && cs_ == 2 && p.last_wave_split == 0),
+               fmt::format("{}: a cluster is 2x1 or 1x2, with a producer warpgroup and no split "
+                           "of the last wave",
+                           spec.name));
+  // A shared slice's half lands at a whole number of the swizzle's 8-row repeats (1024 bytes
+  // with the 128-byte swizzle, the copy's alignment), where its layout is the whole box's.
+  CUTUNE_CHECK((!share_a_ || a_tile_.rows % 16 == 0) && (!share_b_ || b_tile_.rows % 16 == 0),
+               fmt::format("{}: a cluster's shared slice splits into halves of 8-row groups",
+                           spec.name));
+  a_map_ = tma_a_ ? map_for(spec.a, *spec.a_tma, a_tile_, share_a_) : "";
+  b_map_ = tma_b_ ? map_for(spec.b, *spec.b_tma, b_tile_, share_b_) : "";
   if (tma_store_) {
     // C as [m][n] of its type, boxes of one 128-byte column by the tile's rows.
     TensorMapDesc d;
@@ -243,6 +264,8 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
   split_last_wave_ = persistent_ && p.last_wave_split == 1;
   grid_.persistent = persistent_;
   grid_.k_per_tile = split_last_wave_;
+  grid_.cluster_m = p.cluster_m;
+  grid_.cluster_n = p.cluster_n;
   several_tiles_ = grid_.tiles_per_block > 1 || persistent_;
 }
 
@@ -274,8 +297,9 @@ Stmt WgmmaGemmBuilder::copy_tile(const std::string& prefix, const Buffer& global
   return For::make(prefix + "_cp", 0, int(ceil_div(copies, threads_)), ForKind::unrolled, body);
 }
 
+// `shared`: the operand a cluster shares, whose boxes are half the tile's rows.
 std::string WgmmaGemmBuilder::map_for(const Buffer& global, const WgmmaGemmSpec::TmaView& view,
-                                      const WgmmaTile& tile) {
+                                      const WgmmaTile& tile, bool shared) {
   TensorMapDesc d;
   d.buffer = global->name;
   d.dtype = input_;
@@ -283,7 +307,7 @@ std::string WgmmaGemmBuilder::map_for(const Buffer& global, const WgmmaGemmSpec:
   d.dims[1] = view.outer;
   d.row_stride_bytes = view.row_stride_bytes;
   d.box[0] = e_cols_;
-  d.box[1] = tile.rows;
+  d.box[1] = shared ? tile.rows / 2 : tile.rows;
   d.swizzle = spec_.hooks.wrong_map_swizzle ? TmaSwizzle::none : tma_swizzle(p_.swizzle);
   // A and B are read tile after tile by many blocks: the L2 fetches 256-byte sectors of them
   // at once (a hint; the emulator ignores it).
@@ -292,13 +316,32 @@ std::string WgmmaGemmBuilder::map_for(const Buffer& global, const WgmmaGemmSpec:
   return maps_.back().name;
 }
 
+// `shared`: the slice a cluster shares: the block loads rows [rank·h, rank·h + h) of each
+// column (h half the tile's rows) into every block of the cluster (mask 0b11), at the same
+// offset, completing its bytes on each one's full barrier of the slot.
 Stmt WgmmaGemmBuilder::tma_tile(const std::string& prefix, const std::string& map,
                                 const WgmmaTile& tile, const Expr& slot, const Expr& row0,
-                                const Expr& col0) const {
+                                const Expr& col0, bool shared) const {
   Expr col = int_var(prefix + "_tma");
-  return For::make(prefix + "_tma", 0, tile.cols / e_cols_, ForKind::unrolled,
-                   tma_load_2d(address_of(smem_, tile.offset(slot, i32(0), col * e_cols_)),
-                               tensor_map_ref(map), full(slot), col0 + col * e_cols_, row0));
+  Stmt copy;
+  if (!shared) {
+    copy = tma_load_2d(address_of(smem_, tile.offset(slot, i32(0), col * e_cols_)),
+                       tensor_map_ref(map), full(slot), col0 + col * e_cols_, row0);
+  } else {
+    const int half = tile.rows / 2;
+    // h rows are whole swizzle repeats: the half's image is the box's from row h on.
+    Expr at = tile.offset(slot, i32(0), col * e_cols_) + rank_ * i32(half * e_cols_);
+    Expr mask = spec_.hooks.wrong_cta_mask ? rank_ + 1 : i32((1 << cs_) - 1);
+    copy = tma_load_2d_multicast(address_of(smem_, at), tensor_map_ref(map), full(slot),
+                                 col0 + col * e_cols_, row0 + rank_ * half, mask);
+  }
+  return For::make(prefix + "_tma", 0, tile.cols / e_cols_, ForKind::unrolled, copy);
+}
+
+Stmt WgmmaGemmBuilder::release(const Expr& slot) const {
+  Stmt local = mbarrier_arrive(empty(slot));
+  if (cs_ == 1 || spec_.hooks.skip_remote_arrive) return local;
+  return Block::make({local, mbarrier_arrive_cluster(empty(slot), i32(1) - rank_)});
 }
 
 // The load stage: global K slice `k_tile` into ring slot `slot`. Operands TMA loads are
@@ -319,12 +362,12 @@ Stmt WgmmaGemmBuilder::load_slice(const Expr& k_tile, const Expr& slot, bool iss
         mbarrier_arrive_expect_tx(full(slot), i32(slot_tx_bytes_ + spec_.hooks.expect_tx_delta)));
   }
   if (tma_a_) {
-    issue.push_back(tma_tile("a", a_map_, a_tile_, slot, a_row0, a_col0));
+    issue.push_back(tma_tile("a", a_map_, a_tile_, slot, a_row0, a_col0, share_a_));
   } else {
     copies.push_back(copy_tile("a", spec_.a, a_tile_, spec_.a_source, slot, a_row0, a_col0));
   }
   if (tma_b_) {
-    issue.push_back(tma_tile("b", b_map_, b_tile_, slot, b_row0, b_col0));
+    issue.push_back(tma_tile("b", b_map_, b_tile_, slot, b_row0, b_col0, share_b_));
   } else {
     copies.push_back(copy_tile("b", spec_.b, b_tile_, spec_.b_source, slot, b_row0, b_col0));
   }
@@ -388,28 +431,31 @@ Stmt WgmmaGemmBuilder::released_loop(std::vector<Stmt> prefix, const Expr& ring)
   const int s = s_;
   if (!pipe_) {
     prefix.push_back(compute(ring % s));
-    prefix.push_back(mbarrier_arrive(empty(ring % s)));
+    prefix.push_back(release(ring % s));
     return For::make("k_outer", 0, n_tiles_, ForKind::serial, Block::make(prefix));
   }
   prefix.push_back(compute(ring % s, 1));
   prefix.push_back(
-      early_ ? mbarrier_arrive(empty(ring % s))
-             : IfThenElse::make(ko_ > i32(0), mbarrier_arrive(empty((ring + (s - 1)) % s))));
+      early_ ? release(ring % s)
+             : IfThenElse::make(ko_ > i32(0), release((ring + (s - 1)) % s)));
   // The last slice's slot: `ring` at ko = n_tiles - 1.
   Expr last_ring = substitute(ring, "k_outer", n_tiles_);
   Stmt last = early_ ? Stmt()
                      : IfThenElse::make(n_tiles_ > i32(0),
-                                        mbarrier_arrive(empty((last_ring + (s - 1)) % s)));
+                                        release((last_ring + (s - 1)) % s));
   return Block::make({For::make("k_outer", 0, n_tiles_, ForKind::serial, Block::make(prefix)),
                       wgmma_wait_group(0), fence_acc_, last});
 }
 
 Stmt WgmmaGemmBuilder::each_tile(const Stmt& body) const {
   if (persistent_) return persistent_tiles(body);
+  // The block's (or its cluster's) tiles: a cluster's blocks take the same cluster tiles.
   Expr tile = int_var("tile");
+  Expr unit = cs_ > 1 ? int_var("bx") / cs_ : int_var("bx");
+  const int64_t units = grid_.blocks() / cs_;
   return For::make("tile_t", 0, grid_.tiles_per_block, ForKind::serial,
-                   LetStmt::make("tile", int_var("bx") + int_var("tile_t") * i32(grid_.blocks()),
-                                 IfThenElse::make(tile < i32(tiles_m_ * tiles_n_),
+                   LetStmt::make("tile", unit + int_var("tile_t") * i32(units),
+                                 IfThenElse::make(tile < i32(grid_.units()),
                                                   tc::bind_tile(body, grid_, tile))));
 }
 
@@ -427,6 +473,15 @@ Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
   const Expr tiles = i32(tiles_m_ * tiles_n_), k = i32(k_tiles_);
   const Expr g = int_var("grid_blocks"), bx = int_var("bx"), t = int_var("tile_t");
   const Expr tile = int_var("tile");
+  if (cs_ > 1) {
+    // A cluster walks cluster tiles as one: cluster c = bx / size of the G / size launched
+    // takes cluster tiles c, c + G / size, ... (launch_grid.h launches whole clusters).
+    const Expr units = i32(grid_.units()), c = int_var("cluster_index"), gc = int_var("grid_clusters");
+    Stmt item = LetStmt::make("tile", c + t * gc, tc::bind_tile(body, grid_, tile));
+    Stmt loop = For::make("tile_t", 0, (units - c + gc - 1) / gc, ForKind::serial, item);
+    loop = LetStmt::make("cluster_index", bx / cs_, loop);
+    return LetStmt::make("grid_clusters", grid_blocks() / cs_, loop);
+  }
   if (!split_last_wave_) {
     Stmt item = LetStmt::make("tile", bx + t * g, tc::bind_tile(body, grid_, tile));
     return LetStmt::make("grid_blocks", grid_blocks(),
@@ -754,7 +809,10 @@ Stmt WgmmaGemmBuilder::barrier_setup() const {
     setup.push_back(mbarrier_init(full(i32(st)), i32(1)));
     // Every consumer thread of the slice's warpgroups releases it: all, or the tile's owner.
     const int releasers = pingpong_ ? 128 : consumers_;
-    if (!release_by_barrier_) setup.push_back(mbarrier_init(empty(i32(st)), i32(releasers)));
+    // In a cluster the peer's consumers release the slot too: its copies land in it.
+    if (!release_by_barrier_) {
+      setup.push_back(mbarrier_init(empty(i32(st)), i32(releasers * cs_)));
+    }
   }
   for (int w = 0; pingpong_ && w < p_.warpgroups; ++w) {
     setup.push_back(mbarrier_init(address_of(mbar_order_, i32(w)), i32(128)));
@@ -763,6 +821,8 @@ Stmt WgmmaGemmBuilder::barrier_setup() const {
     setup.push_back(prefetch_tensormap(tensor_map_ref(map.name)));
   }
   setup.push_back(fence_proxy_async());
+  // The inits made visible to the cluster's other blocks (with the cluster barrier after).
+  if (cs_ > 1) setup.push_back(fence_mbarrier_init());
   return Block::make(setup);
 }
 
@@ -788,9 +848,12 @@ Stmt WgmmaGemmBuilder::bind(Stmt body) const {
 Kernel WgmmaGemmBuilder::build() {
   const Epilogue epi = epilogue();
   std::vector<Stmt> parts;
+  // In a cluster, no block may use a peer's barriers before the peer initialised them: a
+  // cluster barrier (which is a block barrier too) after the inits.
+  const bool cluster_sync = cs_ > 1 && !spec_.hooks.skip_cluster_init_barrier;
   if (any_tma_) {
     parts.push_back(IfThenElse::make(thread0_, barrier_setup()));
-    parts.push_back(Sync::make());
+    parts.push_back(cluster_sync ? Block::make({cluster_arrive(), cluster_wait()}) : Sync::make());
   }
   if (!producer_) {
     parts.push_back(ring_mainloop());
@@ -808,8 +871,13 @@ Kernel WgmmaGemmBuilder::build() {
     }
   }
 
+  // And none exits while a peer may still write into it (its multicast copies, its
+  // consumers' releases).
+  if (cs_ > 1) parts.push_back(Block::make({cluster_arrive(), cluster_wait()}));
+
   Kernel kernel;
   kernel.name = spec_.name;
+  kernel.cluster_x = cs_;
   kernel.buffers = spec_.parameters;
   kernel.body = bind(Block::make(parts));
   kernel.tensor_maps = std::move(maps_);

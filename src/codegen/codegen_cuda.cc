@@ -48,7 +48,9 @@ struct UsedNames : IRVisitor {
   void visit_node(const Call* op) override {
     calls.insert(op->name);
     // A load's destination is argument 0, a store's source argument 1.
-    const bool load = op->name == "cutune_tma_load_2d", store = op->name == "cutune_tma_store_2d";
+    const bool load = op->name == "cutune_tma_load_2d" ||
+                      op->name == "cutune_tma_load_2d_multicast",
+               store = op->name == "cutune_tma_store_2d";
     if ((load || store) && op->args.size() > 1) {
       const Call* dst = op->args[store ? 1 : 0].as<Call>();
       const Load* l = dst != nullptr && !dst->args.empty() ? dst->args[0].as<Load>() : nullptr;
@@ -143,8 +145,12 @@ class CudaEmitter : public IRVisitor {
         kernel_.min_blocks > 0
             ? fmt::format("{}, {}", launch_.threads_per_block(), kernel_.min_blocks)
             : fmt::format("{}", launch_.threads_per_block());
-    code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
-                        bounds, kernel_.name, params, body);
+    // A cluster shape compiled in: every launch, cuLaunchKernel's too, makes the clusters.
+    const std::string cluster =
+        kernel_.cluster_x > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", kernel_.cluster_x) : "";
+    code += fmt::format(
+        "\nextern \"C\" __global__ void __launch_bounds__({}){} {}({}) {{\n{}}}\n", bounds,
+        cluster, kernel_.name, params, body);
     src.code = std::move(code);
     src.arch_specific = arch_specific_;
     src.launch.grid =
@@ -154,6 +160,11 @@ class CudaEmitter : public IRVisitor {
         Dim3{static_cast<uint32_t>(launch_.block[0]), static_cast<uint32_t>(launch_.block[1]),
              static_cast<uint32_t>(launch_.block[2])};
     src.launch.persistent_blocks_per_sm = static_cast<uint32_t>(kernel_.persistent_blocks_per_sm);
+    if (kernel_.cluster_x < 1 || launch_.grid[0] % kernel_.cluster_x != 0) {
+      throw IRError(fmt::format("kernel {}: {} blocks along x are not whole clusters of {}",
+                                kernel_.name, launch_.grid[0], kernel_.cluster_x));
+    }
+    src.launch.cluster_x = static_cast<uint32_t>(kernel_.cluster_x);
     if (dynamic_shared_) {
       src.launch.dynamic_smem_bytes = static_cast<uint32_t>(dynamic_offset_);
     } else {

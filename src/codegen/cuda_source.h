@@ -41,6 +41,9 @@ struct LaunchSpec {
   // A persistent kernel's (ir::Kernel::persistent_blocks_per_sm): grid.x is then the most
   // blocks it can use, and the launch takes launch_grid (launch_grid.h) of the device's SMs.
   uint32_t persistent_blocks_per_sm = 0;
+  // Blocks per thread-block cluster along x (ir::Kernel::cluster_x), compiled into the kernel
+  // (__cluster_dims__): grid.x, also a persistent kernel's, is a multiple of it. 1: none.
+  uint32_t cluster_x = 1;
 };
 
 struct CudaSource {

@@ -123,6 +123,50 @@ const std::vector<std::pair<std::string, std::string>>& definitions() {
        "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\\n\" "
        ":: \"r\"(s), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");\n"
        "}\n"},
+      // Clusters. The rank is a special register; the cluster barrier's arrive releases and
+      // its wait acquires, so the shared writes before it (mbarrier inits) are seen after it.
+      {"cutune_cluster_ctarank",
+       "__device__ __forceinline__ int cutune_cluster_ctarank() {\n"
+       "  unsigned r;\n"
+       "  asm volatile(\"mov.u32 %0, %%cluster_ctarank;\\n\" : \"=r\"(r));\n"
+       "  return static_cast<int>(r);\n"
+       "}\n"},
+      {"cutune_cluster_arrive",
+       "__device__ __forceinline__ void cutune_cluster_arrive() {\n"
+       "  asm volatile(\"barrier.cluster.arrive.release;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      {"cutune_cluster_wait",
+       "__device__ __forceinline__ void cutune_cluster_wait() {\n"
+       "  asm volatile(\"barrier.cluster.wait.acquire;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      {"cutune_fence_mbarrier_init",
+       "__device__ __forceinline__ void cutune_fence_mbarrier_init() {\n"
+       "  asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n"
+       "}\n"},
+      // mapa turns the barrier's own shared address into the peer block's in the cluster
+      // window, which the .shared::cluster arrive takes. Its default semantics (release at
+      // CTA scope, as CUTLASS's ClusterBarrier uses it): a .release.cluster arrive would add a
+      // cluster-wide memory barrier to every slice of the consumers' loop, and what it orders
+      // (the slot's reads by wgmmas that have completed) needs none.
+      {"cutune_mbarrier_arrive_cluster",
+       "__device__ __forceinline__ void cutune_mbarrier_arrive_cluster(long long* bar, int cta) "
+       "{\n"
+       "  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  asm volatile(\"{\\n .reg .b32 remote;\\n mapa.shared::cluster.u32 remote, %0, %1;\\n"
+       " mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}\\n\" :: "
+       "\"r\"(s), \"r\"(cta) : \"memory\");\n"
+       "}\n"},
+      {"cutune_tma_load_2d_multicast",
+       "__device__ __forceinline__ void cutune_tma_load_2d_multicast(void* dst, const "
+       "cutune_tensor_map& map, long long* bar, int c0, int c1, int mask) {\n"
+       "  unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));\n"
+       "  unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n"
+       "  unsigned short m = static_cast<unsigned short>(mask);\n"
+       "  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::"
+       "bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\\n\" :: \"r\"(d), "
+       "\"l\"(reinterpret_cast<unsigned long long>(&map)), \"r\"(b), \"r\"(c0), \"r\"(c1), "
+       "\"h\"(m) : \"memory\");\n"
+       "}\n"},
       // One lane of the full warp; the predicate goes through a register to the bool.
       {"cutune_elect_one",
        "__device__ __forceinline__ bool cutune_elect_one() {\n"
@@ -144,6 +188,7 @@ std::string tma_intrinsic_definitions(const std::set<std::string>& used, bool te
   }
   // cutune_tma_load_2d, the store and the prefetch name the map type.
   const bool map_type = tensor_maps || used.count("cutune_tma_load_2d") ||
+                        used.count("cutune_tma_load_2d_multicast") ||
                         used.count("cutune_tma_store_2d") ||
                         used.count("cutune_prefetch_tensormap");
   if (text.empty() && !map_type) return "";

@@ -5,7 +5,10 @@
 // loops' extents, except that a persistent kernel (LaunchSpec::persistent_blocks_per_sm > 0)
 // takes at most as many blocks as the device holds at once, SMs x blocks per SM, so that every
 // block stays resident and walks its share of the tiles (for tile = blockIdx.x; tile < tiles;
-// tile += gridDim.x). Such a kernel is correct for any grid.x from 1 to its extent.
+// tile += gridDim.x). Such a kernel is correct for any grid.x from 1 to its extent. A kernel
+// of thread-block clusters (LaunchSpec::cluster_x > 1, compiled in as __cluster_dims__) takes
+// whole clusters: its extent is a multiple of the cluster, and a persistent grid is rounded
+// down to one (a cluster's blocks walk their tiles together).
 
 #include <algorithm>
 #include <cstdint>
@@ -27,14 +30,18 @@ inline Dim3 launch_grid(const LaunchSpec& launch, int sm_count) {
   Dim3 grid = launch.grid;
   const uint64_t resident = uint64_t(sm_count) * launch.persistent_blocks_per_sm;
   grid.x = uint32_t(std::min<uint64_t>(grid.x, resident));
+  const uint32_t cluster = std::max<uint32_t>(launch.cluster_x, 1);
+  grid.x = std::max(grid.x / cluster, 1u) * cluster;
   return grid;
 }
 
 // `launch` with its grid forced to `blocks` blocks along x (1 to the kernel's extent), for the
 // emulator's tests of small persistent grids; a kernel that is not persistent is unchanged.
 inline LaunchSpec with_persistent_grid(LaunchSpec launch, uint32_t blocks) {
-  if (launch.persistent_blocks_per_sm != 0)
-    launch.grid.x = std::clamp<uint32_t>(blocks, 1, launch.grid.x);
+  if (launch.persistent_blocks_per_sm != 0) {
+    const uint32_t cluster = std::max<uint32_t>(launch.cluster_x, 1);
+    launch.grid.x = std::max(std::clamp<uint32_t>(blocks, 1, launch.grid.x) / cluster, 1u) * cluster;
+  }
   return launch;
 }
 

@@ -107,6 +107,11 @@ BlockRunner::BlockRunner(const LaunchSpec& launch, cutune_emu_abi::ThreadMain en
     s.thread.bulk_wait = &BlockRunner::bulk_wait;
     s.thread.fence_proxy_async = &BlockRunner::fence_proxy_async;
     s.thread.named_barrier = &BlockRunner::named_barrier;
+    s.thread.cluster_rank = 0;
+    s.thread.cluster_arrive = &BlockRunner::cluster_arrive;
+    s.thread.cluster_wait = &BlockRunner::cluster_wait;
+    s.thread.mbarrier_arrive_cluster = &BlockRunner::mbarrier_arrive_cluster;
+    s.thread.tma_load_2d_multicast = &BlockRunner::tma_load_2d_multicast;
     s.thread.host = &s;
     s.runner = this;
     s.linear = static_cast<unsigned>(&s - slots_.data());
@@ -196,6 +201,8 @@ std::string BlockRunner::divergence(const Slot& a, const Slot& b) const {
       case State::at_warp:
         return fmt::format("waits at {} (mask {:#010x}) on line {}", s.collective_name, s.mask,
                            s.line);
+      case State::at_cluster:
+        return fmt::format("waits at the barrier.cluster.wait on line {}", s.line);
       case State::at_named:
         return fmt::format("waits at the bar.sync {}, {} on line {}", s.named_id, s.named_count,
                            s.line);
@@ -218,6 +225,17 @@ BlockRunner::Failure BlockRunner::run(cutune_emu_abi::Dim3 block_idx) {
 }
 
 BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int fill) {
+  begin(block_idx, fill);
+  for (;;) {
+    Step st = step();
+    if (st.failure.status != EmuStatus::ok && !st.blocked) return st.failure;
+    if (st.done) return {};
+    // A block alone is a cluster of one: its cluster barrier needs no other block.
+    if (st.blocked && !release_cluster_barrier(cluster_)) return st.failure;
+  }
+}
+
+void BlockRunner::begin(cutune_emu_abi::Dim3 block_idx, int fill) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t per_thread = kStackBytes + page;
   const Dim3& b = launch_.block;
@@ -226,6 +244,7 @@ BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int f
     auto linear = static_cast<unsigned>(i);
     s.thread.thread_idx = {linear % b.x, linear / b.x % b.y, linear / (b.x * b.y)};
     s.thread.block_idx = block_idx;
+    s.thread.cluster_rank = rank_;
     s.state = State::ready;
     s.copies.clear();
     s.commits = 0;
@@ -233,6 +252,7 @@ BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int f
     s.wgmma_commits = 0;
     s.wgmma_fenced = false;
     s.bulk_commits = 0;
+    s.cluster_arrivals = 0;
     s.wait_bar = nullptr;
     void* top = stacks_ + (i + 1) * per_thread;
     s.fiber = boost::context::fiber(std::allocator_arg, BorrowedStack{top, kStackBytes},
@@ -249,88 +269,123 @@ BlockRunner::Failure BlockRunner::run_once(cutune_emu_abi::Dim3 block_idx, int f
   tma_copies_.clear();
   wgmma_reads_.clear();
   bulk_reads_.clear();
+  init_generation_.clear();
+  exited_ = false;
+}
 
-  for (;;) {
-    for (Slot& s : slots_) {
-      if (s.state != State::ready) continue;
-      t_current = &s.thread;
-      if (sanitizer_ != nullptr) sanitizer_->enter_thread(s.linear);
-      s.fiber = std::move(s.fiber).resume();
-      if (sanitizer_ != nullptr) sanitizer_->leave_thread();
-      t_current = nullptr;
-      if (s.state == State::failed) {
-        return {EmuStatus::crashed, fmt::format("block {} thread {}: {}", dim(block_idx),
-                                                dim(s.thread.thread_idx), s.failure)};
-      }
-      if (s.state == State::done && !s.wgmma.empty()) {
-        return {EmuStatus::crashed,
-                fmt::format("block {} thread {}: exited with {} wgmma result(s) never waited "
-                            "for (a missing wgmma.wait_group)",
-                            dim(block_idx), dim(s.thread.thread_idx), s.wgmma.size())};
-      }
+BlockRunner::Step BlockRunner::step() {
+  Step out;
+  auto fail = [&](Failure f) {
+    out.failure = std::move(f);
+    return out;
+  };
+  auto blocked = [&](std::string message) {
+    out.blocked = true;
+    out.failure = {EmuStatus::barrier_divergence, std::move(message)};
+    return out;
+  };
+  const cutune_emu_abi::Dim3 block_idx = slots_.front().thread.block_idx;
+  for (Slot& s : slots_) {
+    if (s.state != State::ready) continue;
+    out.progressed = true;
+    t_current = &s.thread;
+    if (sanitizer_ != nullptr) sanitizer_->enter_thread(s.linear);
+    s.fiber = std::move(s.fiber).resume();
+    if (sanitizer_ != nullptr) sanitizer_->leave_thread();
+    t_current = nullptr;
+    if (s.state == State::failed) {
+      return fail({EmuStatus::crashed, fmt::format("block {} thread {}: {}", dim(block_idx),
+                                                   dim(s.thread.thread_idx), s.failure)});
     }
-    bool released = false;
-    for (size_t first = 0; first < slots_.size(); first += 32) {
-      Failure f = release_warp(first, released);
-      if (f.status != EmuStatus::ok) return f;
+    if (s.state == State::done && !s.wgmma.empty()) {
+      return fail({EmuStatus::crashed,
+                   fmt::format("block {} thread {}: exited with {} wgmma result(s) never waited "
+                               "for (a missing wgmma.wait_group)",
+                               dim(block_idx), dim(s.thread.thread_idx), s.wgmma.size())});
     }
-    if (released) continue;
-    if (wake_mbarrier_waiters()) continue;
-    if (Failure f = release_named_barriers(released); f.status != EmuStatus::ok) return f;
-    if (released) continue;
-    // TMA copies land as late as a GPU may land them: a __syncthreads does not wait for them,
-    // so where every thread that has not exited waits at one, the barrier is released first
-    // and the copies stay in flight until some thread waits at an mbarrier (or the block
-    // ends). A read that only the block barrier orders after a copy then sees the bytes from
-    // before it, as it can on a GPU.
-    bool at_sync = false, at_mbarrier = false;
-    for (const Slot& s : slots_) {
-      at_sync = at_sync || s.state == State::at_barrier;
-      at_mbarrier = at_mbarrier || s.state == State::at_mbarrier;
-    }
-    if (!tma_copies_.empty() && !(at_sync && !at_mbarrier)) {
-      Failure f = deliver_tma_copies();
-      if (f.status != EmuStatus::ok) return f;
-      continue;
-    }
-    for (const Slot& s : slots_) {
-      if (s.state == State::at_mbarrier) {
-        return {EmuStatus::barrier_divergence, mbarrier_deadlock(s)};
-      }
-    }
-
-    for (const Slot& s : slots_) {
-      if (s.state != State::at_named) continue;
-      size_t there = 0;
-      for (const Slot& o : slots_) there += o.state == State::at_named && o.named_id == s.named_id;
-      return {EmuStatus::barrier_divergence,
-              fmt::format("named barrier deadlock in block {}: thread {} waits at the bar.sync "
-                          "{}, {} on line {}, where only {} threads wait, and no other thread can "
-                          "arrive",
-                          dim(block_idx), dim(s.thread.thread_idx), s.named_id, s.named_count,
-                          s.line, there)};
-    }
-
-    // No thread is ready and none waits at a collective: all wait at __syncthreads or are done.
-    const Slot* waiting = nullptr;
-    const Slot* exited = nullptr;
-    for (const Slot& s : slots_) {
-      if (s.state == State::done) {
-        if (exited == nullptr) exited = &s;
-      } else if (waiting == nullptr) {
-        waiting = &s;
-      } else if (s.line != waiting->line) {
-        return {EmuStatus::barrier_divergence, divergence(*waiting, s)};
-      }
-    }
-    if (waiting == nullptr) {
-      if (sanitizer_ != nullptr) sanitizer_->end_block();
-      return {};
-    }
-    if (exited != nullptr) return {EmuStatus::barrier_divergence, divergence(*waiting, *exited)};
-    if (sanitizer_ != nullptr) sanitizer_->barrier();
-    for (Slot& s : slots_) s.state = State::ready;
   }
+  bool released = false;
+  for (size_t first = 0; first < slots_.size(); first += 32) {
+    Failure f = release_warp(first, released);
+    if (f.status != EmuStatus::ok) return fail(f);
+  }
+  if (released || wake_mbarrier_waiters()) {
+    out.progressed = true;
+    return out;
+  }
+  if (Failure f = release_named_barriers(released); f.status != EmuStatus::ok) return fail(f);
+  if (released) {
+    out.progressed = true;
+    return out;
+  }
+  // TMA copies land as late as a GPU may land them: a __syncthreads does not wait for them,
+  // so where every thread that has not exited waits at one, the barrier is released first
+  // and the copies stay in flight until some thread waits at an mbarrier (or the block
+  // ends). A read that only the block barrier orders after a copy then sees the bytes from
+  // before it, as it can on a GPU.
+  bool at_sync = false, at_mbarrier = false, at_cluster = false;
+  for (const Slot& s : slots_) {
+    at_sync = at_sync || s.state == State::at_barrier;
+    at_mbarrier = at_mbarrier || s.state == State::at_mbarrier;
+    at_cluster = at_cluster || s.state == State::at_cluster;
+  }
+  if (!tma_copies_.empty() && !(at_sync && !at_mbarrier)) {
+    Failure f = deliver_tma_copies();
+    if (f.status != EmuStatus::ok) return fail(f);
+    out.progressed = true;
+    return out;
+  }
+  for (const Slot& s : slots_) {
+    if (s.state == State::at_mbarrier) return blocked(mbarrier_deadlock(s));
+  }
+
+  for (const Slot& s : slots_) {
+    if (s.state != State::at_named) continue;
+    size_t there = 0;
+    for (const Slot& o : slots_) there += o.state == State::at_named && o.named_id == s.named_id;
+    return blocked(
+        fmt::format("named barrier deadlock in block {}: thread {} waits at the bar.sync "
+                    "{}, {} on line {}, where only {} threads wait, and no other thread can "
+                    "arrive",
+                    dim(block_idx), dim(s.thread.thread_idx), s.named_id, s.named_count, s.line,
+                    there));
+  }
+  if (at_cluster) {
+    for (const Slot& s : slots_) {
+      if (s.state == State::at_cluster) {
+        return blocked(fmt::format(
+            "cluster barrier deadlock in block {}: thread {} waits at the barrier.cluster.wait "
+            "on line {}, and not every thread of the cluster arrives",
+            dim(block_idx), dim(s.thread.thread_idx), s.line));
+      }
+    }
+  }
+
+  // No thread is ready and none waits at a collective: all wait at __syncthreads or are done.
+  const Slot* waiting = nullptr;
+  const Slot* exited = nullptr;
+  for (const Slot& s : slots_) {
+    if (s.state == State::done) {
+      if (exited == nullptr) exited = &s;
+    } else if (waiting == nullptr) {
+      waiting = &s;
+    } else if (s.line != waiting->line) {
+      return fail({EmuStatus::barrier_divergence, divergence(*waiting, s)});
+    }
+  }
+  if (waiting == nullptr) {
+    if (sanitizer_ != nullptr) sanitizer_->end_block();
+    exited_ = true;
+    out.done = true;
+    return out;
+  }
+  if (exited != nullptr) {
+    return fail({EmuStatus::barrier_divergence, divergence(*waiting, *exited)});
+  }
+  if (sanitizer_ != nullptr) sanitizer_->barrier();
+  for (Slot& s : slots_) s.state = State::ready;
+  out.progressed = true;
+  return out;
 }
 
 }  // namespace cutune::emu

@@ -34,8 +34,18 @@
 // completed mbarrier phase as the end of a barrier interval: races between accesses ordered
 // only through mbarriers are not reported, and none is invented.
 //
+// Clusters (cluster_runner.h): the runners of a cluster's blocks, on one host thread, each
+// take a step (one pass over its ready threads and one release) in turn, the shared memory of
+// the block that steps swapped into the host thread's storage; a block that can do no more
+// alone is `blocked`, and the cluster is deadlocked only when every block is. A multicast copy
+// joins the copies in flight of each block of its mask (delivered, at the same offset, by that
+// block's runner); a remote arrival arrives on the peer's barrier state. A cluster barrier
+// (arrive, then wait) is released once every thread of the cluster that has not exited waits
+// at it. A remote use of a barrier its block initialised with no cluster barrier since, and a
+// remote use of an exited block, fail with the line. A block alone is a cluster of one.
+//
 // The methods are defined by concern: block_runner.cc (fibers, __syncthreads, failures, the
-// scheduling loop), block_runner_tracked.cc (the sanitizer's tracked rule for uninitialised
+// scheduling loop), block_runner_cluster.cc (clusters), block_runner_tracked.cc (the sanitizer's tracked rule for uninitialised
 // shared reads), block_runner_warp.cc (warp and warpgroup collectives),
 // block_runner_wgmma.cc (wgmma), block_runner_async.cc (cp.async, mbarriers, TMA loads) and
 // block_runner_store.cc (TMA stores, named barriers).
@@ -46,6 +56,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "src/codegen/cuda_source.h"
@@ -84,11 +95,36 @@ class BlockRunner {
   // (block_runner_tracked.cc), and the run ends with uninitialized_read where that changes
   // what the block does.
   Failure run(cutune_emu_abi::Dim3 block_idx);
+
+  // Stepping, for a cluster's runner (cluster_runner.h). begin: the block's fibers, its shared
+  // memory filled with `fill` (-1: left as it is). step: one pass over the ready threads, then
+  // one release; `blocked` when nothing more can happen without another block (`failure`
+  // then holds the deadlock to report if no block can go on), `done` when every thread exited.
+  struct Step {
+    Failure failure;
+    bool progressed = false, blocked = false, done = false;
+  };
+  void begin(cutune_emu_abi::Dim3 block_idx, int fill);
+  Step step();
+  // Makes this runner block `rank` of the cluster `blocks` (in rank order, this one included),
+  // whose cluster barriers `generation` counts.
+  void join_cluster(std::vector<BlockRunner*> blocks, unsigned rank, uint64_t* generation);
+  // Releases the cluster barrier when every thread of `blocks` that has not exited waits at
+  // it (and one does); true when released.
+  static bool release_cluster_barrier(const std::vector<BlockRunner*>& blocks);
+  std::byte* shared_storage() const { return tls_block_; }
+  size_t shared_bytes() const { return tls_bytes_; }
+  // This block's sanitizer takes the host thread's accesses from now on (when sanitizing).
+  void make_sanitizer_current();
+  // Its reads of never-written shared memory in the block run last (0 without a sanitizer).
+  uint64_t sanitizer_uninitialised_reads() const {
+    return sanitizer_ != nullptr ? sanitizer_->uninitialised_reads() : 0;
+  }
   // The uninitialised shared reads of the block run last that the tracked rule let pass.
   uint64_t noted_uninitialised_reads() const { return noted_; }
 
  private:
-  enum class State { ready, at_barrier, at_warp, at_mbarrier, at_named, failed, done };
+  enum class State { ready, at_barrier, at_warp, at_mbarrier, at_named, at_cluster, failed, done };
   struct PendingCopy {
     void* dst;
     uint64_t group;  // the commit group the copy joins: commits made before its issue
@@ -130,6 +166,7 @@ class BlockRunner {
     int named_id = 0, named_count = 0;  // at_named: bar.sync id, count
     BlockRunner* runner = nullptr;
     unsigned linear = 0;  // index in the block
+    uint64_t cluster_arrivals = 0;  // barrier.cluster.arrive count
   };
 
   // One run of the block, shared memory first filled with `fill` bytes (-1: left as it is).
@@ -177,6 +214,21 @@ class BlockRunner {
   static void bulk_wait(cutune_emu_abi::Thread* self, int pending, int line);
   static void fence_proxy_async(cutune_emu_abi::Thread* self);
   static void named_barrier(cutune_emu_abi::Thread* self, int id, int count, int line);
+  // Clusters (block_runner_cluster.cc).
+  static void cluster_arrive(cutune_emu_abi::Thread* self, int line);
+  static void cluster_wait(cutune_emu_abi::Thread* self, int line);
+  static void mbarrier_arrive_cluster(cutune_emu_abi::Thread* self, void* bar, int cta, int line);
+  static void tma_load_2d_multicast(cutune_emu_abi::Thread* self, void* dst, const void* map,
+                                    void* bar, int c0, int c1, int mask, int line);
+  // The cluster's block `cta` for a remote use of its barrier `bar` by `self` (`what`, for
+  // the failure): fails unless the block is in the cluster, has not exited, and initialised the
+  // barrier before a cluster barrier that has completed since.
+  BlockRunner* peer_for(cutune_emu_abi::Thread* self, int cta, const void* bar, const char* what,
+                        int line);
+  // Queues the TMA copy of `image` into this block at `dst`, completing on `bar`, issued by
+  // thread `thread` of block `from` (the checks of a copy's destination done).
+  void queue_tma_copy(cutune_emu_abi::Thread* self, const BlockRunner* from, unsigned thread,
+                      void* dst, void* bar, std::vector<unsigned char> image, int line);
   // Releases each named barrier whose count of threads wait at it; sets `released` when it
   // released any. A failure: threads at one id with different counts, or more than the count.
   Failure release_named_barriers(bool& released);
@@ -219,7 +271,8 @@ class BlockRunner {
     void* dst;
     const void* bar;
     std::vector<unsigned char> data;  // the box image, read at issue
-    unsigned thread;                  // the issuing thread (linear)
+    unsigned thread;                  // the issuing thread (linear in block `from`)
+    const BlockRunner* from;          // this block, or a cluster peer's multicast
     int line;
     uint32_t interval;  // the sanitizer's, at issue
   };
@@ -229,6 +282,14 @@ class BlockRunner {
   // and its bulk async-group, until its bulk wait.
   WgmmaReads bulk_reads_;
   std::string collective_failure_;   // a collective's composed failure text
+  // The cluster: its blocks in rank order (this one alone by default), this one's rank, the
+  // count of cluster barriers released, and per barrier that count at its init.
+  std::vector<BlockRunner*> cluster_{this};
+  unsigned rank_ = 0;
+  uint64_t own_generation_ = 0;
+  uint64_t* generation_ = &own_generation_;
+  std::unordered_map<const void*, uint64_t> init_generation_;
+  bool exited_ = false;  // every thread of the block has exited
 };
 
 // The emulated thread that the calling host thread is running, or null between threads.

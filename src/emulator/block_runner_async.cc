@@ -73,6 +73,8 @@ void BlockRunner::mbarrier_init(cutune_emu_abi::Thread* self, void* bar, int cou
   s->runner->check_barrier(self, bar, line);
   std::string err = s->runner->barriers_.init(bar, count);
   if (!err.empty()) fail_at(self, err, line);
+  // A peer may use it after the next cluster barrier (peer_for).
+  s->runner->init_generation_[bar] = *s->runner->generation_;
 }
 
 void BlockRunner::mbarrier_arrive(cutune_emu_abi::Thread* self, void* bar, int count, int tx,
@@ -135,14 +137,20 @@ void BlockRunner::tma_load_2d(cutune_emu_abi::Thread* self, void* dst, const voi
   if (r->tls_block_ != nullptr && (d < base || d + image.size() > base + r->tls_bytes_)) {
     fail_at(self, "TMA load: the destination box is not in shared memory", line);
   }
-  r->check_write_under_wgmma(self, dst, image.size(), "TMA load", line);
+  r->queue_tma_copy(self, r, s->linear, dst, bar, std::move(image), line);
+}
+
+void BlockRunner::queue_tma_copy(cutune_emu_abi::Thread* self, const BlockRunner* from,
+                                 unsigned thread, void* dst, void* bar,
+                                 std::vector<unsigned char> image, int line) {
+  check_write_under_wgmma(self, dst, image.size(), "TMA load", line);
   uint32_t interval = 0;
-  if (r->sanitizer_ != nullptr) {
-    interval = r->sanitizer_->async_issue(dst, nullptr, static_cast<int>(image.size()), 0, line);
+  if (sanitizer_ != nullptr) {
+    interval = sanitizer_->async_issue(dst, nullptr, static_cast<int>(image.size()), 0, line);
   }
-  err = r->barriers_.note_issue(bar, static_cast<int64_t>(image.size()));
-  if (!err.empty()) fail_at(self, fmt::format("{} ({})", err, r->shared_address(bar)), line);
-  r->tma_copies_.push_back(TmaCopy{dst, bar, std::move(image), s->linear, line, interval});
+  std::string err = barriers_.note_issue(bar, static_cast<int64_t>(image.size()));
+  if (!err.empty()) fail_at(self, fmt::format("{} ({})", err, shared_address(bar)), line);
+  tma_copies_.push_back(TmaCopy{dst, bar, std::move(image), thread, from, line, interval});
 }
 
 bool BlockRunner::wake_mbarrier_waiters() {
@@ -167,7 +175,7 @@ BlockRunner::Failure BlockRunner::deliver_tma_copies() {
     const uint64_t before = barriers_.completions();
     std::string err = barriers_.complete_tx(c.bar, bytes);
     if (!err.empty()) {
-      const Slot& issuer = slots_[c.thread];
+      const Slot& issuer = c.from->slots_[c.thread];
       return {EmuStatus::crashed,
               fmt::format("block {} thread {}: the TMA load on line {} ({} bytes, barrier at {}): "
                           "{}",

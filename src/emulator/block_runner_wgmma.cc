@@ -94,7 +94,7 @@ const char* BlockRunner::wgmma_reads(cutune_emu_abi::Thread* self, const unsigne
       r->collective_failure_ = fmt::format(
           "the wgmma reads shared memory {} that the TMA load on line {} (thread {}) has not "
           "written yet: the load is in flight (a read before its full barrier's phase completes)",
-          r->shared_address(c.dst), c.line, dim(r->slots_[c.thread].thread.thread_idx));
+          r->shared_address(c.dst), c.line, dim(c.from->slots_[c.thread].thread.thread_idx));
       return r->collective_failure_.c_str();
     }
   }

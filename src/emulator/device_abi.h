@@ -92,6 +92,17 @@ struct Thread {
   void (*fence_proxy_async)(Thread* self);
   // bar.sync id, count: suspends until `count` threads of the block wait at barrier `id`.
   void (*named_barrier)(Thread* self, int id, int count, int line);
+  // Thread-block clusters (src/emulator/cluster_runner.h): the block's rank in its cluster;
+  // barrier.cluster's arrive and wait (the wait suspends until every thread of the cluster
+  // has arrived as often as this one); an arrival on the barrier at `bar`'s offset in block
+  // `cta` of the cluster; a TMA load multicast to the blocks of `mask` (dst and bar at the
+  // same offsets in each).
+  unsigned cluster_rank;
+  void (*cluster_arrive)(Thread* self, int line);
+  void (*cluster_wait)(Thread* self, int line);
+  void (*mbarrier_arrive_cluster)(Thread* self, void* bar, int cta, int line);
+  void (*tma_load_2d_multicast)(Thread* self, void* dst, const void* map, void* bar, int c0,
+                                int c1, int mask, int line);
   void* host;  // the scheduler's record of this thread; opaque to device code
 };
 

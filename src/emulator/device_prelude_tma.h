@@ -10,6 +10,8 @@
 // the poison pattern, and a wait that nothing can complete ends the block as a deadlock.
 
 #define __grid_constant__
+// The cluster shape is the launch's (LaunchSpec::cluster_x): the block runner reads it there.
+#define __cluster_dims__(x, y, z)
 
 // The kernel argument holds the emulator's cutune_emu_abi::TensorMapRecord.
 struct __attribute__((aligned(64))) cutune_tensor_map {
@@ -95,6 +97,34 @@ static inline void cutune_named_barrier_sync(int id, int count, int line = __bui
   cutune_emu_self = self;
 }
 static inline void cutune_prefetch_tensormap(const cutune_tensor_map&) {}
+
+// Clusters: the block runner runs a cluster's blocks together (cluster_runner.h). The
+// cluster wait may switch to other threads, as __syncthreads does.
+static inline int cutune_cluster_ctarank() { return (int)cutune_emu_self->cluster_rank; }
+static inline void cutune_cluster_arrive(int line = __builtin_LINE()) {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->cluster_arrive(cutune_emu_self, line);
+}
+static inline void cutune_cluster_wait(int line = __builtin_LINE()) {
+  cutune_emu_abi::Thread* self = cutune_emu_self;
+  __asm__ __volatile__("" ::: "memory");
+  self->cluster_wait(self, line);
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self = self;
+}
+// The host keeps barrier state apart from shared memory: an init is visible to the cluster
+// at once, and the sanitizer checks the cluster barrier that must follow it instead.
+static inline void cutune_fence_mbarrier_init() { __asm__ __volatile__("" ::: "memory"); }
+static inline void cutune_mbarrier_arrive_cluster(long long* bar, int cta,
+                                                  int line = __builtin_LINE()) {
+  __asm__ __volatile__("" ::: "memory");
+  cutune_emu_self->mbarrier_arrive_cluster(cutune_emu_self, bar, cta, line);
+}
+static inline void cutune_tma_load_2d_multicast(void* dst, const cutune_tensor_map& map,
+                                                long long* bar, int c0, int c1, int mask,
+                                                int line = __builtin_LINE()) {
+  cutune_emu_self->tma_load_2d_multicast(cutune_emu_self, dst, &map, bar, c0, c1, mask, line);
+}
 
 // cutune_elect_one: elect.sync over the whole warp. Which lane the GPU elects is unspecified
 // (in practice the lowest); the emulator elects the highest, so that a kernel which takes the

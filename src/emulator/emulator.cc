@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -139,6 +140,23 @@ EmuResult Emulator::run(const CudaSource& src, std::vector<HostBuffer>& buffers,
   const bool sanitize = options_.racecheck || options_.memcheck;
   std::vector<uint64_t> checked;
   if (sanitize && !options_.sanitize_all_blocks) checked = sampled_blocks(launch.grid);
+  if (const uint32_t cluster = launch.cluster_x; cluster > 1) {
+    // Clusters run whole (cluster_runner.h): a sampled block brings its cluster's others.
+    if (launch.grid.x % cluster != 0) {
+      result.status = EmuStatus::crashed;
+      result.message = fmt::format("{}: grid.x {} is not whole clusters of {}", src.kernel_name,
+                                   launch.grid.x, cluster);
+      return result;
+    }
+    std::vector<uint64_t> whole;
+    for (uint64_t b : checked) {
+      const uint64_t first = b - b % launch.grid.x % cluster;
+      for (uint32_t i = 0; i < cluster; ++i) whole.push_back(first + i);
+    }
+    std::sort(whole.begin(), whole.end());
+    whole.erase(std::unique(whole.begin(), whole.end()), whole.end());
+    checked = std::move(whole);
+  }
   // A sample of more than half the grid saves less run time than the second compile costs.
   const bool sample = !checked.empty() && checked.size() * 2 <= launch.grid.volume();
   // The plain object, when some blocks run from it, compiles alongside the instrumented one.

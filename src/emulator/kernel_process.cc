@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "src/emulator/block_runner.h"
+#include "src/emulator/cluster_runner.h"
 #include "src/emulator/temp_dirs.h"
 
 namespace cutune::emu {
@@ -180,9 +181,29 @@ template <class Order>
 void run_blocks(const KernelLaunch& launch, const LoadedKernel& kernel, bool sanitize, Order order,
                 uint64_t count, std::atomic<uint64_t>& next) {
   use_alternate_signal_stack();
+  const Dim3& g = launch.launch.grid;
+  if (const unsigned cluster = launch.launch.cluster_x; cluster > 1) {
+    // A cluster at a time, from its block of rank 0 (the blocks handed out are whole
+    // clusters: emulator.cc samples them so).
+    ClusterRunner runner(cluster, launch.launch, kernel.thread_main(), launch.args.data(),
+                         kernel.tls_touch(), launch.poison_shared, sanitize);
+    for (uint64_t n; (n = next.fetch_add(1)) < count;) {
+      uint64_t i = order(n);
+      cutune_emu_abi::Dim3 block{static_cast<unsigned>(i % g.x),
+                                 static_cast<unsigned>(i / g.x % g.y),
+                                 static_cast<unsigned>(i / (uint64_t{g.x} * g.y))};
+      if (block.x % cluster != 0) continue;
+      BlockRunner::Failure failure = runner.run(block);
+      if (failure.status != EmuStatus::ok) {
+        report_and_exit(failure.status,
+                        fmt::format("{}: {}", launch.kernel_name, failure.message).c_str());
+      }
+      g_report->uninitialised_reads += runner.noted_uninitialised_reads();
+    }
+    return;
+  }
   BlockRunner runner(launch.launch, kernel.thread_main(), launch.args.data(), kernel.tls_touch(),
                      launch.poison_shared, sanitize);
-  const Dim3& g = launch.launch.grid;
   for (uint64_t n; (n = next.fetch_add(1)) < count;) {
     uint64_t i = order(n);
     cutune_emu_abi::Dim3 block{static_cast<unsigned>(i % g.x), static_cast<unsigned>(i / g.x % g.y),

@@ -106,6 +106,9 @@ class BlockSanitizer {
   BlockSanitizer& operator=(const BlockSanitizer&) = delete;
 
   void begin_block(cutune_emu_abi::Dim3 block_idx);
+  // The host thread's accesses go to this one from now on (the last one made, until then):
+  // the runners of a cluster's blocks switch as their blocks take turns.
+  void make_current();
   void end_block();
   // The thread that runs from now on (linear index in the block), or none (the scheduler).
   void enter_thread(unsigned linear) { current_ = static_cast<int>(linear); }

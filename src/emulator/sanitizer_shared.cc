@@ -73,6 +73,8 @@ BlockSanitizer::BlockSanitizer(std::byte* tls_block, size_t tls_bytes, unsigned 
   t_sanitizer = this;
 }
 
+void BlockSanitizer::make_current() { t_sanitizer = this; }
+
 BlockSanitizer::~BlockSanitizer() {
   if (t_sanitizer == this) t_sanitizer = nullptr;
   munmap(shadow_, shadow_bytes_);

@@ -70,6 +70,9 @@ struct KernelManifest {
   // A persistent kernel (> 0): `grid` is the most blocks it can use, and it is launched with
   // min(grid[0], SMs x this) blocks along x on the GPU of the current context (grid_for).
   unsigned persistent_blocks_per_sm = 0;
+  // Blocks along x of a thread-block cluster (1: none). The cubin holds the cluster shape
+  // (__cluster_dims__), so cuLaunchKernel makes the clusters; grid[0] stays a multiple of it.
+  unsigned cluster_x = 1;
   std::vector<Param> params;
   double flops = 0, time_s = 0;
   nlohmann::json raw;  // the whole entry (task, config, cuBLAS time, ...)
@@ -92,6 +95,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
     k.static_smem_bytes = e.at("shared_bytes").at("static").get<unsigned>();
     k.dynamic_smem_bytes = e.at("shared_bytes").at("dynamic").get<unsigned>();
     k.persistent_blocks_per_sm = e.value("persistent_blocks_per_sm", 0u);
+    if (e.contains("cluster")) k.cluster_x = e.at("cluster").at(0).get<unsigned>();
     for (const nlohmann::json& p : e.at("params")) {
       Param param;
       param.name = p.at("name").get<std::string>();
@@ -205,6 +209,9 @@ class LoadedKernel {
       const unsigned long long resident =
           static_cast<unsigned long long>(sm_count) * m.persistent_blocks_per_sm;
       if (resident < grid[0]) grid[0] = static_cast<unsigned>(resident);
+      // Whole clusters (a cluster's blocks walk their tiles together).
+      const unsigned cluster = m.cluster_x > 1 ? m.cluster_x : 1;
+      grid[0] = (grid[0] / cluster > 0 ? grid[0] / cluster : 1) * cluster;
     }
     return grid;
   }

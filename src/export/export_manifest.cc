@@ -94,6 +94,9 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
   // min(grid[0], SMs x this) on the user's GPU (launch_grid.h's rule).
   if (l.persistent_blocks_per_sm != 0)
     entry["persistent_blocks_per_sm"] = l.persistent_blocks_per_sm;
+  // Thread-block clusters: compiled into the cubin (__cluster_dims__), so a plain launch makes
+  // them; the loader keeps a persistent grid.x a multiple of the cluster.
+  if (l.cluster_x > 1) entry["cluster"] = {l.cluster_x, 1, 1};
   return entry;
 }
 

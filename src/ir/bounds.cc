@@ -108,6 +108,10 @@ Interval bounds_of(const Expr& e, const VarBounds& vars, Divisors divisors) {
       Bound hi = (a.hi && b.hi) ? Bound(std::max(*a.hi, *b.hi)) : std::nullopt;
       return {lo, hi};
     }
+    case NodeKind::Call:
+      // A block's rank in its cluster: at most 16 blocks a cluster (sm_90's non-portable most).
+      if (e.as<Call>()->name == "cutune_cluster_ctarank") return {0, 15};
+      return Interval::everything();
     default:
       return Interval::everything();
   }

@@ -391,6 +391,12 @@ struct Kernel {
   // it takes min(that extent, SMs x this) blocks (src/codegen/launch_grid.h): the blocks of it
   // one SM holds at once. 0: the grid is the block loops' extents.
   int persistent_blocks_per_sm = 0;
+  // Thread-block clusters (sm_90): the blocks along x come in groups of `cluster_x`
+  // consecutive blocks that are co-scheduled and share their shared memory (multicast TMA,
+  // remote mbarrier arrivals; src/ir/tma_intrinsics.h). Emitted as __cluster_dims__, so any
+  // launch makes the clusters; the launched grid.x is a multiple of it (launch_grid.h).
+  // 1: no clusters.
+  int cluster_x = 1;
 };
 
 // Thrown by make(...) when an IR invariant is broken: a bug in the template that built it.

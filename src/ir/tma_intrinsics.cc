@@ -147,6 +147,32 @@ Stmt stmatrix_x4(const Expr& row, const std::vector<Expr>& r) {
   return call("cutune_stmatrix_x4", std::move(args));
 }
 
+Expr cluster_ctarank() { return Call::make(Type::i32(), "cutune_cluster_ctarank", {}); }
+Stmt cluster_arrive() { return call("cutune_cluster_arrive", {}); }
+Stmt cluster_wait() { return call("cutune_cluster_wait", {}); }
+Stmt fence_mbarrier_init() { return call("cutune_fence_mbarrier_init", {}); }
+
+Stmt mbarrier_arrive_cluster(const Expr& bar, const Expr& cta) {
+  require_barrier(bar, "mbarrier_arrive_cluster");
+  require_int(cta, "mbarrier_arrive_cluster", "cta");
+  return call("cutune_mbarrier_arrive_cluster", {bar, cta});
+}
+
+Stmt tma_load_2d_multicast(const Expr& dst, const Expr& map, const Expr& bar, const Expr& c0,
+                           const Expr& c1, const Expr& mask) {
+  require(is_shared_address(dst, std::nullopt),
+          "tma_load_2d_multicast: dst is address_of a shared buffer");
+  require(is_map(map), "tma_load_2d_multicast: map is a tensor_map_ref");
+  require_barrier(bar, "tma_load_2d_multicast");
+  require_int(c0, "tma_load_2d_multicast", "c0");
+  require_int(c1, "tma_load_2d_multicast", "c1");
+  require_int(mask, "tma_load_2d_multicast", "mask");
+  if (auto m = as_const_int(mask)) {
+    require(*m >= 1 && *m <= 0xffff, "tma_load_2d_multicast: mask must be in 1..0xffff");
+  }
+  return call("cutune_tma_load_2d_multicast", {dst, map, bar, c0, c1, mask});
+}
+
 Expr elect_one() { return Call::make(Type::boolean(), kElectOne, {}); }
 
 const std::vector<std::string>& tma_intrinsic_names() {
@@ -167,7 +193,13 @@ const std::vector<std::string>& tma_intrinsic_names() {
                                                  "cutune_bulk_wait_group_read_1",
                                                  "cutune_bulk_wait_group",
                                                  "cutune_named_barrier_sync",
-                                                 "cutune_stmatrix_x4"};
+                                                 "cutune_stmatrix_x4",
+                                                 "cutune_cluster_ctarank",
+                                                 "cutune_cluster_arrive",
+                                                 "cutune_cluster_wait",
+                                                 "cutune_fence_mbarrier_init",
+                                                 "cutune_mbarrier_arrive_cluster",
+                                                 "cutune_tma_load_2d_multicast"};
   return names;
 }
 

@@ -32,6 +32,26 @@
 //       stmatrix.sync.aligned.m8n8.x4.shared.b16: warp-collective; lane 8j + i gives the
 //       address of row i of matrix j (16 bytes, 16-byte aligned), and lane l's r_j holds
 //       matrix j's elements (l / 4, 2 (l % 4)) (bits 0-15) and (l / 4, 2 (l % 4) + 1)
+//   Thread-block clusters (Kernel::cluster_x > 1):
+//   int cutune_cluster_ctarank();        %cluster_ctarank: the block's rank in its cluster
+//   void cutune_cluster_arrive();        barrier.cluster.arrive.release
+//   void cutune_cluster_wait();          barrier.cluster.wait.acquire
+//   void cutune_fence_mbarrier_init();   fence.mbarrier_init.release.cluster
+//   void cutune_mbarrier_arrive_cluster(long long* bar, int cta);
+//       mapa + mbarrier.arrive.shared::cluster: one arrival on the barrier at
+//       bar's offset in the shared memory of the cluster's block of rank `cta`
+//   void cutune_tma_load_2d_multicast(void* dst, const cutune_tensor_map& map, long long* bar,
+//                                     int c0, int c1, int mask);
+//       ...multicast::cluster: the box lands at dst's offset in every block of the cluster
+//       whose rank's bit is set in `mask`, and completes its bytes on the barrier at bar's
+//       offset in each of them
+//
+// Clusters (PTX ISA, "barrier.cluster", "mapa", "Distributed shared memory"): the blocks of a
+// cluster run at once and each may address the others' shared memory. A multicast copy or a
+// remote arrival writes into a peer block, so no block may exit while a peer may still write
+// into it (a cluster barrier before the end), and none may use a peer's mbarrier before the
+// peer initialised it (init, fence.mbarrier_init, then a cluster barrier: arrive and wait in
+// every thread of every block).
 //
 // Semantics (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and
 // "cp.async.bulk.tensor"): init sets phase 0, pending arrivals = expected = count, tx-count 0.
@@ -97,6 +117,15 @@ Stmt bulk_wait_group();       // wait_group 0: every store has written global me
 Stmt named_barrier_sync(const Expr& id, int count);  // id Int32 in 1..15
 // `row` is address_of a shared 16-bit buffer; `r` four 32-bit words (UInt32 or pack_x2).
 Stmt stmatrix_x4(const Expr& row, const std::vector<Expr>& r);
+
+// Clusters (see above). `cta` is an Int32 rank, `mask` an Int32 of the ranks' bits (1..0xffff).
+Expr cluster_ctarank();  // Int32
+Stmt cluster_arrive();
+Stmt cluster_wait();
+Stmt fence_mbarrier_init();
+Stmt mbarrier_arrive_cluster(const Expr& bar, const Expr& cta);
+Stmt tma_load_2d_multicast(const Expr& dst, const Expr& map, const Expr& bar, const Expr& c0,
+                           const Expr& c1, const Expr& mask);
 
 // Every name above (tensor_map_ref excluded), for the code generator and feature counts.
 const std::vector<std::string>& tma_intrinsic_names();

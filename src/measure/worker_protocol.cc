@@ -214,7 +214,8 @@ nlohmann::json to_json(const LaunchSpec& l) {
           {"block", {l.block.x, l.block.y, l.block.z}},
           {"static_smem_bytes", l.static_smem_bytes},
           {"dynamic_smem_bytes", l.dynamic_smem_bytes},
-          {"persistent_blocks_per_sm", l.persistent_blocks_per_sm}};
+          {"persistent_blocks_per_sm", l.persistent_blocks_per_sm},
+          {"cluster_x", l.cluster_x}};
 }
 
 LaunchSpec launch_spec_from_json(const nlohmann::json& j) {
@@ -224,6 +225,7 @@ LaunchSpec launch_spec_from_json(const nlohmann::json& j) {
   l.static_smem_bytes = get<uint32_t>(j, "static_smem_bytes");
   l.dynamic_smem_bytes = get<uint32_t>(j, "dynamic_smem_bytes");
   l.persistent_blocks_per_sm = j.value("persistent_blocks_per_sm", 0u);
+  l.cluster_x = j.value("cluster_x", 1u);
   return l;
 }
 

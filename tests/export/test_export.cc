@@ -235,3 +235,28 @@ TEST_CASE("a persistent kernel's manifest says so, and the loader sizes its grid
   CHECK(cutune_loader::LoadedKernel::grid_for(plain, 4)[0] == tiles);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a cluster kernel's manifest carries the cluster, and the loader keeps whole clusters",
+          "[export][cluster]") {
+  // The cluster shape is compiled into the cubin (__cluster_dims__), so a plain launch makes
+  // the clusters; the manifest says it, and a persistent grid stays a multiple of it.
+  const std::vector<int64_t> shape = {1024, 1024, 256};
+  auto tmpl = make_template("gemm_fp16", shape, "gemm_fp16_wgmma_nt");
+  const std::vector<Config> refs = tmpl->reference_configs();
+  auto it = std::find_if(refs.begin(), refs.end(),
+                         [](const Config& c) { return c.get("cluster_m") == 2; });
+  REQUIRE(it != refs.end());
+  REQUIRE(it->get("persistent") == 1);
+  const auto dir = fresh_dir("export_cluster");
+  const auto kernels = export_wgmma_record(dir, shape, it->index());
+  const cutune_loader::KernelManifest& k = kernels[0];
+  CHECK(k.cluster_x == 2);
+  CHECK(k.raw.at("cluster") == nlohmann::json::array({2, 1, 1}));
+  CHECK(k.grid[0] % 2 == 0);
+  CHECK(cutune_loader::LoadedKernel::grid_for(k, 7)[0] == 6);
+  CHECK(cutune_loader::LoadedKernel::grid_for(k, 1)[0] == 2);
+  std::ifstream cu(dir / "out" / (k.name + ".cu"));
+  const std::string source((std::istreambuf_iterator<char>(cu)), std::istreambuf_iterator<char>());
+  CHECK(source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

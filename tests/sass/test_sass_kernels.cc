@@ -332,6 +332,50 @@ TEST_CASE("the persistent 128x256 references: setmaxnreg, HGMMA main loop, no sp
     CHECK(code.find("cutune_setmaxnreg_inc_232") != std::string::npos);
     CHECK(code.find("cutune_grid_blocks()") != std::string::npos);
   }
-  // Without and with the last wave split along K (fp32 C), and with the TMA store.
-  CHECK(found == 3);
+  // Without and with the last wave split along K (fp32 C), with the TMA store, and that in
+  // 2x1 clusters.
+  CHECK(found == 4);
+}
+
+TEST_CASE("the cluster reference: multicast TMA loads, TMA stores, setmaxnreg, no spills",
+          "[sass][tma][cluster]") {
+  require_nvdisasm();
+  // 128x256 tiles in 2x1 clusters over persistent tiles, each block multicasting half of B's
+  // slice (one box of 128 of its 256 rows) into both, A's slice its own.
+  for (const char* name : {"gemm_fp16_wgmma_nt_out16", "gemm_fp16_wgmma_nt"}) {
+    const bool out16 = std::string(name).ends_with("_out16");
+    auto tmpl = make_template("gemm_fp16", {4096, 4096, 4096}, name);
+    std::vector<Config> refs = tmpl->reference_configs();
+    auto it = std::find_if(refs.begin(), refs.end(),
+                           [](const Config& c) { return c.get("cluster_m") == 2; });
+    REQUIRE(it != refs.end());
+    const Config& c = *it;
+    INFO(name);
+    CHECK(c.get("block_n") == 256);
+    CHECK(c.get("persistent") == 1);
+    const Sm90aBuild b = build_sm90a(*tmpl, c);
+    SassReport r = inspect(b.compiled, b.lowered.source->launch);
+    INFO(r.to_text());
+    REQUIRE(r.main_loop);
+    CHECK(r.mix.count_opcode("HGMMA") == 4);
+    CHECK(double(r.mix.total) / double(r.mix.count_opcode("HGMMA")) <= 16.0);
+    CHECK_FALSE(r.spills());
+    CHECK(r.local_loads == 0);
+    std::vector<Function> functions = parse_nvdisasm(disassemble(b.compiled.cubin));
+    const Function& f = kernel_function(functions, b.lowered.source->kernel_name);
+    size_t multicast = 0, loads = 0, stores = 0, setmaxnreg = 0;
+    for (const Instruction& ins : f.instructions) {
+      const bool load = ins.opcode == "UTMALDG";
+      loads += load;
+      multicast += load && std::find(ins.modifiers.begin(), ins.modifiers.end(),
+                                     "MULTICAST") != ins.modifiers.end();
+      stores += ins.opcode == "UTMASTG";
+      setmaxnreg += ins.opcode == "USETMAXREG";
+    }
+    CHECK(multicast >= 1);
+    CHECK(loads > multicast);  // A's boxes go to the block alone
+    CHECK(stores == (out16 ? 4u : 8u));
+    CHECK(setmaxnreg >= 2);
+    CHECK(tma_lane_loops(f) == 0);
+  }
 }

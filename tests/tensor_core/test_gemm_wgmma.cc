@@ -65,13 +65,15 @@ TEST_CASE("the reference configurations of the wgmma GEMMs match", "[wgmma][emul
     // cp.async, TMA + producer, 128x256 TMA + producer + mma_pipe, 256x128, 128x256
     // persistent (and with the last wave split along K), 256x128 persistent, ping-pong (4
     // tiles: 2 a block), ping-pong persistent, the 128x256 TMA store (fp32 C: a column at a
-    // time, 2 tiles a block) and over persistent tiles, small
+    // time, 2 tiles a block) and over persistent tiles, and that in 2x1 clusters, small
     const std::vector<Config> refs = tmpl->reference_configs();
-    REQUIRE(refs.size() == 12);
+    REQUIRE(refs.size() == 13);
     CHECK(refs[3].get("block_m") == 256);
     CHECK(refs[3].get("block_n") == 128);
-    for (int i : {4, 5, 6, 8, 10}) CHECK(refs[size_t(i)].get("persistent") == 1);
-    for (int i = 0; i < 12; ++i) CHECK(refs[size_t(i)].get("last_wave_split") == (i == 5));
+    for (int i : {4, 5, 6, 8, 10, 11}) CHECK(refs[size_t(i)].get("persistent") == 1);
+    for (int i = 0; i < 13; ++i) CHECK(refs[size_t(i)].get("last_wave_split") == (i == 5));
+    for (int i = 0; i < 13; ++i) CHECK(refs[size_t(i)].get("cluster_m") == (i == 11 ? 2 : 1));
+    CHECK(refs[11].get("tma_store") == 2);
     CHECK(refs[6].get("block_m") == 256);
     CHECK(refs[7].get("tiles_per_block") == 2);
     CHECK(refs[8].get("pingpong") == 1);
