@@ -196,7 +196,8 @@ Stmt bind_tile(Stmt body, const TileGrid& g, const Expr& tile) {
   Expr rows = int_var("group_rows");
   body = LetStmt::make("tile_n", tile % i32(group_tiles) / rows, body);
   body = LetStmt::make("tile_m", first_m + tile % i32(group_tiles) % rows, body);
-  return LetStmt::make("group_rows", min(i32(g.tiles_m) - first_m, i32(g.raster)), body);
+  const Expr tiles_m = g.run_tiles_m.defined() ? g.run_tiles_m : i32(g.tiles_m);
+  return LetStmt::make("group_rows", min(tiles_m - first_m, i32(g.raster)), body);
 }
 
 }  // namespace cutune::tc

@@ -133,6 +133,9 @@ struct TileGrid {
   int tiles_per_block = 1;
   bool persistent = false;
   bool k_per_tile = false;
+  // A run-time M (WgmmaGemmSpec::m_rows): the tile rows as the kernel computes them from M,
+  // which the grouped rasterisation reads in place of tiles_m; undefined: tiles_m.
+  ir::Expr run_tiles_m = ir::Expr();
   int64_t blocks() const { return (tiles_m * tiles_n + tiles_per_block - 1) / tiles_per_block; }
 };
 ir::Stmt bind_tile_grid(ir::Stmt body, const TileGrid& g);
