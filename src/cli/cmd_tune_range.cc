@@ -15,6 +15,7 @@
 
 #include "src/cli/cmd_tune.h"
 #include "src/cli/tune_task.h"
+#include "src/measure/emulator_measurer.h"
 #include "src/records/tuning_log.h"
 #include "src/tune/dispatch_table.h"
 

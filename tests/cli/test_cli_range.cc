@@ -1,6 +1,7 @@
 // `tune --shape M=lo..hi,N,K` through the binary, without a GPU: an emulated range on a tiny
 // GEMM end to end (points tuned, the matrix, the table, the checks between the points, the
-// records in one log, the table exported), and bad range text refused in one line.
+// records in one log, the table exported, bench refusing without a GPU), and bad range text
+// refused in one line.
 
 #include <catch2/catch.hpp>
 
@@ -83,4 +84,15 @@ TEST_CASE("cli: an emulated range of M ends in a dispatch table that exports", "
   REQUIRE(manifest["dispatch"]["table"].size() == 1);
   CHECK(manifest["dispatch"]["table"][0]["kernel"] == manifest["kernels"][0]["name"]);
   CHECK(manifest["kernels"][0]["runtime_m"]["axis"] == 1);
+
+  // bench times the table against cuBLAS on a GPU; without one it ends in one line, after the
+  // table and the range have been checked.
+  auto bench = run_cutune("bench gemm --shape M=1..64,64,48 --table " + table.string());
+  INFO_RUN(bench);
+  CHECK(bench.status == 1);
+  CHECK(bench.err_lines() == 1);
+  auto other = run_cutune("bench gemm --shape M=1..64,64,32 --table " + table.string());
+  INFO_RUN(other);
+  CHECK(other.status == 2);
+  CHECK(other.err.find("not the --shape's") != std::string::npos);
 }
