@@ -166,8 +166,8 @@ void run_tune_range(const TuneArgs& args) {
   std::vector<std::vector<double>> times(candidates.size(),
                                          std::vector<double>(range.points.size()));
   for (size_t p = 0; p < range.points.size(); ++p) {
-    fmt::print(stderr, "[matrix {}/{}] M={}: {} candidates\n", p + 1, range.points.size(),
-               range.points[p], candidates.size());
+    fmt::print(stderr, "[matrix {}/{}] M={}: {} candidate{}\n", p + 1, range.points.size(),
+               range.points[p], candidates.size(), candidates.size() == 1 ? "" : "s");
     const std::vector<double> t =
         time_candidates(args, range, range.points[p], candidates, writer);
     for (size_t c = 0; c < candidates.size(); ++c) times[c][p] = t[c];

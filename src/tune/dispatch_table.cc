@@ -52,7 +52,7 @@ MRange parse_m_range(const std::string& text, size_t sizes, int max_points) {
   }
   std::vector<std::string> items = split(text.substr(eq + 1), ',');
   if (items.size() < sizes) {
-    throw TaskError(fmt::format("--shape {}: {} sizes after M's ({})", text, sizes - 1, expected));
+    throw TaskError(fmt::format("--shape {}: M needs the other {} sizes after it ({})", text, sizes - 1, expected));
   }
   for (const std::string& item : items) {
     if (item.find('=') != std::string::npos || (&item != &items.front() &&

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "kernels/template.h"
 #include "src/codegen/launch_grid.h"
 #include "src/export/cubin_loader.h"

@@ -6,6 +6,8 @@
 // a family without a run-time M refuses in one line.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include "src/codegen/launch_grid.h"
 #include "src/lower/lower.h"
 #include "src/measure/emulated_check.h"
+#include "src/measure/template_task.h"
 #include "tests/kernels/gemm_samples.h"
 
 using namespace cutune;
@@ -113,4 +116,38 @@ TEST_CASE("a run-time M keeps one tile a block and its own template names",
   CHECK_THROWS_WITH(make_template("gemm_fp16", {67, 72, 40}, "gemm_fp16_nt_dynm"),
                     "gemm/mma has no run-time M yet");
   CHECK_THROWS_AS(template_params("gemm_fp16_wgmma_nt_dynm_dynm"), TaskError);
+}
+
+TEST_CASE("a run-time-M task passes M to the worker after its tensors", "[gemm][runtime_m]") {
+  auto tmpl = make_template("gemm", {13, 45, 33}, "gemm_nt_dynm");
+  GpuMeasureOptions options;
+  std::vector<char> blob;
+  const WorkerTask task = worker_task(*tmpl, options, &blob);
+  // C, A, B, then M: an int32 scalar whose bytes open the blob (the reference's follow).
+  REQUIRE(task.arguments.size() == 4);
+  const WorkerArgument& m = task.arguments[3];
+  CHECK(m.name == "M");
+  CHECK(m.kind == ArgKind::scalar);
+  CHECK(m.elem == "int32");
+  CHECK(m.init == ArgInit::blob);
+  REQUIRE(blob.size() >= 4);
+  int32_t value = 0;
+  std::memcpy(&value, blob.data(), 4);
+  CHECK(value == 13);
+  CHECK(int64_t(blob.size()) == task.blob_bytes());
+  // The frame the worker reads accepts it.
+  const WorkerTask back = task_from_frame(task_frame(task, blob));
+  CHECK(back.arguments.size() == 4);
+  // The kernel's scalar parameter M takes that argument.
+  const Lowered l = lower(*tmpl, test::sample_configs(*tmpl, 1, 11).front(), ir::TargetLimits{});
+  REQUIRE(l.ok());
+  KernelInstance instance;
+  CHECK(bind_kernel_arguments(*l.source, tmpl->tensors(), instance, true) == "");
+  CHECK(instance.args == std::vector<int>{0, 1, 2, 3});
+  // Without the flag the scalar is not one of the template's tensors.
+  CHECK(bind_kernel_arguments(*l.source, tmpl->tensors(), instance) ==
+        "kernel parameter 'M' is not one of the template's tensors");
+  // The exact-shape task has no such argument.
+  auto exact = make_template("gemm", {13, 45, 33}, "gemm_nt");
+  CHECK(worker_task(*exact, options, &blob).arguments.size() == 3);
 }

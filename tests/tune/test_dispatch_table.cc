@@ -53,7 +53,7 @@ TEST_CASE("range and list shapes parse, bad ones are refused in one line", "[dis
                     Catch::Contains("a range or a list, not both"));
   CHECK_THROWS_WITH(parse_m_range("M=0..4,64,48", 3, 8), Catch::Contains("'0' is not a size"));
   CHECK_THROWS_WITH(parse_m_range("M=4,64,48", 3, 8), Catch::Contains("two M or more"));
-  CHECK_THROWS_WITH(parse_m_range("M=1..4,64", 3, 8), Catch::Contains("2 sizes after M's"));
+  CHECK_THROWS_WITH(parse_m_range("M=1..4,64", 3, 8), Catch::Contains("M needs the other 2 sizes after it"));
   CHECK_THROWS_AS(parse_m_range("M=1..4,64,x", 3, 8), TaskError);
 }
 
