@@ -68,14 +68,21 @@ TEST_CASE("a run-time-M wgmma GEMM lowered once runs at every M", "[wgmma][runti
     const char* op;
     const char* name;
     int loads;
+    int split_k;  // > 1: scalar atomics into a zeroed fp32 C (epilogue 0)
   };
   emu::Emulator emulator;
-  for (const Case& k : {Case{"gemm_fp16", "gemm_fp16_wgmma_nt_dynm", 0},
-                        Case{"gemm_bf16", "gemm_bf16_wgmma_nn_out16_dynm", 1}}) {
+  for (const Case& k : {Case{"gemm_fp16", "gemm_fp16_wgmma_nt_dynm", 0, 1},
+                        Case{"gemm_bf16", "gemm_bf16_wgmma_nn_out16_dynm", 1, 1},
+                        Case{"gemm_bf16", "gemm_bf16_wgmma_nn_dynm", 0, 2}}) {
     auto built = make_template(k.op, {67, 72, 40}, k.name);
     REQUIRE(built->name() == k.name);
     REQUIRE(built->runtime_m() == 67);
-    const Config c = built->space().from_json(runtime_m_knobs(64, k.loads));
+    nlohmann::json knobs = runtime_m_knobs(64, k.loads);
+    if (k.split_k > 1) {
+      knobs["knobs"]["split_k"] = k.split_k;
+      knobs["knobs"]["epilogue"] = 0;
+    }
+    const Config c = built->space().from_json(knobs);
     INFO(test::describe(*built, c));
     REQUIRE(built->space().violation(c).value_or("") == "");
     const Lowered l = lower(*built, c, ir::TargetLimits{});
