@@ -223,9 +223,12 @@ Kernel GemmTemplate::build(const Config& config) const {
   const Expr m_rows = runtime_m_ ? int_var("M") : i32(m_);
   Expr thread_row = int_var("thread_row"), thread_col = int_var("thread_col");
 
-  TileCopy a_copy{
-      {"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s}, a, k_, m_rows, i32(k_),
-      by * p.bm};
+  TileCopy a_copy{{"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s},
+                  a,
+                  k_,
+                  m_rows,
+                  i32(k_),
+                  by * p.bm};
   a_copy.tile.regs =
       Buffer::make("A_ld", Type::f32(), MemoryScope::local, a_copy.tile.per_thread() * p.vec);
   TileCopy b_copy =
@@ -337,8 +340,7 @@ const FamilyRegistrar kGemmSimt{
      .make = [](const TaskParams& p,
                 const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
        const std::vector<int64_t> s = shape_of_size("gemm", shape, 3, "M,N,K");
-       return std::make_unique<GemmTemplate>(s[0], s[1], s[2], gemm_layout(p.layout),
-                                             p.runtime_m);
+       return std::make_unique<GemmTemplate>(s[0], s[1], s[2], gemm_layout(p.layout), p.runtime_m);
      }}};
 
 }  // namespace

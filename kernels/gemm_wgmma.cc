@@ -20,8 +20,8 @@ GemmWgmmaTemplate::GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout
 }
 
 std::string GemmWgmmaTemplate::name() const {
-  return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") +
-         (out16_ ? "_out16" : "") + (runtime_m_ ? "_dynm" : "");
+  return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "") +
+         (runtime_m_ ? "_dynm" : "");
 }
 
 Template::MRule GemmWgmmaTemplate::runtime_m_rule(const Config& config) const {

@@ -617,8 +617,8 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
   } else if (p.epilogue == 1) {
     Expr value = out16 ? pack_x2(input_, Load::make(acc_, reg), Load::make(acc_, reg + 1))
                        : Load::make(acc_, reg, 2);
-    out.write = per_pair(IfThenElse::make(grow < m && gcol < i32(n),
-                                          Store::make(c, grow * i32(n) + gcol, value)));
+    out.write = per_pair(
+        IfThenElse::make(grow < m && gcol < i32(n), Store::make(c, grow * i32(n) + gcol, value)));
   } else {
     out.write = per_pair(
         Store::make(c_stage_, local_row * stage_ld_ + local_col, Load::make(acc_, reg, 2)));

@@ -17,8 +17,8 @@
 
 namespace cutune::cli {
 
-void run_bench_range(const TaskOptions& task, const std::string& table_path, int points,
-                     int rounds, double seconds, bool no_flush, int device_index) {
+void run_bench_range(const TaskOptions& task, const std::string& table_path, int points, int rounds,
+                     double seconds, bool no_flush, int device_index) {
   if (table_path.empty())
     throw UsageError("bench on a range of M times a dispatch table: add --table TABLE.json");
   require_readable_file(table_path, "--table");
@@ -44,8 +44,8 @@ void run_bench_range(const TaskOptions& task, const std::string& table_path, int
       knobs.push_back(row.at("knobs"));
     }
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("--table {}: not a dispatch table of tune --table: {}",
-                                 table_path, e.what()));
+    throw UsageError(
+        fmt::format("--table {}: not a dispatch table of tune --table: {}", table_path, e.what()));
   }
   // Every M of the range's points and the M between them, each inside the table.
   std::vector<int64_t> ms = range.points;
@@ -59,7 +59,8 @@ void run_bench_range(const TaskOptions& task, const std::string& table_path, int
   require_driver();
   const std::vector<DeviceInfo> devices = list_devices();
   if (device_index < 0 || size_t(device_index) >= devices.size())
-    throw UsageError(fmt::format("--device {}: {} device(s) present", device_index, devices.size()));
+    throw UsageError(
+        fmt::format("--device {}: {} device(s) present", device_index, devices.size()));
   const DeviceInfo& device = devices[size_t(device_index)];
   GpuMeasureOptions options;
   options.device = device_index;
@@ -92,8 +93,10 @@ void run_bench_range(const TaskOptions& task, const std::string& table_path, int
     fmt::print(stderr, "[bench {}/{}] M={}\n", rows.size() + 1, ms.size(), m);
     rows.push_back(std::move(row));
   }
-  nlohmann::json out = {{"device", device.name}, {"template", template_name},
-                        {"n", range.rest[0]},    {"k", range.rest[1]},
+  nlohmann::json out = {{"device", device.name},
+                        {"template", template_name},
+                        {"n", range.rest[0]},
+                        {"k", range.rest[1]},
                         {"rows", rows}};
   if (ratios > 0) out["geomean_ratio_to_cublas"] = std::exp(log_sum / ratios);
   if (task.json) {

@@ -9,7 +9,7 @@ namespace cutune::cli {
 
 // UsageError (one line) for a missing or malformed table or an M outside it; NoDeviceError
 // without a GPU. `points`: the most points of the range (the M between them are timed too).
-void run_bench_range(const TaskOptions& task, const std::string& table_path, int points,
-                     int rounds, double seconds, bool no_flush, int device_index);
+void run_bench_range(const TaskOptions& task, const std::string& table_path, int points, int rounds,
+                     double seconds, bool no_flush, int device_index);
 
 }  // namespace cutune::cli

@@ -46,8 +46,8 @@ struct Candidate {
 // the records to the log: they are measurements of that point's task like its trials.
 std::vector<double> time_candidates(const TuneArgs& args, const MRange& range, int64_t m,
                                     const std::vector<Candidate>& candidates, LogWriter& log) {
-  TuneTask task = resolve_tune_task(at_point(args.source, range, m), args.measure,
-                                    args.search.options());
+  TuneTask task =
+      resolve_tune_task(at_point(args.source, range, m), args.measure, args.search.options());
   std::unique_ptr<Measurer> measurer = task.make_measurer(0);
   task.bind(*measurer);
   const ConfigSpace& space = task.space();
@@ -90,8 +90,8 @@ void run_tune_range(const TuneArgs& args) {
   if (args.range.candidates < 1) throw UsageError("--candidates must be at least 1");
   {
     // Only a GEMM's M is a range: the operator's computation decides before its shape is read.
-    const ResolvedTemplate r = resolve_template(args.source.op.request(),
-                                                args.source.op.resolved_arch());
+    const ResolvedTemplate r =
+        resolve_template(args.source.op.request(), args.source.op.resolved_arch());
     if (r.params.computation != "gemm")
       throw UsageError(fmt::format("--shape {}: a range of M is for gemm, not {}",
                                    args.source.op.shape, r.params.computation));
@@ -100,8 +100,8 @@ void run_tune_range(const TuneArgs& args) {
   const SearchOptions search = args.search.options();
 
   // The first point names the log: its template, N, K and the range.
-  TuneTask first = resolve_tune_task(at_point(args.source, range, range.points.front()),
-                                     args.measure, search);
+  TuneTask first =
+      resolve_tune_task(at_point(args.source, range, range.points.front()), args.measure, search);
   std::string log = args.log;
   if (log.empty()) {
     TaskKey key = first.key;
@@ -111,7 +111,8 @@ void run_tune_range(const TuneArgs& args) {
   require_writable_file(log, "--log");
   if (std::optional<std::string> why = log_problem(log, LogMode::fresh, TaskKey{}))
     throw UsageError(*why);
-  if (args.log.empty()) fmt::print(stderr, "records go to {} (name another file with --log)\n", log);
+  if (args.log.empty())
+    fmt::print(stderr, "records go to {} (name another file with --log)\n", log);
   if (!first.note().empty()) fmt::print(stderr, "{}\n", first.note());
 
   // 1. The points, one after another, each learning from the points before it.
@@ -133,10 +134,10 @@ void run_tune_range(const TuneArgs& args) {
                session.transfer_tasks() > 0
                    ? fmt::format(", transfer from {} point(s)", session.transfer_tasks())
                    : "");
-    const TuneSummary s =
-        session.run(*measurer, {log, LogMode::shared}, {.progress = !args.quiet,
-                                                        .stop = interrupt.flag()})
-            .summary;
+    const TuneSummary s = session
+                              .run(*measurer, {log, LogMode::shared},
+                                   {.progress = !args.quiet, .stop = interrupt.flag()})
+                              .summary;
     keys.push_back(task.key);
     if (s.interrupted) {
       fmt::print(stderr, "interrupted at M={}: its records are in {}\n", m, log);
@@ -168,8 +169,7 @@ void run_tune_range(const TuneArgs& args) {
   for (size_t p = 0; p < range.points.size(); ++p) {
     fmt::print(stderr, "[matrix {}/{}] M={}: {} candidate{}\n", p + 1, range.points.size(),
                range.points[p], candidates.size(), candidates.size() == 1 ? "" : "s");
-    const std::vector<double> t =
-        time_candidates(args, range, range.points[p], candidates, writer);
+    const std::vector<double> t = time_candidates(args, range, range.points[p], candidates, writer);
     for (size_t c = 0; c < candidates.size(); ++c) times[c][p] = t[c];
   }
   const std::vector<DispatchSegment> table = choose_dispatch(times, args.range.tolerance);

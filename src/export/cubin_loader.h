@@ -196,7 +196,8 @@ inline DispatchTable read_dispatch(const std::string& dir) {
   std::ifstream in(dir + "/manifest.json");
   if (!in) throw std::runtime_error("cannot open " + dir + "/manifest.json");
   const nlohmann::json j = nlohmann::json::parse(in);
-  if (!j.contains("dispatch")) throw std::runtime_error(dir + "/manifest.json has no dispatch table");
+  if (!j.contains("dispatch"))
+    throw std::runtime_error(dir + "/manifest.json has no dispatch table");
   const nlohmann::json& d = j.at("dispatch");
   DispatchTable t;
   t.op = d.at("op").get<std::string>();

@@ -14,7 +14,8 @@
 
 namespace cutune {
 
-ExportSummary export_table(const std::filesystem::path& path, const std::filesystem::path& out_dir) {
+ExportSummary export_table(const std::filesystem::path& path,
+                           const std::filesystem::path& out_dir) {
   const std::string where = path.string();
   std::ifstream in(path);
   if (!in) throw UserError(fmt::format("cannot read the dispatch table {}", where));
@@ -52,7 +53,8 @@ ExportSummary export_table(const std::filesystem::path& path, const std::filesys
         }
         const CompileResult compiled = builder.compile(*lowered.source);
         if (!compiled.ok())
-          throw UserError(fmt::format("{}: the kernel of M {}..{} does not compile", where, lo, hi));
+          throw UserError(
+              fmt::format("{}: the kernel of M {}..{} does not compile", where, lo, hi));
         ExportedKernel e;
         e.name = export_name(fmt::format("{}_M{}_{}", name, lo, hi), {n, k}, arch);
         e.task = {{"op", op},
@@ -74,11 +76,11 @@ ExportSummary export_table(const std::filesystem::path& path, const std::filesys
       rows.push_back({{"m_lo", lo}, {"m_hi", hi}, {"kernel", kernel}});
     }
     if (kernels.empty()) throw UserError(fmt::format("{}: the dispatch table is empty", where));
-    write_export(out_dir, kernels, {{"op", op}, {"template", name}, {"n", n}, {"k", k},
-                                    {"table", rows}});
+    write_export(out_dir, kernels,
+                 {{"op", op}, {"template", name}, {"n", n}, {"k", k}, {"table", rows}});
   } catch (const nlohmann::json::exception& e) {
-    throw UserError(fmt::format("{}: not a dispatch table of cutune tune --table: {}", where,
-                                e.what()));
+    throw UserError(
+        fmt::format("{}: not a dispatch table of cutune tune --table: {}", where, e.what()));
   } catch (const ConfigError& e) {
     throw UserError(fmt::format("{}: {}", where, e.what()));
   }

@@ -14,6 +14,7 @@ namespace cutune {
 // UserError (one line) for an unreadable or malformed table, or one whose kernel no longer
 // lowers or compiles (a table is exported whole or not at all); std::runtime_error when a
 // file cannot be written.
-ExportSummary export_table(const std::filesystem::path& table, const std::filesystem::path& out_dir);
+ExportSummary export_table(const std::filesystem::path& table,
+                           const std::filesystem::path& out_dir);
 
 }  // namespace cutune

@@ -28,13 +28,15 @@ std::vector<std::string> split(const std::string& text, char sep) {
 
 // A size of the shape "M=...": digits only, 1 to 2^20.
 int64_t size_of(const std::string& item, const std::string& text) {
-  const bool digits = !item.empty() && item.size() <= 8 &&
-                      std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits =
+      !item.empty() && item.size() <= 8 &&
+      std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
   const int64_t v = digits ? std::stoll(item) : 0;
   if (v < 1 || v > kMaxSize) {
-    throw TaskError(fmt::format("--shape {}: '{}' is not a size from 1 to {} (expected "
-                                "M=lo..hi,N,K or M=m1,m2,...,N,K)",
-                                text, item, kMaxSize));
+    throw TaskError(
+        fmt::format("--shape {}: '{}' is not a size from 1 to {} (expected "
+                    "M=lo..hi,N,K or M=m1,m2,...,N,K)",
+                    text, item, kMaxSize));
   }
   return v;
 }
@@ -47,18 +49,19 @@ MRange parse_m_range(const std::string& text, size_t sizes, int max_points) {
   const std::string expected = "expected M=lo..hi,N,K or M=m1,m2,...,N,K";
   const size_t eq = text.find('=');
   if (eq == std::string::npos || text.substr(0, eq) != "M") {
-    throw TaskError(fmt::format("--shape {}: only M may be a range or a list ({})", text,
-                                expected));
+    throw TaskError(
+        fmt::format("--shape {}: only M may be a range or a list ({})", text, expected));
   }
   std::vector<std::string> items = split(text.substr(eq + 1), ',');
   if (items.size() < sizes) {
-    throw TaskError(fmt::format("--shape {}: M needs the other {} sizes after it ({})", text, sizes - 1, expected));
+    throw TaskError(fmt::format("--shape {}: M needs the other {} sizes after it ({})", text,
+                                sizes - 1, expected));
   }
   for (const std::string& item : items) {
-    if (item.find('=') != std::string::npos || (&item != &items.front() &&
-                                                item.find("..") != std::string::npos)) {
-      throw TaskError(
-          fmt::format("--shape {}: one dimension, M, may be a range or a list ({})", text, expected));
+    if (item.find('=') != std::string::npos ||
+        (&item != &items.front() && item.find("..") != std::string::npos)) {
+      throw TaskError(fmt::format("--shape {}: one dimension, M, may be a range or a list ({})",
+                                  text, expected));
     }
   }
   MRange r;
@@ -67,8 +70,8 @@ MRange parse_m_range(const std::string& text, size_t sizes, int max_points) {
   items.resize(items.size() - (sizes - 1));
   if (const size_t dots = items.front().find(".."); dots != std::string::npos) {
     if (items.size() != 1) {
-      throw TaskError(fmt::format("--shape {}: M is a range or a list, not both ({})", text,
-                                  expected));
+      throw TaskError(
+          fmt::format("--shape {}: M is a range or a list, not both ({})", text, expected));
     }
     r.is_range = true;
     r.lo = size_of(items.front().substr(0, dots), text);
@@ -85,8 +88,8 @@ MRange parse_m_range(const std::string& text, size_t sizes, int max_points) {
   std::sort(r.points.begin(), r.points.end());
   r.points.erase(std::unique(r.points.begin(), r.points.end()), r.points.end());
   if (r.points.size() < 2) {
-    throw TaskError(fmt::format("--shape {}: a list of M needs two M or more ({})", text,
-                                expected));
+    throw TaskError(
+        fmt::format("--shape {}: a list of M needs two M or more ({})", text, expected));
   }
   r.lo = r.points.front();
   r.hi = r.points.back();

@@ -26,8 +26,8 @@ const fs::path& scratch_dir() {
 }  // namespace
 
 TEST_CASE("cli: bad range text exits 2 with one line", "[cli][range]") {
-  for (const char* shape : {"M=8..1,64,48", "Q=1..4,64,48", "M=1..4,N=1..8,48", "M=1..4,1..8,48",
-                            "M=1..4,64"}) {
+  for (const char* shape :
+       {"M=8..1,64,48", "Q=1..4,64,48", "M=1..4,N=1..8,48", "M=1..4,1..8,48", "M=1..4,64"}) {
     auto r = run_cutune(std::string("tune gemm --device emulator --shape ") + shape);
     INFO_RUN(r);
     CHECK(r.status == 2);
@@ -48,10 +48,11 @@ TEST_CASE("cli: an emulated range of M ends in a dispatch table that exports", "
   // Two points (1 and 64), one trial each, the best of each point timed at both and at the M
   // between them (8). Emulator times are wall times, so the tolerance admits every kernel
   // that ran: one kernel serves the whole range, the fewest there can be.
-  auto r = run_cutune("tune gemm --shape M=1..64,64,48 --device emulator --tuner random "
-                      "--trials 1 --batch 1 --points 2 --candidates 1 --tolerance 9 --quiet "
-                      "--json --log " +
-                      log.string() + " --table " + table.string());
+  auto r = run_cutune(
+      "tune gemm --shape M=1..64,64,48 --device emulator --tuner random "
+      "--trials 1 --batch 1 --points 2 --candidates 1 --tolerance 9 --quiet "
+      "--json --log " +
+      log.string() + " --table " + table.string());
   INFO_RUN(r);
   REQUIRE(r.status == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);

@@ -32,12 +32,12 @@ std::filesystem::path fresh_dir(const std::string& name) {
 
 // 64 x 64 tiles by cp.async (one warpgroup), or 128 x 64 by TMA with a producer and a TMA store.
 nlohmann::json knobs(int bm, int loads) {
-  return nlohmann::json::parse(fmt::format(
-      R"({{"block_m":{},"block_n":64,"block_k":32,"stages":3,"warpgroups":{},)"
-      R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":{},)"
-      R"("loads":{},"producer":{},"mma_pipe":1,"tiles_per_block":1,"pingpong":0,)"
-      R"("tma_store":{}}})",
-      bm, bm / 64, loads == 1 ? 2 : 1, loads, loads, loads));
+  return nlohmann::json::parse(
+      fmt::format(R"({{"block_m":{},"block_n":64,"block_k":32,"stages":3,"warpgroups":{},)"
+                  R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":{},)"
+                  R"("loads":{},"producer":{},"mma_pipe":1,"tiles_per_block":1,"pingpong":0,)"
+                  R"("tma_store":{}}})",
+                  bm, bm / 64, loads == 1 ? 2 : 1, loads, loads, loads));
 }
 
 }  // namespace
@@ -47,11 +47,18 @@ TEST_CASE("a dispatch table round-trips through export and the loader picks by M
   const auto dir = fresh_dir("export_table");
   const std::string name = "gemm_fp16_wgmma_nt_dynm";
   const nlohmann::json table = {
-      {"op", "gemm_fp16"}, {"template", name}, {"arch", "sm_90"}, {"device", "NVIDIA H100"},
-      {"n", 256}, {"k", 128},
+      {"op", "gemm_fp16"},
+      {"template", name},
+      {"arch", "sm_90"},
+      {"device", "NVIDIA H100"},
+      {"n", 256},
+      {"k", 128},
       {"table",
        {{{"m_lo", 1}, {"m_hi", 95}, {"m_tuned", 1}, {"time_ms", 0.01}, {"knobs", knobs(64, 0)}},
-        {{"m_lo", 96}, {"m_hi", 4096}, {"m_tuned", 96}, {"time_ms", 0.02},
+        {{"m_lo", 96},
+         {"m_hi", 4096},
+         {"m_tuned", 96},
+         {"time_ms", 0.02},
          {"knobs", knobs(128, 1)}}}}};
   {
     std::ofstream out(dir / "table.json");
@@ -84,8 +91,8 @@ TEST_CASE("a dispatch table round-trips through export and the loader picks by M
     CHECK(k.m_row_blocks == 4);  // 256 / 64 tiles along N
     CHECK(k.m_axis == 0);
     // The loader's rule and cutune's (launch_grid.h) agree at every M, the edges included.
-    auto tmpl = make_template("gemm_fp16", {k.raw["task"]["shape"][0].get<int64_t>(), 256, 128},
-                              name);
+    auto tmpl =
+        make_template("gemm_fp16", {k.raw["task"]["shape"][0].get<int64_t>(), 256, 128}, name);
     const Lowered l = lower(*tmpl, tmpl->space().from_json({{"knobs", k.raw["config"]["knobs"]}}),
                             ir::TargetLimits{});
     REQUIRE(l.ok());

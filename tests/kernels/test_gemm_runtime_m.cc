@@ -53,12 +53,12 @@ namespace {
 // bm x 64 x 32 tiles, a 3-slot ring with the 64-byte swizzle; `loads` 1: TMA with a producer
 // and a TMA store of C (whose tensor map follows M), 0: cp.async and paired stores.
 nlohmann::json runtime_m_knobs(int bm, int loads) {
-  return nlohmann::json::parse(fmt::format(
-      R"({{"knobs":{{"block_m":{},"block_n":64,"block_k":32,"stages":3,"warpgroups":1,)"
-      R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":{},)"
-      R"("loads":{},"producer":{},"mma_pipe":1,"tiles_per_block":1,"pingpong":0,)"
-      R"("tma_store":{}}}}})",
-      bm, loads == 1 ? 2 : 1, loads, loads, loads));
+  return nlohmann::json::parse(
+      fmt::format(R"({{"knobs":{{"block_m":{},"block_n":64,"block_k":32,"stages":3,"warpgroups":1,)"
+                  R"("swizzle":64,"copy_bytes":16,"raster_group":4,"split_k":1,"epilogue":{},)"
+                  R"("loads":{},"producer":{},"mma_pipe":1,"tiles_per_block":1,"pingpong":0,)"
+                  R"("tma_store":{}}}}})",
+                  bm, loads == 1 ? 2 : 1, loads, loads, loads));
 }
 
 }  // namespace
@@ -106,8 +106,7 @@ TEST_CASE("a run-time-M wgmma GEMM lowered once runs at every M", "[wgmma][runti
   }
 }
 
-TEST_CASE("a run-time M keeps one tile a block and its own template names",
-          "[wgmma][runtime_m]") {
+TEST_CASE("a run-time M keeps one tile a block and its own template names", "[wgmma][runtime_m]") {
   auto dyn = make_template("gemm_fp16", {67, 72, 40}, "gemm_fp16_wgmma_nt_dynm");
   nlohmann::json j = runtime_m_knobs(64, 1);
   j["knobs"]["tiles_per_block"] = 2;

@@ -53,15 +53,15 @@ TEST_CASE("range and list shapes parse, bad ones are refused in one line", "[dis
                     Catch::Contains("a range or a list, not both"));
   CHECK_THROWS_WITH(parse_m_range("M=0..4,64,48", 3, 8), Catch::Contains("'0' is not a size"));
   CHECK_THROWS_WITH(parse_m_range("M=4,64,48", 3, 8), Catch::Contains("two M or more"));
-  CHECK_THROWS_WITH(parse_m_range("M=1..4,64", 3, 8), Catch::Contains("M needs the other 2 sizes after it"));
+  CHECK_THROWS_WITH(parse_m_range("M=1..4,64", 3, 8),
+                    Catch::Contains("M needs the other 2 sizes after it"));
   CHECK_THROWS_AS(parse_m_range("M=1..4,64,x", 3, 8), TaskError);
 }
 
 TEST_CASE("the dispatch choice takes the fewest kernels within the tolerance", "[dispatch]") {
   SECTION("one kernel suffices: within 3% everywhere, though never the fastest") {
-    const std::vector<std::vector<double>> t = {{1.00, 2.50, 4.00, 8.00},
-                                                {1.02, 2.03, 4.10, 8.20},
-                                                {1.50, 1.98, 5.00, 9.00}};
+    const std::vector<std::vector<double>> t = {
+        {1.00, 2.50, 4.00, 8.00}, {1.02, 2.03, 4.10, 8.20}, {1.50, 1.98, 5.00, 9.00}};
     const auto s = choose_dispatch(t, 0.03);
     REQUIRE(s.size() == 1);
     CHECK(s[0].first == 0);
@@ -101,9 +101,8 @@ TEST_CASE("the dispatch choice takes the fewest kernels within the tolerance", "
     CHECK(same[0].candidate == 0);
   }
   SECTION("a kernel best only in the middle, failed candidates") {
-    const std::vector<std::vector<double>> t = {{1.0, 5.0, 5.0, 1.0},
-                                                {kInf, 1.0, 1.0, kInf},
-                                                {std::nan(""), 9.0, 9.0, 9.0}};
+    const std::vector<std::vector<double>> t = {
+        {1.0, 5.0, 5.0, 1.0}, {kInf, 1.0, 1.0, kInf}, {std::nan(""), 9.0, 9.0, 9.0}};
     const auto s = choose_dispatch(t, 0.03);
     REQUIRE(s.size() == 3);
     CHECK(s[0].candidate == 0);
@@ -115,6 +114,7 @@ TEST_CASE("the dispatch choice takes the fewest kernels within the tolerance", "
     CHECK(choose_dispatch(t, 4.0).size() == 1);
   }
   SECTION("a point no candidate ran at") {
-    CHECK_THROWS_WITH(choose_dispatch({{1.0, kInf}}, 0.03), "no candidate ran at point 2 of the range");
+    CHECK_THROWS_WITH(choose_dispatch({{1.0, kInf}}, 0.03),
+                      "no candidate ran at point 2 of the range");
   }
 }
