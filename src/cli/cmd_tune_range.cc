@@ -172,6 +172,11 @@ void run_tune_range(const TuneArgs& args) {
     const std::vector<double> t = time_candidates(args, range, range.points[p], candidates, writer);
     for (size_t c = 0; c < candidates.size(); ++c) times[c][p] = t[c];
   }
+  for (size_t p = 0; p < range.points.size(); ++p) {
+    if (!std::isfinite(best_of(times, p)))
+      throw UsageError(fmt::format("no candidate ran at M={} (its records are in {})",
+                                   range.points[p], log));
+  }
   const std::vector<DispatchSegment> table = choose_dispatch(times, args.range.tolerance);
   const std::vector<MInterval> intervals =
       segment_intervals(table, range.points, range.lo, range.hi);
