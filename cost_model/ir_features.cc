@@ -13,6 +13,8 @@
 #include "cost_model/features.h"
 #include "kernels/template.h"
 #include "src/base/hash.h"
+#include "src/ir/ir_mutator.h"
+#include "src/ir/ir_operators.h"
 #include "src/ir/ir_visitor.h"
 
 namespace cutune::cost_model {
@@ -69,6 +71,14 @@ class IrFeatures final : public FeatureExtractor {
     } catch (const ir::IRError&) {
       std::fill(out.begin(), out.begin() + size(), std::numeric_limits<float>::quiet_NaN());
       return;
+    }
+    // A kernel of run-time M is summarised at the M it is measured at (its task's): guards,
+    // trip counts and addresses as the exact-shape kernel's would read.
+    if (const std::optional<int64_t> m = tmpl_.runtime_m()) {
+      for (const ir::Expr& v : kernel.scalars) {
+        if (const ir::Var* var = v.as<ir::Var>(); var != nullptr && var->name == "M")
+          kernel.body = ir::substitute(kernel.body, var->name, ir::i32(*m));
+      }
     }
     thread_local LoopNestSummary summary;
     summarize_loop_nest(kernel, slots_.loops, slots_.buffers, summary);

@@ -197,7 +197,7 @@ Kernel Conv2dNhwcTemplate::build(const Config& config) const {
       ldb_s, p.unroll_k, a_shared, b_shared, acc,  a_frag, b_frag, thread_row, thread_col};
   Stmt main_loop = tile.main_loop(k_steps, p.double_buffer, load_tiles, store_tiles);
   // The output is the GEMM's row-major C.
-  Stmt epilogue = tile.epilogue(output, bx * p.bm, by * p.bn, m, s.k);
+  Stmt epilogue = tile.epilogue(output, bx * p.bm, by * p.bn, i32(m), s.k);
 
   Stmt body = Block::make({tile.init(), main_loop, epilogue});
   body = tile.allocate(body, a_tile.regs, b_tile.regs);

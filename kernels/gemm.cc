@@ -49,7 +49,7 @@ struct TileCopy {
   VectorTile tile;
   Buffer global;
   int64_t ld;                    // global row length
-  int64_t row_limit, col_limit;  // global extents, for the tail guards
+  Expr row_limit, col_limit;     // global extents, for the tail guards
   Expr row0;                     // first global row of the tile (block-dependent)
   bool guard_rows = true;        // false where the tile size divides the extent exactly
   bool guard_cols = true;
@@ -62,8 +62,8 @@ struct TileCopy {
       Stmt copy = Store::make(tile.regs, r * tile.vec,
                               Load::make(global, grow * i32(ld) + gcol, int(tile.vec)));
       std::vector<Expr> in_bounds;
-      if (guard_rows) in_bounds.push_back(grow < i32(row_limit));
-      if (guard_cols) in_bounds.push_back(gcol < i32(col_limit));
+      if (guard_rows) in_bounds.push_back(grow < row_limit);
+      if (guard_cols) in_bounds.push_back(gcol < col_limit);
       if (in_bounds.empty()) return copy;
       return IfThenElse::make(all_of(in_bounds), copy, tile.zero(r));
     });
@@ -72,8 +72,8 @@ struct TileCopy {
 
 }  // namespace
 
-GemmTemplate::GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout)
-    : m_(m), n_(n), k_(k), layout_(layout) {
+GemmTemplate::GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, bool runtime_m)
+    : m_(m), n_(n), k_(k), layout_(layout), runtime_m_(runtime_m) {
   check_gemm_shape(op(), m, n, k);
   define_space();
 }
@@ -218,24 +218,31 @@ Kernel GemmTemplate::build(const Config& config) const {
   Buffer b_frag = Buffer::make("B_frag", Type::f32(), MemoryScope::local, p.tn);
 
   Expr t = int_var("tx"), bx = int_var("bx"), by = int_var("by");
+  // The rows of A and C: the constant M, or the kernel's scalar M (a run-time M, whose rows
+  // the simplifier can never prove inside: every row is guarded).
+  const Expr m_rows = runtime_m_ ? int_var("M") : i32(m_);
   Expr thread_row = int_var("thread_row"), thread_col = int_var("thread_col");
 
-  TileCopy a_copy{
-      {"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s}, a, k_, m_, k_, by * p.bm};
+  TileCopy a_copy{{"a", p.bm, p.bk, p.vec, threads, Buffer(), a_shared, true, lda_s},
+                  a,
+                  k_,
+                  m_rows,
+                  i32(k_),
+                  by * p.bm};
   a_copy.tile.regs =
       Buffer::make("A_ld", Type::f32(), MemoryScope::local, a_copy.tile.per_thread() * p.vec);
   TileCopy b_copy =
       nn ? TileCopy{{"b", p.bk, p.bn, p.vec, threads, Buffer(), b_shared, false, ldb_s},
                     b,
                     n_,
-                    k_,
-                    n_,
+                    i32(k_),
+                    i32(n_),
                     Expr(0)}
          : TileCopy{{"b", p.bn, p.bk, p.vec, threads, Buffer(), b_shared, true, ldb_s},
                     b,
                     k_,
-                    n_,
-                    k_,
+                    i32(n_),
+                    i32(k_),
                     bx * p.bn};
   // K-direction guards are needed only for a partial last K step; the M and N guards are
   // dropped by the simplifier where the block tile divides the extent.
@@ -267,7 +274,7 @@ Kernel GemmTemplate::build(const Config& config) const {
       p.bm,  p.bn,       p.bk,     p.tm,     p.tn, p.fm,   p.fn,   tm_threads, tn_threads, lda_s,
       ldb_s, p.unroll_k, a_shared, b_shared, acc,  a_frag, b_frag, thread_row, thread_col};
   Stmt main_loop = tile.main_loop(k_steps, p.double_buffer, load_tiles, store_tiles);
-  Stmt epilogue = tile.epilogue(c, by * p.bm, bx * p.bn, m_, n_);
+  Stmt epilogue = tile.epilogue(c, by * p.bm, bx * p.bn, m_rows, n_);
 
   Expr thread_row_value, thread_col_value;
   if (p.warp_n == 0) {
@@ -293,8 +300,17 @@ Kernel GemmTemplate::build(const Config& config) const {
   kernel.name = name();
   kernel.buffers = {c, a, b};
   kernel.body = body;
+  if (runtime_m_) kernel.scalars = {m_rows};
   kernel.min_blocks = p.min_blocks > 1 ? p.min_blocks : 0;  // 1: no promise, as before the knob
   return kernel;
+}
+
+Template::MRule GemmTemplate::runtime_m_rule(const Config& config) const {
+  // The grid is (tiles of N) x (tiles of M) along (x, y): y follows M, a block a tile row.
+  return {.axis = 1,
+          .rows = uint32_t(params_of(config).bm),
+          .row_blocks = 1,
+          .row_elements = {{"A", k_}, {"C", n_}}};
 }
 
 int64_t conflict_free_row_length(int64_t rows, int64_t block_k) {
@@ -320,10 +336,11 @@ const FamilyRegistrar kGemmSimt{
      .description = "C[M,N] = A[M,K]·B on FMA units: B [K,N] (nn) or stored [N,K] (nt)",
      .native_arch = kAnyArch,
      .supported = combinations("gemm", "simt", {"fp32"}, {"nn", "nt"}, false),
+     .runtime_m = true,
      .make = [](const TaskParams& p,
                 const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
        const std::vector<int64_t> s = shape_of_size("gemm", shape, 3, "M,N,K");
-       return std::make_unique<GemmTemplate>(s[0], s[1], s[2], gemm_layout(p.layout));
+       return std::make_unique<GemmTemplate>(s[0], s[1], s[2], gemm_layout(p.layout), p.runtime_m);
      }}};
 
 }  // namespace

@@ -54,10 +54,18 @@ GemmSharedRows gemm_shared_rows(const Config& config, GemmLayout layout);
 
 class GemmTemplate final : public Template {
  public:
-  GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout);
+  // runtime_m: the kernels take M as a scalar and serve any M (Template::runtime_m).
+  GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, bool runtime_m = false);
 
   std::string op() const override { return "gemm"; }
-  std::string name() const override { return layout_ == GemmLayout::nn ? "gemm_nn" : "gemm_nt"; }
+  std::string name() const override {
+    return std::string(layout_ == GemmLayout::nn ? "gemm_nn" : "gemm_nt") +
+           (runtime_m_ ? "_dynm" : "");
+  }
+  std::optional<int64_t> runtime_m() const override {
+    return runtime_m_ ? std::optional<int64_t>(m_) : std::nullopt;
+  }
+  MRule runtime_m_rule(const Config& config) const override;
   std::vector<int64_t> shape() const override { return {m_, n_, k_}; }
   const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
@@ -77,6 +85,7 @@ class GemmTemplate final : public Template {
 
   int64_t m_, n_, k_;
   GemmLayout layout_;
+  bool runtime_m_ = false;
   ConfigSpace space_;
 };
 

@@ -19,6 +19,9 @@ class Gemm16Template : public Template {
   double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
   int64_t reduction_length() const override { return k_; }
   BaselineSpec baseline() const override;
+  std::optional<int64_t> runtime_m() const override {
+    return runtime_m_ ? std::optional<int64_t>(m_) : std::nullopt;
+  }
 
  protected:
   // input: Float16 or BFloat16, else TaskError naming `kind` ("a tensor-core GEMM").
@@ -29,6 +32,7 @@ class Gemm16Template : public Template {
   GemmLayout layout_;
   ir::DType input_;
   bool out16_;
+  bool runtime_m_ = false;  // TaskParams::runtime_m: the kernels take M as a scalar
   ConfigSpace space_;
 };
 

@@ -13,13 +13,25 @@ namespace cutune {
 using namespace ir;
 
 GemmWgmmaTemplate::GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout,
-                                     DType input, bool out16)
+                                     DType input, bool out16, bool runtime_m)
     : Gemm16Template(m, n, k, layout, input, out16, "a warpgroup-MMA GEMM") {
+  runtime_m_ = runtime_m;
   define_space();
 }
 
 std::string GemmWgmmaTemplate::name() const {
-  return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "");
+  return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "") +
+         (runtime_m_ ? "_dynm" : "");
+}
+
+Template::MRule GemmWgmmaTemplate::runtime_m_rule(const Config& config) const {
+  // The blocks are the tiles, numbered along x (tc::bind_tile_grid): ceil(M / block_m) rows of
+  // ceil(N / block_n) tiles; A has K elements a row of M, C N (and so do their tensor maps).
+  const wg::WgmmaParams p = wg::wgmma_params(config);
+  return {.axis = 0,
+          .rows = uint32_t(p.bm),
+          .row_blocks = uint32_t(ceil_div(n_, int64_t{p.bn})),
+          .row_elements = {{"A", k_}, {"C", n_}}};
 }
 
 void GemmWgmmaTemplate::define_space() {
@@ -40,6 +52,17 @@ void GemmWgmmaTemplate::define_space() {
   wg::add_tiles_per_block_constraint(space_, m_, n, out16_);
   wg::define_tma_store_knob(space_, n, out16_);
   wg::define_cluster_knobs(space_);
+  if (runtime_m_) {
+    // The grid of a run-time M is its tiles, one a block (launch_grid.h's at_m): a block that
+    // walks several tiles would count them from the M it was built for, and a cluster needs a
+    // grid of whole clusters, which at_m does not round to.
+    space_.add_constraint("a run-time M takes one tile a block, not persistent, no clusters",
+                          [](const Config& c) {
+                            const wg::WgmmaParams p = wg::wgmma_params(c);
+                            return p.persistent == 0 && p.tiles_per_block == 1 &&
+                                   p.cluster_size() == 1;
+                          });
+  }
 }
 
 std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
@@ -168,7 +191,21 @@ wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
   spec.a = Buffer::make("A", in, MemoryScope::global, m * k, true);
   spec.b = Buffer::make("B", in, MemoryScope::global, k * n, true);
   spec.c = Buffer::make("C", out16_ ? in : Type::f32(), MemoryScope::global, m * n);
-  spec.a_source = tc::matrix_source(k, m, k, m % p.bm != 0, k % p.bk != 0);
+  if (runtime_m_) {
+    // Every row of A is guarded against the scalar M: no tile is known to be whole.
+    spec.m_rows = int_var("M");
+    const bool k_tail = k % p.bk != 0;
+    spec.a_source = [k, k_tail, rows = spec.m_rows](const Expr& row0, const Expr& col0,
+                                                    const Expr& row, const Expr& col) {
+      tc::CopySource s;
+      s.in_range.push_back(row0 + row < rows);
+      if (k_tail) s.in_range.push_back(col0 + col < i32(k));
+      s.index = (row0 + row) * i32(k) + col0 + col;
+      return s;
+    };
+  } else {
+    spec.a_source = tc::matrix_source(k, m, k, m % p.bm != 0, k % p.bk != 0);
+  }
   spec.b_source = nn ? tc::matrix_source(n, k, n, k % p.bk != 0, n % p.bn != 0)
                      : tc::matrix_source(k, n, k, n % p.bn != 0, k % p.bk != 0);
   spec.parameters = {spec.c, spec.a, spec.b};
@@ -189,11 +226,13 @@ const FamilyRegistrar kGemmWgmma{
                     "like the inputs",
      .native_arch = "sm_90",
      .supported = combinations("gemm", "wgmma", {"fp16", "bf16"}, {"nn", "nt"}, true),
+     .runtime_m = true,
      .make = [](const TaskParams& p,
                 const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
        const std::vector<int64_t> s = shape_of_size(operator_name(p), shape, 3, "M,N,K");
        return std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], gemm_layout(p.layout),
-                                                  element_type(p.dtype), p.out_dtype != "fp32");
+                                                  element_type(p.dtype), p.out_dtype != "fp32",
+                                                  p.runtime_m);
      }}};
 
 }  // namespace

@@ -71,11 +71,14 @@ namespace cutune {
 
 class GemmWgmmaTemplate final : public Gemm16Template {
  public:
-  GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input,
-                    bool out16);
+  // runtime_m: the kernels take M as a scalar and serve any M (Template::runtime_m); the
+  // configurations are then those of one tile a block, not persistent.
+  GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input, bool out16,
+                    bool runtime_m = false);
 
   std::string name() const override;
   ir::Kernel build(const Config& config) const override;
+  MRule runtime_m_rule(const Config& config) const override;
   // What build hands build_wgmma_gemm (tests plant bugs through its hooks).
   wg::WgmmaGemmSpec spec(const Config& config) const;
   std::vector<Config> reference_configs() const override;

@@ -135,14 +135,14 @@ Stmt RegisterTile::main_loop(int64_t k_steps, bool double_buffer,
   return Block::make({prologue, loop});
 }
 
-Stmt RegisterTile::epilogue(const Buffer& c, const Expr& row0, const Expr& col0, int64_t m,
+Stmt RegisterTile::epilogue(const Buffer& c, const Expr& row0, const Expr& col0, const Expr& m,
                             int64_t n) const {
   const int64_t store_vec = (n % fn == 0) ? fn : 1;
   Expr i = int_var("i"), jv = int_var("j");
   Expr grow = row0 + tile_row(i);
   Expr gcol = col0 + tile_col(jv * store_vec);
   Stmt write =
-      IfThenElse::make(grow < i32(m) && gcol < i32(n),
+      IfThenElse::make(grow < m && gcol < i32(n),
                        Store::make(c, grow * i32(n) + gcol,
                                    Load::make(acc, i * tn + jv * store_vec, int(store_vec))));
   return For::make("i", 0, tm, ForKind::unrolled,

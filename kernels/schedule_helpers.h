@@ -94,9 +94,10 @@ struct RegisterTile {
                      const std::function<ir::Stmt(ir::Expr k0)>& load,
                      const std::function<ir::Stmt(ir::Expr stage)>& store) const;
   // Accumulators -> the row-major m × n matrix `c`, the block's tile starting at (row0, col0),
-  // tails guarded; vector stores of fn columns where n keeps them aligned.
-  ir::Stmt epilogue(const ir::Buffer& c, const ir::Expr& row0, const ir::Expr& col0, int64_t m,
-                    int64_t n) const;
+  // tails guarded (rows against `m`: a constant, or a GEMM's run-time M); vector stores of fn
+  // columns where n keeps them aligned.
+  ir::Stmt epilogue(const ir::Buffer& c, const ir::Expr& row0, const ir::Expr& col0,
+                    const ir::Expr& m, int64_t n) const;
   // Allocates the shared, accumulator, fragment and copy-register buffers around `body`.
   ir::Stmt allocate(ir::Stmt body, const ir::Buffer& a_regs, const ir::Buffer& b_regs) const;
 };

@@ -205,7 +205,9 @@ Stmt bind_raster(Stmt body, const TileGrid& g, const Expr& tile, const std::stri
   Expr rows = int_var("group_rows");
   body = LetStmt::make(n, tile % i32(group_tiles) / rows, body);
   body = LetStmt::make(m, first_m + tile % i32(group_tiles) % rows, body);
-  return LetStmt::make("group_rows", min(i32(g.tiles_m) - first_m, i32(g.raster)), body);
+  // A run-time M's tile rows as the kernel computes them (no clusters go with one).
+  const Expr tiles_m = g.run_tiles_m.defined() ? g.run_tiles_m : i32(g.tiles_m);
+  return LetStmt::make("group_rows", min(tiles_m - first_m, i32(g.raster)), body);
 }
 
 }  // namespace

@@ -141,6 +141,9 @@ struct TileGrid {
   bool k_per_tile = false;
   int cluster_m = 1, cluster_n = 1;
   int cluster_size() const { return cluster_m * cluster_n; }
+  // A run-time M (WgmmaGemmSpec::m_rows): the tile rows as the kernel computes them from M,
+  // which the grouped rasterisation reads in place of tiles_m; undefined: tiles_m.
+  ir::Expr run_tiles_m = ir::Expr();
   // The tiles, or cluster tiles, the grid walks.
   int64_t units() const {
     return (tiles_m + cluster_m - 1) / cluster_m * ((tiles_n + cluster_n - 1) / cluster_n);

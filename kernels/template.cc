@@ -25,12 +25,20 @@ std::string operator_name(const TaskParams& p) {
   return p.dtype == "fp32" ? p.computation : p.computation + "_" + p.dtype;
 }
 
+namespace {
+constexpr const char* kRuntimeMSuffix = "_dynm";
+}  // namespace
+
 std::string template_name(const TaskParams& p) {
   // The family each dtype had alone before (FMA for fp32, mma.sync for 16 bits) goes unnamed.
   const bool first_family = p.family == (p.dtype == "fp32" ? "simt" : "mma");
   std::string out = operator_name(p) + (first_family ? "" : "_" + p.family) + "_" + p.layout;
-  if (p.out_dtype == p.dtype && p.dtype != "fp32") return out + "_out16";
-  return p.out_dtype == "fp32" ? out : out + "_out_" + p.out_dtype;
+  if (p.out_dtype == p.dtype && p.dtype != "fp32") {
+    out += "_out16";
+  } else if (p.out_dtype != "fp32") {
+    out += "_out_" + p.out_dtype;
+  }
+  return p.runtime_m ? out + kRuntimeMSuffix : out;
 }
 
 GemmLayout gemm_layout(const std::string& layout) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/baseline_spec.h"
@@ -65,6 +66,18 @@ class Template {
   // extractors lay out their slots by them. Empty: the template does not declare them.
   virtual std::vector<std::string> loop_names() const { return {}; }
   virtual std::vector<std::string> buffer_names() const { return {}; }
+  // A template of run-time M (TaskParams::runtime_m): its kernels take M as their scalar
+  // parameter "M" (int32), guard every row against it and serve any M from 1 up (the grid
+  // and the sizes of A and C follow it at launch, launch_grid.h's at_m). This returns the M
+  // this task passes (its shape's); nullopt: every size is a constant of the kernel.
+  virtual std::optional<int64_t> runtime_m() const { return std::nullopt; }
+  // For such a template, how `config`'s grid and buffers follow M (LaunchSpec::m_rows and
+  // its fields, KernelParam::m_row_elements by parameter name); lower() puts it in the source.
+  struct MRule {
+    uint32_t axis = 0, rows = 0, row_blocks = 0;
+    std::vector<std::pair<std::string, int64_t>> row_elements;  // parameter, elements per row
+  };
+  virtual MRule runtime_m_rule(const Config& /*config*/) const { return {}; }
 };
 
 // What a template computes, as task parameters (operators as data): the computation ("gemm",
@@ -74,6 +87,10 @@ class Template {
 // mma.sync tensor cores; "wgmma": Hopper's warpgroup MMA).
 struct TaskParams {
   std::string computation, dtype, out_dtype, layout, family;
+  // M is a run-time scalar of the kernels (Template::runtime_m): one kernel serves a range of
+  // M (dispatch tables). Only families with TemplateFamily::runtime_m build it; its template
+  // name ends in _dynm, so that its records never pass for the exact-shape kernel's.
+  bool runtime_m = false;
   bool operator==(const TaskParams&) const = default;
 };
 
@@ -101,6 +118,8 @@ struct TemplateFamily {
   // Every combination it builds (each field set; computation and family as above). The first of
   // a dtype is the family's default for that dtype.
   std::vector<TaskParams> supported;
+  // It also builds each of `supported` with TaskParams::runtime_m; others refuse it.
+  bool runtime_m = false;
   // The template for one of `supported` and a shape; TaskError (one line) for a bad shape.
   Factory make;
 };
@@ -124,7 +143,8 @@ std::vector<const TemplateFamily*> template_families();
 //   operator_name(p): the computation, with _<dtype> unless fp32 ("gemm", "gemm_fp16");
 //   template_name(p): the operator name; _<family> unless it is simt for fp32 or mma for 16
 //   bits (the one family each had at first); _<layout>; _out16 for an output in the 16-bit
-//   input type ("gemm_nt", "gemm_fp16_nn_out16", "conv2d_bf16_wgmma_nhwc").
+//   input type ("gemm_nt", "gemm_fp16_nn_out16", "conv2d_bf16_wgmma_nhwc"); _dynm for a
+//   run-time M ("gemm_fp16_wgmma_nt_dynm").
 // For each combination that existed before these are exactly its names of then, so a record
 // means the same task whichever code wrote it, and TaskKeys of old and new records compare
 // equal: resume and transfer learning take old logs unchanged (which is why TaskKey.op stays the
@@ -159,6 +179,7 @@ TaskParams default_params(const std::string& computation, const std::string& dty
 // of the computation's default for the dtype and the target), or a template by name.
 struct TaskRequest {
   std::string op, dtype, out_dtype, layout, family, template_name;
+  bool runtime_m = false;  // TaskParams::runtime_m
 };
 // The combination a request names, with its operator and template names. TaskError, one line
 // naming what the computation supports, for an unknown operator or template, for parameters no

@@ -62,6 +62,16 @@ OperatorRef operator_ref(const std::string& op) {
 }
 
 std::optional<TaskParams> find_template(const std::string& name) {
+  // A run-time M's template is its exact-shape template's name with _dynm (template.h).
+  const std::string suffix = "_dynm";
+  if (name.size() > suffix.size() && name.ends_with(suffix)) {
+    std::optional<TaskParams> p = find_template(name.substr(0, name.size() - suffix.size()));
+    if (p && !p->runtime_m) {
+      p->runtime_m = true;
+      return p;
+    }
+    return std::nullopt;
+  }
   for (const TemplateAlias& a : template_aliases())
     if (a.name == name) return a.params;
   for (const TemplateFamily* f : template_families()) {
@@ -71,7 +81,9 @@ std::optional<TaskParams> find_template(const std::string& name) {
   return std::nullopt;
 }
 
-const TemplateFamily* find_family(const TaskParams& p) {
+const TemplateFamily* find_family(const TaskParams& params) {
+  TaskParams p = params;
+  p.runtime_m = false;  // each family's `supported` lists the exact-shape combinations
   for (const TemplateFamily* f : template_families()) {
     if (f->computation == p.computation && f->family == p.family &&
         std::find(f->supported.begin(), f->supported.end(), p) != f->supported.end())
@@ -195,6 +207,7 @@ ResolvedTemplate resolve_template(const TaskRequest& r, const std::string& arch)
     if (!r.out_dtype.empty()) p.out_dtype = r.out_dtype;
     if (!r.layout.empty()) p.layout = r.layout;
     if (!r.family.empty()) p.family = r.family;
+    if (r.runtime_m) p.runtime_m = true;
     return p;
   };
   if (!r.template_name.empty()) {
@@ -234,6 +247,9 @@ std::unique_ptr<Template> make_template(const TaskParams& params,
   if (f == nullptr) {
     throw TaskError(fmt::format("no template for {} (dtype/out-dtype/layout/family: {})",
                                 template_name(params), supported(params.computation, "")));
+  }
+  if (params.runtime_m && !f->runtime_m) {
+    throw TaskError(fmt::format("{}/{} has no run-time M yet", f->computation, f->family));
   }
   std::unique_ptr<Template> t = f->make(params, shape);
   // Records name the task by these (template.h): a template must agree with the registry.

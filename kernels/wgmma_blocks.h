@@ -167,6 +167,10 @@ void add_wgmma_shape_constraints(ConfigSpace& space, int64_t n, int64_t k, bool 
 struct WgmmaGemmSpec {
   std::string name;
   int64_t m, n, k;
+  // Undefined: m is a constant of the kernel. Else the kernel's scalar parameter M (a Var):
+  // every row of A and C is guarded against it and the grid has the tiles of m (the launch
+  // follows M by launch_grid.h's at_m), which needs one tile a block, not persistent.
+  ir::Expr m_rows;
   ir::DType input;
   bool out16;
   bool b_mn_major;

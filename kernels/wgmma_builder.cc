@@ -42,6 +42,8 @@ class WgmmaGemmBuilder {
                  const Expr& col0) const;
   std::string map_for(const Buffer& global, const WgmmaGemmSpec::TmaView& view,
                       const WgmmaTile& tile, bool shared);
+  // The rows of A and C: the constant m, or the kernel's scalar M (WgmmaGemmSpec::m_rows).
+  Expr rows_m() const { return spec_.m_rows.defined() ? spec_.m_rows : i32(spec_.m); }
   Expr full(const Expr& slot) const { return address_of(mbar_full_, slot); }
   Expr empty(const Expr& slot) const { return address_of(mbar_empty_, slot); }
   Stmt tma_tile(const std::string& prefix, const std::string& map, const WgmmaTile& tile,
@@ -267,6 +269,12 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
   grid_.cluster_m = p.cluster_m;
   grid_.cluster_n = p.cluster_n;
   several_tiles_ = grid_.tiles_per_block > 1 || persistent_;
+  if (spec.m_rows.defined()) {
+    CUTUNE_CHECK(!several_tiles_, fmt::format("{}: a run-time M needs one tile a block, not "
+                                              "persistent tiles",
+                                              spec.name));
+    grid_.run_tiles_m = (spec.m_rows + (p.bm - 1)) / p.bm;
+  }
 }
 
 // Copies a [rows][cols] slice, whose (0, 0) is global (row0, col0) of a row-major matrix of
@@ -534,7 +542,7 @@ Stmt WgmmaGemmBuilder::piece_write() const {
       "j", 0, strips_, ForKind::unrolled,
       For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
                 For::make("e", 0, 2, ForKind::unrolled,
-                          IfThenElse::make(grow < i32(spec_.m) && gcol < i32(spec_.n), add))));
+                          IfThenElse::make(grow < rows_m() && gcol < i32(spec_.n), add))));
 }
 
 // Slice k of the block's tile, as a number in the ring's sequence: with several tiles a block,
@@ -639,7 +647,8 @@ Stmt WgmmaGemmBuilder::producer() const {
 // columns 8·(pp / 2) + 2·thread_in_group (+1) (the ISA's D fragment layout).
 WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
   const WgmmaParams& p = p_;
-  const int64_t m = spec_.m, n = spec_.n;
+  const int64_t n = spec_.n;
+  const Expr m = rows_m();
   const bool out16 = spec_.out16;
   const Buffer& c = spec_.c;
   Expr j = int_var("j"), pp = int_var("p"), e = int_var("e");
@@ -659,12 +668,12 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     Stmt store = p.split_k > 1 ? atomic_add(c, index, v)
                                : Store::make(c, index, out16 ? f32_to_storage(input_, v) : v);
     out.write = per_pair(For::make("e", 0, 2, ForKind::unrolled,
-                                   IfThenElse::make(grow < i32(m) && gcol + e < i32(n), store)));
+                                   IfThenElse::make(grow < m && gcol + e < i32(n), store)));
   } else if (p.epilogue == 1) {
     Expr value = out16 ? pack_x2(input_, Load::make(acc_, reg), Load::make(acc_, reg + 1))
                        : Load::make(acc_, reg, 2);
-    out.write = per_pair(IfThenElse::make(grow < i32(m) && gcol < i32(n),
-                                          Store::make(c, grow * i32(n) + gcol, value)));
+    out.write = per_pair(
+        IfThenElse::make(grow < m && gcol < i32(n), Store::make(c, grow * i32(n) + gcol, value)));
   } else {
     out.write = per_pair(
         Store::make(c_stage_, local_row * stage_ld_ + local_col, Load::make(acc_, reg, 2)));
@@ -685,7 +694,7 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     } else {
       store = Store::make(c, index, Load::make(c_stage_, at, 4));
     }
-    Stmt guarded = IfThenElse::make(out_row < i32(m) && out_col < i32(n), store);
+    Stmt guarded = IfThenElse::make(out_row < m && out_col < i32(n), store);
     if (copies % consumers_ != 0) guarded = IfThenElse::make(v < copies, guarded);
     out.copy_out =
         For::make("c_cp", 0, int(ceil_div(copies, consumers_)), ForKind::unrolled, guarded);
@@ -881,6 +890,7 @@ Kernel WgmmaGemmBuilder::build() {
   kernel.buffers = spec_.parameters;
   kernel.body = bind(Block::make(parts));
   kernel.tensor_maps = std::move(maps_);
+  if (spec_.m_rows.defined()) kernel.scalars = {spec_.m_rows};
   // setmaxnreg needs the register count at entry fixed: __launch_bounds__(threads, 1).
   if (producer_) kernel.min_blocks = 1;
   if (persistent_) kernel.persistent_blocks_per_sm = kPersistentBlocksPerSm;

@@ -39,6 +39,7 @@ struct TaskOptions {
   std::string dtype, out_dtype, layout, family;
   std::string arch;  // empty: the detected GPU's, else sm_90
   bool json = false;
+  bool runtime_m = false;  // the template of run-time M (a range of M's points)
 
   // With `or_spec` (the command takes --spec FILE instead, TaskOrSpec), OP and --shape are
   // optional here and checked by the command.
@@ -46,7 +47,7 @@ struct TaskOptions {
   // --dtype, --out-dtype, --layout, --family (add_to registers them too).
   void add_params_to(CLI::App& cmd);
   TaskRequest request() const {
-    return {op, dtype, out_dtype, layout, family, template_name};
+    return {op, dtype, out_dtype, layout, family, template_name, runtime_m};
   }
   std::unique_ptr<Template> make() const;
   std::string resolved_arch() const;

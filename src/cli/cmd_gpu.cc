@@ -15,11 +15,14 @@
 #include <fmt/ranges.h>
 
 #include "src/cli/cli_common.h"
+#include "src/cli/cmd_bench_range.h"
 #include "src/cli/cmd_spec.h"
+#include "src/tune/dispatch_table.h"
 #include "src/records/tuning_log.h"
 #include "src/runtime/device.h"
 #include "src/runtime/driver_api.h"
 #include "src/export/export_log.h"
+#include "src/export/export_table.h"
 #include "src/measure/worker_gpu.h"
 #include "src/measure/worker_main.h"
 #include "src/measure/gpu_measurer.h"
@@ -32,14 +35,19 @@ struct ExportArgs {
   std::string log;
   std::string out;
   bool json = false;
+  std::string table;  // --table: a dispatch table of tune --shape M=lo..hi, in place of a log
 };
 
 void run_export(const ExportArgs& args) {
-  if (!std::filesystem::exists(args.log))
-    throw UsageError(fmt::format("no such log: {}", args.log));
+  if (args.log.empty() == args.table.empty())
+    throw UsageError("export takes a LOG or --table TABLE.json (one of them)");
+  const std::string& input = args.table.empty() ? args.log : args.table;
+  if (!std::filesystem::exists(input))
+    throw UsageError(fmt::format("no such {}: {}", args.table.empty() ? "log" : "table", input));
   if (std::filesystem::exists(args.out) && !std::filesystem::is_directory(args.out))
     throw UsageError(fmt::format("--out {} exists and is not a folder", args.out));
-  const ExportSummary s = export_log(args.log, args.out);
+  const ExportSummary s =
+      args.table.empty() ? export_log(args.log, args.out) : export_table(args.table, args.out);
   if (args.json) {
     print_json({{"out", args.out}, {"written", s.written}, {"skipped", s.skipped}});
     return;
@@ -58,6 +66,8 @@ struct BenchArgs {
   int rounds = 5;
   bool any_device = false;
   std::vector<std::string> configs;  // --config: more configurations timed beside the others
+  std::string table;  // --table: a dispatch table, timed over a range of M (--shape M=lo..hi)
+  int points = 12;    // --points: the most points of that range
 };
 
 // fp32 FMA peak: SMs x clock x 128 FMA lanes per SM per clock x 2 flops.
@@ -243,7 +253,10 @@ void add_gpu_commands(CLI::App& app) {
   auto ex_task = std::make_shared<std::string>();
   auto ex_t4 = std::make_shared<bool>(false);
   auto ex_force = std::make_shared<bool>(false);
-  ex->add_option("log", ex_args->log, "tuning log")->required();
+  ex->add_option("log", ex_args->log, "tuning log (or --table)");
+  ex->add_option("--table", ex_args->table,
+                 "a dispatch table (cutune tune --shape M=lo..hi,N,K --table FILE): its kernels "
+                 "of run-time M and the table in the manifest, in place of a log");
   ex->add_option("--out", ex_args->out, "output folder (with --t4: the file to write)")
       ->required();
   ex->add_flag("--json", ex_args->json, "machine-readable output");
@@ -258,6 +271,10 @@ void add_gpu_commands(CLI::App& app) {
   ex->add_flag("--force", *ex_force, "with --t4: replace --out if it exists");
   ex->callback([ex, ex_args, ex_spec, ex_task, ex_t4, ex_force] {
     const bool spec = ex->count("--spec") > 0;
+    if (*ex_t4 || spec) {
+      reject_given(*ex, {"--table"}, "exports a dispatch table alone; drop --spec and --t4");
+      if (ex_args->log.empty()) throw UsageError("export needs the LOG");
+    }
     if (*ex_t4) {
       if (spec) throw UsageError("give --spec FILE or --t4, not both");
       reject_given(*ex, {"--json", "--problem-size", "--arch"}, "does not go with --t4");
@@ -294,13 +311,26 @@ void add_gpu_commands(CLI::App& app) {
       ->expected(1, -1);
   bench->add_flag("--any-device", bench_args->any_device,
                   "take the log's best record even when another GPU kind measured it");
-  bench->callback([bench_args, bench_form] {
+  bench->add_option("--table", bench_args->table,
+                    "with --shape M=lo..hi,N,K: the dispatch table (tune --table) timed against "
+                    "cuBLAS at the range's points and the M between them");
+  bench->add_option("--points", bench_args->points, "with --table: the most points of the range")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 64));
+  bench->callback([bench, bench_args, bench_form] {
     if (bench_form->wants_spec({"--device", "--rounds", "--any-device"}))
       return spec_form::run_bench(bench_form->spec(), bench_args->configs, bench_args->log,
                                   bench_args->seconds, bench_args->no_flush);
     if (bench_args->rounds < 1 || bench_args->rounds > 100)
       throw UsageError(fmt::format("--rounds must be in [1, 100] (got {})", bench_args->rounds));
     bench_args->task = bench_form->task;
+    if (is_m_range(bench_args->task.shape)) {
+      reject_given(*bench, {"--log", "--config", "--any-device"}, "does not go with a range of M");
+      return run_bench_range(bench_args->task, bench_args->table, bench_args->points,
+                             bench_args->rounds, bench_args->seconds, bench_args->no_flush,
+                             bench_args->device);
+    }
+    reject_given(*bench, {"--table", "--points"}, "takes a range of M: --shape M=lo..hi,N,K");
     run_bench(*bench_args);
   });
 

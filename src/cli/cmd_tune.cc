@@ -14,6 +14,7 @@
 #include "src/distributed/suite_runner.h"
 #include "src/measure/emulator_measurer.h"
 #include "src/records/tuning_log.h"
+#include "src/tune/dispatch_table.h"
 #include "src/tune/tuning_session.h"
 
 namespace cutune::cli {
@@ -148,6 +149,21 @@ void add_tune_commands(CLI::App& app) {
   targs->source.op.add_params_to(*tune);
   tune->add_option("--arch", targs->source.op.arch, "target architecture (default: the GPU's)");
   targs->search.add_to(*tune);
+  tune->add_option("--points", targs->range.points,
+                   "with --shape M=lo..hi,N,K: the most points of the range tuned")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 64));
+  tune->add_option("--tolerance", targs->range.tolerance,
+                   "with a range of M: a kernel of the dispatch table serves a point within "
+                   "this share of the point's best")
+      ->capture_default_str();
+  tune->add_option("--candidates", targs->range.candidates,
+                   "with a range of M: the best configurations of each point timed at every "
+                   "point for the table")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  tune->add_option("--table", targs->range.table,
+                   "with a range of M: write the dispatch table as JSON (cutune export --table)");
   tune->add_option("--log", targs->log,
                    "tuning log every record is appended to (default: cutune-TEMPLATE-SHAPE-ARCH"
                    ".jsonl in the working folder); must be new unless --resume");
@@ -194,7 +210,7 @@ void add_tune_commands(CLI::App& app) {
   tune->add_option("--devices", targs->measure.devices,
                    "GPUs to measure on, one worker each: all (default: every GPU of the task's "
                    "kind) or ordinals, e.g. 0,2");
-  tune->callback([targs] {
+  tune->callback([targs, tune] {
     if (!(targs->measure.replay_cost_ms >= 0 && targs->measure.replay_cost_ms < 1e6))
       throw UsageError("--replay-cost-ms must be in [0, 1e6)");
     if (targs->measure.replay_cost_ms > 0 && targs->replays.empty())
@@ -206,6 +222,16 @@ void add_tune_commands(CLI::App& app) {
     if (targs->measure.device == "emulator" && !targs->replays.empty())
       throw UsageError("--device emulator measures operators; drop --replay");
     if (targs->measure.remeasure_top < -1) throw UsageError("--remeasure-top must be >= 0");
+    const bool ranged = is_m_range(targs->source.op.shape);
+    for (const char* flag : {"--points", "--tolerance", "--candidates", "--table"}) {
+      if (!ranged && tune->count(flag) > 0)
+        throw UsageError(fmt::format("{} takes a range of M: --shape M=lo..hi,N,K", flag));
+    }
+    if (ranged) {
+      if (!targs->replays.empty() || !targs->source.replay.spec.empty())
+        throw UsageError("a range of M tunes an operator; drop --replay and --spec");
+      return run_tune_range(*targs);
+    }
     const bool scaled = distributed::process_count() > 1 || targs->coordinator_only;
     if (targs->replays.empty() && !targs->source.op.op.empty() && scaled)
       return run_tune_operator_scaled(*targs);

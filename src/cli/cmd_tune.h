@@ -128,7 +128,16 @@ struct MeasureChoice {
   std::optional<uint64_t> noise_seed;  // draws of a cache's noisy answers; default: the seed
 };
 
+// `tune --shape M=lo..hi,N,K`: the range's own options (cmd_tune_range.cc).
+struct RangeArgs {
+  int points = 12;          // the most points a range is tuned at
+  double tolerance = 0.03;  // a kernel serves a point within this of the point's best
+  int candidates = 3;       // the best configurations of each point that enter the choice
+  std::string table;        // where the table goes as JSON (export --table reads it)
+};
+
 struct TuneArgs {
+  RangeArgs range;
   TaskSource source;
   MeasureChoice measure;
   SearchArgs search;
@@ -159,5 +168,7 @@ void run_tune_scaled(const TuneArgs& args);
 void run_tune_operator_scaled(const TuneArgs& args);
 // `cutune replay` (cmd_replay.cc).
 void add_replay_command(CLI::App& app);
+// `cutune tune OP --shape M=lo..hi,N,K` (cmd_tune_range.cc).
+void run_tune_range(const TuneArgs& args);
 
 }  // namespace cutune::cli

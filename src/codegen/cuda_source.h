@@ -31,6 +31,10 @@ struct KernelParam {
   // A TMA tensor map (is_pointer false): a `const __grid_constant__ cutune_tensor_map` built
   // by the launcher over the pointer parameter named tensor_map->buffer.
   std::optional<ir::TensorMapDesc> tensor_map = std::nullopt;
+  // A kernel with a run-time M (LaunchSpec::m_rows > 0): a pointer to a buffer of this many
+  // elements per row of M (A: K, C: N), or a tensor map whose outer dimension (dims[1]) is M;
+  // 0: the parameter does not follow M. at_m (launch_grid.h) applies it.
+  int64_t m_row_elements = 0;
 };
 
 struct LaunchSpec {
@@ -44,6 +48,11 @@ struct LaunchSpec {
   // Blocks per thread-block cluster along x (ir::Kernel::cluster_x), compiled into the kernel
   // (__cluster_dims__): grid.x, also a persistent kernel's, is a multiple of it. 1: none.
   uint32_t cluster_x = 1;
+  // A kernel whose M is a run-time scalar (its parameter "M", a GEMM serving a range of M):
+  // the grid along axis m_axis (0: x, 1: y) is ceil(M / m_rows) x m_row_blocks blocks, the
+  // one rule launch_grid.h's at_m applies; grid holds it for the M the kernel was lowered at.
+  // 0: the grid is fixed.
+  uint32_t m_rows = 0, m_row_blocks = 0, m_axis = 0;
 };
 
 struct CudaSource {

@@ -45,4 +45,33 @@ inline LaunchSpec with_persistent_grid(LaunchSpec launch, uint32_t blocks) {
   return launch;
 }
 
+// A run-time-M kernel's blocks along its M axis for M = m (LaunchSpec::m_rows): ceil(m / rows)
+// tiles of rows, m_row_blocks blocks each. The worker, the emulator and the export loader
+// (which repeats it) launch by this rule. Throws std::invalid_argument for m < 1 or a kernel
+// without a run-time M.
+inline uint32_t m_grid_extent(const LaunchSpec& launch, int64_t m) {
+  if (launch.m_rows == 0 || m < 1) {
+    throw std::invalid_argument("M = " + std::to_string(m) + " for a kernel " +
+                                (launch.m_rows == 0 ? "whose M is fixed" : "(M >= 1)"));
+  }
+  return uint32_t((uint64_t(m) + launch.m_rows - 1) / launch.m_rows * launch.m_row_blocks);
+}
+
+// `source` (a run-time-M kernel lowered at some M) made concrete for M = m: the grid along its
+// M axis, the elements of the buffers that follow M, and the outer dimension of their tensor
+// maps. The kernel's code is the same for every M; its scalar M is the launcher's to pass.
+inline CudaSource at_m(CudaSource source, int64_t m) {
+  const uint32_t blocks = m_grid_extent(source.launch, m);
+  (source.launch.m_axis == 0 ? source.launch.grid.x : source.launch.grid.y) = blocks;
+  for (KernelParam& p : source.params) {
+    if (p.m_row_elements == 0) continue;
+    if (p.tensor_map) {
+      p.tensor_map->dims[1] = m;
+    } else {
+      p.elements = m * p.m_row_elements;
+    }
+  }
+  return source;
+}
+
 }  // namespace cutune

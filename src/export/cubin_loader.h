@@ -20,9 +20,17 @@
 // (the GEMMs whose split-K configurations add into C) must hold zeros at every launch:
 // launch_buffers zeroes it first; a caller of launch(args) does it itself. Errors throw
 // std::runtime_error with the driver's error name, or a line saying what is missing.
+//
+// A dispatch table (`cutune export --table`, from `cutune tune --shape M=lo..hi,N,K`) holds
+// kernels of run-time M, each serving an interval of M; read_dispatch reads it and
+// DispatchedGemm picks the kernel for a given M and launches it with that M:
+//
+//   cutune_loader::DispatchedGemm gemm("exported/");
+//   gemm.launch(m, {{"C", c}, {"A", a}, {"B", b}});   // A is m x K, C m x N
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <fstream>
@@ -59,6 +67,9 @@ struct Param {
   bool is_tensor_map = false;
   TensorMapParam tensor_map;  // when is_tensor_map
   bool zero_init = false;     // an output to zero before every launch (absent: false)
+  // A kernel of run-time M: a buffer of this many elements a row of M, or a tensor map whose
+  // dims[1] is M (absent: 0, the parameter does not follow M).
+  int64_t m_row_elements = 0;
 };
 
 struct KernelManifest {
@@ -73,6 +84,10 @@ struct KernelManifest {
   // Blocks along x of a thread-block cluster (1: none). The cubin holds the cluster shape
   // (__cluster_dims__), so cuLaunchKernel makes the clusters; grid[0] stays a multiple of it.
   unsigned cluster_x = 1;
+  // A kernel of run-time M ("runtime_m" in the manifest; m_rows > 0): its scalar parameter "M"
+  // and grid[m_axis] = ceil(M / m_rows) x m_row_blocks blocks (at_m); `grid` is for the M it
+  // was exported at.
+  unsigned m_rows = 0, m_row_blocks = 0, m_axis = 0;
   std::vector<Param> params;
   double flops = 0, time_s = 0;
   nlohmann::json raw;  // the whole entry (task, config, cuBLAS time, ...)
@@ -96,6 +111,12 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
     k.dynamic_smem_bytes = e.at("shared_bytes").at("dynamic").get<unsigned>();
     k.persistent_blocks_per_sm = e.value("persistent_blocks_per_sm", 0u);
     if (e.contains("cluster")) k.cluster_x = e.at("cluster").at(0).get<unsigned>();
+    if (e.contains("runtime_m")) {
+      const nlohmann::json& r = e.at("runtime_m");
+      k.m_rows = r.at("rows").get<unsigned>();
+      k.m_row_blocks = r.at("row_blocks").get<unsigned>();
+      k.m_axis = r.at("axis").get<unsigned>();
+    }
     for (const nlohmann::json& p : e.at("params")) {
       Param param;
       param.name = p.at("name").get<std::string>();
@@ -105,6 +126,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
       param.elements = p.at("elements").get<int64_t>();
       param.bytes = p.at("bytes").get<int64_t>();
       param.zero_init = p.value("zero_init", false);
+      param.m_row_elements = p.value("m_row_elements", int64_t{0});
       if (p.contains("tensor_map")) {
         const nlohmann::json& m = p.at("tensor_map");
         TensorMapParam& t = param.tensor_map;
@@ -128,6 +150,69 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
     out.push_back(std::move(k));
   }
   return out;
+}
+
+// A kernel of run-time M made concrete for M = m (cutune's launch_grid.h at_m, the same rule):
+// grid[m_axis] is ceil(m / m_rows) x m_row_blocks, the buffers that follow M hold m rows and
+// their tensor maps m outer rows.
+inline KernelManifest at_m(KernelManifest k, int64_t m) {
+  if (k.m_rows == 0 || m < 1)
+    throw std::runtime_error(k.name + ": M = " + std::to_string(m) +
+                             (k.m_rows == 0 ? " for a kernel whose M is fixed" : " (M >= 1)"));
+  k.grid[k.m_axis] =
+      static_cast<unsigned>((static_cast<uint64_t>(m) + k.m_rows - 1) / k.m_rows * k.m_row_blocks);
+  for (Param& p : k.params) {
+    if (p.m_row_elements == 0) continue;
+    if (p.is_tensor_map) {
+      p.tensor_map.dims[1] = static_cast<uint64_t>(m);
+    } else {
+      p.bytes = p.bytes / p.elements * m * p.m_row_elements;
+      p.elements = m * p.m_row_elements;
+    }
+  }
+  return k;
+}
+
+// One row of a dispatch table: the kernel (a manifest name) that serves M in [m_lo, m_hi].
+struct DispatchEntry {
+  int64_t m_lo = 0, m_hi = 0;
+  std::string kernel;
+};
+
+struct DispatchTable {
+  std::string op, template_name;
+  int64_t n = 0, k = 0;
+  std::vector<DispatchEntry> entries;  // ascending, contiguous
+
+  // The entry serving M = m; throws outside the table's M.
+  const DispatchEntry& pick(int64_t m) const {
+    for (const DispatchEntry& e : entries)
+      if (m >= e.m_lo && m <= e.m_hi) return e;
+    throw std::runtime_error("M = " + std::to_string(m) + " is outside the dispatch table's " +
+                             (entries.empty() ? std::string("(empty) range")
+                                              : std::to_string(entries.front().m_lo) + ".." +
+                                                    std::to_string(entries.back().m_hi)));
+  }
+};
+
+// The manifest's dispatch table ("dispatch"); throws when it has none.
+inline DispatchTable read_dispatch(const std::string& dir) {
+  std::ifstream in(dir + "/manifest.json");
+  if (!in) throw std::runtime_error("cannot open " + dir + "/manifest.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  if (!j.contains("dispatch"))
+    throw std::runtime_error(dir + "/manifest.json has no dispatch table");
+  const nlohmann::json& d = j.at("dispatch");
+  DispatchTable t;
+  t.op = d.at("op").get<std::string>();
+  t.template_name = d.at("template").get<std::string>();
+  t.n = d.at("n").get<int64_t>();
+  t.k = d.at("k").get<int64_t>();
+  for (const nlohmann::json& e : d.at("table")) {
+    t.entries.push_back({e.at("m_lo").get<int64_t>(), e.at("m_hi").get<int64_t>(),
+                         e.at("kernel").get<std::string>()});
+  }
+  return t;
 }
 
 inline void check(CUresult r, const char* what) {
@@ -193,12 +278,16 @@ class LoadedKernel {
   LoadedKernel& operator=(LoadedKernel&&) = delete;
 
   // `args[i]` points at the value of parameter i (for a buffer: a CUdeviceptr).
-  void launch(void** args, CUstream stream = nullptr) const {
-    const KernelManifest& m = manifest_;
-    const std::array<unsigned, 3> grid = grid_for(m, current_sm_count(m));
-    check(cuLaunchKernel(function_, grid[0], grid[1], grid[2], m.block[0], m.block[1], m.block[2],
-                         m.dynamic_smem_bytes, stream, args, nullptr),
-          "cuLaunchKernel");
+  void launch(void** args, CUstream stream = nullptr) const { launch_as(manifest_, args, stream); }
+
+  // A kernel of run-time M (m_rows > 0), launched for M = m with the buffers named by
+  // parameter (A of m rows, C of m rows): its grid and tensor maps follow m (at_m), and m is
+  // its scalar M.
+  void launch_m(int64_t m, const std::map<std::string, CUdeviceptr>& buffers,
+                CUstream stream = nullptr) const {
+    if (m > 0x7fffffff) throw std::runtime_error(manifest_.name + ": M above 2^31 - 1");
+    const int32_t value = static_cast<int32_t>(m);
+    launch_with(at_m(manifest_, m), buffers, &value, stream);
   }
 
   // The grid `m` launches with on a GPU of `sm_count` SMs: its own, or for a persistent kernel
@@ -229,48 +318,93 @@ class LoadedKernel {
 
   // Launches with the buffers named by parameter (a tensor map is encoded over the buffer its
   // description names), after zeroing the zero_init ones on `stream`. Throws for a missing
-  // buffer or a scalar parameter (use launch(args)).
+  // buffer or a scalar parameter (use launch(args); a kernel of run-time M: launch_m).
   void launch_buffers(const std::map<std::string, CUdeviceptr>& buffers,
                       CUstream stream = nullptr) const {
-    std::vector<CUdeviceptr> pointers(manifest_.params.size());
-    std::vector<CUtensorMap> maps(manifest_.params.size());
-    std::vector<void*> args;
-    auto buffer = [&](const std::string& name, const std::string& param) {
-      auto it = buffers.find(name);
-      if (it == buffers.end())
-        throw std::runtime_error(manifest_.name + ": no buffer named " + name + " for parameter " +
-                                 param);
-      return it->second;
-    };
-    for (size_t i = 0; i < manifest_.params.size(); ++i) {
-      const Param& p = manifest_.params[i];
-      if (p.is_tensor_map) {
-        maps[i] = encode_tensor_map(p.tensor_map, buffer(p.tensor_map.buffer, p.name));
-        args.push_back(&maps[i]);
-      } else if (p.pointer) {
-        pointers[i] = buffer(p.name, p.name);
-        args.push_back(&pointers[i]);
-      } else {
-        throw std::runtime_error(manifest_.name + ": parameter " + p.name +
-                                 " is a scalar: launch it with launch(args)");
-      }
-    }
-    for (size_t i = 0; i < manifest_.params.size(); ++i) {
-      const Param& p = manifest_.params[i];
-      if (p.pointer && p.zero_init)
-        check(cuMemsetD8Async(pointers[i], 0, static_cast<size_t>(p.bytes), stream),
-              "cuMemsetD8Async");
-    }
-    launch(args.data(), stream);
+    launch_with(manifest_, buffers, nullptr, stream);
   }
 
   const KernelManifest& manifest() const { return manifest_; }
   CUfunction function() const { return function_; }
 
  private:
+  void launch_as(const KernelManifest& m, void** args, CUstream stream) const {
+    const std::array<unsigned, 3> grid = grid_for(m, current_sm_count(m));
+    check(cuLaunchKernel(function_, grid[0], grid[1], grid[2], m.block[0], m.block[1], m.block[2],
+                         m.dynamic_smem_bytes, stream, args, nullptr),
+          "cuLaunchKernel");
+  }
+
+  // launch_buffers for the manifest `k` (this kernel's, or made concrete for an M), passing
+  // `m_value` to the scalar parameter "M" where it is set.
+  void launch_with(const KernelManifest& k, const std::map<std::string, CUdeviceptr>& buffers,
+                   const int32_t* m_value, CUstream stream) const {
+    std::vector<CUdeviceptr> pointers(k.params.size());
+    std::vector<CUtensorMap> maps(k.params.size());
+    std::vector<void*> args;
+    auto buffer = [&](const std::string& name, const std::string& param) {
+      auto it = buffers.find(name);
+      if (it == buffers.end())
+        throw std::runtime_error(k.name + ": no buffer named " + name + " for parameter " + param);
+      return it->second;
+    };
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const Param& p = k.params[i];
+      if (p.is_tensor_map) {
+        maps[i] = encode_tensor_map(p.tensor_map, buffer(p.tensor_map.buffer, p.name));
+        args.push_back(&maps[i]);
+      } else if (p.pointer) {
+        pointers[i] = buffer(p.name, p.name);
+        args.push_back(&pointers[i]);
+      } else if (m_value != nullptr && p.name == "M") {
+        args.push_back(const_cast<int32_t*>(m_value));
+      } else {
+        throw std::runtime_error(k.name + ": parameter " + p.name +
+                                 (k.m_rows > 0 ? " is the run-time M: launch it with launch_m"
+                                               : " is a scalar: launch it with launch(args)"));
+      }
+    }
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const Param& p = k.params[i];
+      if (p.pointer && p.zero_init)
+        check(cuMemsetD8Async(pointers[i], 0, static_cast<size_t>(p.bytes), stream),
+              "cuMemsetD8Async");
+    }
+    launch_as(k, args.data(), stream);
+  }
+
   KernelManifest manifest_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+};
+
+// The kernels of a manifest's dispatch table, loaded in the current context: launch(m, ...)
+// picks the kernel whose interval holds m and launches it for M = m.
+class DispatchedGemm {
+ public:
+  explicit DispatchedGemm(const std::string& dir) : table_(read_dispatch(dir)) {
+    const std::vector<KernelManifest> all = read_manifest(dir);
+    for (const DispatchEntry& e : table_.entries) {
+      auto it = std::find_if(all.begin(), all.end(),
+                             [&](const KernelManifest& k) { return k.name == e.kernel; });
+      if (it == all.end())
+        throw std::runtime_error(dir + "/manifest.json: the dispatch table names " + e.kernel +
+                                 ", which is not among its kernels");
+      kernels_.emplace(e.kernel, LoadedKernel(*it, dir));
+    }
+  }
+
+  const DispatchTable& table() const { return table_; }
+  const LoadedKernel& kernel_for(int64_t m) const { return kernels_.at(table_.pick(m).kernel); }
+  // C[m,N] = A[m,K]·B with the table's kernel for m (buffers by parameter name).
+  void launch(int64_t m, const std::map<std::string, CUdeviceptr>& buffers,
+              CUstream stream = nullptr) const {
+    kernel_for(m).launch_m(m, buffers, stream);
+  }
+
+ private:
+  DispatchTable table_;
+  std::map<std::string, LoadedKernel> kernels_;
 };
 
 }  // namespace cutune_loader

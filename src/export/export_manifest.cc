@@ -58,6 +58,7 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
              {"element_strides", {m.element_strides[0], m.element_strides[1]}},
              {"swizzle_bytes", ir::swizzle_span_bytes(m.swizzle)},
              {"l2_promotion_bytes", l2_bytes[static_cast<int>(m.l2_promotion)]}}}});
+      if (p.m_row_elements != 0) params.back()["m_row_elements"] = p.m_row_elements;
       continue;
     }
     const int64_t bytes =
@@ -71,6 +72,7 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
                       {"elements", p.elements},
                       {"bytes", bytes},
                       {"zero_init", zero}});
+    if (p.m_row_elements != 0) params.back()["m_row_elements"] = p.m_row_elements;
   }
   const LaunchSpec& l = k.source.launch;
   nlohmann::json entry = {{"name", k.name},
@@ -97,11 +99,16 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
   // Thread-block clusters: compiled into the cubin (__cluster_dims__), so a plain launch makes
   // them; the loader keeps a persistent grid.x a multiple of the cluster.
   if (l.cluster_x > 1) entry["cluster"] = {l.cluster_x, 1, 1};
+  // A kernel of run-time M: "grid" is for the task's M; the loader launches any M with
+  // grid[axis] = ceil(M / rows) x row_blocks (launch_grid.h's rule) and M as the scalar "M".
+  if (l.m_rows != 0)
+    entry["runtime_m"] = {{"rows", l.m_rows}, {"row_blocks", l.m_row_blocks}, {"axis", l.m_axis}};
   return entry;
 }
 
 void write_export(const std::filesystem::path& dir,
-                  const std::vector<std::pair<ExportedKernel, Cubin>>& kernels) {
+                  const std::vector<std::pair<ExportedKernel, Cubin>>& kernels,
+                  const nlohmann::json& dispatch) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
@@ -111,7 +118,9 @@ void write_export(const std::filesystem::path& dir,
     write_file(dir / (kernel.name + ".cu"), kernel.source.code.data(), kernel.source.code.size());
     entries.push_back(manifest_entry(kernel));
   }
-  const std::string manifest = nlohmann::json{{"version", 1}, {"kernels", entries}}.dump(2) + "\n";
+  nlohmann::json j = {{"version", 1}, {"kernels", entries}};
+  if (!dispatch.is_null()) j["dispatch"] = dispatch;
+  const std::string manifest = j.dump(2) + "\n";
   write_file(dir / "manifest.json", manifest.data(), manifest.size());
 }
 

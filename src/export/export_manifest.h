@@ -16,7 +16,11 @@
 //                 "elements": n, "bytes": 4n}, ...],
 //     "flops": f, "time_s": t, "gflops": g,
 //     "baseline": "cudnn" | null, "baseline_s": b | null,
-//     "constants": [{"name", "type", "elements"}, ...]}]}    (a user kernel's, when it has any)
+//     "constants": [{"name", "type", "elements"}, ...],      (a user kernel's, when it has any)
+//     "runtime_m": {"rows", "row_blocks", "axis"}}],        (a kernel of run-time M; its A and
+//                                                            C params have "m_row_elements")
+//    "dispatch": {"op", "template", "n", "k",                (export --table only)
+//                 "table": [{"m_lo", "m_hi", "kernel"}, ...]}}
 //   baseline_s: the median time of the task's vendor-library baseline measured in the same
 //   harness, where the record carries it (the worker adds it to a convolution's records).
 
@@ -63,7 +67,9 @@ nlohmann::json manifest_entry(const ExportedKernel& kernel);
 // creating `dir`. Each file is written beside and renamed into place (src/base/output_file.h:
 // a file of that name is replaced, a directory, FIFO or device there is refused).
 // std::runtime_error (one line) when a file cannot be written.
+// `dispatch` (not null): the manifest's dispatch table (export_table.h).
 void write_export(const std::filesystem::path& dir,
-                  const std::vector<std::pair<ExportedKernel, Cubin>>& kernels);
+                  const std::vector<std::pair<ExportedKernel, Cubin>>& kernels,
+                  const nlohmann::json& dispatch = nullptr);
 
 }  // namespace cutune

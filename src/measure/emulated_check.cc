@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "src/codegen/launch_grid.h"
 #include "src/lower/lower.h"
 #include "src/measure/correctness.h"
 
@@ -38,7 +39,12 @@ EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& s
   }
 
   EmulatedCheck out;
-  emu::EmuResult r = emulator.run(source, buffers);
+  // A run-time-M kernel (lowered at any M) runs at this task's M: its grid and the sizes of A
+  // and C follow M by launch_grid.h's rule, and M is its scalar.
+  const std::optional<int64_t> m = tmpl.runtime_m();
+  std::vector<emu::ScalarArg> scalars;
+  if (m) scalars.push_back(emu::ScalarArg::i32(int32_t(*m)));
+  emu::EmuResult r = emulator.run(m ? at_m(source, *m) : source, buffers, scalars);
   out.compile_seconds = r.compile_seconds;
   out.run_seconds = r.run_seconds;
   out.status = emu::to_string(r.status);

@@ -35,7 +35,9 @@ EmulatedCheck check_in_emulator(const Template& tmpl, const Config& config,
                                 const ir::TargetLimits& limits, emu::Emulator& emulator,
                                 std::optional<double> tolerance = std::nullopt, uint64_t seed = 1);
 
-// The same check for an already generated source (used by tests that plant bugs).
+// The same check for an already generated source (used by tests that plant bugs). For a
+// template of run-time M the source may come from the same template at another M: it runs
+// at tmpl's M (launch_grid.h's at_m).
 EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& source,
                                        emu::Emulator& emulator,
                                        std::optional<double> tolerance = std::nullopt,

@@ -37,7 +37,7 @@ class TemplateKernelTask final : public KernelTask {
     }
     KernelInstance in;
     in.source = std::move(*lowered.source);
-    out.why = bind_kernel_arguments(in.source, tensors_, in);
+    out.why = bind_kernel_arguments(in.source, tensors_, in, tmpl_.runtime_m().has_value());
     if (out.why.empty()) out.instance = std::move(in);
     return out;
   }
@@ -50,10 +50,14 @@ class TemplateKernelTask final : public KernelTask {
 }  // namespace
 
 std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
-                                  KernelInstance& instance) {
+                                  KernelInstance& instance, bool runtime_m) {
   instance.args.clear();
   instance.maps.clear();
   for (const KernelParam& param : source.params) {
+    if (runtime_m && !param.is_pointer && !param.tensor_map && param.name == kRuntimeMArgument) {
+      instance.args.push_back(int(tensors.size()));  // worker_task's argument after the tensors
+      continue;
+    }
     // A tensor map is encoded by the worker over the tensor it describes.
     const std::string& tensor = param.tensor_map ? param.tensor_map->buffer : param.name;
     auto it = std::find_if(tensors.begin(), tensors.end(),
@@ -91,6 +95,20 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   }
   if (allow_baseline) task.baseline = tmpl.baseline();
   expected->clear();
+  if (const std::optional<int64_t> m = tmpl.runtime_m()) {
+    // A run-time M travels as a scalar argument after the tensors (whose seeds keep their
+    // indices), its bytes first in the blob.
+    WorkerArgument a;
+    a.name = kRuntimeMArgument;
+    a.kind = ArgKind::scalar;
+    a.elem = "int32";
+    a.elements = 1;
+    a.init = ArgInit::blob;
+    task.arguments.push_back(std::move(a));
+    const int32_t value = int32_t(*m);
+    const char* bytes = reinterpret_cast<const char*>(&value);
+    expected->insert(expected->end(), bytes, bytes + sizeof value);
+  }
   if (!options.check) return task;
 
   if (task.baseline.kind == BaselineSpec::Kind::gemm) {

@@ -17,8 +17,11 @@ namespace cutune {
 // request.maps (indexed like args; empty when there is none) with the description of each
 // tensor-map parameter, which the worker encodes over the tensor it names. Returns why a
 // parameter is neither a tensor nor a map over one ("" when all are).
+// With `runtime_m`, the scalar parameter "M" takes the argument after the tensors
+// (worker_task's, for a template of run-time M).
 std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
-                                  KernelInstance& instance);
+                                  KernelInstance& instance, bool runtime_m = false);
+inline constexpr const char* kRuntimeMArgument = "M";
 
 // What the worker gets for `tmpl`: its tensors as arguments by storage type (inputs from the
 // seed, outputs as NaN or, split-K, zero; each output's tolerance for the reduction length),
