@@ -66,6 +66,8 @@ for params in WGMMA:
             on.append(f"tma_store={k['tma_store']}")
         if k.get("tiles_per_block", 1) > 1:
             on.append(f"tiles={k['tiles_per_block']}")
+        if k.get("cluster_m", 1) > 1 or k.get("cluster_n", 1) > 1:
+            on.append(f"cluster={k.get('cluster_m', 1)}x{k.get('cluster_n', 1)}")
         what = (f"{'out16 ' if '--out-dtype' in params else ''}{k['block_m']}x{k['block_n']} "
                 f"{'tma' if k['loads'] else 'cp.async'} epi{k['epilogue']} {' '.join(on)}")
         sass = subprocess.run([CUTUNE, "sass", *base, "--arch", "sm_90", "--config",

@@ -216,12 +216,10 @@ Stmt bind_tile(Stmt body, const TileGrid& g, const Expr& tile) {
   if (g.cluster_size() == 1) return bind_raster(body, g, tile, "tile_m", "tile_n");
   // The block's tile in its cluster tile: row (or column) cta_rank of the group.
   Expr rank = int_var("cta_rank");
-  body = LetStmt::make("tile_n",
-                       int_var("cluster_tile_n") * g.cluster_n + (g.cluster_n > 1 ? rank : i32(0)),
-                       body);
-  body = LetStmt::make("tile_m",
-                       int_var("cluster_tile_m") * g.cluster_m + (g.cluster_m > 1 ? rank : i32(0)),
-                       body);
+  body = LetStmt::make(
+      "tile_n", int_var("cluster_tile_n") * g.cluster_n + (g.cluster_n > 1 ? rank : i32(0)), body);
+  body = LetStmt::make(
+      "tile_m", int_var("cluster_tile_m") * g.cluster_m + (g.cluster_m > 1 ? rank : i32(0)), body);
   TileGrid clusters = g;
   clusters.tiles_m = ceil_div(g.tiles_m, int64_t{g.cluster_m});
   clusters.tiles_n = ceil_div(g.tiles_n, int64_t{g.cluster_n});

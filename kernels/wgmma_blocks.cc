@@ -190,9 +190,7 @@ void define_tma_store_knob(ConfigSpace& space, int64_t n, bool out16) {
 void define_cluster_knobs(ConfigSpace& space) {
   space.define_choice("cluster_m", {1, 2}, 1);
   space.define_choice("cluster_n", {1, 2}, 1);
-  auto clustered = [](const Config& c) {
-    return c.get("cluster_m") > 1 || c.get("cluster_n") > 1;
-  };
+  auto clustered = [](const Config& c) { return c.get("cluster_m") > 1 || c.get("cluster_n") > 1; };
   space.add_constraint("a cluster is 2x1 or 1x2", [](const Config& c) {
     return c.get("cluster_m") == 1 || c.get("cluster_n") == 1;
   });
@@ -203,10 +201,9 @@ void define_cluster_knobs(ConfigSpace& space) {
                          return !clustered(c) || (c.get("loads") == 1 && c.get("producer") == 1);
                        });
   // A cluster's blocks walk the same tiles in step; the stream-K pieces are dealt per block.
-  space.add_constraint("no split of the last wave along K with clusters",
-                       [clustered](const Config& c) {
-                         return !clustered(c) || c.get("last_wave_split") == 0;
-                       });
+  space.add_constraint(
+      "no split of the last wave along K with clusters",
+      [clustered](const Config& c) { return !clustered(c) || c.get("last_wave_split") == 0; });
 }
 
 void add_tiles_per_block_constraint(ConfigSpace& space, int64_t m, int64_t n, bool out16) {

@@ -220,9 +220,9 @@ WgmmaGemmBuilder::WgmmaGemmBuilder(const WgmmaGemmSpec& spec, const WgmmaParams&
                            spec.name));
   // A shared slice's half lands at a whole number of the swizzle's 8-row repeats (1024 bytes
   // with the 128-byte swizzle, the copy's alignment), where its layout is the whole box's.
-  CUTUNE_CHECK((!share_a_ || a_tile_.rows % 16 == 0) && (!share_b_ || b_tile_.rows % 16 == 0),
-               fmt::format("{}: a cluster's shared slice splits into halves of 8-row groups",
-                           spec.name));
+  CUTUNE_CHECK(
+      (!share_a_ || a_tile_.rows % 16 == 0) && (!share_b_ || b_tile_.rows % 16 == 0),
+      fmt::format("{}: a cluster's shared slice splits into halves of 8-row groups", spec.name));
   a_map_ = tma_a_ ? map_for(spec.a, *spec.a_tma, a_tile_, share_a_) : "";
   b_map_ = tma_b_ ? map_for(spec.b, *spec.b_tma, b_tile_, share_b_) : "";
   if (tma_store_) {
@@ -443,14 +443,12 @@ Stmt WgmmaGemmBuilder::released_loop(std::vector<Stmt> prefix, const Expr& ring)
     return For::make("k_outer", 0, n_tiles_, ForKind::serial, Block::make(prefix));
   }
   prefix.push_back(compute(ring % s, 1));
-  prefix.push_back(
-      early_ ? release(ring % s)
-             : IfThenElse::make(ko_ > i32(0), release((ring + (s - 1)) % s)));
+  prefix.push_back(early_ ? release(ring % s)
+                          : IfThenElse::make(ko_ > i32(0), release((ring + (s - 1)) % s)));
   // The last slice's slot: `ring` at ko = n_tiles - 1.
   Expr last_ring = substitute(ring, "k_outer", n_tiles_);
-  Stmt last = early_ ? Stmt()
-                     : IfThenElse::make(n_tiles_ > i32(0),
-                                        release((last_ring + (s - 1)) % s));
+  Stmt last =
+      early_ ? Stmt() : IfThenElse::make(n_tiles_ > i32(0), release((last_ring + (s - 1)) % s));
   return Block::make({For::make("k_outer", 0, n_tiles_, ForKind::serial, Block::make(prefix)),
                       wgmma_wait_group(0), fence_acc_, last});
 }
@@ -461,10 +459,10 @@ Stmt WgmmaGemmBuilder::each_tile(const Stmt& body) const {
   Expr tile = int_var("tile");
   Expr unit = cs_ > 1 ? int_var("bx") / cs_ : int_var("bx");
   const int64_t units = grid_.blocks() / cs_;
-  return For::make("tile_t", 0, grid_.tiles_per_block, ForKind::serial,
-                   LetStmt::make("tile", unit + int_var("tile_t") * i32(units),
-                                 IfThenElse::make(tile < i32(grid_.units()),
-                                                  tc::bind_tile(body, grid_, tile))));
+  return For::make(
+      "tile_t", 0, grid_.tiles_per_block, ForKind::serial,
+      LetStmt::make("tile", unit + int_var("tile_t") * i32(units),
+                    IfThenElse::make(tile < i32(grid_.units()), tc::bind_tile(body, grid_, tile))));
 }
 
 // Persistent tiles: of the G = gridDim.x blocks launched, block bx takes tiles bx, bx + G, ...
@@ -484,7 +482,8 @@ Stmt WgmmaGemmBuilder::persistent_tiles(const Stmt& body) const {
   if (cs_ > 1) {
     // A cluster walks cluster tiles as one: cluster c = bx / size of the G / size launched
     // takes cluster tiles c, c + G / size, ... (launch_grid.h launches whole clusters).
-    const Expr units = i32(grid_.units()), c = int_var("cluster_index"), gc = int_var("grid_clusters");
+    const Expr units = i32(grid_.units()), c = int_var("cluster_index"),
+               gc = int_var("grid_clusters");
     Stmt item = LetStmt::make("tile", c + t * gc, tc::bind_tile(body, grid_, tile));
     Stmt loop = For::make("tile_t", 0, (units - c + gc - 1) / gc, ForKind::serial, item);
     loop = LetStmt::make("cluster_index", bx / cs_, loop);

@@ -40,7 +40,8 @@ inline Dim3 launch_grid(const LaunchSpec& launch, int sm_count) {
 inline LaunchSpec with_persistent_grid(LaunchSpec launch, uint32_t blocks) {
   if (launch.persistent_blocks_per_sm != 0) {
     const uint32_t cluster = std::max<uint32_t>(launch.cluster_x, 1);
-    launch.grid.x = std::max(std::clamp<uint32_t>(blocks, 1, launch.grid.x) / cluster, 1u) * cluster;
+    launch.grid.x =
+        std::max(std::clamp<uint32_t>(blocks, 1, launch.grid.x) / cluster, 1u) * cluster;
   }
   return launch;
 }

@@ -45,8 +45,9 @@
 // remote use of an exited block, fail with the line. A block alone is a cluster of one.
 //
 // The methods are defined by concern: block_runner.cc (fibers, __syncthreads, failures, the
-// scheduling loop), block_runner_cluster.cc (clusters), block_runner_tracked.cc (the sanitizer's tracked rule for uninitialised
-// shared reads), block_runner_warp.cc (warp and warpgroup collectives),
+// scheduling loop), block_runner_cluster.cc (clusters), block_runner_tracked.cc (the
+// sanitizer's tracked rule for uninitialised shared reads), block_runner_warp.cc (warp and
+// warpgroup collectives),
 // block_runner_wgmma.cc (wgmma), block_runner_async.cc (cp.async, mbarriers, TMA loads) and
 // block_runner_store.cc (TMA stores, named barriers).
 

@@ -98,7 +98,8 @@ void BlockRunner::mbarrier_arrive_cluster(cutune_emu_abi::Thread* self, void* ba
   const uint64_t before = peer->barriers_.completions();
   std::string err = peer->barriers_.arrive(bar, 1, 0);
   if (!err.empty()) {
-    fail_at(self, fmt::format("{} ({} of block {} of the cluster)", err, r->shared_address(bar), cta),
+    fail_at(self,
+            fmt::format("{} ({} of block {} of the cluster)", err, r->shared_address(bar), cta),
             line);
   }
   if (peer->sanitizer_ != nullptr && peer->barriers_.completions() != before) {

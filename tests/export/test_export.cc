@@ -169,7 +169,8 @@ TEST_CASE("a kernel that loads through TMA is exported with its tensor maps desc
     CHECK(std::any_of(params.begin(), params.end(), [&](const cutune_loader::Param& p) {
       return p.pointer && p.name == got.tensor_map.buffer;
     }));
-    CHECK(got.tensor_map.dtype == "float16");
+    // A and B are fp16; C (a TMA store's map, fp32 here) its own type.
+    CHECK(got.tensor_map.dtype == (got.tensor_map.buffer == "C" ? "float32" : "float16"));
     CHECK(got.tensor_map.dims[0] == uint64_t(m.dims[0]));
     CHECK(got.tensor_map.dims[1] == uint64_t(m.dims[1]));
     CHECK(got.tensor_map.row_stride_bytes == uint64_t(m.row_stride_bytes));
