@@ -58,15 +58,24 @@ class Launcher {
   Launcher& operator=(const Launcher&) = delete;
 
   // `buffers`: device pointers by parameter name (a tensor map is encoded over the buffer its
-  // description names); `scalars`: values of the by-value parameters. Zeroes the zero_init
-  // outputs on `stream`, then launches on it.
+  // description names); `scalars`: values of the by-value parameters; `m` > 0: a kernel of
+  // run-time M launched for that M (the loader's launch_m). Zeroes the zero_init outputs on
+  // `stream`, then launches on it.
   void launch(int device, const std::map<std::string, uint64_t>& buffers,
               const std::map<std::string, std::variant<int64_t, double>>& scalars,
-              uint64_t stream_handle) {
+              uint64_t stream_handle, int64_t m) {
     make_current(device);
     auto& loaded = loaded_[device];
     if (!loaded) loaded = std::make_unique<cutune_loader::LoadedKernel>(manifest_, dir_);
     const CUstream stream = reinterpret_cast<CUstream>(stream_handle);
+    if (m > 0) {
+      if (!scalars.empty())
+        throw std::runtime_error(manifest_.name + ": a run-time-M kernel takes no other scalars");
+      std::map<std::string, CUdeviceptr> named;
+      for (const auto& [name, pointer] : buffers) named[name] = static_cast<CUdeviceptr>(pointer);
+      loaded->launch_m(m, named, stream);
+      return;
+    }
     const size_t n = manifest_.params.size();
     std::vector<CUdeviceptr> pointers(n);
     std::vector<CUtensorMap> maps(n);
@@ -134,5 +143,5 @@ NB_MODULE(_loader, m) {
   nb::class_<Launcher>(m, "Launcher")
       .def(nb::init<const std::string&, const std::string&>(), nb::arg("dir"), nb::arg("name"))
       .def("launch", &Launcher::launch, nb::arg("device"), nb::arg("buffers"),
-           nb::arg("scalars"), nb::arg("stream"));
+           nb::arg("scalars"), nb::arg("stream"), nb::arg("m") = 0);
 }

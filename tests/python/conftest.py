@@ -37,3 +37,16 @@ def emulated_export(tmp_path_factory):
     written = cutune.export(str(log), str(out))
     assert written["written"] == ["gemm_nn_67x45x33_sm_90"]
     return {"log": str(log), "dir": str(out)}
+
+
+@pytest.fixture(scope="session")
+def emulated_table(tmp_path_factory):
+    """A dispatch table over M = 1..64 of a 64x48 GEMM (run-time M), tuned in the emulator
+    (one point's worth of trials) and exported."""
+    folder = tmp_path_factory.mktemp("table")
+    table = folder / "table.json"
+    cutune.tune("gemm", "M=1..64,64,48", trials=2, device="emulator", tuner="random", points=3,
+                candidates=1, tolerance=9, table=str(table), log=str(folder / "range.jsonl"))
+    out = folder / "exported"
+    cutune.export(out=str(out), table=str(table))
+    return str(out)

@@ -101,3 +101,20 @@ def test_torch_cpu_tensors_are_refused(gemm):
     with pytest.raises(cutune.UsageError, match="A: a CPU tensor"):
         k(a, b)
     assert k._launcher is None
+
+
+def test_a_dispatch_table_picks_by_m_and_checks_at_that_m(emulated_table):
+    table = cutune.load(emulated_table)
+    assert [(lo, hi) for lo, hi, _ in table.table] == [(1, 64)]
+    k = table.pick(13)
+    assert k.runtime_m and [s["name"] for s in k.scalars] == []  # M is read from A
+    a, b, c = CudaArray((13, 48)), CudaArray((48, 64)), CudaArray((13, 64))
+    call = k.check(a, b, out=c)
+    assert call["m"] == 13 and sorted(call["arrays"]) == ["A", "B", "C"]
+    with pytest.raises(cutune.UsageError, match=r"C has 768 elements .* takes 832"):
+        table(a, b, out=CudaArray((12, 64)))
+    with pytest.raises(cutune.UsageError, match="not a whole number of rows of 48"):
+        table(CudaArray((13 * 48 + 1,)), b, out=c)
+    with pytest.raises(cutune.UsageError, match=r"M = 65 is outside the dispatch table's 1..64"):
+        table(CudaArray((65, 48)), b, out=CudaArray((65, 64)))
+    assert k._launcher is None

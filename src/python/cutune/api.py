@@ -10,6 +10,7 @@ import time
 from typing import Callable, Optional, Sequence, Union
 
 from . import _command
+from .errors import UsageError
 
 Shape = Union[str, Sequence[int]]
 
@@ -52,7 +53,7 @@ def tune(op: Optional[str] = None, shape: Optional[Shape] = None, *, trials: int
     watch = None
     if callback is not None:
         if log is None:
-            raise _command.UsageError("tune(callback=...) needs log=PATH: progress is read from "
+            raise UsageError("tune(callback=...) needs log=PATH: progress is read from "
                                       "the records as they are logged")
         watch = _Progress(os.fspath(log), trials, options.get("resume", False), callback)
     return _command.run(args, while_running=watch)
@@ -64,10 +65,14 @@ def replay(cache: str, **options) -> dict:
                          "--json"])
 
 
-def export(log: str, out: str, **options) -> dict:
-    """The best kernel of each task in `log` as .cubin, .cu and manifest.json in `out`."""
-    return _command.run(["export", os.fspath(log), "--out", os.fspath(out),
-                         *_command.flags(options), "--json"])
+def export(log: Optional[str] = None, out: Optional[str] = None, **options) -> dict:
+    """The best kernel of each task in `log` as .cubin, .cu and manifest.json in `out`; with
+    table=FILE (from tune(shape="M=lo..hi,N,K", table=FILE)) the dispatch table's kernels and
+    the table, which cutune.load() calls by M."""
+    if out is None:
+        raise UsageError("export needs out=FOLDER")
+    args = ["export"] + ([os.fspath(log)] if log is not None else [])
+    return _command.run(args + ["--out", os.fspath(out), *_command.flags(options), "--json"])
 
 
 class _Progress:

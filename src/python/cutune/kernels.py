@@ -105,16 +105,41 @@ class Kernel:
                                      "elements": _map_elements(p["tensor_map"]), "pointer": True})
         self.outputs = [b for b in self.buffers if not b.get("const")]
         self.inputs = [b for b in self.buffers if b.get("const")]
-        self.scalars = [p for p in self.params if not p.get("pointer")]
+        # A kernel of run-time M (a dispatch table's): its scalar "M" is the rows of A and C,
+        # which the call reads from A; the buffers that follow M hold m_row_elements a row.
+        self.runtime_m = entry.get("runtime_m") is not None
+        self.scalars = [p for p in self.params if not p.get("pointer")
+                        and not (self.runtime_m and p["name"] == "M")]
         self._launcher = None
 
     def __repr__(self):
         names = ", ".join(b["name"] for b in self.inputs)
         return f"<cutune kernel {self.name}({names}) -> {', '.join(b['name'] for b in self.outputs)}>"
 
-    def check(self, *inputs, out=None, outputs_required=True, **named) -> dict:
+    def rows_m(self, *inputs, **named) -> int:
+        """A run-time-M kernel's M, from the first input that follows M (A: M x K)."""
+        given = {b["name"]: v for b, v in zip(self.inputs, inputs)}
+        given.update({k: v for k, v in named.items() if k not in ("out", "stream")})
+        for b in self.inputs:
+            if b.get("m_row_elements") and b["name"] in given:
+                a = _array(b["name"], given[b["name"]])
+                elements = 1
+                for extent in a.shape:
+                    elements *= extent
+                per_row = b["m_row_elements"]
+                if elements == 0 or elements % per_row:
+                    raise UsageError(f"{self.name}: {b['name']} has {elements} elements, not a "
+                                     f"whole number of rows of {per_row}")
+                return elements // per_row
+        raise UsageError(f"{self.name}: M is read from an input that follows it "
+                         f"({', '.join(b['name'] for b in self.inputs if b.get('m_row_elements'))})")
+
+    def check(self, *inputs, out=None, outputs_required=True, m=None, **named) -> dict:
         """The arguments of a call by parameter name, checked; UsageError for the first wrong.
-        Without outputs_required, missing outputs are left out (the call allocates them)."""
+        Without outputs_required, missing outputs are left out (the call allocates them).
+        A run-time-M kernel checks its buffers at M = m (default: A's rows)."""
+        if self.runtime_m and m is None:
+            m = self.rows_m(*inputs, **named)
         if len(inputs) > len(self.inputs):
             raise UsageError(f"{self.name} takes {len(self.inputs)} inputs "
                              f"({', '.join(b['name'] for b in self.inputs)}), got {len(inputs)}")
@@ -146,11 +171,11 @@ class Kernel:
             if b["name"] not in given:
                 raise UsageError(f"{self.name}: {'output' if not b.get('const') else 'input'} "
                                  f"{b['name']} not given")
-            arrays[b["name"]] = self._checked(b, _array(b["name"], given[b["name"]]))
+            arrays[b["name"]] = self._checked(_at_m(b, m), _array(b["name"], given[b["name"]]))
         devices = {a.device for a in arrays.values()}
         if len(devices) > 1:
             raise UsageError(f"{self.name}: arguments on several GPUs ({sorted(devices)})")
-        return {"arrays": arrays, "scalars": scalars}
+        return {"arrays": arrays, "scalars": scalars, "m": m}
 
     def _checked(self, param: dict, a: _Array) -> _Array:
         name, want = param["name"], param["type"]
@@ -174,16 +199,16 @@ class Kernel:
         """Checks the arguments, then launches; returns the output(s). Without out=, the
         outputs are allocated (torch tensors: needs PyTorch and torch inputs)."""
         if out is None and self.outputs:
-            self.check(*inputs, outputs_required=False, **named)  # the inputs first
-            allocated = self._allocate(inputs, named)
+            first = self.check(*inputs, outputs_required=False, **named)  # the inputs first
+            allocated = self._allocate(inputs, named, first["m"])
             out = allocated if len(allocated) > 1 else allocated[0]
         call = self.check(*inputs, out=out, **named)
         arrays = call["arrays"]
         device = next(iter(arrays.values())).device if arrays else 0
-        self._launch(device, arrays, call["scalars"], stream)
+        self._launch(device, arrays, call["scalars"], stream, call["m"])
         return out
 
-    def _allocate(self, inputs, named):
+    def _allocate(self, inputs, named, m=None):
         first = next((v for v in list(inputs) + list(named.values())
                       if type(v).__module__.startswith("torch")), None)
         if first is None:
@@ -192,12 +217,13 @@ class Kernel:
         import torch
         outs = []
         for b in self.outputs:
+            b = _at_m(b, m)
             shape = b.get("dims") or [b["elements"]]
             outs.append(torch.empty(shape, dtype=getattr(torch, _TORCH[b["type"]][6:]),
                                     device=first.device))
         return outs
 
-    def _launch(self, device: int, arrays: dict, scalars: dict, stream):
+    def _launch(self, device: int, arrays: dict, scalars: dict, stream, m=None):
         if stream is None:
             stream = _current_stream(arrays, device)
         if self._launcher is None:
@@ -208,7 +234,18 @@ class Kernel:
                                     "CUDA driver") from None
             self._launcher = _loader.Launcher(self.directory, self.name)
         self._launcher.launch(device, {n: a.pointer for n, a in arrays.items()},
-                              dict(scalars), int(stream))
+                              dict(scalars), int(stream), int(m or 0))
+
+
+def _at_m(param: dict, m: Optional[int]) -> dict:
+    """`param` of a run-time-M kernel at M = m: a buffer that follows M holds m rows."""
+    per_row = param.get("m_row_elements")
+    if m is None or not per_row:
+        return param
+    param = dict(param, elements=m * per_row)
+    if param.get("dims"):
+        param["dims"] = [m] + list(param["dims"][1:])
+    return param
 
 
 def _map_elements(m: dict) -> int:
@@ -242,8 +279,15 @@ class Kernels:
             raise UsageError(f"{path}: no \"kernels\" list")
         try:
             self._kernels = {e["name"]: Kernel(self.directory, e) for e in manifest["kernels"]}
-        except (KeyError, TypeError) as e:
-            raise UsageError(f"{path}: a kernel entry lacks {e}") from None
+            # A dispatch table (cutune export --table): M intervals, each a kernel of run-time M.
+            self.table = [(int(r["m_lo"]), int(r["m_hi"]), r["kernel"])
+                          for r in manifest.get("dispatch", {}).get("table", [])]
+        except (KeyError, TypeError, ValueError) as e:
+            raise UsageError(f"{path}: a kernel or dispatch entry lacks {e}") from None
+        for lo, hi, name in self.table:
+            if name not in self._kernels or not self._kernels[name].runtime_m:
+                raise UsageError(f"{path}: the dispatch table names {name}, which is not a "
+                                 "kernel of run-time M in it")
 
     def __len__(self):
         return len(self._kernels)
@@ -260,6 +304,16 @@ class Kernels:
     def names(self) -> list:
         return list(self._kernels)
 
+    def pick(self, m: int) -> Kernel:
+        """The dispatch table's kernel for M = m."""
+        for lo, hi, name in self.table:
+            if lo <= m <= hi:
+                return self._kernels[name]
+        if not self.table:
+            raise UsageError(f"{self.directory} has no dispatch table")
+        raise UsageError(f"M = {m} is outside the dispatch table's {self.table[0][0]}.."
+                         f"{self.table[-1][1]}")
+
     def only(self) -> Kernel:
         if len(self._kernels) != 1:
             raise UsageError(f"{self.directory} holds {len(self._kernels)} kernels "
@@ -267,6 +321,10 @@ class Kernels:
         return next(iter(self._kernels.values()))
 
     def __call__(self, *args, **kwargs):
+        """The one kernel's call; with a dispatch table, the kernel of A's M."""
+        if self.table:
+            m = self._kernels[self.table[0][2]].rows_m(*args, **kwargs)
+            return self.pick(m)(*args, **kwargs)
         return self.only()(*args, **kwargs)
 
 
