@@ -111,7 +111,7 @@ TEST_CASE("a run-time M keeps one tile a block and its own template names", "[wg
   nlohmann::json j = runtime_m_knobs(64, 1);
   j["knobs"]["tiles_per_block"] = 2;
   CHECK(dyn->space().violation(dyn->space().from_json(j)).value_or("") ==
-        "a run-time M takes one tile a block, not persistent");
+        "a run-time M takes one tile a block, not persistent, no clusters");
   // The exact-shape template keeps its name, takes no scalar and accepts several tiles.
   auto exact = make_template("gemm_fp16", {67, 72, 40}, "gemm_fp16_wgmma_nt");
   CHECK(exact->name() == "gemm_fp16_wgmma_nt");
