@@ -347,11 +347,12 @@ TEST_CASE("tune-suite rejects bad input before looking for a GPU", "[cli]") {
   test::CliRun r = test::run_cutune("tune-suite vgg16 --trials 3 --log /tmp/unused.log");
   INFO_RUN(r);
   CHECK(r.status == 2);
-  CHECK(r.err.find("unknown suite 'vgg16' (known: resnet18, mobilenet)") != std::string::npos);
+  CHECK(r.err.find("unknown suite 'vgg16' (known: resnet18, mobilenet, resnet50") !=
+        std::string::npos);
   CHECK(r.err_lines() == 1);
-  r = test::run_cutune("tune-suite resnet18 --trials 3 --batch-size 8 --log /tmp/unused.log");
+  r = test::run_cutune("tune-suite resnet18 --trials 3 --batch-size 300 --log /tmp/unused.log");
   CHECK(r.status == 2);
-  CHECK(r.err.find("--batch-size 8") != std::string::npos);
+  CHECK(r.err.find("--batch-size 300: give 1 to 256") != std::string::npos);
   r = test::run_cutune("tune-suite resnet18 --trials 3 --tuner magic --log /tmp/unused.log");
   CHECK(r.status == 2);
   r = test::run_cutune("tune-suite resnet18 --layers C2,C99 --log /tmp/unused.log");
