@@ -13,13 +13,13 @@ namespace cutune {
 using namespace ir;
 
 GemmWgmmaTemplate::GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout,
-                                     DType input, bool out16)
-    : Gemm16Template(m, n, k, layout, input, out16, "a warpgroup-MMA GEMM") {
+                                     DType input, bool out16, Epilogue epilogue)
+    : Gemm16Template(m, n, k, layout, input, out16, "a warpgroup-MMA GEMM", std::move(epilogue)) {
   define_space();
 }
 
 std::string GemmWgmmaTemplate::name() const {
-  return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "");
+  return op() + "_wgmma" + name_tail();
 }
 
 void GemmWgmmaTemplate::define_space() {
@@ -39,6 +39,10 @@ void GemmWgmmaTemplate::define_space() {
   wg::add_wgmma_shape_constraints(space_, n, k, out16_);
   wg::add_tiles_per_block_constraint(space_, m_, n, out16_);
   wg::define_tma_store_knob(space_, n, out16_);
+  constrain_epilogue([](const Config& c) {
+    const wg::WgmmaParams p = wg::wgmma_params(c);
+    return p.split_k > 1 || p.last_wave_split == 1;
+  });
 }
 
 std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
@@ -161,11 +165,13 @@ wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
   spec.b_mn_major = nn;
   spec.a = Buffer::make("A", in, MemoryScope::global, m * k, true);
   spec.b = Buffer::make("B", in, MemoryScope::global, k * n, true);
-  spec.c = Buffer::make("C", out16_ ? in : Type::f32(), MemoryScope::global, m * n);
+  spec.c = c_buffer();
+  spec.epilogue = output_epilogue(spec.c);
   spec.a_source = tc::matrix_source(k, m, k, m % p.bm != 0, k % p.bk != 0);
   spec.b_source = nn ? tc::matrix_source(n, k, n, k % p.bk != 0, n % p.bn != 0)
                      : tc::matrix_source(k, n, k, n % p.bn != 0, k % p.bk != 0);
   spec.parameters = {spec.c, spec.a, spec.b};
+  for (const Buffer& b : spec.epilogue.buffers()) spec.parameters.push_back(b);
   spec.a_tma = wg::WgmmaGemmSpec::TmaView{k, m, 2 * k};
   spec.b_tma =
       nn ? wg::WgmmaGemmSpec::TmaView{n, k, 2 * n} : wg::WgmmaGemmSpec::TmaView{k, n, 2 * k};
@@ -183,11 +189,13 @@ const FamilyRegistrar kGemmWgmma{
                     "like the inputs",
      .native_arch = "sm_90",
      .supported = combinations("gemm", "wgmma", {"fp16", "bf16"}, {"nn", "nt"}, true),
+     .epilogue = true,
      .make = [](const TaskParams& p,
                 const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
        const std::vector<int64_t> s = shape_of_size(operator_name(p), shape, 3, "M,N,K");
        return std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], gemm_layout(p.layout),
-                                                  element_type(p.dtype), p.out_dtype != "fp32");
+                                                  element_type(p.dtype), p.out_dtype != "fp32",
+                                                  parse_epilogue(p.epilogue));
      }}};
 
 }  // namespace

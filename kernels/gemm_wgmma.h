@@ -72,7 +72,7 @@ namespace cutune {
 class GemmWgmmaTemplate final : public Gemm16Template {
  public:
   GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input,
-                    bool out16);
+                    bool out16, Epilogue epilogue = {});
 
   std::string name() const override;
   ir::Kernel build(const Config& config) const override;

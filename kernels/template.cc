@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/epilogue.h"
+
 namespace cutune {
 
 std::vector<TaskParams> combinations(const std::string& computation, const std::string& family,
@@ -29,8 +31,11 @@ std::string template_name(const TaskParams& p) {
   // The family each dtype had alone before (FMA for fp32, mma.sync for 16 bits) goes unnamed.
   const bool first_family = p.family == (p.dtype == "fp32" ? "simt" : "mma");
   std::string out = operator_name(p) + (first_family ? "" : "_" + p.family) + "_" + p.layout;
-  if (p.out_dtype == p.dtype && p.dtype != "fp32") return out + "_out16";
-  return p.out_dtype == "fp32" ? out : out + "_out_" + p.out_dtype;
+  if (p.out_dtype == p.dtype && p.dtype != "fp32")
+    out += "_out16";
+  else if (p.out_dtype != "fp32")
+    out += "_out_" + p.out_dtype;
+  return out + parse_epilogue(p.epilogue).name_suffix();
 }
 
 GemmLayout gemm_layout(const std::string& layout) {

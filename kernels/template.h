@@ -34,6 +34,18 @@ struct TensorSpec {
   // Outputs only: some configurations accumulate into it (split-K with atomics), so whoever
   // launches the kernel zeroes it before every launch. Otherwise outputs need no initial value.
   bool zero_init = false;
+  // Outputs only: the kernel reads the output's initial value (C with an epilogue's beta), so
+  // whoever launches it fills it like an input (from the seed) and restores it before every
+  // launch; the reference gets those values in place of the output's.
+  bool initial = false;
+};
+
+// One scalar (by-value) kernel argument, after the tensors: its name, type, and the value a
+// check passes (an epilogue's alpha and beta: the kernel serves any value, kernels/epilogue.h).
+struct ScalarSpec {
+  std::string name;
+  ir::Type type;
+  double value = 0;
 };
 
 class Template {
@@ -49,6 +61,8 @@ class Template {
   virtual ir::Kernel build(const Config& config) const = 0;
   // The kernel's global tensors, in parameter order.
   virtual std::vector<TensorSpec> tensors() const = 0;
+  // The kernel's scalar parameters, after the tensors, in parameter order; none by default.
+  virtual std::vector<ScalarSpec> scalars() const { return {}; }
   // Computes the outputs from the inputs on the CPU (double accumulation), in place.
   virtual void reference(std::vector<std::vector<float>>& tensors) const = 0;
   // Floating-point operations of one run (2·M·N·K for GEMM).
@@ -71,9 +85,11 @@ class Template {
 // "conv2d", "depthwise_conv2d"), the inputs' and the output's element type ("fp32", "fp16",
 // "bf16"), the layout ("nn" or "nt": GEMM's B stored [K,N] or [N,K]; "nchw" or "nhwc" for a
 // convolution's input) and the instruction family of its schedule ("simt": FMA; "mma":
-// mma.sync tensor cores; "wgmma": Hopper's warpgroup MMA).
+// mma.sync tensor cores; "wgmma": Hopper's warpgroup MMA), and the fused epilogue, as canonical
+// text ("bias,gelu"; empty: none; kernels/epilogue.h). A family's `supported` combinations have
+// no epilogue: every family takes every epilogue its computation allows.
 struct TaskParams {
-  std::string computation, dtype, out_dtype, layout, family;
+  std::string computation, dtype, out_dtype, layout, family, epilogue;
   bool operator==(const TaskParams&) const = default;
 };
 
@@ -101,7 +117,11 @@ struct TemplateFamily {
   // Every combination it builds (each field set; computation and family as above). The first of
   // a dtype is the family's default for that dtype.
   std::vector<TaskParams> supported;
-  // The template for one of `supported` and a shape; TaskError (one line) for a bad shape.
+  // Whether its templates take a fused epilogue (every one kernels/epilogue.h parses, given to
+  // `make` in TaskParams::epilogue); without, a request with one is a TaskError.
+  bool epilogue = false;
+  // The template for one of `supported` (with its epilogue) and a shape; TaskError (one line)
+  // for a bad shape.
   Factory make;
 };
 inline constexpr const char* kAnyArch = "";
@@ -124,7 +144,9 @@ std::vector<const TemplateFamily*> template_families();
 //   operator_name(p): the computation, with _<dtype> unless fp32 ("gemm", "gemm_fp16");
 //   template_name(p): the operator name; _<family> unless it is simt for fp32 or mma for 16
 //   bits (the one family each had at first); _<layout>; _out16 for an output in the 16-bit
-//   input type ("gemm_nt", "gemm_fp16_nn_out16", "conv2d_bf16_wgmma_nhwc").
+//   input type ("gemm_nt", "gemm_fp16_nn_out16", "conv2d_bf16_wgmma_nhwc"); with an epilogue,
+//   _ep_ and its ops joined by _ ("gemm_nt_ep_bias_gelu"), so that no record of one epilogue
+//   is read as another's (without one, every name is as it was).
 // For each combination that existed before these are exactly its names of then, so a record
 // means the same task whichever code wrote it, and TaskKeys of old and new records compare
 // equal: resume and transfer learning take old logs unchanged (which is why TaskKey.op stays the
@@ -158,11 +180,12 @@ TaskParams default_params(const std::string& computation, const std::string& dty
 // the dtype; the names of before, which logs hold), and the task parameters given (empty: those
 // of the computation's default for the dtype and the target), or a template by name.
 struct TaskRequest {
-  std::string op, dtype, out_dtype, layout, family, template_name;
+  std::string op, dtype, out_dtype, layout, family, template_name, epilogue;
 };
 // The combination a request names, with its operator and template names. TaskError, one line
 // naming what the computation supports, for an unknown operator or template, for parameters no
-// family supports, and for a named template that contradicts a parameter or the operator.
+// family supports, for a named template that contradicts a parameter or the operator, and for a
+// bad or unsupported epilogue.
 struct ResolvedTemplate {
   std::string op, name;
   TaskParams params;

@@ -67,6 +67,9 @@ class WgmmaGemmBuilder {
   Stmt producer() const;
 
   Epilogue epilogue() const;
+  // The fused epilogue (spec_.epilogue) on the accumulators in registers, before any store
+  // path: an empty Block where there is none.
+  Stmt apply_epilogue() const;
   // The TMA store's epilogue (tma_store): the tile through the shared C tile and TMA stores.
   Epilogue store_epilogue() const;
   Expr c_tile_offset(const Expr& row, const Expr& col) const;
@@ -475,11 +478,27 @@ Stmt WgmmaGemmBuilder::piece_write() const {
   Expr gcol = tile_n_ * p_.bn + pp / 2 * 8 + q_ * 2 + e;
   Stmt add = atomic_add(spec_.c, grow * i32(spec_.n) + gcol,
                         Load::make(acc_, j * per_strip_ + pp * 2 + e));
+  return Block::make(
+      {apply_epilogue(),
+       For::make("j", 0, strips_, ForKind::unrolled,
+                 For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
+                           For::make("e", 0, 2, ForKind::unrolled,
+                                     IfThenElse::make(grow < i32(spec_.m) && gcol < i32(spec_.n),
+                                                      add))))});
+}
+
+// Register 2·pp + e of strip j is element (row, col) of the tile as in epilogue(); the store
+// paths after it (scalar, pairs, staged, TMA, atomics) take the rewritten registers unchanged.
+Stmt WgmmaGemmBuilder::apply_epilogue() const {
+  if (spec_.epilogue.empty()) return Block::make({});
+  Expr j = int_var("j"), pp = int_var("p"), e = int_var("e");
+  Expr grow = tile_m_ * p_.bm + wg_row0_ + j * 64 + warp_ * 16 + g_ + pp % 2 * 8;
+  Expr gcol = tile_n_ * p_.bn + pp / 2 * 8 + q_ * 2 + e;
   return For::make(
       "j", 0, strips_, ForKind::unrolled,
       For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
                 For::make("e", 0, 2, ForKind::unrolled,
-                          IfThenElse::make(grow < i32(spec_.m) && gcol < i32(spec_.n), add))));
+                          spec_.epilogue.in_place(acc_, j * per_strip_ + pp * 2 + e, grow, gcol))));
 }
 
 // Slice k of the block's tile, as a number in the ring's sequence: with several tiles a block,
@@ -597,8 +616,9 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     return For::make("j", 0, strips_, ForKind::unrolled,
                      For::make("p", 0, per_strip_ / 2, ForKind::unrolled, st));
   };
-  if (tma_store_) return store_epilogue();
-  if (p.epilogue == 0) {
+  if (tma_store_) {
+    out = store_epilogue();
+  } else if (p.epilogue == 0) {
     Expr index = grow * i32(n) + gcol + e;
     Expr v = Load::make(acc_, reg + e);
     Stmt store = p.split_k > 1 ? atomic_add(c, index, v)
@@ -635,6 +655,7 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     out.copy_out =
         For::make("c_cp", 0, int(ceil_div(copies, consumers_)), ForKind::unrolled, guarded);
   }
+  out.write = Block::make({apply_epilogue(), out.write});
   return out;
 }
 
@@ -811,6 +832,7 @@ Kernel WgmmaGemmBuilder::build() {
   Kernel kernel;
   kernel.name = spec_.name;
   kernel.buffers = spec_.parameters;
+  kernel.scalars = spec_.epilogue.scalars();
   kernel.body = bind(Block::make(parts));
   kernel.tensor_maps = std::move(maps_);
   // setmaxnreg needs the register count at entry fixed: __launch_bounds__(threads, 1).
