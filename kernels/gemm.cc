@@ -209,7 +209,10 @@ std::vector<ScalarSpec> GemmTemplate::scalars() const {
 
 BaselineSpec GemmTemplate::baseline() const {
   const OutputEpilogue ep(epilogue_, c_buffer(m_, n_), m_, n_, DType::Float32);
-  return BaselineSpec::of(ep.baseline(GemmBaseline{m_, n_, k_, layout_ == GemmLayout::nt}, 3));
+  GemmBaseline g;
+  g.m = m_, g.n = n_, g.k = k_;
+  g.b_transposed = layout_ == GemmLayout::nt;
+  return BaselineSpec::of(ep.baseline(g, 3));
 }
 
 void GemmTemplate::reference(std::vector<std::vector<float>>& t) const {

@@ -70,10 +70,12 @@ void Gemm16Template::constrain_epilogue(std::function<bool(const Config&)> adds_
 }
 
 BaselineSpec Gemm16Template::baseline() const {
-  return BaselineSpec::of(output_epilogue(c_buffer())
-                              .baseline(GemmBaseline{m_, n_, k_, layout_ == GemmLayout::nt,
-                                                     input_, out16_ ? input_ : DType::Float32},
-                                        3));
+  GemmBaseline g;
+  g.m = m_, g.n = n_, g.k = k_;
+  g.b_transposed = layout_ == GemmLayout::nt;
+  g.input = input_;
+  g.output = out16_ ? input_ : DType::Float32;
+  return BaselineSpec::of(output_epilogue(c_buffer()).baseline(g, 3));
 }
 
 }  // namespace cutune

@@ -89,7 +89,8 @@ class Template {
 // text ("bias,gelu"; empty: none; kernels/epilogue.h). A family's `supported` combinations have
 // no epilogue: every family takes every epilogue its computation allows.
 struct TaskParams {
-  std::string computation, dtype, out_dtype, layout, family, epilogue;
+  std::string computation, dtype, out_dtype, layout, family;
+  std::string epilogue = {};  // initialised, so that the five-field braces of before still read
   bool operator==(const TaskParams&) const = default;
 };
 
@@ -180,7 +181,8 @@ TaskParams default_params(const std::string& computation, const std::string& dty
 // the dtype; the names of before, which logs hold), and the task parameters given (empty: those
 // of the computation's default for the dtype and the target), or a template by name.
 struct TaskRequest {
-  std::string op, dtype, out_dtype, layout, family, template_name, epilogue;
+  std::string op, dtype, out_dtype, layout, family, template_name;
+  std::string epilogue = {};
 };
 // The combination a request names, with its operator and template names. TaskError, one line
 // naming what the computation supports, for an unknown operator or template, for parameters no
