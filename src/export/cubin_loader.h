@@ -18,7 +18,15 @@
 //
 // (encode_tensor_map does one by hand, for launch(args).) An output parameter with "zero_init"
 // (the GEMMs whose split-K configurations add into C) must hold zeros at every launch:
-// launch_buffers zeroes it first; a caller of launch(args) does it itself. Errors throw
+// launch_buffers zeroes it first; a caller of launch(args) does it itself. A kernel with a fused
+// epilogue (manifest "task"."epilogue", e.g. "alpha,beta,bias,gelu") takes its extra buffers
+// by name ("bias" [N], "residual" [M,N]) and its scalars ("alpha", "beta", float32) by value:
+//
+//   gemm.launch_buffers({{"C", c}, {"A", a}, {"B", b}, {"bias", bias}}, stream,
+//                       {{"alpha", 0.5f}, {"beta", 1.0f}});
+//
+// With beta, C is read as well as written (its param says "initial": true): the caller fills
+// it, and restores it before a launch that must compute the same again. Errors throw
 // std::runtime_error with the driver's error name, or a line saying what is missing.
 
 #include <cuda.h>
@@ -59,6 +67,7 @@ struct Param {
   bool is_tensor_map = false;
   TensorMapParam tensor_map;  // when is_tensor_map
   bool zero_init = false;     // an output to zero before every launch (absent: false)
+  bool initial = false;       // an output the kernel also reads (C with beta; absent: false)
 };
 
 struct KernelManifest {
@@ -71,6 +80,7 @@ struct KernelManifest {
   // min(grid[0], SMs x this) blocks along x on the GPU of the current context (grid_for).
   unsigned persistent_blocks_per_sm = 0;
   std::vector<Param> params;
+  std::string epilogue;  // the fused epilogue's ops ("bias,gelu"); empty: none
   double flops = 0, time_s = 0;
   nlohmann::json raw;  // the whole entry (task, config, cuBLAS time, ...)
 };
@@ -101,6 +111,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
       param.elements = p.at("elements").get<int64_t>();
       param.bytes = p.at("bytes").get<int64_t>();
       param.zero_init = p.value("zero_init", false);
+      param.initial = p.value("initial", false);
       if (p.contains("tensor_map")) {
         const nlohmann::json& m = p.at("tensor_map");
         TensorMapParam& t = param.tensor_map;
@@ -118,6 +129,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
       }
       k.params.push_back(std::move(param));
     }
+    if (e.contains("task")) k.epilogue = e.at("task").value("epilogue", std::string());
     k.flops = e.value("flops", 0.0);
     k.time_s = e.value("time_s", 0.0);
     k.raw = e;
@@ -221,11 +233,14 @@ class LoadedKernel {
   }
 
   // Launches with the buffers named by parameter (a tensor map is encoded over the buffer its
-  // description names), after zeroing the zero_init ones on `stream`. Throws for a missing
-  // buffer or a scalar parameter (use launch(args)).
+  // description names) and the float32 scalars by name (an epilogue's alpha and beta), after
+  // zeroing the zero_init ones on `stream`. Throws for a missing buffer or scalar, or a scalar
+  // of another type (use launch(args)).
   void launch_buffers(const std::map<std::string, CUdeviceptr>& buffers,
-                      CUstream stream = nullptr) const {
+                      CUstream stream = nullptr,
+                      const std::map<std::string, float>& scalars = {}) const {
     std::vector<CUdeviceptr> pointers(manifest_.params.size());
+    std::vector<float> values(manifest_.params.size());
     std::vector<CUtensorMap> maps(manifest_.params.size());
     std::vector<void*> args;
     auto buffer = [&](const std::string& name, const std::string& param) {
@@ -243,9 +258,12 @@ class LoadedKernel {
       } else if (p.pointer) {
         pointers[i] = buffer(p.name, p.name);
         args.push_back(&pointers[i]);
+      } else if (p.type == "float32" && scalars.count(p.name) != 0) {
+        values[i] = scalars.at(p.name);
+        args.push_back(&values[i]);
       } else {
-        throw std::runtime_error(manifest_.name + ": parameter " + p.name +
-                                 " is a scalar: launch it with launch(args)");
+        throw std::runtime_error(manifest_.name + ": no float32 scalar value named " + p.name +
+                                 " (give it in `scalars`, or launch with launch(args))");
       }
     }
     for (size_t i = 0; i < manifest_.params.size(); ++i) {

@@ -71,6 +71,9 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
                       {"elements", p.elements},
                       {"bytes", bytes},
                       {"zero_init", zero}});
+    if (p.is_pointer &&
+        std::find(k.initial.begin(), k.initial.end(), p.name) != k.initial.end())
+      params.back()["initial"] = true;
   }
   const LaunchSpec& l = k.source.launch;
   nlohmann::json entry = {{"name", k.name},
