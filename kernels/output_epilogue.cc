@@ -70,7 +70,7 @@ Expr OutputEpilogue::value(const Expr& acc, const Expr& row, const Expr& col) co
 
 Stmt OutputEpilogue::in_place(const Buffer& acc, const Expr& reg, const Expr& row,
                               const Expr& col) const {
-  if (empty()) return Block::make({});
+  if (empty()) return Stmt();
   Stmt st = Store::make(acc, reg, value(Load::make(acc, reg), row, col));
   const bool reads = ep_.has(EpilogueOp::beta) || bias_.defined() || residual_.defined();
   return reads ? IfThenElse::make(row < i32(m_) && col < i32(n_), st) : st;

@@ -42,7 +42,7 @@ class OutputEpilogue {
   // The epilogue's value for accumulator `acc` (Float32) of element (row, col).
   ir::Expr value(const ir::Expr& acc, const ir::Expr& row, const ir::Expr& col) const;
   // acc[reg] = value(acc[reg], row, col), where (row, col) is inside the output when the
-  // epilogue reads memory (else unguarded); a no-op Evaluate-free empty Block for none.
+  // epilogue reads memory (else unguarded); an undefined Stmt (which Block::make drops) for none.
   ir::Stmt in_place(const ir::Buffer& acc, const ir::Expr& reg, const ir::Expr& row,
                     const ir::Expr& col) const;
 

@@ -68,7 +68,7 @@ class WgmmaGemmBuilder {
 
   Epilogue epilogue() const;
   // The fused epilogue (spec_.epilogue) on the accumulators in registers, before any store
-  // path: an empty Block where there is none.
+  // path: an undefined Stmt (which Block::make drops) where there is none.
   Stmt apply_epilogue() const;
   // The TMA store's epilogue (tma_store): the tile through the shared C tile and TMA stores.
   Epilogue store_epilogue() const;
@@ -478,19 +478,18 @@ Stmt WgmmaGemmBuilder::piece_write() const {
   Expr gcol = tile_n_ * p_.bn + pp / 2 * 8 + q_ * 2 + e;
   Stmt add = atomic_add(spec_.c, grow * i32(spec_.n) + gcol,
                         Load::make(acc_, j * per_strip_ + pp * 2 + e));
-  return Block::make(
-      {apply_epilogue(),
-       For::make("j", 0, strips_, ForKind::unrolled,
-                 For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
-                           For::make("e", 0, 2, ForKind::unrolled,
-                                     IfThenElse::make(grow < i32(spec_.m) && gcol < i32(spec_.n),
-                                                      add))))});
+  Stmt write = For::make(
+      "j", 0, strips_, ForKind::unrolled,
+      For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
+                For::make("e", 0, 2, ForKind::unrolled,
+                          IfThenElse::make(grow < i32(spec_.m) && gcol < i32(spec_.n), add))));
+  return spec_.epilogue.empty() ? write : Block::make({apply_epilogue(), write});
 }
 
 // Register 2·pp + e of strip j is element (row, col) of the tile as in epilogue(); the store
 // paths after it (scalar, pairs, staged, TMA, atomics) take the rewritten registers unchanged.
 Stmt WgmmaGemmBuilder::apply_epilogue() const {
-  if (spec_.epilogue.empty()) return Block::make({});
+  if (spec_.epilogue.empty()) return Stmt();
   Expr j = int_var("j"), pp = int_var("p"), e = int_var("e");
   Expr grow = tile_m_ * p_.bm + wg_row0_ + j * 64 + warp_ * 16 + g_ + pp % 2 * 8;
   Expr gcol = tile_n_ * p_.bn + pp / 2 * 8 + q_ * 2 + e;
@@ -655,7 +654,7 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     out.copy_out =
         For::make("c_cp", 0, int(ceil_div(copies, consumers_)), ForKind::unrolled, guarded);
   }
-  out.write = Block::make({apply_epilogue(), out.write});
+  if (!spec_.epilogue.empty()) out.write = Block::make({apply_epilogue(), out.write});
   return out;
 }
 
