@@ -41,16 +41,23 @@ std::string BaselineSpec::library() const {
 nlohmann::json BaselineSpec::to_json() const {
   if (kind == Kind::gemm) {
     const GemmBaseline& g = gemm;
-    return {{"kind", "gemm"},
-            {"m", g.m},
-            {"n", g.n},
-            {"k", g.k},
-            {"b_transposed", g.b_transposed},
-            {"input", type_name(g.input)},
-            {"output", type_name(g.output)},
-            {"c", g.c},
-            {"a", g.a},
-            {"b", g.b}};
+    nlohmann::json out = {{"kind", "gemm"},
+                          {"m", g.m},
+                          {"n", g.n},
+                          {"k", g.k},
+                          {"b_transposed", g.b_transposed},
+                          {"input", type_name(g.input)},
+                          {"output", type_name(g.output)},
+                          {"c", g.c},
+                          {"a", g.a},
+                          {"b", g.b}};
+    if (!g.epilogue.empty()) {  // absent without one, as before epilogues
+      out["epilogue"] = g.epilogue;
+      out["bias"] = g.bias;
+      out["alpha"] = g.alpha;
+      out["beta"] = g.beta;
+    }
+    return out;
   }
   if (kind == Kind::conv) {
     const ConvShape& s = conv.shape;
@@ -93,6 +100,10 @@ BaselineSpec BaselineSpec::from_json(const nlohmann::json& j) {
       g.c = j.at("c").get<int>();
       g.a = j.at("a").get<int>();
       g.b = j.at("b").get<int>();
+      g.epilogue = j.value("epilogue", std::string());
+      g.bias = j.value("bias", -1);
+      g.alpha = j.value("alpha", 1.0);
+      g.beta = j.value("beta", 0.0);
       return of(g);
     }
     if (kind == "conv") {

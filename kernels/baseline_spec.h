@@ -22,6 +22,12 @@ struct GemmBaseline {
   ir::DType input = ir::DType::Float32;   // A and B
   ir::DType output = ir::DType::Float32;  // C
   int c = 0, a = 1, b = 2;                // the task's tensor indices
+  // The task's fused epilogue (kernels/epilogue.h, canonical text; empty: none), the index
+  // of its bias tensor (-1: none), and the alpha and beta the baseline runs with (C read
+  // where beta is listed). The library says where it cannot express the epilogue.
+  std::string epilogue;
+  int bias = -1;
+  double alpha = 1, beta = 0;
   friend bool operator==(const GemmBaseline&, const GemmBaseline&) = default;
 };
 

@@ -72,8 +72,9 @@ struct TileCopy {
 
 }  // namespace
 
-GemmTemplate::GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, bool runtime_m)
-    : m_(m), n_(n), k_(k), layout_(layout), runtime_m_(runtime_m) {
+GemmTemplate::GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, bool runtime_m,
+                           Epilogue epilogue)
+    : m_(m), n_(n), k_(k), layout_(layout), runtime_m_(runtime_m), epilogue_(std::move(epilogue)) {
   check_gemm_shape(op(), m, n, k);
   define_space();
 }
@@ -185,14 +186,43 @@ std::vector<std::string> GemmTemplate::buffer_names() const {
   return {"A", "B", "C", "A_shared", "B_shared", "C_local", "A_frag", "B_frag", "A_ld", "B_ld"};
 }
 
+namespace {
+
+Buffer c_buffer(int64_t m, int64_t n) {
+  return Buffer::make("C", Type::f32(), MemoryScope::global, m * n);
+}
+
+}  // namespace
+
 std::vector<TensorSpec> GemmTemplate::tensors() const {
-  return {{"C", Type::f32(), m_ * n_, true},
-          {"A", Type::f32(), m_ * k_, false},
-          {"B", Type::f32(), k_ * n_, false}};
+  const OutputEpilogue ep(epilogue_, c_buffer(m_, n_), m_, n_, DType::Float32);
+  TensorSpec c{"C", Type::f32(), m_ * n_, true};
+  ep.mark_output(c);
+  std::vector<TensorSpec> out = {c, {"A", Type::f32(), m_ * k_, false},
+                                 {"B", Type::f32(), k_ * n_, false}};
+  for (TensorSpec& t : ep.tensors()) out.push_back(std::move(t));
+  return out;
+}
+
+std::vector<ScalarSpec> GemmTemplate::scalars() const {
+  return OutputEpilogue(epilogue_, c_buffer(m_, n_), m_, n_, DType::Float32).scalar_specs();
+}
+
+BaselineSpec GemmTemplate::baseline() const {
+  const OutputEpilogue ep(epilogue_, c_buffer(m_, n_), m_, n_, DType::Float32);
+  GemmBaseline g;
+  g.m = m_, g.n = n_, g.k = k_;
+  g.b_transposed = layout_ == GemmLayout::nt;
+  return BaselineSpec::of(ep.baseline(g, 3));
 }
 
 void GemmTemplate::reference(std::vector<std::vector<float>>& t) const {
+  const std::vector<float> c_initial = epilogue_.has(EpilogueOp::beta) ? t[0] : std::vector<float>{};
   reference_gemm(t[1], t[2], t[0], m_, n_, k_, /*b_transposed=*/layout_ != GemmLayout::nn);
+  std::vector<const std::vector<float>*> extra;
+  for (size_t i = 3; i < t.size(); ++i) extra.push_back(&t[i]);
+  OutputEpilogue(epilogue_, c_buffer(m_, n_), m_, n_, DType::Float32)
+      .reference(t[0], c_initial, extra);
 }
 
 Kernel GemmTemplate::build(const Config& config) const {
@@ -208,7 +238,8 @@ Kernel GemmTemplate::build(const Config& config) const {
 
   Buffer a = Buffer::make("A", Type::f32(), MemoryScope::global, m_ * k_, true);
   Buffer b = Buffer::make("B", Type::f32(), MemoryScope::global, k_ * n_, true);
-  Buffer c = Buffer::make("C", Type::f32(), MemoryScope::global, m_ * n_);
+  Buffer c = c_buffer(m_, n_);
+  const OutputEpilogue ep(epilogue_, c, m_, n_, DType::Float32);
   Buffer a_shared =
       Buffer::make("A_shared", Type::f32(), MemoryScope::shared, int64_t{stages} * p.bk * lda_s);
   Buffer b_shared =
@@ -275,6 +306,16 @@ Kernel GemmTemplate::build(const Config& config) const {
       ldb_s, p.unroll_k, a_shared, b_shared, acc,  a_frag, b_frag, thread_row, thread_col};
   Stmt main_loop = tile.main_loop(k_steps, p.double_buffer, load_tiles, store_tiles);
   Stmt epilogue = tile.epilogue(c, by * p.bm, bx * p.bn, m_rows, n_);
+  if (!ep.empty()) {
+    // The fused epilogue rewrites the accumulators in registers; the store is as without.
+    Expr i = int_var("i"), j = int_var("j");
+    Stmt apply = For::make(
+        "i", 0, p.tm, ForKind::unrolled,
+        For::make("j", 0, p.tn, ForKind::unrolled,
+                  ep.in_place(acc, i * p.tn + j, by * p.bm + tile.tile_row(i),
+                              bx * p.bn + tile.tile_col(j))));
+    epilogue = Block::make({apply, epilogue});
+  }
 
   Expr thread_row_value, thread_col_value;
   if (p.warp_n == 0) {
@@ -299,8 +340,10 @@ Kernel GemmTemplate::build(const Config& config) const {
   Kernel kernel;
   kernel.name = name();
   kernel.buffers = {c, a, b};
+  for (const Buffer& extra : ep.buffers()) kernel.buffers.push_back(extra);
+  kernel.scalars = ep.scalars();
   kernel.body = body;
-  if (runtime_m_) kernel.scalars = {m_rows};
+  if (runtime_m_) kernel.scalars.push_back(m_rows);  // no epilogue goes with a run-time M
   kernel.min_blocks = p.min_blocks > 1 ? p.min_blocks : 0;  // 1: no promise, as before the knob
   return kernel;
 }
@@ -337,10 +380,12 @@ const FamilyRegistrar kGemmSimt{
      .native_arch = kAnyArch,
      .supported = combinations("gemm", "simt", {"fp32"}, {"nn", "nt"}, false),
      .runtime_m = true,
+     .epilogue = true,
      .make = [](const TaskParams& p,
                 const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
        const std::vector<int64_t> s = shape_of_size("gemm", shape, 3, "M,N,K");
-       return std::make_unique<GemmTemplate>(s[0], s[1], s[2], gemm_layout(p.layout), p.runtime_m);
+       return std::make_unique<GemmTemplate>(s[0], s[1], s[2], gemm_layout(p.layout), p.runtime_m,
+                                             parse_epilogue(p.epilogue));
      }}};
 
 }  // namespace

@@ -37,6 +37,7 @@
 // `block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 warp_n=8 frag_m=4 frag_n=4
 // vec_load=4 smem_pad=4 double_buffer=1 unroll_k=1`: see reference_configs().
 
+#include "kernels/output_epilogue.h"
 #include "kernels/template.h"
 
 namespace cutune {
@@ -55,12 +56,14 @@ GemmSharedRows gemm_shared_rows(const Config& config, GemmLayout layout);
 class GemmTemplate final : public Template {
  public:
   // runtime_m: the kernels take M as a scalar and serve any M (Template::runtime_m).
-  GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, bool runtime_m = false);
+  // `epilogue` is applied to each thread's accumulators before the store (output_epilogue.h).
+  GemmTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, bool runtime_m = false,
+               Epilogue epilogue = {});
 
   std::string op() const override { return "gemm"; }
   std::string name() const override {
     return std::string(layout_ == GemmLayout::nn ? "gemm_nn" : "gemm_nt") +
-           (runtime_m_ ? "_dynm" : "");
+           epilogue_.name_suffix() + (runtime_m_ ? "_dynm" : "");
   }
   std::optional<int64_t> runtime_m() const override {
     return runtime_m_ ? std::optional<int64_t>(m_) : std::nullopt;
@@ -70,12 +73,11 @@ class GemmTemplate final : public Template {
   const ConfigSpace& space() const override { return space_; }
   ir::Kernel build(const Config& config) const override;
   std::vector<TensorSpec> tensors() const override;
+  std::vector<ScalarSpec> scalars() const override;
   void reference(std::vector<std::vector<float>>& tensors) const override;
   double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
   int64_t reduction_length() const override { return k_; }
-  BaselineSpec baseline() const override {
-    return BaselineSpec::of(GemmBaseline{m_, n_, k_, layout_ == GemmLayout::nt});
-  }
+  BaselineSpec baseline() const override;
   std::vector<Config> reference_configs() const override;
   std::vector<std::string> loop_names() const override;
   std::vector<std::string> buffer_names() const override;
@@ -86,6 +88,7 @@ class GemmTemplate final : public Template {
   int64_t m_, n_, k_;
   GemmLayout layout_;
   bool runtime_m_ = false;
+  Epilogue epilogue_;
   ConfigSpace space_;
 };
 

@@ -13,13 +13,13 @@ namespace cutune {
 using namespace ir;
 
 GemmTcTemplate::GemmTcTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, DType input,
-                               bool out16)
-    : Gemm16Template(m, n, k, layout, input, out16, "a tensor-core GEMM") {
+                               bool out16, Epilogue epilogue)
+    : Gemm16Template(m, n, k, layout, input, out16, "a tensor-core GEMM", std::move(epilogue)) {
   define_space();
 }
 
 std::string GemmTcTemplate::name() const {
-  return op() + (layout_ == GemmLayout::nn ? "_nn" : "_nt") + (out16_ ? "_out16" : "");
+  return op() + name_tail();
 }
 
 void GemmTcTemplate::define_space() {
@@ -31,6 +31,7 @@ void GemmTcTemplate::define_space() {
     return k % e == 0 && (!nn || n % e == 0);
   });
   tc::add_tc_shape_constraints(space_, nn, n_, k_, out16_);
+  constrain_epilogue([](const Config& c) { return c.get("split_k") > 1; });
 }
 
 std::vector<Config> GemmTcTemplate::reference_configs() const {
@@ -69,8 +70,10 @@ Kernel GemmTcTemplate::build(const Config& config) const {
   spec.b = {Buffer::make("B", in, MemoryScope::global, k_ * n_, true), elems,
             nn ? tc::matrix_source(n_, k_, n_, k_tail, n_ % p.bn != 0)
                : tc::matrix_source(k_, n_, k_, n_ % p.bn != 0, k_tail)};
-  spec.c = Buffer::make("C", out16_ ? in : Type::f32(), MemoryScope::global, m_ * n_);
+  spec.c = c_buffer();
+  spec.epilogue = output_epilogue(spec.c);
   spec.parameters = {spec.c, spec.a.global, spec.b.global};
+  for (const Buffer& b : spec.epilogue.buffers()) spec.parameters.push_back(b);
   return tc::build_tc_gemm(spec, p);
 }
 
@@ -84,11 +87,13 @@ const FamilyRegistrar kGemmMma{
                     "inputs, B [K,N] (nn) or stored [N,K] (nt); C fp32 or like the inputs",
      .native_arch = kAnyArch,
      .supported = combinations("gemm", "mma", {"fp16", "bf16"}, {"nn", "nt"}, true),
+     .epilogue = true,
      .make = [](const TaskParams& p,
                 const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
        const std::vector<int64_t> s = shape_of_size(operator_name(p), shape, 3, "M,N,K");
        return std::make_unique<GemmTcTemplate>(s[0], s[1], s[2], gemm_layout(p.layout),
-                                               element_type(p.dtype), p.out_dtype != "fp32");
+                                               element_type(p.dtype), p.out_dtype != "fp32",
+                                               parse_epilogue(p.epilogue));
      }}};
 
 }  // namespace

@@ -39,7 +39,8 @@ namespace cutune {
 class GemmTcTemplate final : public Gemm16Template {
  public:
   // input: Float16 or BFloat16; out16: C in the input type instead of fp32.
-  GemmTcTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input, bool out16);
+  GemmTcTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input, bool out16,
+                 Epilogue epilogue = {});
 
   std::string name() const override;
   ir::Kernel build(const Config& config) const override;

@@ -13,15 +13,14 @@ namespace cutune {
 using namespace ir;
 
 GemmWgmmaTemplate::GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout,
-                                     DType input, bool out16, bool runtime_m)
-    : Gemm16Template(m, n, k, layout, input, out16, "a warpgroup-MMA GEMM") {
+                                     DType input, bool out16, bool runtime_m, Epilogue epilogue)
+    : Gemm16Template(m, n, k, layout, input, out16, "a warpgroup-MMA GEMM", std::move(epilogue)) {
   runtime_m_ = runtime_m;
   define_space();
 }
 
 std::string GemmWgmmaTemplate::name() const {
-  return op() + (layout_ == GemmLayout::nn ? "_wgmma_nn" : "_wgmma_nt") + (out16_ ? "_out16" : "") +
-         (runtime_m_ ? "_dynm" : "");
+  return op() + "_wgmma" + name_tail() + (runtime_m_ ? "_dynm" : "");
 }
 
 Template::MRule GemmWgmmaTemplate::runtime_m_rule(const Config& config) const {
@@ -63,6 +62,10 @@ void GemmWgmmaTemplate::define_space() {
                                    p.cluster_size() == 1;
                           });
   }
+  constrain_epilogue([](const Config& c) {
+    const wg::WgmmaParams p = wg::wgmma_params(c);
+    return p.split_k > 1 || p.last_wave_split == 1;
+  });
 }
 
 std::vector<Config> GemmWgmmaTemplate::reference_configs() const {
@@ -190,7 +193,8 @@ wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
   spec.b_mn_major = nn;
   spec.a = Buffer::make("A", in, MemoryScope::global, m * k, true);
   spec.b = Buffer::make("B", in, MemoryScope::global, k * n, true);
-  spec.c = Buffer::make("C", out16_ ? in : Type::f32(), MemoryScope::global, m * n);
+  spec.c = c_buffer();
+  spec.epilogue = output_epilogue(spec.c);
   if (runtime_m_) {
     // Every row of A is guarded against the scalar M: no tile is known to be whole.
     spec.m_rows = int_var("M");
@@ -209,6 +213,7 @@ wg::WgmmaGemmSpec GemmWgmmaTemplate::spec(const Config& config) const {
   spec.b_source = nn ? tc::matrix_source(n, k, n, k % p.bk != 0, n % p.bn != 0)
                      : tc::matrix_source(k, n, k, n % p.bn != 0, k % p.bk != 0);
   spec.parameters = {spec.c, spec.a, spec.b};
+  for (const Buffer& b : spec.epilogue.buffers()) spec.parameters.push_back(b);
   spec.a_tma = wg::WgmmaGemmSpec::TmaView{k, m, 2 * k};
   spec.b_tma =
       nn ? wg::WgmmaGemmSpec::TmaView{n, k, 2 * n} : wg::WgmmaGemmSpec::TmaView{k, n, 2 * k};
@@ -227,12 +232,13 @@ const FamilyRegistrar kGemmWgmma{
      .native_arch = "sm_90",
      .supported = combinations("gemm", "wgmma", {"fp16", "bf16"}, {"nn", "nt"}, true),
      .runtime_m = true,
+     .epilogue = true,
      .make = [](const TaskParams& p,
                 const std::vector<int64_t>& shape) -> std::unique_ptr<Template> {
        const std::vector<int64_t> s = shape_of_size(operator_name(p), shape, 3, "M,N,K");
        return std::make_unique<GemmWgmmaTemplate>(s[0], s[1], s[2], gemm_layout(p.layout),
                                                   element_type(p.dtype), p.out_dtype != "fp32",
-                                                  p.runtime_m);
+                                                  p.runtime_m, parse_epilogue(p.epilogue));
      }}};
 
 }  // namespace

@@ -74,7 +74,7 @@ class GemmWgmmaTemplate final : public Gemm16Template {
   // runtime_m: the kernels take M as a scalar and serve any M (Template::runtime_m); the
   // configurations are then those of one tile a block, not persistent.
   GemmWgmmaTemplate(int64_t m, int64_t n, int64_t k, GemmLayout layout, ir::DType input, bool out16,
-                    bool runtime_m = false);
+                    bool runtime_m = false, Epilogue epilogue = {});
 
   std::string name() const override;
   ir::Kernel build(const Config& config) const override;

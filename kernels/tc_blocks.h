@@ -16,6 +16,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kernels/output_epilogue.h"
 #include "src/ir/ir.h"
 #include "src/space/config_space.h"
 
@@ -114,6 +115,9 @@ struct TcGemmSpec {
   TcOperand a, b;
   ir::Buffer c;
   std::vector<ir::Buffer> parameters;  // the kernel's global buffers in parameter order
+  // Applied to the accumulators in registers before the store; its buffers are among
+  // `parameters`, its scalars the kernel's.
+  OutputEpilogue epilogue;
 };
 
 ir::Kernel build_tc_gemm(const TcGemmSpec& spec, const TcParams& p);

@@ -286,9 +286,16 @@ Stmt TcGemmBuilder::epilogue() const {
         For::make("e", 0, 2, ForKind::unrolled,
                   IfThenElse::make(grow < i32(m) && gcol + e < i32(n), store));
   }
-  return For::make("i", 0, mi_, ForKind::unrolled,
-                   For::make("j", 0, ni_, ForKind::unrolled,
-                             For::make("h", 0, 2, ForKind::unrolled, write)));
+  auto each = [&](const Stmt& body) {
+    return For::make("i", 0, mi_, ForKind::unrolled,
+                     For::make("j", 0, ni_, ForKind::unrolled,
+                               For::make("h", 0, 2, ForKind::unrolled, body)));
+  };
+  if (spec_.epilogue.empty()) return each(write);
+  // The fused epilogue rewrites each accumulator in registers, then the store is as without.
+  Stmt apply = For::make("e", 0, 2, ForKind::unrolled,
+                         spec_.epilogue.in_place(acc_, base + e, grow, gcol + e));
+  return each(Block::make({apply, write}));
 }
 
 // `body` with its buffers, the thread's warp position and lane, and the grid.
@@ -316,6 +323,7 @@ Kernel TcGemmBuilder::build() const {
   Kernel kernel;
   kernel.name = spec_.name;
   kernel.buffers = spec_.parameters;
+  kernel.scalars = spec_.epilogue.scalars();
   kernel.body = bind(Block::make({init, main_loop(), epilogue()}));
   kernel.min_blocks = p_.min_blocks > 1
                           ? p_.min_blocks

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/epilogue.h"
+
 namespace cutune {
 
 std::vector<TaskParams> combinations(const std::string& computation, const std::string& family,
@@ -38,6 +40,7 @@ std::string template_name(const TaskParams& p) {
   } else if (p.out_dtype != "fp32") {
     out += "_out_" + p.out_dtype;
   }
+  out += parse_epilogue(p.epilogue).name_suffix();
   return p.runtime_m ? out + kRuntimeMSuffix : out;
 }
 

@@ -35,6 +35,18 @@ struct TensorSpec {
   // Outputs only: some configurations accumulate into it (split-K with atomics), so whoever
   // launches the kernel zeroes it before every launch. Otherwise outputs need no initial value.
   bool zero_init = false;
+  // Outputs only: the kernel reads the output's initial value (C with an epilogue's beta), so
+  // whoever launches it fills it like an input (from the seed) and restores it before every
+  // launch; the reference gets those values in place of the output's.
+  bool initial = false;
+};
+
+// One scalar (by-value) kernel argument, after the tensors: its name, type, and the value a
+// check passes (an epilogue's alpha and beta: the kernel serves any value, kernels/epilogue.h).
+struct ScalarSpec {
+  std::string name;
+  ir::Type type;
+  double value = 0;
 };
 
 class Template {
@@ -50,6 +62,8 @@ class Template {
   virtual ir::Kernel build(const Config& config) const = 0;
   // The kernel's global tensors, in parameter order.
   virtual std::vector<TensorSpec> tensors() const = 0;
+  // The kernel's scalar parameters, after the tensors, in parameter order; none by default.
+  virtual std::vector<ScalarSpec> scalars() const { return {}; }
   // Computes the outputs from the inputs on the CPU (double accumulation), in place.
   virtual void reference(std::vector<std::vector<float>>& tensors) const = 0;
   // Floating-point operations of one run (2·M·N·K for GEMM).
@@ -84,13 +98,16 @@ class Template {
 // "conv2d", "depthwise_conv2d"), the inputs' and the output's element type ("fp32", "fp16",
 // "bf16"), the layout ("nn" or "nt": GEMM's B stored [K,N] or [N,K]; "nchw" or "nhwc" for a
 // convolution's input) and the instruction family of its schedule ("simt": FMA; "mma":
-// mma.sync tensor cores; "wgmma": Hopper's warpgroup MMA).
+// mma.sync tensor cores; "wgmma": Hopper's warpgroup MMA), and the fused epilogue, as canonical
+// text ("bias,gelu"; empty: none; kernels/epilogue.h). A family's `supported` combinations have
+// no epilogue: every family takes every epilogue its computation allows.
 struct TaskParams {
   std::string computation, dtype, out_dtype, layout, family;
   // M is a run-time scalar of the kernels (Template::runtime_m): one kernel serves a range of
   // M (dispatch tables). Only families with TemplateFamily::runtime_m build it; its template
   // name ends in _dynm, so that its records never pass for the exact-shape kernel's.
   bool runtime_m = false;
+  std::string epilogue = {};  // initialised, so that the five-field braces of before still read
   bool operator==(const TaskParams&) const = default;
 };
 
@@ -120,7 +137,11 @@ struct TemplateFamily {
   std::vector<TaskParams> supported;
   // It also builds each of `supported` with TaskParams::runtime_m; others refuse it.
   bool runtime_m = false;
-  // The template for one of `supported` and a shape; TaskError (one line) for a bad shape.
+  // Whether its templates take a fused epilogue (every one kernels/epilogue.h parses, given to
+  // `make` in TaskParams::epilogue); without, a request with one is a TaskError.
+  bool epilogue = false;
+  // The template for one of `supported` (with its epilogue and run-time M) and a shape;
+  // TaskError (one line) for a bad shape.
   Factory make;
 };
 inline constexpr const char* kAnyArch = "";
@@ -143,8 +164,10 @@ std::vector<const TemplateFamily*> template_families();
 //   operator_name(p): the computation, with _<dtype> unless fp32 ("gemm", "gemm_fp16");
 //   template_name(p): the operator name; _<family> unless it is simt for fp32 or mma for 16
 //   bits (the one family each had at first); _<layout>; _out16 for an output in the 16-bit
-//   input type ("gemm_nt", "gemm_fp16_nn_out16", "conv2d_bf16_wgmma_nhwc"); _dynm for a
-//   run-time M ("gemm_fp16_wgmma_nt_dynm").
+//   input type ("gemm_nt", "gemm_fp16_nn_out16", "conv2d_bf16_wgmma_nhwc"); with an epilogue,
+//   _ep_ and its ops joined by _ ("gemm_nt_ep_bias_gelu"), so that no record of one epilogue
+//   is read as another's (without one, every name is as it was); last, _dynm for a run-time M
+//   ("gemm_fp16_wgmma_nt_dynm", "gemm_nt_ep_bias_dynm").
 // For each combination that existed before these are exactly its names of then, so a record
 // means the same task whichever code wrote it, and TaskKeys of old and new records compare
 // equal: resume and transfer learning take old logs unchanged (which is why TaskKey.op stays the
@@ -180,10 +203,12 @@ TaskParams default_params(const std::string& computation, const std::string& dty
 struct TaskRequest {
   std::string op, dtype, out_dtype, layout, family, template_name;
   bool runtime_m = false;  // TaskParams::runtime_m
+  std::string epilogue = {};
 };
 // The combination a request names, with its operator and template names. TaskError, one line
 // naming what the computation supports, for an unknown operator or template, for parameters no
-// family supports, and for a named template that contradicts a parameter or the operator.
+// family supports, for a named template that contradicts a parameter or the operator, and for a
+// bad or unsupported epilogue.
 struct ResolvedTemplate {
   std::string op, name;
   TaskParams params;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kernels/epilogue.h"
 #include "kernels/template.h"
 
 namespace cutune {
@@ -61,6 +62,24 @@ OperatorRef operator_ref(const std::string& op) {
                               fmt::join(computations(), ", "), fmt::join(dtyped, ", ")));
 }
 
+// "alpha,gelu_tanh" for a template name's suffix "alpha_gelu_tanh": the ops joined by '_',
+// gelu_tanh the one op with '_' in its name.
+std::string epilogue_of_suffix(const std::string& suffix) {
+  std::string out;
+  size_t pos = 0;
+  while (pos <= suffix.size()) {
+    size_t end = suffix.find('_', pos);
+    if (end == std::string::npos) end = suffix.size();
+    std::string word = suffix.substr(pos, end - pos);
+    if (word == "tanh" && out.size() >= 4 && out.compare(out.size() - 4, 4, "gelu") == 0)
+      out += "_tanh";
+    else
+      out += (out.empty() ? "" : ",") + word;
+    pos = end + 1;
+  }
+  return out;
+}
+
 std::optional<TaskParams> find_template(const std::string& name) {
   // A run-time M's template is its exact-shape template's name with _dynm (template.h).
   const std::string suffix = "_dynm";
@@ -72,6 +91,19 @@ std::optional<TaskParams> find_template(const std::string& name) {
     }
     return std::nullopt;
   }
+  // A name with an epilogue is its base name's combination with the epilogue, written in its
+  // canonical order.
+  if (size_t at = name.find("_ep_"); at != std::string::npos) {
+    std::optional<TaskParams> p = find_template(name.substr(0, at));
+    if (!p || !p->epilogue.empty()) return std::nullopt;
+    try {
+      p->epilogue = canonical_epilogue(epilogue_of_suffix(name.substr(at + 4)));
+    } catch (const TaskError&) {
+      return std::nullopt;
+    }
+    if (template_name(*p) != name) return std::nullopt;
+    return p;
+  }
   for (const TemplateAlias& a : template_aliases())
     if (a.name == name) return a.params;
   for (const TemplateFamily* f : template_families()) {
@@ -81,15 +113,25 @@ std::optional<TaskParams> find_template(const std::string& name) {
   return std::nullopt;
 }
 
-const TemplateFamily* find_family(const TaskParams& params) {
-  TaskParams p = params;
-  p.runtime_m = false;  // each family's `supported` lists the exact-shape combinations
+// The family of `p`'s combination, whatever its epilogue (checked apart: epilogue_error) and
+// run-time M (each family's `supported` lists the exact-shape combinations).
+const TemplateFamily* find_family(const TaskParams& p) {
+  TaskParams bare = p;
+  bare.epilogue.clear();
+  bare.runtime_m = false;
   for (const TemplateFamily* f : template_families()) {
     if (f->computation == p.computation && f->family == p.family &&
-        std::find(f->supported.begin(), f->supported.end(), p) != f->supported.end())
+        std::find(f->supported.begin(), f->supported.end(), bare) != f->supported.end())
       return f;
   }
   return nullptr;
+}
+
+// TaskError where `f` takes no epilogue and `p` has one.
+void check_epilogue(const TemplateFamily& f, const TaskParams& p) {
+  if (p.epilogue.empty() || f.epilogue) return;
+  throw TaskError(fmt::format("{} on {} takes no fused epilogue (--epilogue {})", p.computation,
+                              f.family, p.epilogue));
 }
 
 // "dtype fp16, layout nt" for the fields of `p` that `given` sets.
@@ -102,6 +144,7 @@ std::string described(const TaskParams& p, const TaskParams& given) {
   add("out-dtype", given.out_dtype, p.out_dtype);
   add("layout", given.layout, p.layout);
   add("family", given.family, p.family);
+  add("epilogue", given.epilogue, p.epilogue);
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -200,28 +243,33 @@ ResolvedTemplate resolve_template(const TaskRequest& r, const std::string& arch)
     throw TaskError(fmt::format("{} is {}; for --dtype {} name the computation: {} --dtype {}",
                                 r.op, o.dtype, r.dtype, o.computation, r.dtype));
   }
-  const TaskParams given{"", r.dtype, r.out_dtype, r.layout, r.family};
+  const std::string epilogue = canonical_epilogue(r.epilogue);  // TaskError for bad text
+  const TaskParams given{"", r.dtype, r.out_dtype, r.layout, r.family, epilogue};
   // `p` with the parameters the request gives.
-  const auto asked = [&r](TaskParams p) {
+  const auto asked = [&r, &epilogue](TaskParams p) {
     if (!r.dtype.empty()) p.dtype = r.dtype;
     if (!r.out_dtype.empty()) p.out_dtype = r.out_dtype;
     if (!r.layout.empty()) p.layout = r.layout;
     if (!r.family.empty()) p.family = r.family;
     if (r.runtime_m) p.runtime_m = true;
+    if (!epilogue.empty()) p.epilogue = epilogue;
     return p;
   };
   if (!r.template_name.empty()) {
     // A template of the computation; of its dtype where the operator name fixes one.
-    const std::optional<TaskParams> p = find_template(r.template_name);
+    std::optional<TaskParams> p = find_template(r.template_name);
     if (!p || p->computation != o.computation || (!o.dtype.empty() && p->dtype != o.dtype)) {
       throw TaskError(fmt::format("unknown template '{}' for {} (known: {})", r.template_name, r.op,
                                   fmt::join(template_names(o.computation, "", o.dtype), ", ")));
     }
+    // A template named as logs of before name it takes the epilogue asked.
+    if (p->epilogue.empty()) p->epilogue = epilogue;
     const TaskParams want = asked(*p);
     if (!(want == *p)) {
       throw TaskError(fmt::format("template {} has {}; asked: {}", r.template_name,
                                   described(*p, given), described(want, given)));
     }
+    check_epilogue(*find_family(*p), *p);
     return {operator_name(*p), template_name(*p), *p};
   }
   // The parameters not given are those of the computation's default for the dtype and target.
@@ -232,6 +280,7 @@ ResolvedTemplate resolve_template(const TaskRequest& r, const std::string& arch)
                                 o.computation, described(want, given),
                                 supported(o.computation, want.dtype)));
   }
+  check_epilogue(*find_family(want), want);
   return {operator_name(want), template_name(want), want};
 }
 
@@ -250,6 +299,11 @@ std::unique_ptr<Template> make_template(const TaskParams& params,
   }
   if (params.runtime_m && !f->runtime_m) {
     throw TaskError(fmt::format("{}/{} has no run-time M yet", f->computation, f->family));
+  }
+  check_epilogue(*f, params);
+  if (params.runtime_m && !params.epilogue.empty()) {
+    throw TaskError(fmt::format("a run-time M takes no epilogue yet (--epilogue {})",
+                                params.epilogue));
   }
   std::unique_ptr<Template> t = f->make(params, shape);
   // Records name the task by these (template.h): a template must agree with the registry.

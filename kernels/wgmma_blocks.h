@@ -177,6 +177,9 @@ struct WgmmaGemmSpec {
   ir::Buffer a, b, c;
   tc::SourceFn a_source, b_source;
   std::vector<ir::Buffer> parameters;  // the kernel's global buffers in parameter order
+  // Applied to the accumulators in registers before any store path (scalar, pairs, staged,
+  // TMA store, atomics); its buffers are among `parameters`, its scalars the kernel's.
+  OutputEpilogue epilogue;
   // With loads = tma, an operand with a view is loaded by TMA through a tensor map over it
   // (Kernel::tensor_maps, named "<buffer>_map"), the others by cp.async as with loads =
   // cp_async. The view is the operand as a row-major matrix of `outer` rows of `inner`

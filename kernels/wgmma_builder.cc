@@ -72,6 +72,9 @@ class WgmmaGemmBuilder {
   Stmt producer() const;
 
   Epilogue epilogue() const;
+  // The fused epilogue (spec_.epilogue) on the accumulators in registers, before any store
+  // path: an undefined Stmt (which Block::make drops) where there is none.
+  Stmt apply_epilogue() const;
   // The TMA store's epilogue (tma_store): the tile through the shared C tile and TMA stores.
   Epilogue store_epilogue() const;
   Expr c_tile_offset(const Expr& row, const Expr& col) const;
@@ -537,11 +540,26 @@ Stmt WgmmaGemmBuilder::piece_write() const {
   Expr gcol = tile_n_ * p_.bn + pp / 2 * 8 + q_ * 2 + e;
   Stmt add = atomic_add(spec_.c, grow * i32(spec_.n) + gcol,
                         Load::make(acc_, j * per_strip_ + pp * 2 + e));
-  return For::make(
+  Stmt write = For::make(
       "j", 0, strips_, ForKind::unrolled,
       For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
                 For::make("e", 0, 2, ForKind::unrolled,
                           IfThenElse::make(grow < rows_m() && gcol < i32(spec_.n), add))));
+  return spec_.epilogue.empty() ? write : Block::make({apply_epilogue(), write});
+}
+
+// Register 2·pp + e of strip j is element (row, col) of the tile as in epilogue(); the store
+// paths after it (scalar, pairs, staged, TMA, atomics) take the rewritten registers unchanged.
+Stmt WgmmaGemmBuilder::apply_epilogue() const {
+  if (spec_.epilogue.empty()) return Stmt();
+  Expr j = int_var("j"), pp = int_var("p"), e = int_var("e");
+  Expr grow = tile_m_ * p_.bm + wg_row0_ + j * 64 + warp_ * 16 + g_ + pp % 2 * 8;
+  Expr gcol = tile_n_ * p_.bn + pp / 2 * 8 + q_ * 2 + e;
+  return For::make(
+      "j", 0, strips_, ForKind::unrolled,
+      For::make("p", 0, per_strip_ / 2, ForKind::unrolled,
+                For::make("e", 0, 2, ForKind::unrolled,
+                          spec_.epilogue.in_place(acc_, j * per_strip_ + pp * 2 + e, grow, gcol))));
 }
 
 // Slice k of the block's tile, as a number in the ring's sequence: with several tiles a block,
@@ -660,8 +678,9 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     return For::make("j", 0, strips_, ForKind::unrolled,
                      For::make("p", 0, per_strip_ / 2, ForKind::unrolled, st));
   };
-  if (tma_store_) return store_epilogue();
-  if (p.epilogue == 0) {
+  if (tma_store_) {
+    out = store_epilogue();
+  } else if (p.epilogue == 0) {
     Expr index = grow * i32(n) + gcol + e;
     Expr v = Load::make(acc_, reg + e);
     Stmt store = p.split_k > 1 ? atomic_add(c, index, v)
@@ -698,6 +717,7 @@ WgmmaGemmBuilder::Epilogue WgmmaGemmBuilder::epilogue() const {
     out.copy_out =
         For::make("c_cp", 0, int(ceil_div(copies, consumers_)), ForKind::unrolled, guarded);
   }
+  if (!spec_.epilogue.empty()) out.write = Block::make({apply_epilogue(), out.write});
   return out;
 }
 
@@ -887,6 +907,7 @@ Kernel WgmmaGemmBuilder::build() {
   kernel.name = spec_.name;
   kernel.cluster_x = cs_;
   kernel.buffers = spec_.parameters;
+  kernel.scalars = spec_.epilogue.scalars();
   kernel.body = bind(Block::make(parts));
   kernel.tensor_maps = std::move(maps_);
   if (spec_.m_rows.defined()) kernel.scalars = {spec_.m_rows};

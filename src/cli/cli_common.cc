@@ -48,6 +48,10 @@ void TaskOptions::add_params_to(CLI::App& cmd) {
                  "instructions: simt (FMA), mma (mma.sync tensor cores) or wgmma (Hopper); "
                  "default: the target's best")
       ->check(CLI::IsMember({"simt", "mma", "wgmma"}));
+  cmd.add_option("--epilogue", epilogue,
+                 "fused epilogue, ops joined by commas: alpha, beta, bias, relu, gelu, "
+                 "gelu_tanh, silu, residual; out = act(alpha*acc + beta*C + bias) + residual "
+                 "(default: none)");
 }
 
 std::unique_ptr<Template> TaskOptions::make() const {

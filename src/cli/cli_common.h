@@ -37,6 +37,7 @@ struct TaskOptions {
   std::string template_name;
   // Task parameters (kernels/template.h, TaskParams); empty: the operator's default's.
   std::string dtype, out_dtype, layout, family;
+  std::string epilogue;  // kernels/epilogue.h: "bias,gelu"; empty: none
   std::string arch;  // empty: the detected GPU's, else sm_90
   bool json = false;
   bool runtime_m = false;  // the template of run-time M (a range of M's points)
@@ -44,10 +45,10 @@ struct TaskOptions {
   // With `or_spec` (the command takes --spec FILE instead, TaskOrSpec), OP and --shape are
   // optional here and checked by the command.
   void add_to(CLI::App& cmd, bool with_arch = true, bool or_spec = false);
-  // --dtype, --out-dtype, --layout, --family (add_to registers them too).
+  // --dtype, --out-dtype, --layout, --family, --epilogue (add_to registers them too).
   void add_params_to(CLI::App& cmd);
   TaskRequest request() const {
-    return {op, dtype, out_dtype, layout, family, template_name, runtime_m};
+    return {op, dtype, out_dtype, layout, family, template_name, runtime_m, epilogue};
   }
   std::unique_ptr<Template> make() const;
   std::string resolved_arch() const;

@@ -115,8 +115,8 @@ bool TaskOrSpec::wants_spec(const std::vector<std::string>& operator_only,
     throw UsageError(
         fmt::format("give an operator or --spec FILE (see cutune {} --help)", cmd_->get_name()));
   if (has_spec) {
-    std::vector<std::string> names = {"--shape", "--template", "--dtype", "--out-dtype", "--layout",
-                                      "--family"};
+    std::vector<std::string> names = {"--shape",  "--template", "--dtype",   "--out-dtype",
+                                      "--layout", "--family",   "--epilogue"};
     names.insert(names.end(), operator_only.begin(), operator_only.end());
     reject_given(*cmd_, names, "goes with an operator, not --spec");
     return true;

@@ -79,10 +79,10 @@ void resolve_template(const TaskOptions& op, const MeasureChoice& measure, TuneT
 void resolve_spec(const TaskSource& source, const MeasureChoice& measure, TuneTask& t) {
   const TaskRequest r = source.op.request();
   if (!r.op.empty() || !source.op.shape.empty() || !r.template_name.empty() || !r.dtype.empty() ||
-      !r.out_dtype.empty() || !r.layout.empty() || !r.family.empty())
+      !r.out_dtype.empty() || !r.layout.empty() || !r.family.empty() || !r.epilogue.empty())
     throw UsageError(
         "--spec names the kernel and its problem size; drop OP/--shape/--template/--dtype/"
-        "--out-dtype/--layout/--family");
+        "--out-dtype/--layout/--family/--epilogue");
   if (t.emulated) throw UsageError("--device emulator measures operators; drop --spec");
   const std::string path = source.replay.spec;
   require_readable_file(path, "--spec");

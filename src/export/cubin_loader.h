@@ -18,7 +18,15 @@
 //
 // (encode_tensor_map does one by hand, for launch(args).) An output parameter with "zero_init"
 // (the GEMMs whose split-K configurations add into C) must hold zeros at every launch:
-// launch_buffers zeroes it first; a caller of launch(args) does it itself. Errors throw
+// launch_buffers zeroes it first; a caller of launch(args) does it itself. A kernel with a fused
+// epilogue (manifest "task"."epilogue", e.g. "alpha,beta,bias,gelu") takes its extra buffers
+// by name ("bias" [N], "residual" [M,N]) and its scalars ("alpha", "beta", float32) by value:
+//
+//   gemm.launch_buffers({{"C", c}, {"A", a}, {"B", b}, {"bias", bias}}, stream,
+//                       {{"alpha", 0.5f}, {"beta", 1.0f}});
+//
+// With beta, C is read as well as written (its param says "initial": true): the caller fills
+// it, and restores it before a launch that must compute the same again. Errors throw
 // std::runtime_error with the driver's error name, or a line saying what is missing.
 //
 // A dispatch table (`cutune export --table`, from `cutune tune --shape M=lo..hi,N,K`) holds
@@ -70,6 +78,7 @@ struct Param {
   // A kernel of run-time M: a buffer of this many elements a row of M, or a tensor map whose
   // dims[1] is M (absent: 0, the parameter does not follow M).
   int64_t m_row_elements = 0;
+  bool initial = false;       // an output the kernel also reads (C with beta; absent: false)
 };
 
 struct KernelManifest {
@@ -89,6 +98,7 @@ struct KernelManifest {
   // was exported at.
   unsigned m_rows = 0, m_row_blocks = 0, m_axis = 0;
   std::vector<Param> params;
+  std::string epilogue;  // the fused epilogue's ops ("bias,gelu"); empty: none
   double flops = 0, time_s = 0;
   nlohmann::json raw;  // the whole entry (task, config, cuBLAS time, ...)
 };
@@ -127,6 +137,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
       param.bytes = p.at("bytes").get<int64_t>();
       param.zero_init = p.value("zero_init", false);
       param.m_row_elements = p.value("m_row_elements", int64_t{0});
+      param.initial = p.value("initial", false);
       if (p.contains("tensor_map")) {
         const nlohmann::json& m = p.at("tensor_map");
         TensorMapParam& t = param.tensor_map;
@@ -144,6 +155,7 @@ inline std::vector<KernelManifest> read_manifest(const std::string& dir) {
       }
       k.params.push_back(std::move(param));
     }
+    if (e.contains("task")) k.epilogue = e.at("task").value("epilogue", std::string());
     k.flops = e.value("flops", 0.0);
     k.time_s = e.value("time_s", 0.0);
     k.raw = e;
@@ -287,7 +299,7 @@ class LoadedKernel {
                 CUstream stream = nullptr) const {
     if (m > 0x7fffffff) throw std::runtime_error(manifest_.name + ": M above 2^31 - 1");
     const int32_t value = static_cast<int32_t>(m);
-    launch_with(at_m(manifest_, m), buffers, &value, stream);
+    launch_with(at_m(manifest_, m), buffers, &value, {}, stream);
   }
 
   // The grid `m` launches with on a GPU of `sm_count` SMs: its own, or for a persistent kernel
@@ -317,11 +329,13 @@ class LoadedKernel {
   }
 
   // Launches with the buffers named by parameter (a tensor map is encoded over the buffer its
-  // description names), after zeroing the zero_init ones on `stream`. Throws for a missing
-  // buffer or a scalar parameter (use launch(args); a kernel of run-time M: launch_m).
+  // description names) and the float32 scalars by name (an epilogue's alpha and beta), after
+  // zeroing the zero_init ones on `stream`. Throws for a missing buffer or scalar, or a scalar
+  // of another type (use launch(args); a kernel of run-time M: launch_m).
   void launch_buffers(const std::map<std::string, CUdeviceptr>& buffers,
-                      CUstream stream = nullptr) const {
-    launch_with(manifest_, buffers, nullptr, stream);
+                      CUstream stream = nullptr,
+                      const std::map<std::string, float>& scalars = {}) const {
+    launch_with(manifest_, buffers, nullptr, scalars, stream);
   }
 
   const KernelManifest& manifest() const { return manifest_; }
@@ -336,10 +350,12 @@ class LoadedKernel {
   }
 
   // launch_buffers for the manifest `k` (this kernel's, or made concrete for an M), passing
-  // `m_value` to the scalar parameter "M" where it is set.
+  // `m_value` to the scalar parameter "M" where it is set, and the float32 `scalars` by name.
   void launch_with(const KernelManifest& k, const std::map<std::string, CUdeviceptr>& buffers,
-                   const int32_t* m_value, CUstream stream) const {
+                   const int32_t* m_value, const std::map<std::string, float>& scalars,
+                   CUstream stream) const {
     std::vector<CUdeviceptr> pointers(k.params.size());
+    std::vector<float> values(k.params.size());
     std::vector<CUtensorMap> maps(k.params.size());
     std::vector<void*> args;
     auto buffer = [&](const std::string& name, const std::string& param) {
@@ -358,10 +374,14 @@ class LoadedKernel {
         args.push_back(&pointers[i]);
       } else if (m_value != nullptr && p.name == "M") {
         args.push_back(const_cast<int32_t*>(m_value));
+      } else if (p.type == "float32" && scalars.count(p.name) != 0) {
+        values[i] = scalars.at(p.name);
+        args.push_back(&values[i]);
       } else {
-        throw std::runtime_error(k.name + ": parameter " + p.name +
-                                 (k.m_rows > 0 ? " is the run-time M: launch it with launch_m"
-                                               : " is a scalar: launch it with launch(args)"));
+        throw std::runtime_error(
+            k.name + ": parameter " + p.name +
+            (k.m_rows > 0 ? " is the run-time M: launch it with launch_m"
+                          : " is a scalar: give a float32 one in `scalars`, or launch(args)"));
       }
     }
     for (size_t i = 0; i < k.params.size(); ++i) {

@@ -73,8 +73,14 @@ ExportSummary export_log(const std::filesystem::path& log, const std::filesystem
       k.time_s = r.result.median_s();
       k.baseline_s = baseline_time(r);
       k.baseline = baseline_name(r);
-      for (const TensorSpec& t : tmpl->tensors())
+      for (const TensorSpec& t : tmpl->tensors()) {
         if (t.is_output && t.zero_init) k.zero_init.push_back(t.name);
+        if (t.is_output && t.initial) k.initial.push_back(t.name);
+      }
+      // The fused epilogue's text: its extra parameters (bias, residual, alpha, beta) are
+      // among the params by name.
+      if (const std::string ep = template_params(tmpl->name()).epilogue; !ep.empty())
+        k.task["epilogue"] = ep;
       summary.written.push_back(k.name);
       kernels.emplace_back(std::move(k), compiled.to_cubin());
     } catch (const TaskError& e) {

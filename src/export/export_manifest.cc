@@ -73,6 +73,9 @@ nlohmann::json manifest_entry(const ExportedKernel& k) {
                       {"bytes", bytes},
                       {"zero_init", zero}});
     if (p.m_row_elements != 0) params.back()["m_row_elements"] = p.m_row_elements;
+    if (p.is_pointer &&
+        std::find(k.initial.begin(), k.initial.end(), p.name) != k.initial.end())
+      params.back()["initial"] = true;
   }
   const LaunchSpec& l = k.source.launch;
   nlohmann::json entry = {{"name", k.name},

@@ -51,6 +51,9 @@ struct ExportedKernel {
   // Output buffers to zero before every launch: the template's configurations with split-K
   // add into them (TensorSpec::zero_init); "zero_init": true on those parameters.
   std::vector<std::string> zero_init;
+  // Outputs the kernel also reads (C with an epilogue's beta): the caller fills them, and
+  // restores them before every launch that must compute the same; "initial": true on those.
+  std::vector<std::string> initial;
   // __constant__ symbols a user kernel reads, to fill before launching: name, type, elements.
   // Each is also the kernel parameter of its name (a buffer with the same bytes), as Kernel
   // Tuner passes constant-memory arguments.

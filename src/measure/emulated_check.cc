@@ -10,6 +10,7 @@
 #include "src/codegen/launch_grid.h"
 #include "src/lower/lower.h"
 #include "src/measure/correctness.h"
+#include "src/measure/template_task.h"
 
 namespace cutune {
 
@@ -26,7 +27,7 @@ EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& s
   std::vector<emu::HostBuffer> buffers(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string dtype = storage_dtype(specs[i].type.dtype);
-    if (specs[i].is_output) {
+    if (specs[i].is_output && !specs[i].initial) {
       const float start = specs[i].zero_init ? 0.0f : std::numeric_limits<float>::quiet_NaN();
       host[i].assign(size_t(specs[i].elements), start);
     } else {
@@ -38,12 +39,26 @@ EmulatedCheck check_source_in_emulator(const Template& tmpl, const CudaSource& s
     std::memcpy(buffers[i].bytes.data(), bytes.data(), bytes.size());
   }
 
-  EmulatedCheck out;
-  // A run-time-M kernel (lowered at any M) runs at this task's M: its grid and the sizes of A
-  // and C follow M by launch_grid.h's rule, and M is its scalar.
+  // The scalar parameters in the kernel's order, with the values the template checks with; a
+  // run-time-M kernel (lowered at any M) runs at this task's M: its grid and the sizes of A and
+  // C follow M by launch_grid.h's rule, and M is its scalar.
   const std::optional<int64_t> m = tmpl.runtime_m();
+  const std::vector<ScalarSpec> values = tmpl.scalars();
   std::vector<emu::ScalarArg> scalars;
-  if (m) scalars.push_back(emu::ScalarArg::i32(int32_t(*m)));
+  for (const KernelParam& param : source.params) {
+    if (param.is_pointer || param.tensor_map) continue;
+    if (m && param.name == kRuntimeMArgument) {
+      scalars.push_back(emu::ScalarArg::i32(int32_t(*m)));
+      continue;
+    }
+    auto v = std::find_if(values.begin(), values.end(),
+                          [&](const ScalarSpec& s) { return s.name == param.name; });
+    CUTUNE_CHECK(v != values.end() && v->type == ir::Type::f32(),
+                 "kernel scalar " + param.name + " is not a Float32 scalar of the template");
+    scalars.push_back(emu::ScalarArg::f32(float(v->value)));
+  }
+
+  EmulatedCheck out;
   emu::EmuResult r = emulator.run(m ? at_m(source, *m) : source, buffers, scalars);
   out.compile_seconds = r.compile_seconds;
   out.run_seconds = r.run_seconds;

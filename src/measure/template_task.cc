@@ -19,7 +19,8 @@ std::string join(const std::vector<std::string>& lines) {
 
 class TemplateKernelTask final : public KernelTask {
  public:
-  explicit TemplateKernelTask(const Template& tmpl) : tmpl_(tmpl), tensors_(tmpl.tensors()) {}
+  explicit TemplateKernelTask(const Template& tmpl)
+      : tmpl_(tmpl), tensors_(tmpl.tensors()), scalars_(tmpl.scalars()) {}
 
   WorkerSetup worker_setup(const GpuMeasureOptions& options, NvrtcBuilder& /*builder*/,
                            const MeasuringTarget& /*target*/, bool with_baseline) const override {
@@ -37,7 +38,8 @@ class TemplateKernelTask final : public KernelTask {
     }
     KernelInstance in;
     in.source = std::move(*lowered.source);
-    out.why = bind_kernel_arguments(in.source, tensors_, in, tmpl_.runtime_m().has_value());
+    out.why = bind_kernel_arguments(in.source, tensors_, in, scalars_,
+                                    tmpl_.runtime_m().has_value());
     if (out.why.empty()) out.instance = std::move(in);
     return out;
   }
@@ -45,17 +47,28 @@ class TemplateKernelTask final : public KernelTask {
  private:
   const Template& tmpl_;
   std::vector<TensorSpec> tensors_;
+  std::vector<ScalarSpec> scalars_;
 };
 
 }  // namespace
 
 std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
-                                  KernelInstance& instance, bool runtime_m) {
+                                  KernelInstance& instance,
+                                  const std::vector<ScalarSpec>& scalars, bool runtime_m) {
   instance.args.clear();
   instance.maps.clear();
   for (const KernelParam& param : source.params) {
     if (runtime_m && !param.is_pointer && !param.tensor_map && param.name == kRuntimeMArgument) {
-      instance.args.push_back(int(tensors.size()));  // worker_task's argument after the tensors
+      // worker_task's argument after the tensors and the template's scalars
+      instance.args.push_back(int(tensors.size() + scalars.size()));
+      continue;
+    }
+    if (!param.is_pointer && !param.tensor_map) {
+      auto s = std::find_if(scalars.begin(), scalars.end(),
+                            [&](const ScalarSpec& x) { return x.name == param.name; });
+      if (s == scalars.end() || !(s->type == param.type))
+        return fmt::format("kernel parameter '{}' is not one of the template's scalars", param.name);
+      instance.args.push_back(int(tensors.size() + size_t(s - scalars.begin())));
       continue;
     }
     // A tensor map is encoded by the worker over the tensor it describes.
@@ -87,17 +100,33 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
     a.elements = t.elements;
     a.is_output = t.is_output;
     // Inputs from the seed; outputs start as NaN, so an element never written fails, except
-    // a split-K output, which the kernel adds into: zero before the check and every timed run.
-    a.init = !t.is_output ? ArgInit::seeded : t.zero_init ? ArgInit::zero : ArgInit::nan;
-    a.reset_each_run = t.zero_init;
+    // a split-K output, which the kernel adds into: zero before the check and every timed run;
+    // and an output the kernel reads (C with beta): from the seed, restored likewise.
+    a.init = !t.is_output || t.initial ? ArgInit::seeded
+             : t.zero_init             ? ArgInit::zero
+                                       : ArgInit::nan;
+    a.reset_each_run = t.zero_init || t.initial;
     if (t.is_output) a.tolerance = error_tolerance(a.elem, tmpl.reduction_length());
     task.arguments.push_back(std::move(a));
   }
-  if (allow_baseline) task.baseline = tmpl.baseline();
+  // Scalars by value, their bytes at the blob's start (the blob's arguments come first).
   expected->clear();
+  for (const ScalarSpec& s : tmpl.scalars()) {
+    CUTUNE_CHECK(s.type == ir::Type::f32(), "template scalar " + s.name + " is not Float32");
+    WorkerArgument a;
+    a.name = s.name;
+    a.kind = ArgKind::scalar;
+    a.elem = "float32";
+    a.elements = 1;
+    a.init = ArgInit::blob;
+    task.arguments.push_back(std::move(a));
+    const float v = float(s.value);
+    const char* bytes = reinterpret_cast<const char*>(&v);
+    expected->insert(expected->end(), bytes, bytes + sizeof v);
+  }
   if (const std::optional<int64_t> m = tmpl.runtime_m()) {
     // A run-time M travels as a scalar argument after the tensors (whose seeds keep their
-    // indices), its bytes first in the blob.
+    // indices) and the template's scalars, its bytes after theirs in the blob.
     WorkerArgument a;
     a.name = kRuntimeMArgument;
     a.kind = ArgKind::scalar;
@@ -109,9 +138,15 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
     const char* bytes = reinterpret_cast<const char*>(&value);
     expected->insert(expected->end(), bytes, bytes + sizeof value);
   }
+  // A fused epilogue's cuBLASLt baseline (the same epilogue in the library) is not in yet: such
+  // a task has none rather than one that computes less.
+  const BaselineSpec baseline = tmpl.baseline();
+  if (allow_baseline &&
+      !(baseline.kind == BaselineSpec::Kind::gemm && !baseline.gemm.epilogue.empty()))
+    task.baseline = baseline;
   if (!options.check) return task;
 
-  if (task.baseline.kind == BaselineSpec::Kind::gemm) {
+  if (task.baseline.kind == BaselineSpec::Kind::gemm && task.baseline.gemm.epilogue.empty()) {
     // cuBLAS computes the reference on the GPU: a CPU GEMM of 4096³ would take minutes.
     task.reference = ReferenceKind::baseline;
     return task;
@@ -120,8 +155,9 @@ WorkerTask worker_task(const Template& tmpl, const GpuMeasureOptions& options,
   std::vector<std::vector<float>> values;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const WorkerArgument& a = task.arguments[i];
-    values.push_back(a.is_output ? std::vector<float>(size_t(a.elements), 0.0f)
-                                 : input_values(options.seed, int(i), a.elements, a.elem));
+    values.push_back(a.is_output && !tensors[i].initial
+                         ? std::vector<float>(size_t(a.elements), 0.0f)
+                         : input_values(options.seed, int(i), a.elements, a.elem));
   }
   tmpl.reference(values);
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -13,18 +13,22 @@
 
 namespace cutune {
 
-// Fills request.args with the index in `tensors` of each of `source`'s parameters, and
-// request.maps (indexed like args; empty when there is none) with the description of each
-// tensor-map parameter, which the worker encodes over the tensor it names. Returns why a
-// parameter is neither a tensor nor a map over one ("" when all are).
-// With `runtime_m`, the scalar parameter "M" takes the argument after the tensors
-// (worker_task's, for a template of run-time M).
+// Fills request.args with the index in `tensors` of each of `source`'s parameters (a scalar
+// parameter: tensors.size() plus its index in `scalars`), and request.maps (indexed like args;
+// empty when there is none) with the description of each tensor-map parameter, which the
+// worker encodes over the tensor it names. Returns why a parameter is neither a tensor, a map
+// over one nor a scalar ("" when all are). With `runtime_m`, the scalar parameter "M" takes the
+// argument after the tensors and `scalars` (worker_task's, for a template of run-time M).
 std::string bind_kernel_arguments(const CudaSource& source, const std::vector<TensorSpec>& tensors,
-                                  KernelInstance& instance, bool runtime_m = false);
+                                  KernelInstance& instance,
+                                  const std::vector<ScalarSpec>& scalars = {},
+                                  bool runtime_m = false);
 inline constexpr const char* kRuntimeMArgument = "M";
 
 // What the worker gets for `tmpl`: its tensors as arguments by storage type (inputs from the
-// seed, outputs as NaN or, split-K, zero; each output's tolerance for the reduction length),
+// seed, outputs as NaN or, split-K, zero, or from the seed and restored before every launch
+// where the kernel reads them (TensorSpec::initial); each output's tolerance for the
+// reduction length), then its scalars (their values first in the blob),
 // the template's declared baseline (when `allow_baseline`), and the reference: the
 // baseline's own for a GEMM (cuBLAS on the GPU), else the template's CPU reference on the
 // same rounded inputs, whose outputs fill `expected` (the task's blob).

@@ -96,3 +96,12 @@ TEST_CASE("cli: tune-suite's transformer models refuse bad tokens, models and dt
   CHECK_USAGE_ERROR("tune-suite --log x.jsonl", "name a suite");
   CHECK_USAGE_ERROR("tune-suite llama3-8b --model m.json --log x.jsonl", "name a suite");
 }
+
+TEST_CASE("cli: a bad --epilogue", "[cli][epilogue]") {
+  CHECK_USAGE_ERROR("space gemm --shape 64,64,64 --epilogue bias,gleu",
+                    "unknown epilogue op 'gleu' in 'bias,gleu' (known: alpha, beta, bias, relu");
+  CHECK_USAGE_ERROR("verify gemm --shape 64,64,64 --epilogue relu,silu --sample 1",
+                    "at most one");
+  CHECK_USAGE_ERROR("space conv2d --shape 1,8,8,8,8,3,3,1,1 --epilogue relu",
+                    "takes no fused epilogue");
+}

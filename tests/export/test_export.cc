@@ -259,5 +259,43 @@ TEST_CASE("a cluster kernel's manifest carries the cluster, and the loader keeps
   std::ifstream cu(dir / "out" / (k.name + ".cu"));
   const std::string source((std::istreambuf_iterator<char>(cu)), std::istreambuf_iterator<char>());
   CHECK(source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
+TEST_CASE("a kernel with a fused epilogue is exported with its text and extra arguments",
+          "[export][epilogue]") {
+  // The manifest says the epilogue; bias and residual are pointer params after A and B, alpha
+  // and beta float32 scalars after the buffers, C read as well as written (beta).
+  const std::vector<int64_t> shape = {256, 128, 64};
+  const std::string name = "gemm_fp16_wgmma_nt_ep_alpha_beta_bias_gelu_residual";
+  auto tmpl = make_template("gemm_fp16", shape, name);
+  const std::vector<Config> refs = tmpl->reference_configs();
+  REQUIRE_FALSE(refs.empty());
+  const auto dir = fresh_dir("export_epilogue");
+  {
+    LogWriter w(dir / "log.jsonl");
+    Record r = gemm_record(refs.front().index(), 1e-5, MeasureStatus::ok);
+    r.task = {"gemm_fp16", shape, "float32", "sm_90", "NVIDIA H200", name};
+    w.append(r);
+  }
+  REQUIRE(export_log(dir / "log.jsonl", dir / "out").written.size() == 1);
+  const auto kernels = cutune_loader::read_manifest((dir / "out").string());
+  REQUIRE(kernels.size() == 1);
+  const cutune_loader::KernelManifest& k = kernels[0];
+  CHECK(k.epilogue == "alpha,beta,bias,gelu,residual");
+  CHECK(k.raw.at("task").at("template") == name);
+  std::vector<std::string> names;
+  for (const cutune_loader::Param& p : k.params)
+    if (!p.is_tensor_map) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"C", "A", "B", "bias", "residual", "alpha", "beta"});
+  auto param = [&](const std::string& n) {
+    return *std::find_if(k.params.begin(), k.params.end(),
+                         [&](const cutune_loader::Param& p) { return p.name == n; });
+  };
+  CHECK(param("C").initial);
+  CHECK_FALSE(param("C").zero_init);
+  CHECK(param("bias").elements == 128);
+  CHECK(param("bias").type == "float16");
+  CHECK(param("residual").elements == 256 * 128);
+  CHECK_FALSE(param("alpha").pointer);
+  CHECK(param("alpha").type == "float32");
+  CHECK(param("beta").bytes == 4);
   std::filesystem::remove_all(dir);
 }

@@ -122,7 +122,12 @@ TEST_CASE("a task round-trips", "[worker]") {
   WorkerTask t = small_task();
   t.reference = ReferenceKind::baseline;
   t.baseline =
-      BaselineSpec::of(GemmBaseline{5, 6, 7, true, ir::DType::Float16, ir::DType::Float32});
+      BaselineSpec::of(GemmBaseline{.m = 5,
+                                    .n = 6,
+                                    .k = 7,
+                                    .b_transposed = true,
+                                    .input = ir::DType::Float16,
+                                    .output = ir::DType::Float32});
   t.arguments[0].init = ArgInit::zero;
   t.arguments[0].reset_each_run = true;
   t.arguments[0].tolerance = 0.125;
