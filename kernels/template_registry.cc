@@ -244,7 +244,7 @@ ResolvedTemplate resolve_template(const TaskRequest& r, const std::string& arch)
                                 r.op, o.dtype, r.dtype, o.computation, r.dtype));
   }
   const std::string epilogue = canonical_epilogue(r.epilogue);  // TaskError for bad text
-  const TaskParams given{"", r.dtype, r.out_dtype, r.layout, r.family, epilogue};
+  const TaskParams given{"", r.dtype, r.out_dtype, r.layout, r.family, r.runtime_m, epilogue};
   // `p` with the parameters the request gives.
   const auto asked = [&r, &epilogue](TaskParams p) {
     if (!r.dtype.empty()) p.dtype = r.dtype;

@@ -259,6 +259,9 @@ TEST_CASE("a cluster kernel's manifest carries the cluster, and the loader keeps
   std::ifstream cu(dir / "out" / (k.name + ".cu"));
   const std::string source((std::istreambuf_iterator<char>(cu)), std::istreambuf_iterator<char>());
   CHECK(source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("a kernel with a fused epilogue is exported with its text and extra arguments",
           "[export][epilogue]") {
   // The manifest says the epilogue; bias and residual are pointer params after A and B, alpha

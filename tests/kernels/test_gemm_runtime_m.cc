@@ -148,11 +148,11 @@ TEST_CASE("a run-time-M task passes M to the worker after its tensors", "[gemm][
   const Lowered l = lower(*tmpl, test::sample_configs(*tmpl, 1, 11).front(), ir::TargetLimits{});
   REQUIRE(l.ok());
   KernelInstance instance;
-  CHECK(bind_kernel_arguments(*l.source, tmpl->tensors(), instance, true) == "");
+  CHECK(bind_kernel_arguments(*l.source, tmpl->tensors(), instance, {}, true) == "");
   CHECK(instance.args == std::vector<int>{0, 1, 2, 3});
   // Without the flag the scalar is not one of the template's tensors.
   CHECK(bind_kernel_arguments(*l.source, tmpl->tensors(), instance) ==
-        "kernel parameter 'M' is not one of the template's tensors");
+        "kernel parameter 'M' is not one of the template's scalars");
   // The exact-shape task has no such argument.
   auto exact = make_template("gemm", {13, 45, 33}, "gemm_nt");
   CHECK(worker_task(*exact, options, &blob).arguments.size() == 3);
