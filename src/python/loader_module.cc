@@ -9,17 +9,14 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/variant.h>
 
 #include "src/export/cubin_loader.h"
 
@@ -58,79 +55,29 @@ class Launcher {
   Launcher& operator=(const Launcher&) = delete;
 
   // `buffers`: device pointers by parameter name (a tensor map is encoded over the buffer its
-  // description names); `scalars`: values of the by-value parameters; `m` > 0: a kernel of
-  // run-time M launched for that M (the loader's launch_m). Zeroes the zero_init outputs on
-  // `stream`, then launches on it.
+  // description names); `scalars`: the float32 by-value parameters (an epilogue's alpha, beta);
+  // `m` > 0: a kernel of run-time M launched for that M. The loader's launch_buffers and
+  // launch_m zero the zero_init outputs on `stream`, then launch on it.
   void launch(int device, const std::map<std::string, uint64_t>& buffers,
-              const std::map<std::string, std::variant<int64_t, double>>& scalars,
-              uint64_t stream_handle, int64_t m) {
+              const std::map<std::string, double>& scalars, uint64_t stream_handle, int64_t m) {
     make_current(device);
     auto& loaded = loaded_[device];
     if (!loaded) loaded = std::make_unique<cutune_loader::LoadedKernel>(manifest_, dir_);
     const CUstream stream = reinterpret_cast<CUstream>(stream_handle);
+    std::map<std::string, CUdeviceptr> named;
+    for (const auto& [name, pointer] : buffers) named[name] = static_cast<CUdeviceptr>(pointer);
     if (m > 0) {
       if (!scalars.empty())
         throw std::runtime_error(manifest_.name + ": a run-time-M kernel takes no other scalars");
-      std::map<std::string, CUdeviceptr> named;
-      for (const auto& [name, pointer] : buffers) named[name] = static_cast<CUdeviceptr>(pointer);
       loaded->launch_m(m, named, stream);
       return;
     }
-    const size_t n = manifest_.params.size();
-    std::vector<CUdeviceptr> pointers(n);
-    std::vector<CUtensorMap> maps(n);
-    std::vector<std::array<unsigned char, 8>> values(n);
-    std::vector<void*> args(n);
-    auto pointer = [&](const std::string& name) -> CUdeviceptr {
-      auto it = buffers.find(name);
-      if (it == buffers.end()) throw std::runtime_error("no buffer for parameter " + name);
-      return static_cast<CUdeviceptr>(it->second);
-    };
-    for (size_t i = 0; i < n; ++i) {
-      const cutune_loader::Param& p = manifest_.params[i];
-      if (p.is_tensor_map) {
-        maps[i] = cutune_loader::encode_tensor_map(p.tensor_map, pointer(p.tensor_map.buffer));
-        args[i] = &maps[i];
-      } else if (p.pointer) {
-        pointers[i] = pointer(p.name);
-        args[i] = &pointers[i];
-      } else {
-        args[i] = scalar(p, scalars, values[i]);
-      }
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const cutune_loader::Param& p = manifest_.params[i];
-      if (p.pointer && !p.is_tensor_map && p.zero_init)
-        cutune_loader::check(cuMemsetD8Async(pointers[i], 0, static_cast<size_t>(p.bytes), stream),
-                             "cuMemsetD8Async");
-    }
-    loaded->launch(args.data(), stream);
+    std::map<std::string, float> values;
+    for (const auto& [name, value] : scalars) values[name] = static_cast<float>(value);
+    loaded->launch_buffers(named, stream, values);
   }
 
  private:
-  // The bytes of scalar parameter `p`, in `slot`, as its manifest type says.
-  static void* scalar(const cutune_loader::Param& p,
-                      const std::map<std::string, std::variant<int64_t, double>>& scalars,
-                      std::array<unsigned char, 8>& slot) {
-    auto it = scalars.find(p.name);
-    if (it == scalars.end()) throw std::runtime_error("no value for scalar parameter " + p.name);
-    const double real = std::visit([](auto v) { return static_cast<double>(v); }, it->second);
-    const int64_t whole = std::visit([](auto v) { return static_cast<int64_t>(v); }, it->second);
-    if (p.type == "float32") {
-      const float f = static_cast<float>(real);
-      std::memcpy(slot.data(), &f, sizeof f);
-    } else if (p.type == "int32" || p.type == "uint32") {
-      const int32_t v = static_cast<int32_t>(whole);
-      std::memcpy(slot.data(), &v, sizeof v);
-    } else if (p.type == "int64") {
-      std::memcpy(slot.data(), &whole, sizeof whole);
-    } else {
-      throw std::runtime_error("scalar parameter " + p.name + " of type " + p.type +
-                               " cannot be passed from Python");
-    }
-    return slot.data();
-  }
-
   std::string dir_;
   cutune_loader::KernelManifest manifest_;
   std::map<int, std::unique_ptr<cutune_loader::LoadedKernel>> loaded_;
