@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence, Union
 
 from . import _command
 from .errors import UsageError
+from .log import median_s
 
 Shape = Union[str, Sequence[int]]
 
@@ -103,10 +104,9 @@ class _Progress:
             record = json.loads(line)
             new += 1
             self.done += 1
-            result = record.get("result", {})
-            if result.get("status") == "ok" and result.get("times"):
+            t = median_s(record)
+            if t is not None:
                 self.valid += 1
-                t = _median(result["times"])
                 if t < self.best_s:
                     self.best_s, self.best_config = t, record.get("config")
         if new == 0:
@@ -119,8 +119,3 @@ class _Progress:
                        "elapsed_s": elapsed, "rate": rate,
                        "eta_s": left / rate if rate > 0 else None})
 
-
-def _median(values):
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
